@@ -1,0 +1,295 @@
+#include "engines/scalapack/scalapack.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+extern "C" {
+int Csys2blacs_handle(MPI_Comm comm);
+void Cblacs_gridmap(int* context, int* usermap, int ldumap, int nprow, int npcol);
+void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb,
+               const int* irsrc, const int* icsrc, const int* ictxt, const int* lld, int* info);
+
+#define JAXMG_DECLARE_POTRF(p, T)                                                            \
+  void p##potrf_(const char* uplo, const int* n, T* a, const int* ia, const int* ja,         \
+                 const int* desca, int* info);                                               \
+  void p##potrs_(const char* uplo, const int* n, const int* nrhs, const T* a, const int* ia, \
+                 const int* ja, const int* desca, T* b, const int* ib, const int* jb,        \
+                 const int* descb, int* info);                                               \
+  void p##gemr2d_(const int* m, const int* n, const T* a, const int* ia, const int* ja,      \
+                  const int* desca, T* b, const int* ib, const int* jb, const int* descb,    \
+                  const int* ictxt);
+JAXMG_DECLARE_POTRF(ps, float)
+JAXMG_DECLARE_POTRF(pd, double)
+JAXMG_DECLARE_POTRF(pc, std::complex<float>)
+JAXMG_DECLARE_POTRF(pz, std::complex<double>)
+#undef JAXMG_DECLARE_POTRF
+}
+
+namespace jaxmg::scalapack {
+namespace {
+
+bool g_initialized_here = false;
+std::mutex g_engine_mutex;
+
+struct GridKey {
+  std::vector<int> ranks;
+  int nprow, npcol;
+  bool operator<(const GridKey& o) const {
+    return std::tie(ranks, nprow, npcol) < std::tie(o.ranks, o.nprow, o.npcol);
+  }
+};
+std::map<GridKey, std::unique_ptr<Grid>>& GridCache() {
+  static auto* cache = new std::map<GridKey, std::unique_ptr<Grid>>();
+  return *cache;
+}
+std::map<std::vector<int>, MPI_Comm>& CommCache() {
+  static auto* cache = new std::map<std::vector<int>, MPI_Comm>();
+  return *cache;
+}
+
+Status MpiCheck(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return Status();
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return Status::Error(std::string(what) + " failed: " + std::string(text, len));
+}
+
+// A communicator holding exactly `members` (world ranks, sorted), created collectively by them.
+Status GetComm(const std::vector<int>& members, MPI_Comm* out) {
+  auto& cache = CommCache();
+  auto it = cache.find(members);
+  if (it != cache.end()) {
+    *out = it->second;
+    return Status();
+  }
+  MPI_Group world_group, group;
+  JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_group(MPI_COMM_WORLD, &world_group), "MPI_Comm_group"));
+  JAXMG_RETURN_IF_ERROR(MpiCheck(
+      MPI_Group_incl(world_group, static_cast<int>(members.size()), members.data(), &group),
+      "MPI_Group_incl"));
+  MPI_Comm comm;
+  JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_create_group(MPI_COMM_WORLD, group, /*tag=*/7411, &comm),
+                                 "MPI_Comm_create_group"));
+  MPI_Group_free(&group);
+  MPI_Group_free(&world_group);
+  cache[members] = comm;
+  *out = comm;
+  return Status();
+}
+
+template <typename T>
+MPI_Datatype RealMpiType();
+template <>
+MPI_Datatype RealMpiType<float>() {
+  return MPI_FLOAT;
+}
+template <>
+MPI_Datatype RealMpiType<double>() {
+  return MPI_DOUBLE;
+}
+
+template <typename T>
+struct Scalar {
+  using Real = T;
+  static constexpr int kParts = 1;
+};
+template <typename R>
+struct Scalar<std::complex<R>> {
+  using Real = R;
+  static constexpr int kParts = 2;
+};
+
+}  // namespace
+
+Status EnsureMpi() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return Status();
+  int provided = 0;
+  JAXMG_RETURN_IF_ERROR(MpiCheck(
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread"));
+  g_initialized_here = true;
+  if (provided < MPI_THREAD_SERIALIZED) {
+    return JAXMG_ERROR("the MPI library does not provide MPI_THREAD_SERIALIZED");
+  }
+  return Status();
+}
+
+void FinalizeMpi() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized || !g_initialized_here) return;
+  std::lock_guard<std::mutex> lock(g_engine_mutex);
+  for (auto& [key, grid] : GridCache()) {
+    (void)key;
+    (void)grid;  // BLACS contexts are released with MPI; freeing them here can race blacs_exit
+  }
+  for (auto& [members, comm] : CommCache()) {
+    (void)members;
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+  CommCache().clear();
+  MPI_Finalize();
+}
+
+int WorldRank() {
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int WorldSize() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+std::unique_lock<std::mutex> EngineLock() { return std::unique_lock<std::mutex>(g_engine_mutex); }
+
+Status GatherMeshRanks(int my_position, int positions, std::vector<int>* ranks) {
+  if (WorldSize() != positions) {
+    return JAXMG_ERROR("the mesh has " + std::to_string(positions) + " devices but the job has " +
+                       std::to_string(WorldSize()) + " processes; pass the concrete mesh");
+  }
+  std::vector<int> position_of_rank(positions);
+  JAXMG_RETURN_IF_ERROR(MpiCheck(
+      MPI_Allgather(&my_position, 1, MPI_INT, position_of_rank.data(), 1, MPI_INT, MPI_COMM_WORLD),
+      "MPI_Allgather"));
+  ranks->assign(positions, -1);
+  for (int r = 0; r < positions; ++r) {
+    const int p = position_of_rank[r];
+    if (p < 0 || p >= positions || (*ranks)[p] != -1) {
+      return JAXMG_ERROR("mesh positions are not one per process");
+    }
+    (*ranks)[p] = r;
+  }
+  return Status();
+}
+
+Status GetGrid(const std::vector<int>& world_ranks, int nprow, int npcol, const Grid** grid) {
+  GridKey key{world_ranks, nprow, npcol};
+  auto& cache = GridCache();
+  auto it = cache.find(key);
+  if (it != cache.end()) {
+    *grid = it->second.get();
+    return Status();
+  }
+  if (static_cast<int64_t>(world_ranks.size()) != static_cast<int64_t>(nprow) * npcol) {
+    return JAXMG_ERROR("grid map has " + std::to_string(world_ranks.size()) + " ranks for a " +
+                       std::to_string(nprow) + "x" + std::to_string(npcol) + " grid");
+  }
+  std::vector<int> members = world_ranks;
+  std::sort(members.begin(), members.end());
+  if (std::adjacent_find(members.begin(), members.end()) != members.end()) {
+    return JAXMG_ERROR(
+        "the CPU engine needs one device per process; a process appears twice "
+        "in the mesh");
+  }
+  const int me = WorldRank();
+  if (!std::binary_search(members.begin(), members.end(), me)) {
+    return JAXMG_ERROR("process " + std::to_string(me) + " is not part of this mesh");
+  }
+  auto g = std::make_unique<Grid>();
+  JAXMG_RETURN_IF_ERROR(GetComm(members, &g->comm));
+  // BLACS usermap is column-major (ldumap = nprow) and holds ranks within g->comm.
+  std::vector<int> usermap(world_ranks.size());
+  for (int i = 0; i < nprow; ++i) {
+    for (int j = 0; j < npcol; ++j) {
+      const int world = world_ranks[i * npcol + j];
+      usermap[i + j * nprow] = static_cast<int>(
+          std::lower_bound(members.begin(), members.end(), world) - members.begin());
+    }
+  }
+  g->context = Csys2blacs_handle(g->comm);
+  Cblacs_gridmap(&g->context, usermap.data(), nprow, nprow, npcol);
+  int pr, pc;
+  Cblacs_gridinfo(g->context, &pr, &pc, &g->myrow, &g->mycol);
+  if (pr != nprow || pc != npcol || g->myrow < 0 || g->mycol < 0) {
+    return JAXMG_ERROR("BLACS grid creation failed");
+  }
+  g->nprow = nprow;
+  g->npcol = npcol;
+  *grid = g.get();
+  cache.emplace(std::move(key), std::move(g));
+  return Status();
+}
+
+Status MakeDescriptor(const Grid& grid, int64_t m, int64_t n, int64_t mb, int64_t nb, int64_t lld,
+                      Descriptor* out) {
+  int im, in, imb, inb, illd, zero = 0, info = 0;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(mb, "row block", &imb));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(nb, "column block", &inb));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(std::max<int64_t>(lld, 1), "local leading dimension", &illd));
+  descinit_(out->desc, &im, &in, &imb, &inb, &zero, &zero, &grid.context, &illd, &info);
+  if (info != 0) return JAXMG_ERROR("descinit failed with info " + std::to_string(info));
+  return Status();
+}
+
+#define JAXMG_DEFINE_ROUTINES(p, T)                                                              \
+  template <>                                                                                    \
+  Status Potrf<T>(int64_t n, T* a, const Descriptor& desc, int* info) {                          \
+    int in, one = 1;                                                                             \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
+    p##potrf_("L", &in, a, &one, &one, desc.desc, info);                                         \
+    if (*info < 0) return JAXMG_ERROR(#p "potrf: illegal argument " + std::to_string(-*info));   \
+    return Status();                                                                             \
+  }                                                                                              \
+  template <>                                                                                    \
+  Status Potrs<T>(int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a, T* b,           \
+                  const Descriptor& desc_b, int* info) {                                         \
+    int in, ir, one = 1;                                                                         \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                            \
+    p##potrs_("L", &in, &ir, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, info);      \
+    if (*info < 0) return JAXMG_ERROR(#p "potrs: illegal argument " + std::to_string(-*info));   \
+    return Status();                                                                             \
+  }                                                                                              \
+  template <>                                                                                    \
+  Status Gemr2d<T>(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,             \
+                   const Descriptor& desc_b, const Grid& grid) {                                 \
+    int im, in, one = 1;                                                                         \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                           \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                        \
+    p##gemr2d_(&im, &in, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, &grid.context); \
+    return Status();                                                                             \
+  }
+JAXMG_DEFINE_ROUTINES(ps, float)
+JAXMG_DEFINE_ROUTINES(pd, double)
+JAXMG_DEFINE_ROUTINES(pc, std::complex<float>)
+JAXMG_DEFINE_ROUTINES(pz, std::complex<double>)
+#undef JAXMG_DEFINE_ROUTINES
+
+template <typename T>
+Status AllreduceSum(const Grid& grid, T* data, int64_t count) {
+  using R = typename Scalar<T>::Real;
+  const int64_t total = count * Scalar<T>::kParts;
+  // MPI counts are int: reduce in chunks.
+  constexpr int64_t kChunk = int64_t{1} << 30;
+  R* p = reinterpret_cast<R*>(data);
+  for (int64_t off = 0; off < total; off += kChunk) {
+    const int c = static_cast<int>(std::min(kChunk, total - off));
+    JAXMG_RETURN_IF_ERROR(
+        MpiCheck(MPI_Allreduce(MPI_IN_PLACE, p + off, c, RealMpiType<R>(), MPI_SUM, grid.comm),
+                 "MPI_Allreduce"));
+  }
+  return Status();
+}
+template Status AllreduceSum<float>(const Grid&, float*, int64_t);
+template Status AllreduceSum<double>(const Grid&, double*, int64_t);
+template Status AllreduceSum<std::complex<float>>(const Grid&, std::complex<float>*, int64_t);
+template Status AllreduceSum<std::complex<double>>(const Grid&, std::complex<double>*, int64_t);
+
+Status AllreduceMax(const Grid& grid, int* value) {
+  return MpiCheck(MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MAX, grid.comm),
+                  "MPI_Allreduce");
+}
+
+}  // namespace jaxmg::scalapack

@@ -1,0 +1,62 @@
+// CPU engine: typed wrappers over ScaLAPACK/BLACS and the MPI calls the algorithms need.
+// Every function returns a Status; nothing throws.
+#pragma once
+
+#include <mpi.h>
+
+#include <complex>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/status.h"
+
+namespace jaxmg::scalapack {
+
+// Initializes MPI once per process (MPI_THREAD_SERIALIZED; callers hold EngineLock()).
+Status EnsureMpi();
+// Finalizes MPI if this library initialized it. Called at interpreter exit.
+void FinalizeMpi();
+int WorldRank();
+int WorldSize();
+// One engine call at a time per process: MPI is initialized SERIALIZED.
+std::unique_lock<std::mutex> EngineLock();
+
+// ranks[position] = world rank of the process at each mesh position, gathered over
+// MPI_COMM_WORLD (the mesh must span every process).
+Status GatherMeshRanks(int my_position, int positions, std::vector<int>* ranks);
+
+// A BLACS process grid over a communicator that holds exactly the participating processes.
+struct Grid {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int context = -1;
+  int nprow = 1, npcol = 1;
+  int myrow = -1, mycol = -1;
+};
+
+// The grid where grid position (i, j) is world rank world_ranks[i * npcol + j]. Created on first
+// use (collectively, by the participating processes only) and cached for the life of the process.
+Status GetGrid(const std::vector<int>& world_ranks, int nprow, int npcol, const Grid** grid);
+
+struct Descriptor {
+  int desc[9];
+};
+Status MakeDescriptor(const Grid& grid, int64_t m, int64_t n, int64_t mb, int64_t nb, int64_t lld,
+                      Descriptor* out);
+
+template <typename T>
+Status Potrf(int64_t n, T* a, const Descriptor& desc, int* info);
+template <typename T>
+Status Potrs(int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a, T* b,
+             const Descriptor& desc_b, int* info);
+template <typename T>
+Status Gemr2d(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,
+              const Descriptor& desc_b, const Grid& grid);
+
+// In-place sums over the grid's communicator (count elements of T).
+template <typename T>
+Status AllreduceSum(const Grid& grid, T* data, int64_t count);
+Status AllreduceMax(const Grid& grid, int* value);
+
+}  // namespace jaxmg::scalapack

@@ -1,0 +1,114 @@
+// Layout core: from a JAX block sharding to the engines' 2-D block-cyclic layout.
+//
+// No MPI, no CUDA: this file only does index arithmetic and local memory transforms, shared by
+// every engine. See docs/layout.md for the derivation.
+//
+// Conventions.
+// * The JAX mesh splits the matrix rows over `mesh_rows` devices and the columns over `mesh_cols`
+//   devices; the device at mesh position (u, v) holds the row-major shard A[u-block, v-block].
+// * Read column-major, that shard is the block (v, u) of Aᵀ. For symmetric (Hermitian) matrices
+//   Aᵀ = A (= conj(A)), so the engine sees its matrix distributed over a grid of
+//   `grid_rows = mesh_cols` by `grid_cols = mesh_rows` processes, mesh (u, v) holding engine
+//   block (v, u). Nothing is copied to get there.
+// * Along one engine axis with P processes, the JAX block layout is turned into a block-cyclic
+//   layout of tile T by relabeling (a symmetric tile permutation Π, see MakeSymmetricPlan), by
+//   local padding when T does not divide the shard, or, on grids where neither P_r nor P_c divides
+//   the other, by a real redistribution done by the engine.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+
+namespace jaxmg::layout {
+
+// Distinct index types: most distributed linear algebra bugs are local/global mix-ups.
+struct GlobalIndex {
+  int64_t value;
+};
+struct LocalIndex {
+  int64_t value;
+};
+inline constexpr int64_t kPadding = -1;  // GlobalIndex value of a padding row/column
+
+enum class Strategy : int {
+  kRelabel = 0,  // local arrays are used as they are (up to padding and a local tile permutation)
+  kRedistribute = 1,  // the engine moves the data from the block layout to block-cyclic (p?gemr2d)
+};
+
+// One axis of the engine grid.
+struct AxisPlan {
+  int procs = 1;                   // processes along this engine axis
+  int64_t shard = 0;               // JAX shard extent along this axis (n / procs)
+  int64_t padded_shard = 0;        // local extent after padding (relabel); == shard otherwise
+  std::vector<int> grid_of_mesh;   // mesh coordinate -> grid coordinate on this axis
+  std::vector<int> mesh_of_grid;   // inverse
+  bool local_permutation = false;  // local tiles must be permuted (non-square grids)
+};
+
+struct SymmetricPlan {
+  Strategy strategy = Strategy::kRelabel;
+  int64_t n = 0;     // global order
+  int64_t tile = 0;  // T
+  int mesh_rows = 1, mesh_cols = 1;
+  // Padding: the matrix is cut into `super_blocks` pieces of `super_extent` = n / super_blocks
+  // along each dimension, and each piece is padded to `padded_super` (a multiple of T) with
+  // identity on the diagonal. Every shard is a whole number of pieces, on rows and on columns.
+  int64_t super_blocks = 1;
+  int64_t super_extent = 0;
+  int64_t padded_super = 0;
+  int64_t padded_n = 0;  // order of the matrix the engine factors
+  bool padded = false;
+  AxisPlan rows;  // engine rows: procs = mesh_cols, mesh coordinate v
+  AxisPlan cols;  // engine cols: procs = mesh_rows, mesh coordinate u
+  // source_tile[I] = the tile of the padded, mesh-ordered matrix that the engine's tile I holds
+  // (the same on rows and columns, so B = Π A Πᵀ). Identity for kRedistribute.
+  std::vector<int64_t> source_tile;
+
+  int grid_rows() const { return rows.procs; }
+  int grid_cols() const { return cols.procs; }
+};
+
+// Plans a symmetric operation (potrf/potrs, syevd, ...) on an n x n matrix sharded over a
+// mesh_rows x mesh_cols mesh with tile T. Fails with a message when the request cannot be met
+// (e.g. T does not divide the shard and padding is not allowed).
+Status MakeSymmetricPlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, bool allow_pad,
+                         SymmetricPlan* plan);
+
+// Number of engine-local rows (cols) held by grid coordinate `grid_coord` on that axis.
+int64_t EngineLocalExtent(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord);
+
+// The original global index of engine-local index `local` on grid coordinate `grid_coord`, or
+// kPadding. Rows and columns use the same map (the permutation is symmetric).
+GlobalIndex EngineToGlobal(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord,
+                           LocalIndex local);
+
+// For a relabeled axis with a local permutation: perm[j] = the local tile (in the padded JAX
+// shard) that engine-local tile j holds. Identity when the axis needs no permutation.
+std::vector<int64_t> LocalTilePermutation(const SymmetricPlan& plan, const AxisPlan& axis,
+                                          int grid_coord);
+
+// Prepares this process's engine-local column-major array (kRelabel only).
+// `shard` is the JAX row-major shard of mesh position (u, v), i.e. a column-major array of
+// rows.shard x cols.shard; `out` has EngineLocalExtent rows x cols, leading dimension = rows.
+// With no padding `out` may equal `shard` (in place). `scratch` must hold
+// tile * max(local rows, local cols) elements when a local permutation is needed.
+// conj_pad_identity: identity is written on padded diagonal entries.
+template <typename T>
+void PrepareLocal(const SymmetricPlan& plan, int mesh_u, int mesh_v, const T* shard, T* out,
+                  T* scratch);
+
+// Elements of scratch PrepareLocal needs (0 when none).
+int64_t PrepareLocalScratch(const SymmetricPlan& plan, int mesh_u, int mesh_v);
+
+// Permutes tiles of columns (or rows) of a column-major array in place, following cycles.
+// perm[j] = source tile of destination tile j. scratch holds one tile of columns (rows).
+template <typename T>
+void PermuteColumnTiles(T* a, int64_t ld, int64_t rows, int64_t tile,
+                        const std::vector<int64_t>& perm, T* scratch);
+template <typename T>
+void PermuteRowTiles(T* a, int64_t ld, int64_t rows, int64_t cols, int64_t tile,
+                     const std::vector<int64_t>& perm, T* scratch);
+
+}  // namespace jaxmg::layout

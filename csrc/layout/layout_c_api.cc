@@ -1,0 +1,86 @@
+// A small C interface to the layout core, used by the tests (through ctypes) to check the index
+// maps and the local transforms against a NumPy model. Not used by the engines.
+#include <cstdint>
+#include <cstring>
+
+#include "layout/layout.h"
+
+namespace {
+
+using jaxmg::Status;
+using jaxmg::layout::SymmetricPlan;
+
+int Fail(const Status& s, char* err, int err_len) {
+  if (err && err_len > 0) {
+    std::strncpy(err, s.message().c_str(), err_len - 1);
+    err[err_len - 1] = 0;
+  }
+  return 1;
+}
+
+}  // namespace
+
+extern "C" {
+
+// info[0..7] = strategy, padded_n, grid_rows, grid_cols, padded (0/1),
+//              row local permutation (0/1), col local permutation (0/1), tiles in source_tile
+__attribute__((visibility("default"))) int jaxmg_layout_plan(int64_t n, int mesh_rows,
+                                                             int mesh_cols, int64_t tile,
+                                                             int allow_pad, int64_t* info,
+                                                             char* err, int err_len) {
+  SymmetricPlan plan;
+  Status s = jaxmg::layout::MakeSymmetricPlan(n, mesh_rows, mesh_cols, tile, allow_pad, &plan);
+  if (!s.ok()) return Fail(s, err, err_len);
+  info[0] = static_cast<int64_t>(plan.strategy);
+  info[1] = plan.padded_n;
+  info[2] = plan.grid_rows();
+  info[3] = plan.grid_cols();
+  info[4] = plan.padded;
+  info[5] = plan.rows.local_permutation;
+  info[6] = plan.cols.local_permutation;
+  info[7] = static_cast<int64_t>(plan.source_tile.size());
+  return 0;
+}
+
+// For mesh position (u, v): grid[0..1] = its engine grid (row, col); extents[0..1] = engine-local
+// rows, cols; row_map / col_map (sized by extents) = original global index or -1 for padding.
+__attribute__((visibility("default"))) int jaxmg_layout_process(
+    int64_t n, int mesh_rows, int mesh_cols, int64_t tile, int allow_pad, int u, int v, int* grid,
+    int64_t* extents, int64_t* row_map, int64_t* col_map, char* err, int err_len) {
+  SymmetricPlan plan;
+  Status s = jaxmg::layout::MakeSymmetricPlan(n, mesh_rows, mesh_cols, tile, allow_pad, &plan);
+  if (!s.ok()) return Fail(s, err, err_len);
+  grid[0] = plan.rows.grid_of_mesh[v];
+  grid[1] = plan.cols.grid_of_mesh[u];
+  extents[0] = jaxmg::layout::EngineLocalExtent(plan, plan.rows, grid[0]);
+  extents[1] = jaxmg::layout::EngineLocalExtent(plan, plan.cols, grid[1]);
+  if (row_map) {
+    for (int64_t i = 0; i < extents[0]; ++i) {
+      row_map[i] = jaxmg::layout::EngineToGlobal(plan, plan.rows, grid[0], {i}).value;
+    }
+  }
+  if (col_map) {
+    for (int64_t i = 0; i < extents[1]; ++i) {
+      col_map[i] = jaxmg::layout::EngineToGlobal(plan, plan.cols, grid[1], {i}).value;
+    }
+  }
+  return 0;
+}
+
+// Runs the engines' local preparation (padding + local tile permutation) on a float64 shard
+// (row-major, n/mesh_rows x n/mesh_cols) into `out` (column-major engine-local array).
+__attribute__((visibility("default"))) int jaxmg_layout_prepare_local_f64(
+    int64_t n, int mesh_rows, int mesh_cols, int64_t tile, int allow_pad, int u, int v,
+    const double* shard, double* out, char* err, int err_len) {
+  SymmetricPlan plan;
+  Status s = jaxmg::layout::MakeSymmetricPlan(n, mesh_rows, mesh_cols, tile, allow_pad, &plan);
+  if (!s.ok()) return Fail(s, err, err_len);
+  if (plan.strategy != jaxmg::layout::Strategy::kRelabel) {
+    return Fail(Status::Error("local preparation applies to relabeled plans only"), err, err_len);
+  }
+  std::vector<double> scratch(jaxmg::layout::PrepareLocalScratch(plan, u, v));
+  jaxmg::layout::PrepareLocal<double>(plan, u, v, shard, out, scratch.data());
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,10 @@
+"""jaxmg: distributed dense linear algebra for JAX.
+
+A matrix sharded over a JAX mesh is factored and solved where it lies, across devices and
+processes, from inside jax.jit: cuSOLVERMp over NCCL on GPUs, ScaLAPACK over MPI on CPUs.
+"""
+
+from jaxmg._potrs import potrs
+
+__all__ = ["potrs"]
+__version__ = "0.1.0"

@@ -1,0 +1,246 @@
+"""Resolving where a matrix lives: its mesh, its partition spec and the process grid behind it.
+
+Every check here runs in Python before tracing, identically on every process, and raises
+ValueError/TypeError with a message that says what to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+from jax.sharding import AbstractMesh, AxisType, Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+SUPPORTED_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+# Default tile targets per engine: ScaLAPACK likes small tiles, cuSOLVERMp large ones.
+TILE_TARGET = {"cpu": 128, "cuda": 1024}
+
+
+@dataclass(frozen=True)
+class MatrixPlacement:
+    """A square matrix's mesh, the mesh axes over its rows and columns, and the process grid."""
+
+    mesh: Mesh | AbstractMesh
+    row_axis: str | None
+    col_axis: str | None
+    mesh_rows: int
+    mesh_cols: int
+    platform: str  # "cpu" or "cuda"
+    # JAX process and device id of mesh position (u, v), row-major; None for an abstract mesh
+    # (inside jit), whose process map the engine then discovers when it runs.
+    process_ids: tuple[int, ...] | None
+    device_ids: tuple[int, ...] | None
+
+    @property
+    def matrix_spec(self) -> P:
+        return P(self.row_axis, self.col_axis)
+
+    @property
+    def rhs_spec(self) -> P:
+        return P(self.row_axis, None)
+
+
+def _find_mesh(a, mesh):
+    """The mesh of `a`: concrete (with devices) where it can be known, else abstract (in jit)."""
+    if mesh is not None:
+        if not isinstance(mesh, Mesh | AbstractMesh):
+            raise TypeError(
+                f"mesh must be a jax.sharding.Mesh (e.g. from jax.make_mesh), got {type(mesh)}"
+            )
+        return mesh
+    if isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer):
+        sharding = getattr(a, "sharding", None)
+        if isinstance(sharding, NamedSharding) and isinstance(sharding.mesh, Mesh):
+            return sharding.mesh
+    else:
+        try:
+            sharding = jax.typeof(a).sharding
+        except Exception:  # noqa: BLE001 - abstract values without a sharding
+            sharding = None
+        if isinstance(sharding, NamedSharding) and not sharding.mesh.empty:
+            return sharding.mesh
+    try:
+        context = jax.sharding.get_mesh()
+    except ValueError:  # inside jit: only the abstract mesh is visible
+        context = jax.sharding.get_abstract_mesh()
+    if context is not None and not context.empty:
+        return context
+    raise ValueError(
+        "jaxmg needs the device mesh of the matrix: pass mesh=..., place the matrix with "
+        "jax.device_put(a, NamedSharding(mesh, P(rows_axis, cols_axis))), or call "
+        "jax.set_mesh(mesh) first."
+    )
+
+
+def _spec_of(a) -> P | None:
+    sharding = None
+    if isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer):
+        sharding = getattr(a, "sharding", None)
+    else:
+        try:
+            sharding = jax.typeof(a).sharding
+        except Exception:  # noqa: BLE001 - abstract values without a sharding
+            sharding = None
+    if isinstance(sharding, NamedSharding):
+        spec = tuple(sharding.spec) + (None,) * (2 - len(sharding.spec))
+        if any(s is not None for s in spec):
+            return P(*spec)
+    return None
+
+
+def _axis_name(entry, what: str, mesh: Mesh) -> str | None:
+    if entry is None:
+        return None
+    if isinstance(entry, tuple):
+        if len(entry) == 1:
+            entry = entry[0]
+        else:
+            raise ValueError(
+                f"the matrix {what} are sharded over several mesh axes {entry}; jaxmg shards each "
+                "matrix dimension over at most one mesh axis: reshape the mesh so one axis "
+                f"covers the {what}."
+            )
+    if entry not in mesh.axis_names:
+        raise ValueError(
+            f"the matrix spec names mesh axis {entry!r}, which the mesh {mesh.axis_names} "
+            "does not have."
+        )
+    return entry
+
+
+def resolve_placement(a, mesh=None, spec=None) -> MatrixPlacement:
+    """Finds the mesh, row/column axes and process grid of the square matrix `a`."""
+    mesh = _find_mesh(a, mesh)
+    if spec is None:
+        spec = _spec_of(a)
+    if spec is None:
+        names = mesh.axis_names
+        spec = P(names[0], names[1] if len(names) > 1 else None)
+    if not isinstance(spec, P):
+        raise TypeError(f"the matrix spec must be a PartitionSpec, got {spec!r}")
+    entries = tuple(spec) + (None,) * (2 - len(spec))
+    if len(entries) != 2:
+        raise ValueError(f"the matrix spec must have 2 entries (rows, columns), got {spec}")
+    row_axis = _axis_name(entries[0], "rows", mesh)
+    col_axis = _axis_name(entries[1], "columns", mesh)
+    if row_axis is not None and row_axis == col_axis:
+        raise ValueError(f"rows and columns are both sharded over mesh axis {row_axis!r}")
+    shape = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
+    unused = [n for n in mesh.axis_names if n not in (row_axis, col_axis) and shape[n] > 1]
+    if unused:
+        raise ValueError(
+            f"mesh axes {unused} are not used by the matrix spec {spec} but have more than one "
+            "device; jaxmg solves one matrix per call: use a mesh whose other axes have size 1."
+        )
+    mesh_rows, mesh_cols = shape.get(row_axis, 1), shape.get(col_axis, 1)
+    if isinstance(mesh, Mesh):
+        order = [mesh.axis_names.index(x) for x in (row_axis, col_axis) if x is not None]
+        rest = [i for i in range(len(mesh.axis_names)) if i not in order]
+        devices = np.transpose(mesh.devices, order + rest).reshape(mesh_rows, mesh_cols)
+        platforms = {d.platform for d in devices.flat}
+        if len(platforms) != 1:
+            raise ValueError(f"the mesh mixes device platforms {sorted(platforms)}")
+        platform = platforms.pop()
+        process_ids = tuple(int(d.process_index) for d in devices.flat)
+        device_ids = tuple(int(d.id) for d in devices.flat)
+    else:
+        platform = mesh.abstract_device.platform if mesh.abstract_device else jax.default_backend()
+        if mesh_rows * mesh_cols != jax.device_count():
+            raise ValueError(
+                "inside jax.jit jaxmg only sees the abstract mesh; a mesh over a subset of the "
+                "devices needs its concrete mesh: pass mesh=... to the jaxmg call."
+            )
+        process_ids = device_ids = None
+    if platform == "gpu":
+        platform = "cuda"
+    if platform not in TILE_TARGET:
+        raise ValueError(f"jaxmg has no engine for {platform} devices (supported: cpu, cuda)")
+    return MatrixPlacement(
+        mesh=mesh,
+        row_axis=row_axis,
+        col_axis=col_axis,
+        mesh_rows=mesh_rows,
+        mesh_cols=mesh_cols,
+        platform=platform,
+        process_ids=process_ids,
+        device_ids=device_ids,
+    )
+
+
+def constrain(x, mesh: Mesh, spec: P):
+    """Places x (inside jit) with `spec`: a reshard on Explicit mesh axes, a constraint on Auto."""
+    sharding = NamedSharding(mesh, spec)
+    types = dict(zip(mesh.axis_names, mesh.axis_types, strict=True))
+    if any(types[name] == AxisType.Explicit for name in spec if name is not None):
+        return jax.reshard(x, sharding)
+    return jax.lax.with_sharding_constraint(x, sharding)
+
+
+def check_square_matrix(a, what: str = "a") -> int:
+    shape = tuple(a.shape)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"{what} must be a square 2-D matrix, got shape {shape}")
+    return shape[0]
+
+
+def check_dtype(a, what: str = "a") -> np.dtype:
+    dtype = np.dtype(a.dtype)
+    if dtype.type not in SUPPORTED_DTYPES:
+        raise TypeError(
+            f"{what} has dtype {dtype}; jaxmg supports float32, float64, complex64 and complex128 "
+            f"(cast with {what}.astype(jnp.float64), for example)"
+        )
+    return dtype
+
+
+def check_divisible(n: int, placement: MatrixPlacement) -> None:
+    multiple = int(np.lcm(placement.mesh_rows, placement.mesh_cols))
+    for count, axis in ((placement.mesh_rows, "rows"), (placement.mesh_cols, "columns")):
+        if n % count:
+            raise ValueError(
+                f"the matrix order {n} is not divisible by the {count} devices over its {axis}; "
+                f"pad the matrix to a multiple of {multiple}"
+            )
+
+
+def check_cpu_placement(placement: MatrixPlacement) -> None:
+    ids = placement.process_ids
+    if (ids is not None and len(set(ids)) != len(ids)) or jax.local_device_count() != 1:
+        raise ValueError(
+            "the CPU engine runs one device per process, but this mesh has several devices of one "
+            "process; launch one process per device (mpirun -n N, or python -m jaxmg launch -n N)"
+        )
+
+
+def choose_tile(n: int, placement: MatrixPlacement, tile: int | None, pad: bool) -> int:
+    """The block-cyclic tile: `tile` checked, or a default that avoids padding."""
+    big = max(placement.mesh_rows, placement.mesh_cols)
+    small = min(placement.mesh_rows, placement.mesh_cols)
+    relabel = big % small == 0
+    shard = n // big
+    if tile is not None:
+        if isinstance(tile, bool) or not isinstance(tile, int | np.integer) or tile <= 0:
+            raise ValueError(f"T_A must be a positive integer, got {tile!r}")
+        tile = int(tile)
+        if relabel and not pad and shard % tile:
+            divisors = [d for d in range(1, shard + 1) if shard % d == 0 and d <= tile]
+            raise ValueError(
+                f"T_A={tile} does not divide the shard size {shard} (= {n} / {big}) and pad=False; "
+                f"use a divisor of {shard} such as {divisors[-1]}, or pass pad=True"
+            )
+        # A tile larger than the shard only adds padding.
+        return min(tile, n) if not relabel else min(tile, shard)
+    target = TILE_TARGET[placement.platform]
+    if not relabel:
+        return min(target, n)
+    if shard <= target:
+        return shard
+    divisors = [d for d in range(target // 4, target + 1) if d > 0 and shard % d == 0]
+    if divisors:
+        return divisors[-1]
+    if pad:
+        return target
+    return max(d for d in range(1, target + 1) if shard % d == 0)

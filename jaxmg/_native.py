@@ -1,0 +1,103 @@
+"""Loading the native libraries and registering their FFI targets with JAX.
+
+The libraries have no Python ABI: they are plain shared objects loaded with ctypes, so one build
+serves every Python and JAX version that ships the same (versioned) XLA FFI.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import functools
+import importlib.metadata
+import os
+from pathlib import Path
+
+import jax
+
+_LIBRARIES = {
+    "cpu": "libjaxmg_cpu.so",
+    "cuda": "libjaxmg_cuda.so",
+    "layout": "libjaxmg_layout_capi.so",
+}
+
+# FFI targets per engine: (target name, symbol in the library).
+_TARGETS = {
+    "cpu": ("jaxmg_scalapack_potrs",),
+    "cuda": ("jaxmg_cusolvermp_potrs",),
+}
+_PLATFORMS = {"cpu": "cpu", "cuda": "CUDA"}
+
+
+def library_dirs() -> list[Path]:
+    """Directories searched for the native libraries, in order."""
+    dirs = []
+    if env := os.environ.get("JAXMG_LIB_DIR"):
+        dirs.append(Path(env))
+    dirs.append(Path(__file__).parent / "_lib")
+    try:
+        dist = importlib.metadata.distribution("jaxmg")
+        dirs.append(Path(str(dist.locate_file("jaxmg/_lib"))))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return dirs
+
+
+def find_library(kind: str) -> Path | None:
+    for d in library_dirs():
+        path = d / _LIBRARIES[kind]
+        if path.is_file():
+            return path
+    return None
+
+
+@functools.cache
+def load(kind: str) -> ctypes.CDLL:
+    """Loads one native library; raises RuntimeError saying how to build it when absent."""
+    path = find_library(kind)
+    if path is None:
+        searched = ", ".join(str(d) for d in library_dirs())
+        raise RuntimeError(
+            f"jaxmg's native library {_LIBRARIES[kind]} was not found (searched: {searched}). "
+            "Build it with scripts/setup.sh (CPU engine) or set JAXMG_LIB_DIR to the folder "
+            "that holds it."
+        )
+    # RTLD_GLOBAL: Open MPI's plugins resolve libmpi symbols through the global namespace.
+    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+
+
+def _error_buffer() -> ctypes.Array:
+    return ctypes.create_string_buffer(1024)
+
+
+@functools.cache
+def engine(kind: str) -> ctypes.CDLL:
+    """Loads an engine's library, registers its FFI targets and initializes it (once)."""
+    lib = load(kind)
+    for name in _TARGETS[kind]:
+        jax.ffi.register_ffi_target(
+            name, jax.ffi.pycapsule(getattr(lib, name)), platform=_PLATFORMS[kind]
+        )
+    if kind == "cpu":
+        _init_mpi(lib)
+    return lib
+
+
+def _init_mpi(lib: ctypes.CDLL) -> None:
+    err = _error_buffer()
+    if lib.jaxmg_mpi_init(err, len(err)) != 0:
+        raise RuntimeError(f"jaxmg could not initialize MPI: {err.value.decode()}")
+    atexit.register(lib.jaxmg_mpi_finalize)
+    rank, size = lib.jaxmg_mpi_rank(), lib.jaxmg_mpi_size()
+    if size != jax.process_count() or rank != jax.process_index():
+        raise RuntimeError(
+            f"the CPU engine runs one JAX process per MPI rank, but MPI rank {rank} of {size} is "
+            f"JAX process {jax.process_index()} of {jax.process_count()}. Launch with "
+            "`mpirun -n N python script.py` or `python -m jaxmg launch -n N script.py` and call "
+            "jax.distributed.initialize() (no arguments) before using jaxmg."
+        )
+
+
+def mpi_rank_of_process(process_index: int) -> int:
+    """MPI rank of a JAX process (checked equal by engine('cpu'))."""
+    return process_index

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs everything jaxmg needs on a fresh Debian machine and builds the native libraries:
+#   apt: Open MPI, ScaLAPACK, OpenBLAS;  pip (into .venv/): pinned jax and the test tools.
+# Idempotent: a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES="libscalapack-openmpi-dev openmpi-bin libopenmpi-dev libopenblas-dev pkg-config"
+missing=""
+for p in $APT_PACKAGES; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "[setup] apt-get install$missing"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.jaxmg-requirements
+if ! cmp -s requirements.txt "$stamp"; then
+  echo "[setup] pip install -r requirements.txt"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements.txt
+  cp requirements.txt "$stamp"
+fi
+
+echo "[setup] building jaxmg (native libraries + package)"
+.venv/bin/python -m pip install -q --no-build-isolation --no-deps .

@@ -1,0 +1,241 @@
+"""Runs potrs cases on every process of an MPI job and writes the measurements as JSON.
+
+Usage: mpirun -n P python potrs_worker.py MESH_ROWS MESH_COLS SUITE OUT.json
+Every process builds the same matrices from fixed seeds, places its shard, calls jaxmg and gathers
+the distributed results; process 0 writes one record per case. The test asserts on the records.
+"""
+
+import json
+import os
+import re
+import sys
+import traceback
+
+import jax
+
+jax.distributed.initialize()
+
+import numpy as np  # noqa: E402
+from jax.experimental import multihost_utils  # noqa: E402
+from jax.sharding import NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+import jaxmg  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+mesh_rows, mesh_cols, suite, out_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+mesh = jax.make_mesh((mesh_rows, mesh_cols), ("pr", "pc"))
+A_SPEC, B_SPEC = P("pr", "pc"), P("pr", None)
+COLLECTIVES = ("all-gather", "all-to-all", "collective-permute", "all-reduce")
+DTYPES = {
+    "float32": np.float32,
+    "float64": np.float64,
+    "complex64": np.complex64,
+    "complex128": np.complex128,
+}
+
+
+def spd(n, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, n))
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal((n, n))
+    a = x @ x.conj().T / n + np.eye(n)
+    return a.astype(dtype)
+
+
+def rhs(n, k, dtype, seed):
+    rng = np.random.default_rng(seed + 1)
+    shape = (n,) if k == 0 else (n, k)
+    b = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        b = b + 1j * rng.standard_normal(shape)
+    return b.astype(dtype)
+
+
+def place(x, spec):
+    sharding = NamedSharding(mesh, spec)
+    return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
+
+
+def gather(x):
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
+def local_scalars(*xs):
+    """Each process's own copy of replicated scalars, gathered: [process][value]."""
+    mine = np.array([complex(np.asarray(x.addressable_data(0))) for x in xs])
+    return multihost_utils.process_allgather(mine)
+
+
+def measure(case, a, b, x, logdet=None, status=None):
+    n = a.shape[0]
+    eps = float(np.finfo(a.dtype).eps)
+    xa = np.asarray(x, dtype=np.complex128)
+    a64, b64 = a.astype(np.complex128), b.astype(np.complex128)
+    resid = np.linalg.norm(a64 @ xa - b64) / (
+        n * np.linalg.norm(a64, 2) * max(np.linalg.norm(xa), np.finfo(float).tiny)
+    )
+    rec = dict(case=case, n=n, eps=eps, residual=float(resid), residual_tol=10 * eps)
+    if logdet is not None:
+        ref = float(np.linalg.slogdet(a64)[1])
+        rec.update(
+            logdet_err=abs(float(np.real(logdet)) - ref),
+            logdet_tol=20 * n * eps * max(1, abs(ref) / n),
+        )
+    if status is not None:
+        rec["status"] = int(np.real(status))
+    return rec
+
+
+def case_basic(dtype_name, n, tile, k, pad=True):
+    dtype = DTYPES[dtype_name]
+    a, b = spd(n, dtype, n), rhs(n, k, dtype, n)
+    x, logdet, status = jaxmg.potrs(
+        place(a, A_SPEC),
+        place(b, B_SPEC if k else P("pr")),
+        T_A=tile,
+        return_logdet=True,
+        return_status=True,
+        pad=pad,
+    )
+    assert x.shape == b.shape and x.dtype == b.dtype, (x.shape, x.dtype)
+    assert logdet.dtype == np.finfo(dtype).dtype, logdet.dtype
+    per_rank = local_scalars(logdet, status)
+    assert np.all(per_rank == per_rank[0]), f"ranks disagree: {per_rank}"
+    return measure(
+        f"{dtype_name}-n{n}-T{tile}-k{k}", a, b, gather(x), per_rank[0][0], per_rank[0][1]
+    )
+
+
+def case_replicated_b():
+    n = 48
+    a, b = spd(n, np.float64, 3), rhs(n, 2, np.float64, 3)
+    x = jaxmg.potrs(place(a, A_SPEC), place(b, P(None, None)), T_A=4)
+    return measure("replicated-b", a, b, gather(x))
+
+
+def case_inside_jit():
+    n = 48
+    a, b = spd(n, np.float64, 4), rhs(n, 3, np.float64, 4)
+
+    @jax.jit
+    def f(a, b):
+        x, logdet = jaxmg.potrs(a, 2.0 * b, T_A=6, return_logdet=True)
+        return x / 2.0, logdet + 0.0
+
+    x, logdet = f(place(a, A_SPEC), place(b, B_SPEC))
+    return measure("inside-jit", a, b, gather(x), local_scalars(logdet)[0][0])
+
+
+def case_donate():
+    n = 48
+    a, b = spd(n, np.float32, 5), rhs(n, 1, np.float32, 5)
+    x = jaxmg.potrs(place(a, A_SPEC), place(b, B_SPEC), T_A=4, donate=True)
+    return measure("donate", a, b, gather(x))
+
+
+def case_not_positive_definite():
+    n = 48
+    a = spd(n, np.float64, 6)
+    a[n // 2, n // 2] = -10.0 * n  # a negative diagonal entry: not positive definite
+    b = rhs(n, 2, np.float64, 6)
+    x, logdet, status = jaxmg.potrs(
+        place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_logdet=True, return_status=True
+    )
+    xs = gather(x)
+    per_rank = local_scalars(logdet, status)
+    return dict(
+        case="not-positive-definite",
+        x_all_nan=bool(np.all(np.isnan(xs))),
+        logdet_nan_all_ranks=bool(np.all(np.isnan(np.real(per_rank[:, 0])))),
+        status_all_ranks=[int(np.real(s)) for s in per_rank[:, 1]],
+    )
+
+
+def case_no_allgather():
+    n = 96
+    a, b = spd(n, np.float64, 7), rhs(n, 2, np.float64, 7)
+    fn = jax.jit(lambda a, b: jaxmg.potrs(a, b, T_A=4, return_logdet=True))
+    hlo = fn.lower(place(a, A_SPEC), place(b, B_SPEC)).compile().as_text()
+    shard = (n // mesh_rows) * (n // mesh_cols)
+    moves = []
+    for line in hlo.splitlines():
+        if not any(op in line for op in COLLECTIVES):
+            continue
+        shape = re.search(r"=\s*\(?\w+\[([\d,]*)\]", line)
+        size = int(np.prod([int(d) for d in shape.group(1).split(",") if d])) if shape else 0
+        moves.append((line.strip()[:160], size))
+    big = [m for m in moves if m[1] >= shard]
+    return dict(
+        case="no-matrix-collective",
+        big_collectives=[m[0] for m in big],
+        n_collectives=len(moves),
+        has_custom_call="jaxmg_scalapack_potrs" in hlo,
+    )
+
+
+def current_rss_kib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
+def case_repeated(calls=1000):
+    n = 48
+    a, b = spd(n, np.float64, 8), rhs(n, 1, np.float64, 8)
+    ap, bp = place(a, A_SPEC), place(b, B_SPEC)
+    fn = jax.jit(lambda a, b: jaxmg.potrs(a, b, T_A=4))
+    for _ in range(100):  # warm up: caches, allocator pools
+        x = fn(ap, bp)
+    x.block_until_ready()
+    rss0 = current_rss_kib()
+    for _ in range(calls):
+        x = fn(ap, bp)
+    x.block_until_ready()
+    rec = measure("repeated", a, b, gather(x))
+    rec.update(calls=calls, rss_growth_kib=current_rss_kib() - rss0)
+    return rec
+
+
+def suite_cases():
+    cases = []
+    big = max(mesh_rows, mesh_cols)
+    small = min(mesh_rows, mesh_cols)
+    n = 48 if big % small == 0 else 60
+    shard = n // big
+    tiles = sorted({4, 5, shard, None} - {0}, key=lambda t: -1 if t is None else t)
+    for dtype_name in DTYPES:
+        for tile in tiles:
+            cases.append(lambda d=dtype_name, t=tile: case_basic(d, n, t, 3))
+    if suite == "full":
+        cases += [
+            lambda: case_basic("float64", n, 4, 0),
+            lambda: case_basic("complex128", n, 7, 1),
+            lambda: case_basic("float64", 2 * n, 3, 5),
+            lambda: case_basic("float64", n, 4, 3, pad=False),
+            case_replicated_b,
+            case_inside_jit,
+            case_donate,
+            case_not_positive_definite,
+            case_no_allgather,
+            case_repeated,
+        ]
+    return cases
+
+
+records = []
+for fn in suite_cases():
+    try:
+        records.append(fn())
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        records.append(
+            dict(
+                case=getattr(fn, "__name__", "case"),
+                error=f"{type(e).__name__}: {e}",
+                trace=traceback.format_exc()[-2000:],
+            )
+        )
+if jax.process_index() == 0:
+    with open(out_path, "w") as f:
+        json.dump(dict(mesh=[mesh_rows, mesh_cols], records=records), f, indent=1)
