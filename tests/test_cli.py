@@ -1,0 +1,212 @@
+"""Tests of the command line `python -m jaxmg {info,launch,demo}`.
+
+Every command runs in a subprocess from tmp_path, so the installed jaxmg is the one imported,
+and with a timeout, so a broken MPI setup fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI not installed")
+
+
+def jaxmg(tmp_path: Path, *args: str, timeout: float = 240, env: dict | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "jaxmg", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
+def cpu_env(**extra: str) -> dict[str, str]:
+    """This environment without GPU variables that would turn on launch's GPU checks."""
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env.update(extra)
+    return env
+
+
+def write(tmp_path: Path, name: str, code: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(code))
+    return path
+
+
+def test_info(tmp_path):
+    import jax
+
+    out = jaxmg(tmp_path, "info", timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "jax:" in out.stdout and jax.__version__ in out.stdout
+    for label in ("jaxmg:", "libjaxmg_cpu:", "Open MPI:", "ScaLAPACK:", "engines:", "GPU engine:"):
+        assert label in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_no_command_prints_usage(tmp_path):
+    out = jaxmg(tmp_path, timeout=60)
+    assert out.returncode == 2
+    assert "launch" in out.stdout and "demo" in out.stdout
+
+
+@needs_mpirun
+def test_launch_runs_every_rank(tmp_path):
+    script = write(
+        tmp_path,
+        "hello.py",
+        """
+        import sys
+        import jax
+
+        jax.distributed.initialize()
+        print(f"rank {jax.process_index()} of {jax.process_count()} {sys.argv[1:]}", flush=True)
+        """,
+    )
+    out = jaxmg(tmp_path, "launch", "-n", "2", "--timeout", "120", script.name, "--flag", "x")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "rank 0 of 2 ['--flag', 'x']" in out.stdout
+    assert "rank 1 of 2 ['--flag', 'x']" in out.stdout
+
+
+@needs_mpirun
+def test_launch_module_and_exit_status(tmp_path):
+    write(
+        tmp_path,
+        "failing.py",
+        """
+        import os
+        import sys
+
+        rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+        print(f"module rank {rank}", flush=True)
+        sys.exit(3 if rank == 1 else 0)
+        """,
+    )
+    env = cpu_env(PYTHONPATH=str(tmp_path))
+    out = jaxmg(tmp_path, "launch", "-n", "2", "--timeout", "120", "-m", "failing", env=env)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "module rank 0" in out.stdout and "module rank 1" in out.stdout
+
+
+@needs_mpirun
+def test_launch_timeout_kills_the_job(tmp_path):
+    write(
+        tmp_path,
+        "sleeper.py",
+        """
+        import os
+        import time
+
+        rank = os.environ["OMPI_COMM_WORLD_RANK"]
+        with open(f"pid-{rank}", "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(60)
+        """,
+    )
+    start = time.monotonic()
+    out = jaxmg(tmp_path, "launch", "-n", "2", "--timeout", "5", "sleeper.py", timeout=50)
+    elapsed = time.monotonic() - start
+    assert out.returncode == 124, out.stdout + out.stderr
+    assert elapsed < 30
+    assert "timeout" in out.stderr
+    pids = [int(p.read_text()) for p in tmp_path.glob("pid-*")]
+    assert len(pids) == 2
+    for pid in pids:  # gone, or a zombie waiting for init to reap it
+        stat = Path(f"/proc/{pid}/stat")
+        if stat.exists():
+            state = stat.read_text().rsplit(")", 1)[1].split()[0]
+            assert state in ("Z", "X"), f"rank process {pid} still running ({state})"
+
+
+def test_launch_without_mpirun(tmp_path):
+    out = jaxmg(tmp_path, "launch", "-n", "2", "x.py", env=cpu_env(PATH=str(tmp_path)))
+    assert out.returncode == 2
+    assert "Open MPI" in out.stderr and "setup.sh" in out.stderr
+
+
+@needs_mpirun
+def test_launch_command_line(tmp_path):
+    env = cpu_env(NCCL_DEBUG="WARN", XLA_FLAGS="--xla_foo", NCCL_NVLS_ENABLE="1")
+    out = jaxmg(tmp_path, "launch", "-n", "64", "--dry-run", "--", "s.py", "-n", "1", env=env)
+    assert out.returncode == 0, out.stderr
+    cmd = out.stdout.split()
+    assert cmd[cmd.index("-n") + 1] == "64"
+    assert "--oversubscribe" in cmd  # more processes than cores
+    assert ("--allow-run-as-root" in cmd) == (os.geteuid() == 0)
+    assert "oob_tcp_if_include lo" in out.stdout and "btl self,vader" in out.stdout
+    for name in ("NCCL_NVLS_ENABLE", "NCCL_DEBUG", "XLA_FLAGS"):
+        assert f"-x {name}" in out.stdout
+    assert cmd[-4:] == [sys.executable, "s.py", "-n", "1"]
+    assert "overriding NCCL_NVLS_ENABLE=1" in out.stderr
+
+
+@needs_mpirun
+def test_launch_more_processes_than_gpus(tmp_path):
+    if shutil.which("nvidia-smi"):
+        pytest.skip("real GPUs here: CUDA_VISIBLE_DEVICES is capped by nvidia-smi")
+    out = jaxmg(
+        tmp_path, "launch", "-n", "3", "--dry-run", "x.py", env=cpu_env(CUDA_VISIBLE_DEVICES="0,1")
+    )
+    assert out.returncode == 2
+    assert "2 GPU" in out.stderr
+
+
+def test_launch_usage_errors(tmp_path):
+    for args in (["launch"], ["launch", "-n", "0", "x.py"], ["launch", "-n", "2"]):
+        out = jaxmg(tmp_path, *args, timeout=60)
+        assert out.returncode == 2, args
+        assert "usage" in out.stderr
+
+
+@needs_mpirun
+def test_demo(tmp_path):
+    out = jaxmg(tmp_path, "demo", "-n", "2", "--size", "256", "--timeout", "200")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "result check: OK" in out.stdout
+    assert "GFLOP/s" in out.stdout
+    assert out.stdout.count("result check") == 1  # only process 0 reports
+
+
+@needs_mpirun
+def test_demo_float32_with_tile(tmp_path):
+    out = jaxmg(tmp_path, "demo", "-n", "2", "--size", "192", "--dtype", "float32", "--tile", "32")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "result check: OK" in out.stdout
+    assert "tile (T_A):     32" in out.stdout
+
+
+@needs_mpirun
+def test_demo_reports_failure(tmp_path):
+    # The same per-process code with impossible tolerances: must say FAILED and exit 1.
+    write(
+        tmp_path,
+        "strict_demo.py",
+        """
+        import sys
+        from jaxmg import _demo
+
+        _demo.X_FACTOR = 0.0
+        sys.exit(_demo.main(["--size", "64"]))
+        """,
+    )
+    out = jaxmg(tmp_path, "launch", "-n", "2", "--timeout", "200", "strict_demo.py")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "result check: FAILED (x)" in out.stdout
+
+
+def test_demo_size_not_divisible(tmp_path):
+    out = jaxmg(tmp_path, "demo", "-n", "3", "--size", "100", timeout=60)
+    assert out.returncode == 2
+    assert "multiple" in out.stderr
