@@ -1,0 +1,532 @@
+"""The layout core (csrc/layout) against an independent NumPy model.
+
+The core turns a JAX block sharding of an n x n matrix over a Pr x Pc mesh into the engines'
+2-D block-cyclic layout (see csrc/layout/layout.h and DESIGN.md, "The data layout"):
+
+* mesh position (u, v) holds the row-major shard A[u-block, v-block]; read column-major it is
+  block (v, u) of Aᵀ, so the engine grid is grid_rows = Pc by grid_cols = Pr;
+* when one of Pr, Pc divides the other the core *relabels*: the engine factors B = Π Apad Πᵀ
+  (Apad = A cut into max(Pr, Pc) pieces per dimension, each padded with identity to a multiple
+  of the tile T) whose block-cyclic local arrays are the JAX shards themselves, up to padding and
+  a local tile permutation; otherwise the engine *redistributes* A into block-cyclic itself.
+
+Everything here is checked through the small C API (csrc/layout/layout_c_api.cc) loaded with
+ctypes. Block-cyclic means tile T, source process 0: engine-local index `l` of grid coordinate
+`c` on an axis of P processes is engine-global index ((l // T) * P + c) * T + l % T.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import jaxmg._native as native
+
+RELABEL, REDISTRIBUTE = 0, 1
+EPS = np.finfo(np.float64).eps
+GUARD = 8  # extra elements after every output buffer, to catch writes past the end
+GUARD_INT = -777
+GUARD_F64 = -12345.678
+
+MESHES = [(pr, pc) for pr in range(1, 5) for pc in range(1, 5)]
+RELABEL_MESHES = [m for m in MESHES if max(m) % min(m) == 0]
+REDISTRIBUTE_MESHES = [m for m in MESHES if max(m) % min(m) != 0]
+
+
+def _ids(meshes):
+    return [f"{pr}x{pc}" for pr, pc in meshes]
+
+
+# ------------------------------------------------------------------------------------------------
+# The native library.
+
+
+@pytest.fixture(scope="module")
+def lib() -> ctypes.CDLL:
+    path = native.find_library("layout")
+    if path is None:
+        pytest.fail(
+            "libjaxmg_layout_capi.so not found (searched: "
+            f"{', '.join(map(str, native.library_dirs()))}); build it with "
+            "`.venv/bin/pip install --no-build-isolation --no-deps .`"
+        )
+    cdll = ctypes.CDLL(str(path))
+    i64, i32, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+    cdll.jaxmg_layout_plan.argtypes = [i64, i32, i32, i64, i32, ptr, ctypes.c_char_p, i32]
+    cdll.jaxmg_layout_plan.restype = i32
+    head = [i64, i32, i32, i64, i32, i32, i32]  # n, mesh_rows, mesh_cols, tile, allow_pad, u, v
+    err = [ctypes.c_char_p, i32]
+    cdll.jaxmg_layout_process.argtypes = head + [ptr] * 4 + err
+    cdll.jaxmg_layout_process.restype = i32
+    cdll.jaxmg_layout_prepare_local_f64.argtypes = head + [ptr] * 2 + err
+    cdll.jaxmg_layout_prepare_local_f64.restype = i32
+    return cdll
+
+
+@dataclass(frozen=True)
+class Plan:
+    strategy: int
+    padded_n: int
+    grid_rows: int
+    grid_cols: int
+    padded: bool
+    row_local_perm: bool
+    col_local_perm: bool
+    tiles: int
+
+
+def c_plan(lib, n, pr, pc, tile, pad, err_len=1024) -> tuple[Plan | None, str]:
+    """(plan, "") on success, (None, message) on failure."""
+    info = np.full(8 + GUARD, GUARD_INT, dtype=np.int64)
+    err = ctypes.create_string_buffer(err_len)
+    rc = lib.jaxmg_layout_plan(n, pr, pc, tile, int(pad), info.ctypes.data, err, err_len)
+    assert np.all(info[8:] == GUARD_INT), "jaxmg_layout_plan wrote past info[7]"
+    if rc != 0:
+        return None, err.value.decode()
+    return Plan(
+        strategy=int(info[0]),
+        padded_n=int(info[1]),
+        grid_rows=int(info[2]),
+        grid_cols=int(info[3]),
+        padded=bool(info[4]),
+        row_local_perm=bool(info[5]),
+        col_local_perm=bool(info[6]),
+        tiles=int(info[7]),
+    ), ""
+
+
+@dataclass(frozen=True)
+class Process:
+    u: int
+    v: int
+    grid: tuple[int, int]  # (engine grid row, engine grid col)
+    extents: tuple[int, int]  # engine-local (rows, cols)
+    row_map: np.ndarray  # engine-local row -> original global index, -1 = padding
+    col_map: np.ndarray
+    row_e: np.ndarray  # engine-local row -> engine-global row (block-cyclic model)
+    col_e: np.ndarray
+
+
+def c_process(lib, n, pr, pc, tile, pad, u, v) -> Process:
+    grid = np.full(2 + GUARD, GUARD_INT, dtype=np.int32)
+    ext = np.full(2 + GUARD, GUARD_INT, dtype=np.int64)
+    err = ctypes.create_string_buffer(1024)
+    args = (n, pr, pc, tile, int(pad), u, v)
+    rc = lib.jaxmg_layout_process(*args, grid.ctypes.data, ext.ctypes.data, None, None, err, 1024)
+    assert rc == 0, f"jaxmg_layout_process{args} failed: {err.value.decode()}"
+    rows, cols = int(ext[0]), int(ext[1])
+    assert rows >= 0 and cols >= 0, f"negative extents {rows}x{cols} for {args}"
+    row_map = np.full(rows + GUARD, GUARD_INT, dtype=np.int64)
+    col_map = np.full(cols + GUARD, GUARD_INT, dtype=np.int64)
+    maps = (row_map.ctypes.data, col_map.ctypes.data)
+    rc = lib.jaxmg_layout_process(*args, grid.ctypes.data, ext.ctypes.data, *maps, err, 1024)
+    assert rc == 0, f"jaxmg_layout_process{args} failed: {err.value.decode()}"
+    assert np.all(grid[2:] == GUARD_INT) and np.all(ext[2:] == GUARD_INT), f"overrun for {args}"
+    assert np.all(row_map[rows:] == GUARD_INT), f"row_map written past extents[0]={rows}: {args}"
+    assert np.all(col_map[cols:] == GUARD_INT), f"col_map written past extents[1]={cols}: {args}"
+    gr, gc = int(grid[0]), int(grid[1])
+    assert 0 <= gr < pc and 0 <= gc < pr, f"grid {gr, gc} outside the {pc}x{pr} grid: {args}"
+    return Process(
+        u=u,
+        v=v,
+        grid=(gr, gc),
+        extents=(rows, cols),
+        row_map=row_map[:rows],
+        col_map=col_map[:cols],
+        row_e=engine_global(rows, tile, pc, gr),
+        col_e=engine_global(cols, tile, pr, gc),
+    )
+
+
+def c_prepare(lib, n, pr, pc, tile, pad, u, v, shard, extents) -> np.ndarray:
+    """Runs the local preparation on a row-major shard; returns `out` read column-major."""
+    rows, cols = extents
+    shard_before = shard.copy()
+    out = np.full(rows * cols + GUARD, np.nan, dtype=np.float64)
+    out[rows * cols :] = GUARD_F64
+    err = ctypes.create_string_buffer(1024)
+    args = (n, pr, pc, tile, int(pad), u, v)
+    rc = lib.jaxmg_layout_prepare_local_f64(*args, shard.ctypes.data, out.ctypes.data, err, 1024)
+    assert rc == 0, f"jaxmg_layout_prepare_local_f64{args} failed: {err.value.decode()}"
+    assert np.array_equal(shard, shard_before), f"the input shard was modified: {args}"
+    assert np.all(out[rows * cols :] == GUARD_F64), f"out written past {rows}x{cols}: {args}"
+    local = np.frombuffer(out[: rows * cols].tobytes(), dtype=np.float64)
+    return local.reshape(cols, rows).T
+
+
+# ------------------------------------------------------------------------------------------------
+# The independent model.
+
+
+def engine_global(extent: int, tile: int, procs: int, coord: int) -> np.ndarray:
+    """Block-cyclic (tile T, source 0): engine-local index -> engine-global index."""
+    local = np.arange(extent, dtype=np.int64)
+    return ((local // tile) * procs + coord) * tile + local % tile
+
+
+def needs_padding(n, pr, pc, tile) -> bool:
+    """Relabel plans cut n into max(Pr, Pc) pieces; the tile must divide a piece."""
+    return (n // max(pr, pc)) % tile != 0
+
+
+def model_padded_n(n, pr, pc, tile) -> int:
+    """Smallest multiple of tile * max(Pr, Pc) that is >= n (relabel plans)."""
+    big = max(pr, pc)
+    return math.ceil(n / (tile * big)) * tile * big
+
+
+def padded_shard_identity(n, pr, pc, tile, procs, coord) -> np.ndarray:
+    """Original index of each row of a JAX shard (coord-th of `procs` along one axis) once padded
+    piece by piece (no tile permutation), -1 for padding."""
+    big = max(pr, pc)
+    se = n // big
+    ps = model_padded_n(n, pr, pc, tile) // big
+    local = np.arange(ps * big // procs, dtype=np.int64)
+    within = local % ps
+    out = coord * (n // procs) + (local // ps) * se + within
+    out[within >= se] = -1
+    return out
+
+
+def case_list(pr, pc) -> list[tuple[int, int]]:
+    """(n, tile) cases of one mesh: small n (lcm), tiles 1..4 that do and do not divide the shard,
+    shard-sized tiles, and tiles larger than the shard (padding, relabel) or than n."""
+    lcm = math.lcm(pr, pc)
+    big = max(pr, pc)
+    ns = sorted({lcm * m for m in (1, 2, 3, 4, 6)} | {lcm * math.ceil(30 / lcm)})
+    cases = []
+    for n in ns:
+        se = n // big
+        tiles = {1, 2, 3, 4, se, n // pr, n // pc, se + 1, 2 * se + 1, n, n + 1}
+        cases += [(n, t) for t in sorted(tiles)]
+    return cases
+
+
+def expected_failure(n, pr, pc, tile, pad) -> bool | None:
+    """True: must fail; False: must succeed; None: either (documented limitation)."""
+    if max(pr, pc) % min(pr, pc) != 0:
+        # Redistribution handles any tile; one larger than the whole matrix may be refused.
+        return None if tile > n else False
+    return needs_padding(n, pr, pc, tile) and not pad
+
+
+def pad_for(n, pr, pc, tile) -> bool:
+    """Padding is turned on only when needed, so the pad=False path is exercised too."""
+    return max(pr, pc) % min(pr, pc) == 0 and needs_padding(n, pr, pc, tile)
+
+
+def valid_cases(lib, pr, pc):
+    for n, tile in case_list(pr, pc):
+        pad = pad_for(n, pr, pc, tile)
+        plan, _ = c_plan(lib, n, pr, pc, tile, pad)
+        if plan is not None:
+            yield n, tile, pad, plan
+
+
+def all_processes(lib, n, pr, pc, tile, pad) -> list[Process]:
+    return [c_process(lib, n, pr, pc, tile, pad, u, v) for u in range(pr) for v in range(pc)]
+
+
+def engine_permutation(procs: list[Process], padded_n: int, axis: str) -> np.ndarray:
+    """perm[E] = original index held at engine-global index E on `axis`, -1 for padding.
+
+    Asserts that (grid coordinate, local index) -> E is a bijection onto [0, padded_n) and that
+    processes sharing a grid coordinate hold the same indices."""
+    perm = np.full(padded_n, -2, dtype=np.int64)
+    by_coord = {}
+    for p in procs:
+        coord = p.grid[0] if axis == "row" else p.grid[1]
+        m, e = (p.row_map, p.row_e) if axis == "row" else (p.col_map, p.col_e)
+        if coord in by_coord:
+            m0 = by_coord[coord]
+            assert np.array_equal(m, m0), (
+                f"{axis} map of mesh {(p.u, p.v)} differs from another process on {axis} {coord}"
+            )
+            continue
+        by_coord[coord] = m
+        assert len(e) == 0 or e.max() < padded_n, (
+            f"{axis} {coord}: engine-global index {e.max()} >= padded_n {padded_n}"
+        )
+        assert np.all(perm[e] == -2), f"{axis} {coord}: engine-global indices held twice"
+        perm[e] = m
+    missing = np.flatnonzero(perm == -2)
+    assert missing.size == 0, f"{axis}: engine-global indices held by no process: {missing[:10]}"
+    return perm
+
+
+def check_permutation(perm: np.ndarray, n: int, axis: str) -> None:
+    real = perm[perm >= 0]
+    assert np.all((perm >= 0) | (perm == -1)), f"{axis}: invalid entries {set(perm[perm < -1])}"
+    assert np.array_equal(np.sort(real), np.arange(n)), (
+        f"{axis}: original indices not covered exactly once "
+        f"(missing {np.setdiff1d(np.arange(n), real)[:10]}, "
+        f"{real.size - np.unique(real).size} duplicates)"
+    )
+
+
+def padded_order(n, pr, pc, tile, padded_n) -> np.ndarray:
+    """Position of each original index in Apad (n cut into max(Pr, Pc) padded pieces)."""
+    if padded_n == n:
+        return np.arange(n)
+    big = max(pr, pc)
+    se, ps = n // big, padded_n // big
+    idx = np.arange(n)
+    return (idx // se) * ps + idx % se
+
+
+def expected_local(a_t, p: Process) -> np.ndarray:
+    """Engine-local array of process p for an engine matrix a_t (= Aᵀ of the JAX matrix)."""
+    rm, cm = p.row_map, p.col_map
+    out = np.zeros(p.extents)
+    rr, cc = rm >= 0, cm >= 0
+    out[np.ix_(rr, cc)] = a_t[np.ix_(rm[rr], cm[cc])]
+    diag = (rm[:, None] == -1) & (cm[None, :] == -1) & (p.row_e[:, None] == p.col_e[None, :])
+    out[diag] = 1.0
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. Plans.
+
+
+@pytest.mark.parametrize("pr,pc", MESHES, ids=_ids(MESHES))
+def test_plan(lib, pr, pc):
+    relabel = max(pr, pc) % min(pr, pc) == 0
+    for n, tile in case_list(pr, pc):
+        for pad in (False, True):
+            where = f"n={n} mesh={pr}x{pc} tile={tile} pad={pad}"
+            plan, msg = c_plan(lib, n, pr, pc, tile, pad)
+            must_fail = expected_failure(n, pr, pc, tile, pad)
+            if plan is None:
+                assert must_fail is not False, f"{where}: unexpected failure: {msg}"
+                assert re.search(rf"\btile {tile}\b", msg), (
+                    f"{where}: the error message does not name the tile: {msg!r}"
+                )
+                continue
+            assert must_fail is not True, f"{where}: should fail (tile does not divide the shard)"
+            assert (plan.grid_rows, plan.grid_cols) == (pc, pr), (
+                f"{where}: engine grid {plan.grid_rows}x{plan.grid_cols}, expected {pc}x{pr}"
+            )
+            if relabel:
+                assert plan.strategy == RELABEL, f"{where}: strategy {plan.strategy}, want relabel"
+                big = max(pr, pc)
+                assert plan.padded_n % (tile * big) == 0, (
+                    f"{where}: padded_n {plan.padded_n} not a multiple of tile*{big}"
+                )
+                assert plan.padded_n == model_padded_n(n, pr, pc, tile), (
+                    f"{where}: padded_n {plan.padded_n}, model {model_padded_n(n, pr, pc, tile)}"
+                )
+                assert plan.padded == (plan.padded_n != n), f"{where}: padded flag {plan.padded}"
+                assert plan.tiles == plan.padded_n // tile, f"{where}: {plan.tiles} tiles"
+                if pr == pc:
+                    assert not plan.row_local_perm and not plan.col_local_perm, (
+                        f"{where}: a square grid needs no local permutation"
+                    )
+                else:
+                    assert not (plan.row_local_perm and plan.col_local_perm), (
+                        f"{where}: local permutation on both axes"
+                    )
+            else:
+                assert plan.strategy == REDISTRIBUTE, (
+                    f"{where}: strategy {plan.strategy}, want redistribute"
+                )
+                assert plan.padded_n == n and not plan.padded, f"{where}: {plan}"
+                assert not plan.row_local_perm and not plan.col_local_perm, f"{where}: {plan}"
+            if not pad:
+                # With no padding needed, pad=True must plan exactly the same.
+                assert c_plan(lib, n, pr, pc, tile, True)[0] == plan, (
+                    f"{where}: pad=True changes a plan that needs no padding"
+                )
+
+
+@pytest.mark.parametrize(
+    "n,pr,pc,tile,what",
+    [
+        (0, 1, 1, 1, "order"),
+        (-4, 2, 2, 1, "order"),
+        (6, 4, 1, 1, "divisible"),
+        (6, 1, 4, 1, "divisible"),
+        (10, 2, 3, 1, "divisible"),
+        (8, 0, 2, 1, "mesh"),
+        (8, 2, -1, 1, "mesh"),
+        (8, 2, 2, 0, "tile"),
+        (8, 2, 2, -3, "tile"),
+    ],
+)
+def test_plan_rejects_invalid_arguments(lib, n, pr, pc, tile, what):
+    for pad in (False, True):
+        plan, msg = c_plan(lib, n, pr, pc, tile, pad)
+        assert plan is None, f"n={n} mesh={pr}x{pc} tile={tile}: accepted, plan {plan}"
+        assert what in msg, f"n={n} mesh={pr}x{pc} tile={tile}: message {msg!r} lacks {what!r}"
+
+
+def test_error_message_is_truncated_to_the_buffer(lib):
+    plan, msg = c_plan(lib, 6, 4, 1, 1, False, err_len=8)
+    assert plan is None and len(msg) == 7, f"message {msg!r} not truncated to 7 characters"
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. Index maps.
+
+
+@pytest.mark.parametrize("pr,pc", MESHES, ids=_ids(MESHES))
+def test_process_maps(lib, pr, pc):
+    count = 0
+    for n, tile, pad, plan in valid_cases(lib, pr, pc):
+        count += 1
+        where = f"n={n} mesh={pr}x{pc} tile={tile} pad={pad}"
+        procs = all_processes(lib, n, pr, pc, tile, pad)
+        grids = {p.grid: (p.u, p.v) for p in procs}
+        assert len(grids) == pr * pc, f"{where}: grid positions not a bijection: {grids}"
+        rows = engine_permutation(procs, plan.padded_n, "row")
+        cols = engine_permutation(procs, plan.padded_n, "col")
+        check_permutation(rows, n, f"{where} rows")
+        check_permutation(cols, n, f"{where} cols")
+        assert np.array_equal(rows, cols), (
+            f"{where}: row and column permutations differ at E="
+            f"{np.flatnonzero(rows != cols)[:10]} (not a symmetric permutation)"
+        )
+        for p in procs:
+            at = f"{where} mesh ({p.u}, {p.v}) grid {p.grid}"
+            if plan.strategy == REDISTRIBUTE:
+                # Plain block-cyclic layout of A itself, mesh positions kept.
+                assert p.grid == (p.v, p.u), f"{at}: redistribute keeps the mesh order"
+                assert np.array_equal(p.row_map, p.row_e), f"{at}: row map is not the identity"
+                assert np.array_equal(p.col_map, p.col_e), f"{at}: col map is not the identity"
+                continue
+            assert p.extents == (plan.padded_n // pc, plan.padded_n // pr), (
+                f"{at}: extents {p.extents}, padded_n {plan.padded_n}"
+            )
+            # Nothing moves between devices: engine rows are the shard's columns (v-block),
+            # engine columns the shard's rows (u-block).
+            want_rows = np.arange(p.v * (n // pc), (p.v + 1) * (n // pc))
+            want_cols = np.arange(p.u * (n // pr), (p.u + 1) * (n // pr))
+            got_rows = np.sort(p.row_map[p.row_map >= 0])
+            got_cols = np.sort(p.col_map[p.col_map >= 0])
+            assert np.array_equal(got_rows, want_rows), (
+                f"{at}: engine rows hold {got_rows}, the shard has columns {want_rows}"
+            )
+            assert np.array_equal(got_cols, want_cols), (
+                f"{at}: engine cols hold {got_cols}, the shard has rows {want_cols}"
+            )
+            # What remains is padding plus (at most) a permutation of whole local tiles.
+            for axis, m, local_perm, procs_axis, coord in (
+                ("row", p.row_map, plan.row_local_perm, pc, p.v),
+                ("col", p.col_map, plan.col_local_perm, pr, p.u),
+            ):
+                ident = padded_shard_identity(n, pr, pc, tile, procs_axis, coord)
+                if not local_perm:
+                    assert np.array_equal(m, ident), (
+                        f"{at}: {axis} axis has no local permutation but its map is {m}, "
+                        f"expected {ident}"
+                    )
+                else:
+                    got = sorted(map(tuple, m.reshape(-1, tile)))
+                    want = sorted(map(tuple, ident.reshape(-1, tile)))
+                    assert got == want, f"{at}: {axis} map {m} is not a tile permutation of {ident}"
+    assert count > 0
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. Local preparation and the engine matrix.
+
+
+def assemble(procs: list[Process], locals_: list[np.ndarray], padded_n: int) -> np.ndarray:
+    b = np.full((padded_n, padded_n), np.nan)
+    for p, local in zip(procs, locals_, strict=True):
+        sub = b[np.ix_(p.row_e, p.col_e)]
+        assert np.all(np.isnan(sub)), f"mesh ({p.u}, {p.v}) overlaps another process"
+        b[np.ix_(p.row_e, p.col_e)] = local
+    assert not np.any(np.isnan(b)), "engine matrix entries held by no process"
+    return b
+
+
+def check_prepare(lib, pr, pc, symmetric: bool) -> None:
+    count = 0
+    for n, tile, pad, plan in valid_cases(lib, pr, pc):
+        count += 1
+        where = f"n={n} mesh={pr}x{pc} tile={tile} pad={pad} padded_n={plan.padded_n}"
+        rng = np.random.default_rng([pr, pc, n, tile, int(symmetric)])
+        x = rng.standard_normal((n, n))
+        a = x @ x.T + n * np.eye(n) if symmetric else x
+        procs = all_processes(lib, n, pr, pc, tile, pad)
+        locals_ = []
+        for p in procs:
+            rs, cs = n // pr, n // pc
+            shard = np.ascontiguousarray(a[p.u * rs : (p.u + 1) * rs, p.v * cs : (p.v + 1) * cs])
+            local = c_prepare(lib, n, pr, pc, tile, pad, p.u, p.v, shard, p.extents)
+            # The shard is read column-major: the engine sees Aᵀ (= A when symmetric).
+            want = expected_local(a.T, p)
+            bad = np.argwhere(local != want)
+            assert bad.size == 0, (
+                f"{where} mesh ({p.u}, {p.v}): {len(bad)} wrong local entries, first "
+                f"{[(tuple(ij), local[tuple(ij)], want[tuple(ij)]) for ij in bad[:5]]}; "
+                f"row_map {p.row_map}, col_map {p.col_map}"
+            )
+            locals_.append(local)
+        b = assemble(procs, locals_, plan.padded_n)
+        perm = engine_permutation(procs, plan.padded_n, "row")
+        # B = Π Apadᵀ Πᵀ, Apad = Aᵀ with every piece padded with identity.
+        pos = padded_order(n, pr, pc, tile, plan.padded_n)
+        a_pad = np.eye(plan.padded_n)
+        a_pad[np.ix_(pos, pos)] = a.T
+        pi = np.empty(plan.padded_n, dtype=np.int64)
+        pi[perm >= 0] = pos[perm[perm >= 0]]
+        pi[perm < 0] = np.setdiff1d(np.arange(plan.padded_n), pos)
+        assert np.array_equal(b, a_pad[np.ix_(pi, pi)]), (
+            f"{where}: engine matrix is not the symmetric permutation of the padded matrix"
+        )
+        if not symmetric:
+            continue
+        assert np.array_equal(b, b.T), f"{where}: engine matrix is not symmetric"
+        chol = np.linalg.cholesky(b)
+        logdet_b = 2.0 * np.log(np.diag(chol)).sum()
+        sign, logdet_a = np.linalg.slogdet(a)
+        assert sign == 1.0
+        assert np.isclose(logdet_b, logdet_a, rtol=0, atol=100 * n * EPS * abs(logdet_a)), (
+            f"{where}: log det B = {logdet_b}, log det A = {logdet_a}"
+        )
+        rhs = rng.standard_normal((n, 3))
+        pb = np.zeros((plan.padded_n, 3))
+        pb[perm >= 0] = rhs[perm[perm >= 0]]
+        y = np.linalg.solve(b, pb)
+        sol = np.empty_like(rhs)
+        sol[perm[perm >= 0]] = y[perm >= 0]
+        ref = np.linalg.solve(a, rhs)
+        cond = np.linalg.cond(a)
+        err = np.linalg.norm(sol - ref) / np.linalg.norm(ref)
+        assert err <= 10 * plan.padded_n * EPS * cond, (
+            f"{where}: relative solve error {err:.3e} (cond {cond:.2f})"
+        )
+        assert np.linalg.norm(y[perm < 0]) <= 10 * plan.padded_n * EPS * np.linalg.norm(y), (
+            f"{where}: the solution is not zero on padding"
+        )
+    assert count > 0
+
+
+@pytest.mark.parametrize("pr,pc", RELABEL_MESHES, ids=_ids(RELABEL_MESHES))
+def test_prepare_local_spd(lib, pr, pc):
+    check_prepare(lib, pr, pc, symmetric=True)
+
+
+@pytest.mark.parametrize("pr,pc", RELABEL_MESHES, ids=_ids(RELABEL_MESHES))
+def test_prepare_local_general(lib, pr, pc):
+    check_prepare(lib, pr, pc, symmetric=False)
+
+
+@pytest.mark.parametrize("pr,pc", REDISTRIBUTE_MESHES, ids=_ids(REDISTRIBUTE_MESHES))
+def test_prepare_local_rejects_redistribute(lib, pr, pc):
+    n = math.lcm(pr, pc)
+    shard = np.zeros((n // pr, n // pc))
+    out = np.zeros(n * n)
+    err = ctypes.create_string_buffer(1024)
+    rc = lib.jaxmg_layout_prepare_local_f64(
+        n, pr, pc, 1, 1, 0, 0, shard.ctypes.data, out.ctypes.data, err, 1024
+    )
+    assert rc != 0, f"mesh {pr}x{pc}: local preparation accepted a redistribute plan"
+    assert "relabel" in err.value.decode(), f"unexpected message {err.value.decode()!r}"
