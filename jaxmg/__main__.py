@@ -14,6 +14,9 @@ commands:
   launch -n N [--timeout S] -m module [args...]
                 the same for a module
   info          print versions, native libraries, devices and MPI: what to check first
+  bench [-n N] [--sizes N1,N2] [--dtypes float64,float32] [--tile T] [--out F.json]
+                time potrs on the devices present and JAX's cho_factor + cho_solve on one
+                device; print a table, write JSON and a plot
   demo [-n N] [--size N] [--dtype float64|float32] [--tile T] [--timeout S]
                 solve a distributed SPD system with jaxmg.potrs in N processes, check and time it
 
@@ -40,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         from jaxmg import _info
 
         return _info.main(rest)
+    if command == "bench":
+        from jaxmg import _bench
+
+        return _bench.cli(rest)
     if command == "demo":
         from jaxmg import _demo
 

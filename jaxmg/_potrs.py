@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from jaxmg import _mesh, _native
+from jaxmg import _gpu, _mesh, _native
 
 _TARGETS = {"cpu": "jaxmg_scalapack_potrs", "cuda": "jaxmg_cusolvermp_potrs"}
 
@@ -72,7 +72,9 @@ def potrs(
     if placement.platform == "cpu":
         _mesh.check_cpu_placement(placement)
     _native.engine(placement.platform)
-    fn = _build(placement, n, tile, bool(pad), b.ndim, bool(donate))
+    # GPU engine only: the NCCL/cuSOLVERMp context of this mesh and device (see _gpu.py).
+    context = _gpu.context_for(placement) if placement.platform == "cuda" else None
+    fn = _build(placement, n, tile, bool(pad), b.ndim, bool(donate), context)
     x, logdet, status = fn(a, b)[:3]
     out = (x,)
     if return_logdet:
@@ -106,13 +108,23 @@ def _empty_result(b, dtype, return_logdet, return_status):
 
 
 @functools.cache
-def _build(placement: _mesh.MatrixPlacement, n: int, tile: int, pad: bool, b_ndim: int, donate):
+def _build(
+    placement: _mesh.MatrixPlacement,
+    n: int,
+    tile: int,
+    pad: bool,
+    b_ndim: int,
+    donate,
+    context: int | None = None,
+):
     # MPI rank of each mesh position; empty when only the abstract mesh is known (inside jit):
     # the engine then gathers the map from the mesh positions it is given.
     ranks = np.asarray(
         [_native.mpi_rank_of_process(p) for p in placement.process_ids or ()], dtype=np.int64
     )
     target = _TARGETS[placement.platform]
+    # The GPU handler takes one more attribute: its context id (None on the CPU engine).
+    extra_attrs = {} if context is None else {"context": np.int64(context)}
 
     def local(a_blk, b_blk):
         position = jnp.stack([_axis_index(placement.row_axis), _axis_index(placement.col_axis)])
@@ -138,6 +150,7 @@ def _build(placement: _mesh.MatrixPlacement, n: int, tile: int, pad: bool, b_ndi
             tile=np.int64(tile),
             pad=np.int64(pad),
             ranks=ranks,
+            **extra_attrs,
         )
         return x, logdet, status, a_work
 

@@ -1,0 +1,247 @@
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/kernels.h"
+
+namespace jaxmg::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Element types on the device: real scalars and (re, im) pairs.
+template <typename R>
+struct Cplx {
+  R re, im;
+};
+
+template <typename T>
+struct Traits;
+template <>
+struct Traits<float> {
+  using Real = float;
+  static __device__ float Conj(float v) { return v; }
+  static __device__ float Re(float v) { return v; }
+  static __device__ float Zero() { return 0.f; }
+  static __device__ float One() { return 1.f; }
+  static __device__ float Nan() { return __int_as_float(0x7fc00000); }
+};
+template <>
+struct Traits<double> {
+  using Real = double;
+  static __device__ double Conj(double v) { return v; }
+  static __device__ double Re(double v) { return v; }
+  static __device__ double Zero() { return 0.0; }
+  static __device__ double One() { return 1.0; }
+  static __device__ double Nan() { return __longlong_as_double(0x7ff8000000000000ll); }
+};
+template <typename R>
+struct Traits<Cplx<R>> {
+  using Real = R;
+  static __device__ Cplx<R> Conj(Cplx<R> v) { return {v.re, -v.im}; }
+  static __device__ R Re(Cplx<R> v) { return v.re; }
+  static __device__ Cplx<R> Zero() { return {R(0), R(0)}; }
+  static __device__ Cplx<R> One() { return {R(1), R(0)}; }
+  static __device__ Cplx<R> Nan() { return {Traits<R>::Nan(), R(0)}; }
+};
+
+__device__ inline float Log(float v) { return logf(v); }
+__device__ inline double Log(double v) { return log(v); }
+
+int Blocks(int64_t count) {
+  const int64_t b = (count + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
+}
+
+__device__ inline int64_t CyclicGlobal(int64_t local, int64_t t, int procs, int coord) {
+  return ((local / t) * procs + coord) * t + local % t;
+}
+
+template <typename T>
+__global__ void PadCopyKernel(const T* shard, int64_t in_rows, T* out, int64_t out_rows,
+                              int64_t out_cols, int64_t se, int64_t ps, int64_t row0,
+                              int64_t col0) {
+  const int64_t total = out_rows * out_cols;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % out_rows, c = idx / out_rows;
+    const int64_t rw = r % ps, cw = c % ps;
+    T v;
+    if (rw < se && cw < se) {
+      v = shard[((r / ps) * se + rw) + ((c / ps) * se + cw) * in_rows];
+    } else if (row0 + r == col0 + c) {
+      v = Traits<T>::One();  // a padded diagonal entry (padded rows and cols coincide there)
+    } else {
+      v = Traits<T>::Zero();
+    }
+    out[idx] = v;
+  }
+}
+
+template <typename T>
+__global__ void GatherRhsKernel(const T* full, int64_t nrhs, const int64_t* row_global, int64_t lr,
+                                int64_t lbc, int64_t t, int npcol, int mycol, T* local_b) {
+  const int64_t total = lr * lbc;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % lr, c = idx / lr;
+    const int64_t g = row_global[r];
+    const int64_t j = CyclicGlobal(c, t, npcol, mycol);
+    local_b[idx] = g >= 0 ? Traits<T>::Conj(full[g * nrhs + j]) : Traits<T>::Zero();
+  }
+}
+
+template <typename T>
+__global__ void ScatterRhsKernel(const T* local_b, int64_t nrhs, const int64_t* row_global,
+                                 int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol,
+                                 T* full) {
+  const int64_t total = lr * lbc;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % lr, c = idx / lr;
+    const int64_t g = row_global[r];
+    if (g < 0) continue;
+    const int64_t j = CyclicGlobal(c, t, npcol, mycol);
+    full[g * nrhs + j] = Traits<T>::Conj(local_b[idx]);
+  }
+}
+
+// One block: strided loop over local columns, tree reduction in shared memory. Accumulates in
+// double for both precisions.
+template <typename T>
+__global__ void LogDiagKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,
+                              int myrow, int mycol, typename Traits<T>::Real* sum) {
+  __shared__ double part[kThreads];
+  double acc = 0.0;
+  for (int64_t c = threadIdx.x; c < lc; c += blockDim.x) {
+    const int64_t gc = CyclicGlobal(c, t, npcol, mycol);
+    if ((gc / t) % nprow != myrow) continue;
+    const int64_t r = (gc / t / nprow) * t + gc % t;
+    if (r >= lr) continue;
+    acc += static_cast<double>(Log(Traits<T>::Re(a[r + c * lr])));
+  }
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *sum = static_cast<typename Traits<T>::Real>(part[0]);
+}
+
+template <typename R>
+__global__ void FinishLogdetKernel(const R* sum, bool ok, R* out) {
+  *out = ok ? R(2) * *sum : Traits<R>::Nan();
+}
+
+template <typename T>
+__global__ void FillNanKernel(T* p, int64_t count) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < count;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    p[idx] = Traits<T>::Nan();
+  }
+}
+
+// Calls fn(T{}) with the device element type of dt.
+template <typename Fn>
+cudaError_t Dispatch(Dtype dt, Fn&& fn) {
+  switch (dt) {
+    case Dtype::kF32:
+      fn(float{});
+      break;
+    case Dtype::kF64:
+      fn(double{});
+      break;
+    case Dtype::kC64:
+      fn(Cplx<float>{});
+      break;
+    case Dtype::kC128:
+      fn(Cplx<double>{});
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t DtypeBytes(Dtype dt) {
+  switch (dt) {
+    case Dtype::kF32:
+      return 4;
+    case Dtype::kF64:
+    case Dtype::kC64:
+      return 8;
+    case Dtype::kC128:
+      return 16;
+  }
+  return 0;
+}
+
+cudaError_t PadCopy(Dtype dt, const void* shard, int64_t in_rows, int64_t in_cols, void* out,
+                    int64_t out_rows, int64_t out_cols, int64_t se, int64_t ps, int64_t row0,
+                    int64_t col0, cudaStream_t stream) {
+  (void)in_cols;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    PadCopyKernel<T><<<Blocks(out_rows * out_cols), kThreads, 0, stream>>>(
+        static_cast<const T*>(shard), in_rows, static_cast<T*>(out), out_rows, out_cols, se, ps,
+        row0, col0);
+  });
+}
+
+cudaError_t GatherRhs(Dtype dt, const void* full, int64_t nrhs, const int64_t* row_global,
+                      int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, void* local_b,
+                      cudaStream_t stream) {
+  if (lr * lbc == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    GatherRhsKernel<T><<<Blocks(lr * lbc), kThreads, 0, stream>>>(static_cast<const T*>(full), nrhs,
+                                                                  row_global, lr, lbc, t, npcol,
+                                                                  mycol, static_cast<T*>(local_b));
+  });
+}
+
+cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_t* row_global,
+                       int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, void* full,
+                       cudaStream_t stream) {
+  if (lr * lbc == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    ScatterRhsKernel<T><<<Blocks(lr * lbc), kThreads, 0, stream>>>(
+        static_cast<const T*>(local_b), nrhs, row_global, lr, lbc, t, npcol, mycol,
+        static_cast<T*>(full));
+  });
+}
+
+cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                       int npcol, int myrow, int mycol, void* sum, cudaStream_t stream) {
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using R = typename Traits<T>::Real;
+    LogDiagKernel<T><<<1, kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t, nprow, npcol,
+                                                 myrow, mycol, static_cast<R*>(sum));
+  });
+}
+
+cudaError_t FinishLogdet(Dtype dt, const void* sum, bool ok, void* out, cudaStream_t stream) {
+  if (dt == Dtype::kF32 || dt == Dtype::kC64) {
+    FinishLogdetKernel<float>
+        <<<1, 1, 0, stream>>>(static_cast<const float*>(sum), ok, static_cast<float*>(out));
+  } else {
+    FinishLogdetKernel<double>
+        <<<1, 1, 0, stream>>>(static_cast<const double*>(sum), ok, static_cast<double*>(out));
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t FillNan(Dtype dt, void* p, int64_t count, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    FillNanKernel<T><<<Blocks(count), kThreads, 0, stream>>>(static_cast<T*>(p), count);
+  });
+}
+
+}  // namespace jaxmg::cuda

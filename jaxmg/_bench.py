@@ -1,0 +1,352 @@
+"""`python -m jaxmg bench`: time jaxmg.potrs on the devices present against JAX on one device.
+
+`cli()` runs the jaxmg timings in P processes (one per device, under `jaxmg launch`), then JAX's
+own `cho_factor` + `cho_solve` on one device in one process, merges both into one JSON file,
+prints a table and (with matplotlib) draws a plot next to the JSON.
+
+Matrix: A[i, j] = r**|i - j| with r = 0.5 (Kac-Murdock-Szego: SPD, cond(A) <= 9, exact
+log det A = (N - 1) log(1 - r**2)), generated on the devices, each device its own shard.
+Time: best of `--repeats` warm calls, each on a freshly generated matrix (potrs may overwrite it
+with --donate). Peak memory: XLA's allocator peak on device 0 of each process (cumulative over the
+run, cases run in increasing size), next to the shard size; cuSOLVERMp's and NCCL's own buffers
+are not in XLA's count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+R = 0.5
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m jaxmg bench", description=__doc__.split("\n")[0])
+    p.add_argument("-n", "--processes", type=int, default=None, help="default: GPUs, else 2")
+    p.add_argument("--sizes", default="2048,4096", help="comma-separated N (default 2048,4096)")
+    p.add_argument("--dtypes", default="float64,float32")
+    p.add_argument("--tile", type=int, default=None, help="T_A (default: jaxmg's choice)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-donate", dest="donate", action="store_false")
+    p.add_argument("--no-baseline", dest="baseline", action="store_false")
+    p.add_argument("--baseline-max", type=int, default=None, help="largest N for the baseline")
+    p.add_argument("--out", default="bench/results/potrs.json")
+    p.add_argument("--timeout", type=float, default=1800)
+    p.add_argument("--role", choices=["jaxmg", "baseline"], default=None, help=argparse.SUPPRESS)
+    return p
+
+
+def _kms(n, dtype, sharding):
+    import jax
+    import jax.numpy as jnp
+
+    def gen():
+        i = jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+        j = jax.lax.broadcasted_iota(jnp.int32, (n, n), 1)
+        return jnp.exp(jnp.abs(i - j).astype(jnp.float32) * math.log(R)).astype(dtype)
+
+    return jax.jit(gen, out_shardings=sharding)
+
+
+def _enable_x64(args):
+    """The benchmark (an application, not the library) turns on 64-bit types when asked for."""
+    import jax
+
+    if any(d in ("float64", "complex128") for d in args.dtypes):
+        jax.config.update("jax_enable_x64", True)
+
+
+def _peak_bytes():
+    import jax
+
+    stats = jax.local_devices()[0].memory_stats() or {}
+    return int(stats.get("peak_bytes_in_use", 0))
+
+
+def _sync(name):
+    import jax
+    from jax.experimental import multihost_utils
+
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(name)
+
+
+def _exact_logdet(n):
+    return (n - 1) * math.log(1 - R * R)
+
+
+def _run_jaxmg(args) -> list[dict]:
+    import jax
+
+    jax.distributed.initialize()
+    _enable_x64(args)
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    import jaxmg
+
+    procs = jax.process_count()
+    mesh = jax.make_mesh((procs, 1), ("pr", "pc"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    a_sh, b_sh = NamedSharding(mesh, P("pr", "pc")), NamedSharding(mesh, P("pr", None))
+    records = []
+    for n in args.sizes:
+        for dtype_name in args.dtypes:
+            dtype = np.dtype(dtype_name)
+            rec = dict(engine="jaxmg", devices=procs, mesh=[procs, 1], n=n, dtype=dtype_name)
+            try:
+                gen = _kms(n, dtype, a_sh)
+                b = jax.device_put(jnp.ones((n, 1), dtype), b_sh)
+                solve = jax.jit(
+                    lambda a, b: jaxmg.potrs(a, b, T_A=args.tile, mesh=mesh, return_logdet=True),
+                    donate_argnums=(0,) if args.donate else (),
+                )
+                times = []
+                for rep in range(args.repeats + 1):  # the first call compiles
+                    a = gen()
+                    a.block_until_ready()
+                    _sync(f"bench-{n}-{dtype_name}-{rep}")
+                    t0 = time.perf_counter()
+                    x, logdet = solve(a, b)
+                    x.block_until_ready()
+                    times.append(time.perf_counter() - t0)
+                    del a
+                ld = float(np.asarray(logdet.addressable_data(0)))
+                eps = float(np.finfo(dtype).eps)
+                rec.update(
+                    seconds=min(times[1:]),
+                    compile_and_first_s=times[0],
+                    all_s=times,
+                    tflops=n**3 / 3 / min(times[1:]) / 1e12,
+                    logdet_rel_err=abs(ld - _exact_logdet(n)) / abs(_exact_logdet(n)),
+                    logdet_ok=abs(ld - _exact_logdet(n)) <= 100 * n * eps * abs(_exact_logdet(n)),
+                    tile=args.tile,
+                    donate=args.donate,
+                    shard_bytes=n * n * dtype.itemsize // procs,
+                    peak_bytes=_peak_bytes(),
+                )
+            except Exception as e:  # noqa: BLE001 - an OOM at the largest N is a result too
+                rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            if jax.process_index() == 0:
+                _print_record(rec)
+            records.append(rec)
+            _sync(f"bench-done-{n}-{dtype_name}")
+    return records if jax.process_index() == 0 else []
+
+
+def _run_baseline(args) -> list[dict]:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.scipy.linalg import cho_factor, cho_solve
+
+    _enable_x64(args)
+    device = jax.devices()[0]
+    sharding = jax.sharding.SingleDeviceSharding(device)
+    records = []
+    for n in args.sizes:
+        if args.baseline_max and n > args.baseline_max:
+            continue
+        for dtype_name in args.dtypes:
+            dtype = np.dtype(dtype_name)
+            rec = dict(engine="jax", devices=1, n=n, dtype=dtype_name)
+            try:
+                gen = _kms(n, dtype, sharding)
+                b = jax.device_put(jnp.ones((n, 1), dtype), device)
+
+                @jax.jit
+                def solve(a, b):
+                    c = cho_factor(a, lower=True)
+                    return cho_solve(c, b), 2 * jnp.sum(jnp.log(jnp.diagonal(c[0])))
+
+                times = []
+                for _ in range(args.repeats + 1):
+                    a = gen()
+                    a.block_until_ready()
+                    t0 = time.perf_counter()
+                    x, logdet = solve(a, b)
+                    x.block_until_ready()
+                    times.append(time.perf_counter() - t0)
+                    del a
+                rec.update(
+                    seconds=min(times[1:]),
+                    all_s=times,
+                    tflops=n**3 / 3 / min(times[1:]) / 1e12,
+                    logdet_rel_err=abs(float(logdet) - _exact_logdet(n)) / abs(_exact_logdet(n)),
+                    peak_bytes=_peak_bytes(),
+                )
+            except Exception as e:  # noqa: BLE001
+                rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            _print_record(rec)
+            records.append(rec)
+    return records
+
+
+def _print_record(r):
+    if "error" in r:
+        print(f"{r['engine']:6s} {r['devices']}dev {r['dtype']:8s} N={r['n']:7d}  {r['error']}")
+    else:
+        print(
+            f"{r['engine']:6s} {r['devices']}dev {r['dtype']:8s} N={r['n']:7d} "
+            f"{r['seconds'] * 1e3:10.1f} ms {r['tflops']:7.2f} TF/s",
+            flush=True,
+        )
+
+
+def table(records: list[dict]) -> str:
+    """One row per (dtype, N): jaxmg on P devices next to JAX on one device."""
+    rows = [
+        "| dtype | N | jaxmg devices | jaxmg time (s) | TF/s | JAX 1 device (s) | ratio | "
+        "peak GiB/dev | shard GiB |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    base = {(r["dtype"], r["n"]): r for r in records if r["engine"] == "jax"}
+    for r in sorted(
+        (r for r in records if r["engine"] == "jaxmg"), key=lambda r: (r["dtype"], r["n"])
+    ):
+        b = base.get((r["dtype"], r["n"]), {})
+        if "error" in r:
+            rows.append(
+                f"| {r['dtype']} | {r['n']} | {r['devices']} | {r['error'][:60]} | | | | | |"
+            )
+            continue
+        bt = b.get("seconds")
+        bs = f"{bt:.4f}" if bt else (b.get("error", "—")[:40] if b else "—")
+        ratio = f"{r['seconds'] / bt:.2f}" if bt else "—"
+        rows.append(
+            f"| {r['dtype']} | {r['n']} | {r['devices']} | {r['seconds']:.4f} | "
+            f"{r['tflops']:.2f} | {bs} | {ratio} | {r['peak_bytes'] / 2**30:.2f} | "
+            f"{r['shard_bytes'] / 2**30:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def _plot(records, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for engine in ("jaxmg", "jax"):
+        for dtype in sorted({r["dtype"] for r in records}):
+            pts = sorted(
+                (r["n"], r["seconds"])
+                for r in records
+                if r["engine"] == engine and r["dtype"] == dtype and "seconds" in r
+            )
+            if pts:
+                devices = max(r["devices"] for r in records if r["engine"] == engine)
+                label = f"{engine}, {devices} device{'s' if devices > 1 else ''}, {dtype}"
+                ax.plot(*zip(*pts, strict=True), marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("N")
+    ax.set_ylabel("seconds (potrf + potrs)")
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def _gpu_count() -> int:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+        return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+    except (OSError, subprocess.SubprocessError):
+        return 0
+
+
+def cli(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    args.sizes = [int(s) for s in str(args.sizes).split(",") if s]
+    args.dtypes = [d for d in str(args.dtypes).split(",") if d]
+    if args.role:
+        records = _run_jaxmg(args) if args.role == "jaxmg" else _run_baseline(args)
+        part = os.environ.get("JAXMG_BENCH_PART")
+        if part and records:
+            Path(part).write_text(json.dumps(records))
+        return 0
+
+    out = Path(args.out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    procs = args.processes or _gpu_count() or 2
+    passthrough = [
+        "--sizes",
+        ",".join(map(str, args.sizes)),
+        "--dtypes",
+        ",".join(args.dtypes),
+        "--repeats",
+        str(args.repeats),
+    ]
+    if args.tile:
+        passthrough += ["--tile", str(args.tile)]
+    if not args.donate:
+        passthrough.append("--no-donate")
+    if args.baseline_max:
+        passthrough += ["--baseline-max", str(args.baseline_max)]
+    records = []
+    parts = [("jaxmg", out.with_suffix(".jaxmg.part"))]
+    if args.baseline:
+        parts.append(("baseline", out.with_suffix(".baseline.part")))
+    for role, part in parts:
+        part.unlink(missing_ok=True)
+        env = dict(os.environ, JAXMG_BENCH_PART=str(part))
+        inner = [sys.executable, "-m", "jaxmg", "bench", *passthrough, "--role", role]
+        if role == "jaxmg":
+            launch = [
+                "-m",
+                "jaxmg",
+                "launch",
+                "-n",
+                str(procs),
+                "--timeout",
+                str(int(args.timeout)),
+            ]
+            cmd = [sys.executable, *launch, *inner[1:]]
+        else:
+            cmd = inner
+            if _gpu_count():
+                env["CUDA_VISIBLE_DEVICES"] = env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+        print(f"[bench] {role}: {' '.join(cmd[1:])}", flush=True)
+        rc = subprocess.run(cmd, env=env, timeout=args.timeout + 60).returncode
+        if part.exists():
+            records += json.loads(part.read_text())
+            part.unlink()
+        if rc != 0:
+            print(f"[bench] {role} exited with {rc}", flush=True)
+    result = dict(
+        routine="potrs",
+        matrix=f"Kac-Murdock-Szego r={R}",
+        commit=_git_commit(),
+        host=os.uname().nodename,
+        records=records,
+    )
+    out.write_text(json.dumps(result, indent=1))
+    print(table(records))
+    plot = _plot(records, out.with_suffix(".png"))
+    print(f"[bench] wrote {out}" + (f" and {plot}" if plot else ""))
+    return 0
+
+
+def _git_commit():
+    if commit := os.environ.get("JAXMG_COMMIT"):
+        return commit
+    try:
+        root = Path(__file__).resolve().parents[1]
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
+        )
+        return out.stdout.strip() or None
+    except OSError:
+        return None

@@ -1,0 +1,184 @@
+"""GPU engine bootstrap: one NCCL communicator + cuSOLVERMp grid per (mesh, device).
+
+`context_for(placement)` runs before the jitted call is built, identically on every process (a
+jaxmg call is made by all processes of a mesh, in the same order). The process that holds mesh
+position 0 makes an NCCL unique id and shares its 128 bytes through the jax.distributed
+key-value store (one process: no store); then every process creates its context in the native
+library (ncclCommInitRank, cusolverMpCreate, cusolverMpCreateDeviceGrid), which returns an id the
+FFI handler receives as the attribute `context`. Contexts live until the process exits.
+
+NCCL ranks follow the engine grid, not the process order: the device at mesh position (u, v)
+plays engine grid position (i, j) = (rows.grid_of_mesh[v], cols.grid_of_mesh[u]) and takes NCCL
+rank i * npcol + j (cuSOLVERMp row-major grid mapping); the native layout plan computes it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import jax
+import numpy as np
+
+from jaxmg import _native
+
+_UNIQUE_ID_BYTES = 128
+# How long a process waits for the unique id of the process at mesh position 0.
+KV_TIMEOUT_MS = 300_000
+
+_lock = threading.Lock()
+_contexts: dict[tuple, int] = {}
+
+
+def _lib() -> ctypes.CDLL:
+    lib = _native.engine("cuda")
+    if not getattr(lib, "_jaxmg_gpu_prototypes", False):
+        lib.jaxmg_nccl_get_unique_id.argtypes = [ctypes.c_char_p]
+        lib.jaxmg_nccl_get_unique_id.restype = ctypes.c_int
+        lib.jaxmg_cuda_rank_of_mesh_position.argtypes = (
+            [ctypes.c_int] * 4
+            + [ctypes.POINTER(ctypes.c_int)] * 3
+            + [ctypes.c_char_p, ctypes.c_int]
+        )
+        lib.jaxmg_cuda_rank_of_mesh_position.restype = ctypes.c_int
+        lib.jaxmg_cuda_create_context.argtypes = (
+            [ctypes.c_char_p]
+            + [ctypes.c_int] * 9
+            + [
+                ctypes.c_char_p,
+                ctypes.c_int,
+            ]
+        )
+        lib.jaxmg_cuda_create_context.restype = ctypes.c_int64
+        lib._jaxmg_gpu_prototypes = True
+    return lib
+
+
+def rank_of_mesh_position(mesh_rows: int, mesh_cols: int, u: int, v: int) -> tuple[int, int, int]:
+    """(NCCL rank, grid rows, grid cols) of mesh position (u, v); ValueError for bad grids."""
+    lib = _lib()
+    rank, nprow, npcol = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    err = ctypes.create_string_buffer(1024)
+    if lib.jaxmg_cuda_rank_of_mesh_position(
+        mesh_rows,
+        mesh_cols,
+        u,
+        v,
+        ctypes.byref(rank),
+        ctypes.byref(nprow),
+        ctypes.byref(npcol),
+        err,
+        len(err),
+    ):
+        raise ValueError(err.value.decode(errors="replace"))
+    return rank.value, nprow.value, npcol.value
+
+
+def check_gpu_mesh(mesh_rows: int, mesh_cols: int) -> None:
+    """Raises ValueError for meshes the GPU engine cannot use (no Gemr2D in cuSOLVERMp 0.8)."""
+    big, small = max(mesh_rows, mesh_cols), min(mesh_rows, mesh_cols)
+    if big % small:
+        raise ValueError(
+            f"the GPU engine cannot use a {mesh_rows}x{mesh_cols} mesh: one mesh dimension must "
+            "divide the other (e.g. 2x1, 1x2, 2x2, 4x2); other grids need a redistribution "
+            "(Gemr2D) that cuSOLVERMp 0.8 lacks. Reshape the mesh."
+        )
+
+
+def _device_grid(placement) -> np.ndarray:
+    """The devices of mesh positions (u, v) as a mesh_rows x mesh_cols array."""
+    by_id = {d.id: d for d in jax.devices()}
+    if placement.device_ids is not None:
+        ids = placement.device_ids
+    else:
+        # Inside jit only the abstract mesh is known: assume the mesh jax.make_mesh builds for its
+        # shape. The handler checks the position it is given and asks for mesh=... if wrong.
+        mesh = placement.mesh
+        concrete = jax.make_mesh(tuple(mesh.axis_sizes), tuple(mesh.axis_names))
+        axes = [placement.row_axis, placement.col_axis]
+        order = [concrete.axis_names.index(x) for x in axes if x is not None]
+        rest = [i for i in range(len(concrete.axis_names)) if i not in order]
+        devs = np.transpose(concrete.devices, order + rest).reshape(
+            placement.mesh_rows, placement.mesh_cols
+        )
+        ids = tuple(int(d.id) for d in devs.flat)
+    return np.asarray([by_id[i] for i in ids], dtype=object).reshape(
+        placement.mesh_rows, placement.mesh_cols
+    )
+
+
+def _unique_id(key: str, owner_process: int) -> bytes:
+    lib = _lib()
+    if jax.process_count() == 1:
+        owner_process = jax.process_index()
+    if jax.process_index() == owner_process:
+        buf = ctypes.create_string_buffer(_UNIQUE_ID_BYTES)
+        if lib.jaxmg_nccl_get_unique_id(buf) != 0:
+            raise RuntimeError("ncclGetUniqueId failed (run with NCCL_DEBUG=WARN for details)")
+        uid = buf.raw[:_UNIQUE_ID_BYTES]
+        if jax.process_count() > 1:
+            _client().key_value_set_bytes(key, uid)
+        return uid
+    uid = bytes(_client().blocking_key_value_get_bytes(key, KV_TIMEOUT_MS))
+    if len(uid) != _UNIQUE_ID_BYTES:
+        raise RuntimeError(f"jaxmg: got a {len(uid)}-byte NCCL id from the key-value store")
+    return uid
+
+
+def _client():
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    if client is None:
+        raise RuntimeError(
+            "the GPU engine across processes needs jax.distributed.initialize() before the "
+            "first jaxmg call (it shares the NCCL id through jax.distributed's key-value store)"
+        )
+    return client
+
+
+def context_for(placement) -> int:
+    """The id of this process's GPU context for the placement's mesh (created on first use)."""
+    check_gpu_mesh(placement.mesh_rows, placement.mesh_cols)
+    devices = _device_grid(placement)
+    mr, mc = placement.mesh_rows, placement.mesh_cols
+    key = (tuple(int(d.id) for d in devices.flat), mr, mc)
+    with _lock:
+        if key in _contexts:
+            return _contexts[key]
+        me = jax.process_index()
+        local = [(u, v) for u in range(mr) for v in range(mc) if devices[u, v].process_index == me]
+        if not local:
+            _contexts[key] = 0  # this process holds no shard: the handler never runs here
+            return 0
+        if len(local) > 1:
+            raise ValueError(
+                "the GPU engine runs one process per GPU, but this process holds "
+                f"{len(local)} devices of the mesh; launch one process per GPU "
+                "(python -m jaxmg launch -n N) with jax.distributed.initialize()"
+            )
+        u, v = local[0]
+        rank, nprow, npcol = rank_of_mesh_position(mr, mc, u, v)
+        name = f"jaxmg/nccl_id/{mr}x{mc}/" + "-".join(str(i) for i in key[0])
+        uid = _unique_id(name, int(devices[0, 0].process_index))
+        err = ctypes.create_string_buffer(2048)
+        ctx = _lib().jaxmg_cuda_create_context(
+            uid,
+            mr * mc,
+            rank,
+            int(devices[u, v].local_hardware_id),
+            nprow,
+            npcol,
+            mr,
+            mc,
+            u,
+            v,
+            err,
+            len(err),
+        )
+        if ctx <= 0:
+            raise RuntimeError(
+                "jaxmg could not create its GPU context: " + err.value.decode(errors="replace")
+            )
+        _contexts[key] = int(ctx)
+        return int(ctx)
