@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--processes", type=int, default=None, help="default: GPUs, else 2")
     p.add_argument("--sizes", default="2048,4096", help="comma-separated N (default 2048,4096)")
     p.add_argument("--dtypes", default="float64,float32")
-    p.add_argument("--tile", type=int, default=None, help="T_A (default: jaxmg's choice)")
+    p.add_argument("--tile", default=None, help="T_A, or a comma-separated list to sweep")
+    p.add_argument("--mesh", default=None, help="RxC process mesh (default: Px1)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--no-donate", dest="donate", action="store_false")
     p.add_argument("--no-baseline", dest="baseline", action="store_false")
@@ -94,50 +95,62 @@ def _run_jaxmg(args) -> list[dict]:
     import jaxmg
 
     procs = jax.process_count()
-    mesh = jax.make_mesh((procs, 1), ("pr", "pc"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    shape = tuple(int(x) for x in args.mesh.split("x")) if args.mesh else (procs, 1)
+    mesh = jax.make_mesh(shape, ("pr", "pc"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
     a_sh, b_sh = NamedSharding(mesh, P("pr", "pc")), NamedSharding(mesh, P("pr", None))
     records = []
-    for n in args.sizes:
-        for dtype_name in args.dtypes:
-            dtype = np.dtype(dtype_name)
-            rec = dict(engine="jaxmg", devices=procs, mesh=[procs, 1], n=n, dtype=dtype_name)
-            try:
-                gen = _kms(n, dtype, a_sh)
-                b = jax.device_put(jnp.ones((n, 1), dtype), b_sh)
-                solve = jax.jit(
-                    lambda a, b: jaxmg.potrs(a, b, T_A=args.tile, mesh=mesh, return_logdet=True),
-                    donate_argnums=(0,) if args.donate else (),
+    # Smallest matrices first: XLA's peak-memory count is cumulative, so each case's peak is
+    # then its own.
+    cases = sorted(
+        ((n, d, t) for n in args.sizes for d in args.dtypes for t in args.tiles),
+        key=lambda c: (c[0] * c[0] * np.dtype(c[1]).itemsize, c[0]),
+    )
+    for n, dtype_name, tile in cases:
+        dtype = np.dtype(dtype_name)
+        rec = dict(
+            engine="jaxmg", devices=procs, mesh=list(shape), n=n, dtype=dtype_name, tile=tile
+        )
+        try:
+            gen = _kms(n, dtype, a_sh)
+            b = jax.device_put(jnp.ones((n, 1), dtype), b_sh)
+
+            def solve(a, b, tile=tile):
+                # Called directly (not under an outer jit) so that donate=True lets the
+                # factorization overwrite a's buffer.
+                return jaxmg.potrs(
+                    a, b, T_A=tile, mesh=mesh, return_logdet=True, donate=args.donate
                 )
-                times = []
-                for rep in range(args.repeats + 1):  # the first call compiles
-                    a = gen()
-                    a.block_until_ready()
-                    _sync(f"bench-{n}-{dtype_name}-{rep}")
-                    t0 = time.perf_counter()
-                    x, logdet = solve(a, b)
-                    x.block_until_ready()
-                    times.append(time.perf_counter() - t0)
-                    del a
-                ld = float(np.asarray(logdet.addressable_data(0)))
-                eps = float(np.finfo(dtype).eps)
-                rec.update(
-                    seconds=min(times[1:]),
-                    compile_and_first_s=times[0],
-                    all_s=times,
-                    tflops=n**3 / 3 / min(times[1:]) / 1e12,
-                    logdet_rel_err=abs(ld - _exact_logdet(n)) / abs(_exact_logdet(n)),
-                    logdet_ok=abs(ld - _exact_logdet(n)) <= 100 * n * eps * abs(_exact_logdet(n)),
-                    tile=args.tile,
-                    donate=args.donate,
-                    shard_bytes=n * n * dtype.itemsize // procs,
-                    peak_bytes=_peak_bytes(),
-                )
-            except Exception as e:  # noqa: BLE001 - an OOM at the largest N is a result too
-                rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
-            if jax.process_index() == 0:
-                _print_record(rec)
-            records.append(rec)
-            _sync(f"bench-done-{n}-{dtype_name}")
+
+            times = []
+            for rep in range(args.repeats + 1):  # the first call compiles
+                a = gen()
+                a.block_until_ready()
+                _sync(f"bench-{n}-{dtype_name}-{tile}-{rep}")
+                t0 = time.perf_counter()
+                x, logdet = solve(a, b)
+                x.block_until_ready()
+                times.append(time.perf_counter() - t0)
+                del a
+            ld = float(np.asarray(logdet.addressable_data(0)))
+            eps = float(np.finfo(dtype).eps)
+            rec.update(
+                seconds=min(times[1:]),
+                compile_and_first_s=times[0],
+                all_s=times,
+                tflops=n**3 / 3 / min(times[1:]) / 1e12,
+                logdet_rel_err=abs(ld - _exact_logdet(n)) / abs(_exact_logdet(n)),
+                logdet_ok=abs(ld - _exact_logdet(n)) <= 100 * n * eps * abs(_exact_logdet(n)),
+                tile=tile,
+                donate=args.donate,
+                shard_bytes=n * n * dtype.itemsize // procs,
+                peak_bytes=_peak_bytes(),
+            )
+        except Exception as e:  # noqa: BLE001 - an OOM at the largest N is a result too
+            rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        if jax.process_index() == 0:
+            _print_record(rec)
+        records.append(rec)
+        _sync(f"bench-done-{n}-{dtype_name}-{tile}")
     return records if jax.process_index() == 0 else []
 
 
@@ -151,7 +164,7 @@ def _run_baseline(args) -> list[dict]:
     device = jax.devices()[0]
     sharding = jax.sharding.SingleDeviceSharding(device)
     records = []
-    for n in args.sizes:
+    for n in sorted(set(args.sizes)):
         if args.baseline_max and n > args.baseline_max:
             continue
         for dtype_name in args.dtypes:
@@ -201,29 +214,27 @@ def _print_record(r):
 
 
 def table(records: list[dict]) -> str:
-    """One row per (dtype, N): jaxmg on P devices next to JAX on one device."""
+    """One row per jaxmg case, next to JAX on one device for the same (dtype, N)."""
     rows = [
-        "| dtype | N | jaxmg devices | jaxmg time (s) | TF/s | JAX 1 device (s) | ratio | "
+        "| dtype | N | mesh | tile | jaxmg time (s) | TF/s | JAX 1 device (s) | ratio | "
         "peak GiB/dev | shard GiB |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     base = {(r["dtype"], r["n"]): r for r in records if r["engine"] == "jax"}
-    for r in sorted(
-        (r for r in records if r["engine"] == "jaxmg"), key=lambda r: (r["dtype"], r["n"])
-    ):
-        b = base.get((r["dtype"], r["n"]), {})
+    jaxmg = [r for r in records if r["engine"] == "jaxmg"]
+    for r in sorted(jaxmg, key=lambda r: (r["dtype"], r["n"], str(r["mesh"]), r["tile"] or 0)):
+        mesh = "x".join(map(str, r["mesh"]))
+        head = f"| {r['dtype']} | {r['n']} | {mesh} | {r.get('tile') or 'auto'} |"
         if "error" in r:
-            rows.append(
-                f"| {r['dtype']} | {r['n']} | {r['devices']} | {r['error'][:60]} | | | | | |"
-            )
+            rows.append(f"{head} {r['error'][:60]} | | | | | |")
             continue
+        b = base.get((r["dtype"], r["n"]), {})
         bt = b.get("seconds")
         bs = f"{bt:.4f}" if bt else (b.get("error", "—")[:40] if b else "—")
         ratio = f"{r['seconds'] / bt:.2f}" if bt else "—"
         rows.append(
-            f"| {r['dtype']} | {r['n']} | {r['devices']} | {r['seconds']:.4f} | "
-            f"{r['tflops']:.2f} | {bs} | {ratio} | {r['peak_bytes'] / 2**30:.2f} | "
-            f"{r['shard_bytes'] / 2**30:.2f} |"
+            f"{head} {r['seconds']:.4f} | {r['tflops']:.2f} | {bs} | {ratio} | "
+            f"{r['peak_bytes'] / 2**30:.2f} | {r['shard_bytes'] / 2**30:.2f} |"
         )
     return "\n".join(rows)
 
@@ -271,6 +282,7 @@ def cli(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     args.sizes = [int(s) for s in str(args.sizes).split(",") if s]
     args.dtypes = [d for d in str(args.dtypes).split(",") if d]
+    args.tiles = [int(t) for t in str(args.tile).split(",")] if args.tile else [None]
     if args.role:
         records = _run_jaxmg(args) if args.role == "jaxmg" else _run_baseline(args)
         part = os.environ.get("JAXMG_BENCH_PART")
@@ -291,6 +303,8 @@ def cli(argv: list[str]) -> int:
     ]
     if args.tile:
         passthrough += ["--tile", str(args.tile)]
+    if args.mesh:
+        passthrough += ["--mesh", args.mesh]
     if not args.donate:
         passthrough.append("--no-donate")
     if args.baseline_max:

@@ -33,7 +33,7 @@ if [ "${1:-}" = collect ]; then
   dst=bench/results/gpu_potrs_$(date -u +%Y-%m-%d).json
   mkdir -p bench/results
   commit=$(git rev-parse HEAD 2>/dev/null || echo none)
-  dirty=false; [ -n "$(git status --porcelain 2>/dev/null)" ] && dirty=true
+  dirty=false; [ -n "$(git status --porcelain -- . ':!bench/results' 2>/dev/null)" ] && dirty=true
   python3 - "$src" "$dst" "$commit" "$dirty" <<'PYEOF'
 import json, sys
 src, dst, commit, dirty = sys.argv[1:]
