@@ -10,5 +10,11 @@ echo "[test] ruff"
 .venv/bin/ruff format --check .
 echo "[test] clang-format"
 .venv/bin/python scripts/check_format.py
+if [ -z "${JAXMG_SKIP_CUDA_BUILD:-}" ] && { command -v nvcc || [ -x /usr/local/cuda/bin/nvcc ]; } >/dev/null; then
+  echo "[test] nvcc found: building the GPU engine (no GPU needed)"
+  ./scripts/build_cuda.sh
+else
+  echo "[test] nvcc not found: the GPU engine build is skipped"
+fi
 echo "[test] pytest"
 .venv/bin/pytest -q -rs "$@"
