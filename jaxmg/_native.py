@@ -63,7 +63,31 @@ def load(kind: str) -> ctypes.CDLL:
             "that holds it."
         )
     # RTLD_GLOBAL: Open MPI's plugins resolve libmpi symbols through the global namespace.
-    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    try:
+        return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    except OSError as e:
+        raise RuntimeError(f"jaxmg could not load {path}: {e}. {_LOAD_HINTS[kind]}") from None
+
+
+_LOAD_HINTS = {
+    "cpu": "The CPU engine needs Open MPI and ScaLAPACK (scripts/setup.sh installs them).",
+    "cuda": (
+        "The GPU engine needs cuSOLVERMp 0.8 and NCCL from NVIDIA's wheels: pip install "
+        "'jaxmg[cuda13]' (nvidia-cusolvermp-cu13==0.8.0.3126, nvidia-nccl-cu13), or put their "
+        "lib folders on LD_LIBRARY_PATH."
+    ),
+    "layout": "Rebuild jaxmg (scripts/setup.sh).",
+}
+
+
+def loaded_libraries(name: str) -> list[str]:
+    """Distinct paths of a shared library (e.g. "libnccl.so") mapped into this process."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if name in line and "/" in line}
+    except OSError:
+        return []
+    return sorted(os.path.realpath(p) for p in paths)
 
 
 def _error_buffer() -> ctypes.Array:
@@ -80,7 +104,21 @@ def engine(kind: str) -> ctypes.CDLL:
         )
     if kind == "cpu":
         _init_mpi(lib)
+    if kind == "cuda":
+        _check_one_nccl()
     return lib
+
+
+def _check_one_nccl() -> None:
+    """Our communicator and XLA's must come from the same libnccl (the wheel jaxlib uses)."""
+    ncc = set(loaded_libraries("libnccl.so"))
+    if len(ncc) > 1:
+        raise RuntimeError(
+            "two different libnccl libraries are loaded in this process: "
+            + ", ".join(sorted(ncc))
+            + ". jaxmg's GPU engine must use the NCCL that jaxlib loads (the nvidia-nccl-cu13 "
+            "wheel); remove the other one from LD_LIBRARY_PATH."
+        )
 
 
 def _init_mpi(lib: ctypes.CDLL) -> None:

@@ -3,7 +3,7 @@
 #   bash scripts/gpu_remote.sh [STAGE...]      stages: info multi readme single (default: all)
 # Needs the carried .gpu/lib/libjaxmg_cuda.so and .gpu/wheels/nvidia_cusolvermp_cu13-0.8.0*.whl.
 # Writes into $OUT: info.log, gpu_multi.json, readme.log, gpu_single.json, gpu_results.json.
-# JAXMG_GPU_BENCH=0 skips the test script's own timings (the bench stage measures).
+
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,7 +23,7 @@ for d in "$SITE"/nvidia/*/lib; do LIBS=$LIBS:$d; done
 export LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast
 export JAXMG_LIB_DIR=$ROOT/.gpu/lib PYTHONPATH=$ROOT XLA_PYTHON_CLIENT_MEM_FRACTION=0.5
-export PYTHONUNBUFFERED=1 JAXMG_GPU_BENCH=${JAXMG_GPU_BENCH:-0}
+export PYTHONUNBUFFERED=1
 echo "[remote] python $PY; site $SITE"
 echo "[remote] libjaxmg_cuda.so dependencies:"
 ldd .gpu/lib/libjaxmg_cuda.so | grep -E "cusolverMp|nccl|cudart|cublas|cusolver|not found"

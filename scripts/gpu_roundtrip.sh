@@ -57,7 +57,7 @@ Run on the GPU machine with the device tool:
   kind:    nvidia-h200-x2
   carry:   [".gpu"]   (only .gpu/wheels and .gpu/lib, about 24 MB)
   command: set -o pipefail; bash scripts/gpu_remote.sh 2>&1 | tee \$OUT/log.txt   (timeout_s 600)
-  (quick pass without timings: prefix JAXMG_GPU_BENCH=0; stages: info multi readme single)
+  (stages: info multi readme single bench sweep; e.g. bash scripts/gpu_remote.sh multi readme)
 Then: scripts/gpu_roundtrip.sh collect <files_at>/gpu_results.json
       (-> bench/results/gpu_potrs_<date>.json with "commit" and "dirty")
 MSG

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,26 @@ def test_gpu_engine_links_the_wheels_libraries_by_soname():
     out = subprocess.run(["readelf", "-d", str(LIB)], capture_output=True, text=True).stdout
     for needed in ("libcusolverMp.so.0", "libnccl.so.2", "libcudart.so.13"):
         assert f"[{needed}]" in out, f"{LIB.name} does not link {needed}"
+
+
+def test_missing_gpu_libraries_give_a_clear_message(tmp_path):
+    """Where cuSOLVERMp is not installed, loading the GPU engine says what to install."""
+    if not LIB.is_file():
+        pytest.skip("not built")
+    script = (
+        "import jaxmg._native as n\n"
+        "try:\n"
+        "    n.load('cuda')\n"
+        "    print('LOADED')\n"
+        "except RuntimeError as e:\n"
+        "    print('ERROR', e)\n"
+    )
+    env = {"JAXMG_LIB_DIR": str(LIB.parent), "PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": ""}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    out = proc.stdout.strip()
+    if out == "LOADED":
+        pytest.skip("this machine has the GPU libraries")
+    assert out.startswith("ERROR"), proc.stderr[-2000:]
+    assert "jaxmg[cuda13]" in out and "libjaxmg_cuda.so" in out

@@ -31,18 +31,8 @@ namespace {
 
 namespace ffi = ::xla::ffi;
 namespace mp = ::jaxmg::cusolvermp;
+using layout::CyclicLocalExtent;
 using layout::SymmetricPlan;
-
-int64_t CyclicLocalExtent(int64_t n, int64_t t, int coord, int procs) {
-  const int64_t blocks = n / t;
-  int64_t local = (blocks / procs) * t;
-  const int64_t extra = blocks % procs;
-  if (coord < extra)
-    local += t;
-  else if (coord == extra)
-    local += n % t;
-  return local;
-}
 
 template <typename T>
 struct Kind;
@@ -91,56 +81,26 @@ class Scratch {
   ffi::ScratchAllocator& alloc_;
 };
 
-// Cycle-following tile permutations on the device, one tile of scratch (see layout.cc for the
-// host version). perm[j] = source tile of destination tile j.
+// Tile permutations on the device: the layout core's cycle-following moves, one tile of scratch.
 Status PermuteColumnTilesDevice(char* a, int64_t ld, int64_t tile, size_t es,
                                 const std::vector<int64_t>& perm, char* scratch,
                                 cudaStream_t stream) {
-  const int64_t count = static_cast<int64_t>(perm.size());
-  std::vector<char> done(count, 0);
   const size_t bytes = es * ld * tile;
-  auto col = [&](int64_t j) { return a + j * bytes; };
-  for (int64_t start = 0; start < count; ++start) {
-    if (done[start] || perm[start] == start) continue;
-    JAXMG_CUDA(cudaMemcpyAsync(scratch, col(start), bytes, cudaMemcpyDeviceToDevice, stream));
-    int64_t cur = start;
-    while (true) {
-      done[cur] = 1;
-      const int64_t src = perm[cur];
-      if (src == start) {
-        JAXMG_CUDA(cudaMemcpyAsync(col(cur), scratch, bytes, cudaMemcpyDeviceToDevice, stream));
-        break;
-      }
-      JAXMG_CUDA(cudaMemcpyAsync(col(cur), col(src), bytes, cudaMemcpyDeviceToDevice, stream));
-      cur = src;
-    }
+  auto at = [&](int64_t j) { return j == layout::kScratchTile ? scratch : a + j * bytes; };
+  for (const layout::TileMove& m : layout::TileMoves(perm)) {
+    JAXMG_CUDA(cudaMemcpyAsync(at(m.dst), at(m.src), bytes, cudaMemcpyDeviceToDevice, stream));
   }
   return Status();
 }
 
 Status PermuteRowTilesDevice(char* a, int64_t ld, int64_t cols, int64_t tile, size_t es,
                              const std::vector<int64_t>& perm, char* scratch, cudaStream_t stream) {
-  const int64_t count = static_cast<int64_t>(perm.size());
-  std::vector<char> done(count, 0);
-  const size_t width = es * tile, pitch = es * ld;
-  auto row = [&](int64_t j) { return a + j * width; };
-  for (int64_t start = 0; start < count; ++start) {
-    if (done[start] || perm[start] == start) continue;
-    JAXMG_CUDA(cudaMemcpy2DAsync(scratch, width, row(start), pitch, width, cols,
+  const size_t width = es * tile;
+  auto at = [&](int64_t j) { return j == layout::kScratchTile ? scratch : a + j * width; };
+  auto pitch = [&](int64_t j) { return j == layout::kScratchTile ? width : es * ld; };
+  for (const layout::TileMove& m : layout::TileMoves(perm)) {
+    JAXMG_CUDA(cudaMemcpy2DAsync(at(m.dst), pitch(m.dst), at(m.src), pitch(m.src), width, cols,
                                  cudaMemcpyDeviceToDevice, stream));
-    int64_t cur = start;
-    while (true) {
-      done[cur] = 1;
-      const int64_t src = perm[cur];
-      if (src == start) {
-        JAXMG_CUDA(cudaMemcpy2DAsync(row(cur), pitch, scratch, width, width, cols,
-                                     cudaMemcpyDeviceToDevice, stream));
-        break;
-      }
-      JAXMG_CUDA(cudaMemcpy2DAsync(row(cur), pitch, row(src), pitch, width, cols,
-                                   cudaMemcpyDeviceToDevice, stream));
-      cur = src;
-    }
   }
   return Status();
 }

@@ -21,6 +21,8 @@ namespace {
 
 namespace ffi = ::xla::ffi;
 namespace sl = ::jaxmg::scalapack;
+using layout::CyclicGlobal;
+using layout::CyclicLocalExtent;
 using layout::LocalIndex;
 using layout::Strategy;
 using layout::SymmetricPlan;
@@ -54,22 +56,6 @@ struct PotrsAttrs {
   int u, v;                // this process's mesh position
   std::vector<int> ranks;  // world rank of mesh position (u, v) at u * mesh_cols + v; empty: gather
 };
-
-// Engine-global index of a local index on a block-cyclic axis (tile t, procs, coordinate).
-int64_t CyclicGlobal(int64_t local, int64_t t, int procs, int coord) {
-  return ((local / t) * procs + coord) * t + local % t;
-}
-
-int64_t CyclicLocalExtent(int64_t n, int64_t t, int coord, int procs) {
-  const int64_t blocks = n / t;
-  int64_t local = (blocks / procs) * t;
-  const int64_t extra = blocks % procs;
-  if (coord < extra)
-    local += t;
-  else if (coord == extra)
-    local += n % t;
-  return local;
-}
 
 template <typename T>
 Status PotrsImpl(const PotrsAttrs& at, T* a, const T* b, T* x, typename Real<T>::type* logdet,

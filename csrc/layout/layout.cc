@@ -10,19 +10,6 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Number of rows/cols of a block-cyclic axis (tile nb, P processes, source 0) held by iproc.
-int64_t Numroc(int64_t n, int64_t nb, int iproc, int nprocs) {
-  const int64_t nblocks = n / nb;
-  int64_t local = (nblocks / nprocs) * nb;
-  const int64_t extra = nblocks % nprocs;
-  if (iproc < extra) {
-    local += nb;
-  } else if (iproc == extra) {
-    local += n % nb;
-  }
-  return local;
-}
-
 void IdentityMaps(AxisPlan* axis) {
   axis->grid_of_mesh.resize(axis->procs);
   axis->mesh_of_grid.resize(axis->procs);
@@ -114,7 +101,7 @@ Status MakeSymmetricPlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, 
 
 int64_t EngineLocalExtent(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord) {
   if (plan.strategy == Strategy::kRelabel) return axis.padded_shard;
-  return Numroc(plan.n, plan.tile, grid_coord, axis.procs);
+  return CyclicLocalExtent(plan.n, plan.tile, grid_coord, axis.procs);
 }
 
 GlobalIndex EngineToGlobal(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord,
@@ -150,63 +137,44 @@ int64_t PrepareLocalScratch(const SymmetricPlan& plan, int mesh_u, int mesh_v) {
   return 0;
 }
 
-template <typename T>
-void PermuteColumnTiles(T* a, int64_t ld, int64_t rows, int64_t tile,
-                        const std::vector<int64_t>& perm, T* scratch) {
-  (void)rows;
+std::vector<TileMove> TileMoves(const std::vector<int64_t>& perm) {
   const int64_t count = static_cast<int64_t>(perm.size());
   std::vector<char> done(count, 0);
-  const size_t bytes = sizeof(T) * ld * tile;
-  auto col = [&](int64_t j) { return a + j * tile * ld; };
+  std::vector<TileMove> moves;
   for (int64_t start = 0; start < count; ++start) {
     if (done[start] || perm[start] == start) continue;
-    std::memcpy(scratch, col(start), bytes);
+    moves.push_back({kScratchTile, start});
     int64_t cur = start;
-    while (true) {
+    // perm is a permutation (checked by the tests), so every cycle returns to its start.
+    for (int64_t steps = 0; steps < count; ++steps) {
       done[cur] = 1;
       const int64_t src = perm[cur];
-      if (src == start) {
-        std::memcpy(col(cur), scratch, bytes);
-        break;
-      }
-      std::memcpy(col(cur), col(src), bytes);
+      moves.push_back({cur, src == start ? kScratchTile : src});
+      if (src == start) break;
       cur = src;
     }
+  }
+  return moves;
+}
+
+template <typename T>
+void PermuteColumnTiles(T* a, int64_t ld, int64_t tile, const std::vector<int64_t>& perm,
+                        T* scratch) {
+  auto at = [&](int64_t j) { return j == kScratchTile ? scratch : a + j * tile * ld; };
+  for (const TileMove& m : TileMoves(perm)) {
+    std::memcpy(at(m.dst), at(m.src), sizeof(T) * ld * tile);
   }
 }
 
 template <typename T>
-void PermuteRowTiles(T* a, int64_t ld, int64_t rows, int64_t cols, int64_t tile,
-                     const std::vector<int64_t>& perm, T* scratch) {
-  (void)rows;
-  const int64_t count = static_cast<int64_t>(perm.size());
-  std::vector<char> done(count, 0);
-  auto save = [&](int64_t j) {
-    for (int64_t c = 0; c < cols; ++c)
-      std::memcpy(scratch + c * tile, a + c * ld + j * tile, sizeof(T) * tile);
-  };
-  auto restore = [&](int64_t j) {
-    for (int64_t c = 0; c < cols; ++c)
-      std::memcpy(a + c * ld + j * tile, scratch + c * tile, sizeof(T) * tile);
-  };
-  auto move = [&](int64_t dst, int64_t src) {
+void PermuteRowTiles(T* a, int64_t ld, int64_t cols, int64_t tile, const std::vector<int64_t>& perm,
+                     T* scratch) {
+  // The scratch tile is tile x cols with leading dimension `tile`.
+  auto at = [&](int64_t j) { return j == kScratchTile ? scratch : a + j * tile; };
+  auto pitch = [&](int64_t j) { return j == kScratchTile ? tile : ld; };
+  for (const TileMove& m : TileMoves(perm)) {
     for (int64_t c = 0; c < cols; ++c) {
-      std::memcpy(a + c * ld + dst * tile, a + c * ld + src * tile, sizeof(T) * tile);
-    }
-  };
-  for (int64_t start = 0; start < count; ++start) {
-    if (done[start] || perm[start] == start) continue;
-    save(start);
-    int64_t cur = start;
-    while (true) {
-      done[cur] = 1;
-      const int64_t src = perm[cur];
-      if (src == start) {
-        restore(cur);
-        break;
-      }
-      move(cur, src);
-      cur = src;
+      std::memcpy(at(m.dst) + c * pitch(m.dst), at(m.src) + c * pitch(m.src), sizeof(T) * tile);
     }
   }
 }
@@ -239,22 +207,20 @@ void PrepareLocal(const SymmetricPlan& plan, int mesh_u, int mesh_v, const T* sh
   }
   if (plan.rows.local_permutation) {
     const int coord = plan.rows.grid_of_mesh[mesh_v];
-    PermuteRowTiles(out, out_rows, out_rows, out_cols, plan.tile,
+    PermuteRowTiles(out, out_rows, out_cols, plan.tile,
                     LocalTilePermutation(plan, plan.rows, coord), scratch);
   }
   if (plan.cols.local_permutation) {
     const int coord = plan.cols.grid_of_mesh[mesh_u];
-    PermuteColumnTiles(out, out_rows, out_rows, plan.tile,
-                       LocalTilePermutation(plan, plan.cols, coord), scratch);
+    PermuteColumnTiles(out, out_rows, plan.tile, LocalTilePermutation(plan, plan.cols, coord),
+                       scratch);
   }
 }
 
-#define JAXMG_INSTANTIATE(T)                                                                      \
-  template void PrepareLocal<T>(const SymmetricPlan&, int, int, const T*, T*, T*);                \
-  template void PermuteColumnTiles<T>(T*, int64_t, int64_t, int64_t, const std::vector<int64_t>&, \
-                                      T*);                                                        \
-  template void PermuteRowTiles<T>(T*, int64_t, int64_t, int64_t, int64_t,                        \
-                                   const std::vector<int64_t>&, T*);
+#define JAXMG_INSTANTIATE(T)                                                                  \
+  template void PrepareLocal<T>(const SymmetricPlan&, int, int, const T*, T*, T*);            \
+  template void PermuteColumnTiles<T>(T*, int64_t, int64_t, const std::vector<int64_t>&, T*); \
+  template void PermuteRowTiles<T>(T*, int64_t, int64_t, int64_t, const std::vector<int64_t>&, T*);
 JAXMG_INSTANTIATE(float)
 JAXMG_INSTANTIATE(double)
 JAXMG_INSTANTIATE(std::complex<float>)

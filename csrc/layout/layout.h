@@ -102,13 +102,41 @@ void PrepareLocal(const SymmetricPlan& plan, int mesh_u, int mesh_v, const T* sh
 // Elements of scratch PrepareLocal needs (0 when none).
 int64_t PrepareLocalScratch(const SymmetricPlan& plan, int mesh_u, int mesh_v);
 
-// Permutes tiles of columns (or rows) of a column-major array in place, following cycles.
-// perm[j] = source tile of destination tile j. scratch holds one tile of columns (rows).
+// Block-cyclic index arithmetic (tile t, `procs` processes, source process 0).
+// The engine-global index of local index `local` on process `coord`.
+inline int64_t CyclicGlobal(int64_t local, int64_t t, int procs, int coord) {
+  return ((local / t) * procs + coord) * t + local % t;
+}
+// How many of n indices process `coord` holds (ScaLAPACK's numroc).
+inline int64_t CyclicLocalExtent(int64_t n, int64_t t, int coord, int procs) {
+  const int64_t blocks = n / t;
+  int64_t local = (blocks / procs) * t;
+  const int64_t extra = blocks % procs;
+  if (coord < extra) {
+    local += t;
+  } else if (coord == extra) {
+    local += n % t;
+  }
+  return local;
+}
+
+// One copy of a cycle-following tile permutation: tile `src` -> tile `dst`, where kScratchTile
+// stands for one tile of scratch. Executing TileMoves(perm) in order permutes tiles in place so
+// that destination tile j receives source tile perm[j]; engines run the moves with their own copy
+// (memcpy on the host, cudaMemcpy(2D)Async on the device).
+inline constexpr int64_t kScratchTile = -1;
+struct TileMove {
+  int64_t dst, src;
+};
+std::vector<TileMove> TileMoves(const std::vector<int64_t>& perm);
+
+// Permutes tiles of `tile` columns (rows) of a column-major array in place; scratch holds one
+// tile of columns (rows).
 template <typename T>
-void PermuteColumnTiles(T* a, int64_t ld, int64_t rows, int64_t tile,
-                        const std::vector<int64_t>& perm, T* scratch);
+void PermuteColumnTiles(T* a, int64_t ld, int64_t tile, const std::vector<int64_t>& perm,
+                        T* scratch);
 template <typename T>
-void PermuteRowTiles(T* a, int64_t ld, int64_t rows, int64_t cols, int64_t tile,
-                     const std::vector<int64_t>& perm, T* scratch);
+void PermuteRowTiles(T* a, int64_t ld, int64_t cols, int64_t tile, const std::vector<int64_t>& perm,
+                     T* scratch);
 
 }  // namespace jaxmg::layout

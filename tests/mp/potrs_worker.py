@@ -10,83 +10,33 @@ import os
 import re
 import sys
 import traceback
+from pathlib import Path
 
 import jax
 
 jax.distributed.initialize()
 
 import numpy as np  # noqa: E402
-from jax.experimental import multihost_utils  # noqa: E402
-from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from linalg_cases import DTYPES, gather, local_scalars, measure, rhs, spd  # noqa: E402
+from linalg_cases import place as _place  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
 mesh_rows, mesh_cols, suite, out_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 mesh = jax.make_mesh((mesh_rows, mesh_cols), ("pr", "pc"))
 A_SPEC, B_SPEC = P("pr", "pc"), P("pr", None)
+
+
 COLLECTIVES = ("all-gather", "all-to-all", "collective-permute", "all-reduce")
-DTYPES = {
-    "float32": np.float32,
-    "float64": np.float64,
-    "complex64": np.complex64,
-    "complex128": np.complex128,
-}
-
-
-def spd(n, dtype, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, n))
-    if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * rng.standard_normal((n, n))
-    a = x @ x.conj().T / n + np.eye(n)
-    return a.astype(dtype)
-
-
-def rhs(n, k, dtype, seed):
-    rng = np.random.default_rng(seed + 1)
-    shape = (n,) if k == 0 else (n, k)
-    b = rng.standard_normal(shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        b = b + 1j * rng.standard_normal(shape)
-    return b.astype(dtype)
 
 
 def place(x, spec):
-    sharding = NamedSharding(mesh, spec)
-    return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
-
-
-def gather(x):
-    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
-
-
-def local_scalars(*xs):
-    """Each process's own copy of replicated scalars, gathered: [process][value]."""
-    mine = np.array([complex(np.asarray(x.addressable_data(0))) for x in xs])
-    return multihost_utils.process_allgather(mine)
-
-
-def measure(case, a, b, x, logdet=None, status=None):
-    n = a.shape[0]
-    eps = float(np.finfo(a.dtype).eps)
-    xa = np.asarray(x, dtype=np.complex128)
-    a64, b64 = a.astype(np.complex128), b.astype(np.complex128)
-    resid = np.linalg.norm(a64 @ xa - b64) / (
-        n * np.linalg.norm(a64, 2) * max(np.linalg.norm(xa), np.finfo(float).tiny)
-    )
-    rec = dict(case=case, n=n, eps=eps, residual=float(resid), residual_tol=10 * eps)
-    if logdet is not None:
-        ref = float(np.linalg.slogdet(a64)[1])
-        rec.update(
-            logdet_err=abs(float(np.real(logdet)) - ref),
-            logdet_tol=20 * n * eps * max(1, abs(ref) / n),
-        )
-    if status is not None:
-        rec["status"] = int(np.real(status))
-    return rec
+    return _place(x, mesh, spec)
 
 
 def case_basic(dtype_name, n, tile, k, pad=True):
