@@ -30,5 +30,19 @@ if ! cmp -s requirements.txt "$stamp"; then
   cp requirements.txt "$stamp"
 fi
 
+# On a machine with NVIDIA GPUs (and nvcc), also the GPU engine: jax with CUDA 13 and NVIDIA's
+# cuSOLVERMp/NCCL wheels, whose headers and libraries the build uses (cmake/cuda_engine.cmake).
+export JAXMG_CUDA=OFF
+if [ -z "${JAXMG_CPU_ONLY:-}" ] && nvidia-smi -L >/dev/null 2>&1; then
+  if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+    echo "[setup] GPUs found: installing jax[cuda13] and cuSOLVERMp, building the GPU engine"
+    .venv/bin/python -m pip install -q "jax[cuda13]==$(.venv/bin/python -c 'import jax; print(jax.__version__)')" \
+      "nvidia-cusolvermp-cu13==0.8.0.3126"
+    export JAXMG_CUDA=ON PATH="$PATH:/usr/local/cuda/bin"
+  else
+    echo "[setup] GPUs found but no nvcc: building the CPU engine only"
+  fi
+fi
+
 echo "[setup] building jaxmg (native libraries + package)"
 .venv/bin/python -m pip install -q --no-build-isolation --no-deps .
