@@ -22,10 +22,10 @@ ROOT=$PWD
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 
 # `scripts/gpu_roundtrip.sh collect FILES_AT/gpu_results.json`: copy the results into
-# bench/results/gpu_potrs_<date>.json with the commit and whether the tree was dirty.
+# bench/results/gpu_tests_h200x2_<commit>.json with the commit and whether the tree was dirty.
 if [ "${1:-}" = collect ]; then
   src=$2
-  dst=bench/results/gpu_potrs_$(date -u +%Y-%m-%d).json
+  dst=bench/results/gpu_tests_h200x2_$(git rev-parse --short=7 HEAD 2>/dev/null || date -u +%F).json
   mkdir -p bench/results
   commit=$(git rev-parse HEAD 2>/dev/null || echo none)
   dirty=false; [ -n "$(git status --porcelain -- . ':!bench/results' 2>/dev/null)" ] && dirty=true
@@ -59,5 +59,5 @@ Run on the GPU machine with the device tool:
   command: set -o pipefail; bash scripts/gpu_remote.sh 2>&1 | tee \$OUT/log.txt   (timeout_s 600)
   (stages: info multi readme single bench sweep; e.g. bash scripts/gpu_remote.sh multi readme)
 Then: scripts/gpu_roundtrip.sh collect <files_at>/gpu_results.json
-      (-> bench/results/gpu_potrs_<date>.json with "commit" and "dirty")
+      (-> bench/results/gpu_tests_h200x2_<commit>.json with "commit" and "dirty")
 MSG
