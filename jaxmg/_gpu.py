@@ -2,10 +2,10 @@
 
 `context_for(placement)` runs before the jitted call is built, identically on every process (a
 jaxmg call is made by all processes of a mesh, in the same order). The process that holds mesh
-position 0 makes an NCCL unique id and shares its 128 bytes through the jax.distributed
-key-value store (one process: no store); then every process creates its context in the native
-library (ncclCommInitRank, cusolverMpCreate, cusolverMpCreateDeviceGrid), which returns an id the
-FFI handler receives as the attribute `context`. Contexts live until the process exits.
+position 0 makes an NCCL unique id and shares its 128 bytes (jaxmg/_comm.py: jax.distributed's
+key-value store, or mpi4py); then every process creates its context in the native library
+(ncclCommInitRank, cusolverMpCreate, cusolverMpCreateDeviceGrid), which returns an id the FFI
+handler receives as the attribute `context`. Contexts live until the process exits.
 
 NCCL ranks follow the engine grid, not the process order: the device at mesh position (u, v)
 plays engine grid position (i, j) = (rows.grid_of_mesh[v], cols.grid_of_mesh[u]) and takes NCCL
@@ -20,11 +20,9 @@ import threading
 import jax
 import numpy as np
 
-from jaxmg import _native
+from jaxmg import _comm, _native
 
 _UNIQUE_ID_BYTES = 128
-# How long a process waits for the unique id of the process at mesh position 0.
-KV_TIMEOUT_MS = 300_000
 
 _lock = threading.Lock()
 _contexts: dict[tuple, int] = {}
@@ -108,33 +106,17 @@ def _device_grid(placement) -> np.ndarray:
 
 
 def _unique_id(key: str, owner_process: int) -> bytes:
-    lib = _lib()
-    if jax.process_count() == 1:
-        owner_process = jax.process_index()
-    if jax.process_index() == owner_process:
+    """A new NCCL unique id made by `owner_process` and shared with every process."""
+    uid = None
+    if jax.process_index() == owner_process or jax.process_count() == 1:
         buf = ctypes.create_string_buffer(_UNIQUE_ID_BYTES)
-        if lib.jaxmg_nccl_get_unique_id(buf) != 0:
+        if _lib().jaxmg_nccl_get_unique_id(buf) != 0:
             raise RuntimeError("ncclGetUniqueId failed (run with NCCL_DEBUG=WARN for details)")
         uid = buf.raw[:_UNIQUE_ID_BYTES]
-        if jax.process_count() > 1:
-            _client().key_value_set_bytes(key, uid)
-        return uid
-    uid = bytes(_client().blocking_key_value_get_bytes(key, KV_TIMEOUT_MS))
+    uid = _comm.broadcast_bytes(key, uid, owner_process)
     if len(uid) != _UNIQUE_ID_BYTES:
-        raise RuntimeError(f"jaxmg: got a {len(uid)}-byte NCCL id from the key-value store")
+        raise RuntimeError(f"jaxmg: got a {len(uid)}-byte NCCL id from process {owner_process}")
     return uid
-
-
-def _client():
-    from jax._src import distributed
-
-    client = distributed.global_state.client
-    if client is None:
-        raise RuntimeError(
-            "the GPU engine across processes needs jax.distributed.initialize() before the "
-            "first jaxmg call (it shares the NCCL id through jax.distributed's key-value store)"
-        )
-    return client
 
 
 def context_for(placement) -> int:

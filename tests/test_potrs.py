@@ -66,6 +66,7 @@ def test_solution_and_logdet_over_tiles(results, mesh, dtype):
         "complex128-n48-T7-k1",
         "float64-n96-T3-k5",
         "replicated-b",
+        "permuted-devices",
         "inside-jit",
         "donate",
         "repeated",

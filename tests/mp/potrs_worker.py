@@ -66,6 +66,19 @@ def case_replicated_b():
     return measure("replicated-b", a, b, gather(x))
 
 
+def case_permuted_devices():
+    """A mesh whose device order is not the process order: the grid follows the mesh."""
+    n = 48 if max(mesh_rows, mesh_cols) % min(mesh_rows, mesh_cols) == 0 else 60
+    order = np.random.default_rng(1).permutation(mesh_rows * mesh_cols)[::-1]
+    devices = np.asarray(jax.devices(), dtype=object)[order].reshape(mesh_rows, mesh_cols)
+    permuted = jax.sharding.Mesh(devices, ("pr", "pc"))
+    a, b = spd(n, np.complex128, 9), rhs(n, 2, np.complex128, 9)
+    x, logdet = jaxmg.potrs(
+        _place(a, permuted, A_SPEC), _place(b, permuted, B_SPEC), T_A=4, return_logdet=True
+    )
+    return measure("permuted-devices", a, b, gather(x), local_scalars(logdet)[0][0])
+
+
 def case_inside_jit():
     n = 48
     a, b = spd(n, np.float64, 4), rhs(n, 3, np.float64, 4)
@@ -165,6 +178,7 @@ def suite_cases():
             lambda: case_basic("float64", 2 * n, 3, 5),
             lambda: case_basic("float64", n, 4, 3, pad=False),
             case_replicated_b,
+            case_permuted_devices,
             case_inside_jit,
             case_donate,
             case_not_positive_definite,
