@@ -163,10 +163,9 @@ Status PotrsImpl(mp::Context& ctx, const mp::PlanState& ps, cudaStream_t stream,
   size_t f_dev = 0, f_host = 0, s_dev = 0, s_host = 0;
   T* a_ptr = reinterpret_cast<T*>(work);
   T* b_ptr = static_cast<T*>(local_b);
-  JAXMG_RETURN_IF_ERROR(
-      mp::PotrfBufferSize<T>(ctx, plan.upper, np, a_ptr, desc_a.get(), &f_dev, &f_host));
-  JAXMG_RETURN_IF_ERROR(mp::PotrsBufferSize<T>(ctx, plan.upper, np, nrhs, a_ptr, desc_a.get(),
-                                               b_ptr, desc_b.get(), &s_dev, &s_host));
+  JAXMG_RETURN_IF_ERROR(mp::PotrfBufferSize<T>(ctx, np, a_ptr, desc_a.get(), &f_dev, &f_host));
+  JAXMG_RETURN_IF_ERROR(mp::PotrsBufferSize<T>(ctx, np, nrhs, a_ptr, desc_a.get(), b_ptr,
+                                               desc_b.get(), &s_dev, &s_host));
   const size_t dev_bytes = std::max(f_dev, s_dev);
   const size_t host_bytes = std::max<size_t>(std::max(f_host, s_host), 1);
   if (ctx.host_work.size() < host_bytes) ctx.host_work.resize(host_bytes);
@@ -181,7 +180,7 @@ Status PotrsImpl(mp::Context& ctx, const mp::PlanState& ps, cudaStream_t stream,
   // 2. Factor; every rank agrees on the status (max over ranks).
   bool failed = false;
   JAXMG_RETURN_IF_ERROR(
-      mp::Potrf<T>(ctx, plan.upper, np, a_ptr, desc_a.get(), d_work, dev_bytes, d_info, &failed));
+      mp::Potrf<T>(ctx, np, a_ptr, desc_a.get(), d_work, dev_bytes, d_info, &failed));
   if (failed) {
     // The engine gave up (not positive definite): keep the order it reported in info when it
     // did, else report np + 1 ("failed, order unknown"). Either way the status is positive.
@@ -236,8 +235,8 @@ Status PotrsImpl(mp::Context& ctx, const mp::PlanState& ps, cudaStream_t stream,
                              local_b, stream));
 
   // 5. Solve and bring the solution back to the JAX layout of b.
-  JAXMG_RETURN_IF_ERROR(mp::Potrs<T>(ctx, plan.upper, np, nrhs, a_ptr, desc_a.get(), b_ptr,
-                                     desc_b.get(), d_work, dev_bytes, d_info + 1));
+  JAXMG_RETURN_IF_ERROR(mp::Potrs<T>(ctx, np, nrhs, a_ptr, desc_a.get(), b_ptr, desc_b.get(),
+                                     d_work, dev_bytes, d_info + 1));
   JAXMG_CUDA(cudaMemsetAsync(full, 0, full_bytes, stream));
   JAXMG_CUDA(cuda::ScatterRhs(K::dtype, local_b, nrhs, ps.d_row_global, lr, lbc, t, npcol, mycol,
                               full, stream));

@@ -117,7 +117,7 @@ Status PotrsImpl(const PotrsAttrs& at, T* a, const T* b, T* x, typename Real<T>:
   sl::Descriptor desc_a;
   JAXMG_RETURN_IF_ERROR(sl::MakeDescriptor(*grid, np, np, t, t, lr, &desc_a));
   int info = 0;
-  JAXMG_RETURN_IF_ERROR(sl::Potrf<T>(plan.upper, np, work, desc_a, &info));
+  JAXMG_RETURN_IF_ERROR(sl::Potrf<T>(np, work, desc_a, &info));
   JAXMG_RETURN_IF_ERROR(sl::AllreduceMax(*grid, &info));
 
   // 3. log det A = 2 sum log L_ii (padding contributes log 1 = 0).
@@ -160,7 +160,7 @@ Status PotrsImpl(const PotrsAttrs& at, T* a, const T* b, T* x, typename Real<T>:
     JAXMG_RETURN_IF_ERROR(sl::MakeDescriptor(*grid, np, nrhs, t, t, lr, &desc_b));
     int solve_info = 0;
     JAXMG_RETURN_IF_ERROR(
-        sl::Potrs<T>(plan.upper, np, nrhs, work, desc_a, local_b.data(), desc_b, &solve_info));
+        sl::Potrs<T>(np, nrhs, work, desc_a, local_b.data(), desc_b, &solve_info));
   }
   std::fill(full.begin(), full.end(), T(0));
   for (int64_t c = 0; c < lbc; ++c) {

@@ -36,7 +36,6 @@ Status MakeSymmetricPlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, 
   p.cols.procs = mesh_rows;
   p.rows.shard = n / mesh_cols;
   p.cols.shard = n / mesh_rows;
-  p.upper = p.cols.procs > p.rows.procs;
 
   const int big = std::max(mesh_rows, mesh_cols);
   const int small = std::min(mesh_rows, mesh_cols);

@@ -65,10 +65,6 @@ struct SymmetricPlan {
   // source_tile[I] = the tile of the padded, mesh-ordered matrix that the engine's tile I holds
   // (the same on rows and columns, so B = Π A Πᵀ). Identity for kRedistribute.
   std::vector<int64_t> source_tile;
-  // Factor the upper triangle (A = Uᴴ U, panels are block rows) on grids wider than tall, the
-  // lower one (A = L Lᴴ, panels are block columns) otherwise: the panel then spans the longer
-  // side of the grid (measured 11 % faster at N = 65536 on 2 GPUs).
-  bool upper = false;
 
   int grid_rows() const { return rows.procs; }
   int grid_cols() const { return cols.procs; }

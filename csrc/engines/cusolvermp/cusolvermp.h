@@ -102,14 +102,11 @@ Status RankOfMeshPosition(int mesh_rows, int mesh_cols, int u, int v, int* rank,
 // One line: cuSOLVERMp (header, runtime), NCCL (header, runtime), CUDA runtime and driver.
 std::string Versions();
 
-// Typed wrappers (computeType = the data type; `upper` picks the triangle).
-inline cublasFillMode_t Fill(bool upper) {
-  return upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
-}
+// Typed wrappers (uplo = lower, computeType = the data type).
 template <typename T>
-Status PotrfBufferSize(Context& c, bool upper, int64_t n, T* a, cusolverMpMatrixDescriptor_t desc,
+Status PotrfBufferSize(Context& c, int64_t n, T* a, cusolverMpMatrixDescriptor_t desc,
                        size_t* dev_bytes, size_t* host_bytes) {
-  JAXMG_SOLVER(cusolverMpPotrf_bufferSize(c.handle, Fill(upper), n, a, 1, 1, desc,
+  JAXMG_SOLVER(cusolverMpPotrf_bufferSize(c.handle, CUBLAS_FILL_MODE_LOWER, n, a, 1, 1, desc,
                                           DataType<T>::value, dev_bytes, host_bytes));
   return Status();
 }
@@ -119,31 +116,32 @@ Status PotrfBufferSize(Context& c, bool upper, int64_t n, T* a, cusolverMpMatrix
 // every rank). The caller turns that into a positive status (NaN outputs) instead of an error, so
 // that every rank still reaches the status consensus.
 template <typename T>
-Status Potrf(Context& c, bool upper, int64_t n, T* a, cusolverMpMatrixDescriptor_t desc,
-             void* d_work, size_t dev_bytes, int* d_info, bool* failed) {
+Status Potrf(Context& c, int64_t n, T* a, cusolverMpMatrixDescriptor_t desc, void* d_work,
+             size_t dev_bytes, int* d_info, bool* failed) {
   const cusolverStatus_t s =
-      cusolverMpPotrf(c.handle, Fill(upper), n, a, 1, 1, desc, DataType<T>::value, d_work,
-                      dev_bytes, c.host_work.data(), c.host_work.size(), d_info);
+      cusolverMpPotrf(c.handle, CUBLAS_FILL_MODE_LOWER, n, a, 1, 1, desc, DataType<T>::value,
+                      d_work, dev_bytes, c.host_work.data(), c.host_work.size(), d_info);
   *failed = s == CUSOLVER_STATUS_INTERNAL_ERROR || s == CUSOLVER_STATUS_EXECUTION_FAILED;
   if (!*failed) JAXMG_RETURN_IF_ERROR(SolverCheck(s, "cusolverMpPotrf"));
   return Status();
 }
 
 template <typename T>
-Status PotrsBufferSize(Context& c, bool upper, int64_t n, int64_t nrhs, const T* a,
+Status PotrsBufferSize(Context& c, int64_t n, int64_t nrhs, const T* a,
                        cusolverMpMatrixDescriptor_t desc_a, const T* b,
                        cusolverMpMatrixDescriptor_t desc_b, size_t* dev_bytes, size_t* host_bytes) {
-  JAXMG_SOLVER(cusolverMpPotrs_bufferSize(c.handle, Fill(upper), n, nrhs, a, 1, 1, desc_a, b, 1, 1,
-                                          desc_b, DataType<T>::value, dev_bytes, host_bytes));
+  JAXMG_SOLVER(cusolverMpPotrs_bufferSize(c.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs, a, 1, 1,
+                                          desc_a, b, 1, 1, desc_b, DataType<T>::value, dev_bytes,
+                                          host_bytes));
   return Status();
 }
 
 template <typename T>
-Status Potrs(Context& c, bool upper, int64_t n, int64_t nrhs, const T* a,
-             cusolverMpMatrixDescriptor_t desc_a, T* b, cusolverMpMatrixDescriptor_t desc_b,
-             void* d_work, size_t dev_bytes, int* d_info) {
-  JAXMG_SOLVER(cusolverMpPotrs(c.handle, Fill(upper), n, nrhs, a, 1, 1, desc_a, b, 1, 1, desc_b,
-                               DataType<T>::value, d_work, dev_bytes, c.host_work.data(),
+Status Potrs(Context& c, int64_t n, int64_t nrhs, const T* a, cusolverMpMatrixDescriptor_t desc_a,
+             T* b, cusolverMpMatrixDescriptor_t desc_b, void* d_work, size_t dev_bytes,
+             int* d_info) {
+  JAXMG_SOLVER(cusolverMpPotrs(c.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs, a, 1, 1, desc_a, b, 1, 1,
+                               desc_b, DataType<T>::value, d_work, dev_bytes, c.host_work.data(),
                                c.host_work.size(), d_info));
   return Status();
 }

@@ -233,34 +233,33 @@ Status MakeDescriptor(const Grid& grid, int64_t m, int64_t n, int64_t mb, int64_
   return Status();
 }
 
-#define JAXMG_DEFINE_ROUTINES(p, T)                                                                \
-  template <>                                                                                      \
-  Status Potrf<T>(bool upper, int64_t n, T* a, const Descriptor& desc, int* info) {                \
-    int in, one = 1;                                                                               \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
-    p##potrf_(upper ? "U" : "L", &in, a, &one, &one, desc.desc, info);                             \
-    if (*info < 0) return JAXMG_ERROR(#p "potrf: illegal argument " + std::to_string(-*info));     \
-    return Status();                                                                               \
-  }                                                                                                \
-  template <>                                                                                      \
-  Status Potrs<T>(bool upper, int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a, T* b, \
-                  const Descriptor& desc_b, int* info) {                                           \
-    int in, ir, one = 1;                                                                           \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                              \
-    p##potrs_(upper ? "U" : "L", &in, &ir, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, \
-              info);                                                                               \
-    if (*info < 0) return JAXMG_ERROR(#p "potrs: illegal argument " + std::to_string(-*info));     \
-    return Status();                                                                               \
-  }                                                                                                \
-  template <>                                                                                      \
-  Status Gemr2d<T>(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,               \
-                   const Descriptor& desc_b, const Grid& grid) {                                   \
-    int im, in, one = 1;                                                                           \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                             \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                          \
-    p##gemr2d_(&im, &in, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, &grid.context);   \
-    return Status();                                                                               \
+#define JAXMG_DEFINE_ROUTINES(p, T)                                                              \
+  template <>                                                                                    \
+  Status Potrf<T>(int64_t n, T* a, const Descriptor& desc, int* info) {                          \
+    int in, one = 1;                                                                             \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
+    p##potrf_("L", &in, a, &one, &one, desc.desc, info);                                         \
+    if (*info < 0) return JAXMG_ERROR(#p "potrf: illegal argument " + std::to_string(-*info));   \
+    return Status();                                                                             \
+  }                                                                                              \
+  template <>                                                                                    \
+  Status Potrs<T>(int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a, T* b,           \
+                  const Descriptor& desc_b, int* info) {                                         \
+    int in, ir, one = 1;                                                                         \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                            \
+    p##potrs_("L", &in, &ir, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, info);      \
+    if (*info < 0) return JAXMG_ERROR(#p "potrs: illegal argument " + std::to_string(-*info));   \
+    return Status();                                                                             \
+  }                                                                                              \
+  template <>                                                                                    \
+  Status Gemr2d<T>(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,             \
+                   const Descriptor& desc_b, const Grid& grid) {                                 \
+    int im, in, one = 1;                                                                         \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                           \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                        \
+    p##gemr2d_(&im, &in, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, &grid.context); \
+    return Status();                                                                             \
   }
 JAXMG_DEFINE_ROUTINES(ps, float)
 JAXMG_DEFINE_ROUTINES(pd, double)

@@ -46,9 +46,9 @@ Status MakeDescriptor(const Grid& grid, int64_t m, int64_t n, int64_t mb, int64_
                       Descriptor* out);
 
 template <typename T>
-Status Potrf(bool upper, int64_t n, T* a, const Descriptor& desc, int* info);
+Status Potrf(int64_t n, T* a, const Descriptor& desc, int* info);
 template <typename T>
-Status Potrs(bool upper, int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a, T* b,
+Status Potrs(int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a, T* b,
              const Descriptor& desc_b, int* info);
 template <typename T>
 Status Gemr2d(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,
