@@ -31,7 +31,8 @@ def potrs(
 
     The matrix is factored with a distributed Cholesky decomposition (cuSOLVERMp on GPUs,
     ScaLAPACK on CPUs) where it lies: each device hands its shard to the engine, nothing is
-    gathered. Only the upper triangle of `a` is read. Works inside and outside `jax.jit`.
+    gathered. `a` must be symmetric (Hermitian): the engine reads one triangle of the tile-relabeled
+    matrix, which holds entries of both triangles of `a`. Works inside and outside `jax.jit`.
 
     Args:
       a: (N, N) float32, float64, complex64 or complex128 array, sharded over a 1-D or 2-D mesh
