@@ -44,7 +44,7 @@ for stage in $STAGES; do
     bench)
       # Timings: potrs on both GPUs vs cho_factor + cho_solve on one (python -m jaxmg bench).
       XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_BENCH:-330} \
-        "$PY" -m jaxmg bench -n 2 --sizes "${BENCH_SIZES:-1024,8192,32768,65536,131072}" \
+        "$PY" -m jaxmg bench -n ${BENCH_PROCS:-2} --sizes "${BENCH_SIZES:-1024,8192,32768,65536,131072}" \
         --dtypes "${BENCH_DTYPES:-float64,float32}" --repeats "${BENCH_REPEATS:-2}" \
         ${BENCH_MESH:+--mesh $BENCH_MESH} --baseline-max "${BENCH_BASELINE:-65536}" \
         --timeout "${T_BENCH:-330}" --out "$OUT/${BENCH_NAME:-potrs_h200x2}.json" 2>&1 \
@@ -53,7 +53,7 @@ for stage in $STAGES; do
       # Tile and mesh sweep for potrs at one size (no baseline).
       for mesh in ${SWEEP_MESHES:-2x1 1x2}; do
         XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_SWEEP:-150} \
-          "$PY" -m jaxmg bench -n 2 --mesh "$mesh" --sizes "${SWEEP_SIZE:-65536}" \
+          "$PY" -m jaxmg bench -n ${BENCH_PROCS:-2} --mesh "$mesh" --sizes "${SWEEP_SIZE:-65536}" \
           --dtypes float64 --tile "${SWEEP_TILES:-512,1024,2048}" --repeats 2 --no-baseline \
           --timeout "${T_SWEEP:-150}" --out "$OUT/sweep_$mesh.json" 2>&1 | grep -v Gloo
       done ;;
