@@ -1,4 +1,4 @@
-"""Tests of the command line `python -m jaxmg {info,launch,demo}`.
+"""Tests of the command line `python -m jaxmg {info,launch,demo,bench}`.
 
 Every command runs in a subprocess from tmp_path, so the installed jaxmg is the one imported,
 and with a timeout, so a broken MPI setup fails the test instead of hanging it.
@@ -210,3 +210,36 @@ def test_demo_size_not_divisible(tmp_path):
     out = jaxmg(tmp_path, "demo", "-n", "3", "--size", "100", timeout=60)
     assert out.returncode == 2
     assert "multiple" in out.stderr
+
+
+@needs_mpirun
+def test_bench_writes_json_table_and_plot(tmp_path):
+    out_json = tmp_path / "results" / "potrs.json"
+    out = jaxmg(
+        tmp_path,
+        "bench",
+        "-n",
+        "2",
+        "--sizes",
+        "64,128",
+        "--dtypes",
+        "float64",
+        "--repeats",
+        "1",
+        "--out",
+        str(out_json),
+        env=cpu_env(),
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    import json
+
+    result = json.loads(out_json.read_text())
+    engines = [(r["engine"], r["n"]) for r in result["records"]]
+    assert sorted(engines) == [("jax", 64), ("jax", 128), ("jaxmg", 64), ("jaxmg", 128)]
+    for r in result["records"]:
+        assert "error" not in r, r
+        assert r["seconds"] > 0 and r["logdet_rel_err"] < 1e-12
+    assert all(r["logdet_ok"] for r in result["records"] if r["engine"] == "jaxmg")
+    assert "| float64 | 128 | 2x1 |" in out.stdout
+    assert out_json.with_suffix(".png").is_file()
