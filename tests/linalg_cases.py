@@ -10,6 +10,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 DTYPES = {
     "float32": np.float32,
@@ -74,4 +75,80 @@ def measure(case, a, b, x, logdet=None, status=None):
     if status is not None:
         rec["status"] = int(np.real(status))
         rec["ok"] = rec["ok"] and rec["status"] == 0
+    return rec
+
+
+# Cases run by both workers (CPU engine under mpirun, GPU engine on the GPU machine).
+A_SPEC, B_SPEC = P("pr", "pc"), P("pr", None)
+
+
+def potrs_case(mesh, dtype_name, n, tile, k, pad=True):
+    """potrs with logdet and status; all ranks must agree on both."""
+    import jaxmg
+
+    dtype = DTYPES[dtype_name]
+    a, b = spd(n, dtype, n), rhs(n, k, dtype, n)
+    x, logdet, status = jaxmg.potrs(
+        place(a, mesh, A_SPEC),
+        place(b, mesh, B_SPEC if k else P("pr")),
+        T_A=tile,
+        return_logdet=True,
+        return_status=True,
+        pad=pad,
+    )
+    assert x.shape == b.shape and x.dtype == b.dtype, (x.shape, x.dtype)
+    assert logdet.dtype == np.finfo(dtype).dtype, logdet.dtype
+    per_rank = local_scalars(logdet, status)
+    rec = measure(
+        f"{dtype_name}-n{n}-T{tile}-k{k}", a, b, gather(x), per_rank[0][0], per_rank[0][1]
+    )
+    rec["ranks_agree"] = bool(np.all(per_rank == per_rank[0]))
+    rec["ok"] = rec["ok"] and rec["ranks_agree"]
+    return rec
+
+
+def inside_jit_case(mesh, n, tile):
+    """potrs traced inside the caller's jit (only the abstract mesh is known there)."""
+    import jaxmg
+
+    a, b = spd(n, np.float64, 4), rhs(n, 3, np.float64, 4)
+
+    @jax.jit
+    def f(a, b):
+        x, logdet = jaxmg.potrs(a, 2.0 * b, T_A=tile, return_logdet=True)
+        return x / 2.0, logdet + 0.0
+
+    x, logdet = f(place(a, mesh, A_SPEC), place(b, mesh, B_SPEC))
+    return measure("inside-jit", a, b, gather(x), local_scalars(logdet)[0][0])
+
+
+def not_positive_definite_case(mesh, n, tile):
+    """NaN solution and logdet and a positive status on every rank; the next call works."""
+    import jaxmg
+
+    a = spd(n, np.float64, 6)
+    a[n // 2, n // 2] = -10.0 * n
+    b = rhs(n, 2, np.float64, 6)
+    x, logdet, status = jaxmg.potrs(
+        place(a, mesh, A_SPEC),
+        place(b, mesh, B_SPEC),
+        T_A=tile,
+        return_logdet=True,
+        return_status=True,
+    )
+    xs = gather(x)
+    per_rank = local_scalars(logdet, status)
+    rec = dict(
+        case="not-positive-definite",
+        x_all_nan=bool(np.all(np.isnan(xs))),
+        logdet_nan_all_ranks=bool(np.all(np.isnan(np.real(per_rank[:, 0])))),
+        status_all_ranks=[int(np.real(s)) for s in per_rank[:, 1]],
+        recovers=potrs_case(mesh, "float64", n, tile, 2)["ok"],
+    )
+    rec["ok"] = (
+        rec["x_all_nan"]
+        and rec["logdet_nan_all_ranks"]
+        and all(s > 0 for s in rec["status_all_ranks"])
+        and rec["recovers"]
+    )
     return rec

@@ -23,6 +23,7 @@
 #include "cuda/kernels.h"
 #include "engines/cusolvermp/cusolvermp.h"
 #include "ffi/dispatch.h"
+#include "ffi/potrs_binding.h"
 #include "layout/layout.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -294,24 +295,12 @@ ffi::Error PotrsDispatch(cudaStream_t stream, ffi::ScratchAllocator scratch_allo
 }  // namespace
 }  // namespace jaxmg
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmg_cusolvermp_potrs, jaxmg::PotrsDispatch,
-                              xla::ffi::Ffi::Bind()
-                                  .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()
-                                  .Ctx<xla::ffi::ScratchAllocator>()
-                                  .Arg<xla::ffi::AnyBuffer>()  // a: local shard (n/Pr x n/Pc)
-                                  .Arg<xla::ffi::AnyBuffer>()  // b: local rows (n/Pr x nrhs)
-                                  .Arg<xla::ffi::Buffer<xla::ffi::S32>>()  // (u, v) mesh position
-                                  .Ret<xla::ffi::AnyBuffer>()              // a_work: aliases a
-                                  .Ret<xla::ffi::AnyBuffer>()              // x: like b
-                                  .Ret<xla::ffi::AnyBuffer>()              // logdet: real scalar
-                                  .Ret<xla::ffi::Buffer<xla::ffi::S32>>()  // status
-                                  .Attr<int64_t>("n")
-                                  .Attr<int64_t>("mesh_rows")
-                                  .Attr<int64_t>("mesh_cols")
-                                  .Attr<int64_t>("tile")
-                                  .Attr<int64_t>("pad")
-                                  .Attr<xla::ffi::Span<const int64_t>>("ranks")
-                                  .Attr<int64_t>("context"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    jaxmg_cusolvermp_potrs, jaxmg::PotrsDispatch,
+    jaxmg::ffi_util::BindPotrs(xla::ffi::Ffi::Bind()
+                                   .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()
+                                   .Ctx<xla::ffi::ScratchAllocator>())
+        .Attr<int64_t>("context"));  // the NCCL/cuSOLVERMp context (jaxmg/_gpu.py)
 
 namespace {
 void WriteError(const jaxmg::Status& s, char* err, int err_len) {

@@ -13,6 +13,7 @@
 
 #include "engines/scalapack/scalapack.h"
 #include "ffi/dispatch.h"
+#include "ffi/potrs_binding.h"
 #include "layout/layout.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -225,20 +226,7 @@ ffi::Error PotrsDispatch(ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Buffer<ffi::S3
 }  // namespace jaxmg
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmg_scalapack_potrs, jaxmg::PotrsDispatch,
-                              xla::ffi::Ffi::Bind()
-                                  .Arg<xla::ffi::AnyBuffer>()  // a: local shard (n/Pr x n/Pc)
-                                  .Arg<xla::ffi::AnyBuffer>()  // b: local rows (n/Pr x nrhs)
-                                  .Arg<xla::ffi::Buffer<xla::ffi::S32>>()  // (u, v) mesh position
-                                  .Ret<xla::ffi::AnyBuffer>()              // a_work: aliases a
-                                  .Ret<xla::ffi::AnyBuffer>()              // x: like b
-                                  .Ret<xla::ffi::AnyBuffer>()              // logdet: real scalar
-                                  .Ret<xla::ffi::Buffer<xla::ffi::S32>>()  // status
-                                  .Attr<int64_t>("n")
-                                  .Attr<int64_t>("mesh_rows")
-                                  .Attr<int64_t>("mesh_cols")
-                                  .Attr<int64_t>("tile")
-                                  .Attr<int64_t>("pad")
-                                  .Attr<xla::ffi::Span<const int64_t>>("ranks"));
+                              jaxmg::ffi_util::BindPotrs(xla::ffi::Ffi::Bind()));
 
 extern "C" {
 __attribute__((visibility("default"))) int jaxmg_mpi_init(char* err, int err_len) {

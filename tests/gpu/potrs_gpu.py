@@ -26,21 +26,42 @@ if mode == "multi":
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
-from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from linalg_cases import DTYPES, gather, local_scalars, measure, rhs, spd  # noqa: E402
+from linalg_cases import (  # noqa: E402
+    A_SPEC,
+    B_SPEC,
+    DTYPES,
+    gather,
+    inside_jit_case,
+    measure,
+    not_positive_definite_case,
+    potrs_case,
+    rhs,
+    spd,
+)
 from linalg_cases import place as _place  # noqa: E402
 
-A_SPEC, B_SPEC = P("pr", "pc"), P("pr", None)
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": []}
 MESH = None
 
 
 def place(x, spec):
     return _place(x, MESH, spec)
+
+
+def case_basic(dtype_name, n, tile, k):
+    return potrs_case(MESH, dtype_name, n, tile, k)
+
+
+def case_inside_jit():
+    return inside_jit_case(MESH, 64, 8)
+
+
+def case_not_positive_definite():
+    return not_positive_definite_case(MESH, 64, 8)
 
 
 def save():
@@ -52,67 +73,6 @@ def save():
 def log(*args):
     if jax.process_index() == 0:
         print(*args, flush=True)
-
-
-def case_basic(dtype_name, n, tile, k):
-    dtype = DTYPES[dtype_name]
-    a, b = spd(n, dtype, n), rhs(n, k, dtype, n)
-    x, logdet, status = jaxmg.potrs(
-        place(a, A_SPEC),
-        place(b, B_SPEC if k else P("pr")),
-        T_A=tile,
-        return_logdet=True,
-        return_status=True,
-    )
-    assert x.shape == b.shape and x.dtype == b.dtype, (x.shape, x.dtype)
-    per_rank = local_scalars(logdet, status)
-    agree = bool(np.all(per_rank == per_rank[0]))
-    rec = measure(
-        f"{dtype_name}-n{n}-T{tile}-k{k}", a, b, gather(x), per_rank[0][0], per_rank[0][1]
-    )
-    rec["ranks_agree"] = agree
-    rec["ok"] = rec["ok"] and agree
-    return rec
-
-
-def case_inside_jit():
-    n = 64
-    a, b = spd(n, np.float64, 4), rhs(n, 3, np.float64, 4)
-
-    @jax.jit
-    def f(a, b):
-        x, logdet = jaxmg.potrs(a, 2.0 * b, T_A=8, return_logdet=True)
-        return x / 2.0, logdet + 0.0
-
-    x, logdet = f(place(a, A_SPEC), place(b, B_SPEC))
-    return measure("inside-jit", a, b, gather(x), local_scalars(logdet)[0][0])
-
-
-def case_not_positive_definite():
-    n = 64
-    a = spd(n, np.float64, 6)
-    a[n // 2, n // 2] = -10.0 * n
-    b = rhs(n, 2, np.float64, 6)
-    x, logdet, status = jaxmg.potrs(
-        place(a, A_SPEC), place(b, B_SPEC), T_A=8, return_logdet=True, return_status=True
-    )
-    xs = gather(x)
-    per_rank = local_scalars(logdet, status)
-    rec = dict(
-        case="not-positive-definite",
-        x_all_nan=bool(np.all(np.isnan(xs))),
-        logdet_nan_all_ranks=bool(np.all(np.isnan(np.real(per_rank[:, 0])))),
-        status_all_ranks=[int(np.real(s)) for s in per_rank[:, 1]],
-    )
-    rec["ok"] = (
-        rec["x_all_nan"]
-        and rec["logdet_nan_all_ranks"]
-        and all(s > 0 for s in rec["status_all_ranks"])
-    )
-    # The next call on the same context must work again.
-    rec["recovers"] = case_basic("float64", n, 8, 2)["ok"]
-    rec["ok"] = rec["ok"] and rec["recovers"]
-    return rec
 
 
 def gpu_used_bytes():

@@ -22,14 +22,25 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 import jaxmg  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from linalg_cases import DTYPES, gather, local_scalars, measure, rhs, spd  # noqa: E402
+from linalg_cases import (  # noqa: E402
+    A_SPEC,
+    B_SPEC,
+    DTYPES,
+    gather,
+    inside_jit_case,
+    local_scalars,
+    measure,
+    not_positive_definite_case,
+    potrs_case,
+    rhs,
+    spd,
+)
 from linalg_cases import place as _place  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
 mesh_rows, mesh_cols, suite, out_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 mesh = jax.make_mesh((mesh_rows, mesh_cols), ("pr", "pc"))
-A_SPEC, B_SPEC = P("pr", "pc"), P("pr", None)
 
 
 COLLECTIVES = ("all-gather", "all-to-all", "collective-permute", "all-reduce")
@@ -40,23 +51,15 @@ def place(x, spec):
 
 
 def case_basic(dtype_name, n, tile, k, pad=True):
-    dtype = DTYPES[dtype_name]
-    a, b = spd(n, dtype, n), rhs(n, k, dtype, n)
-    x, logdet, status = jaxmg.potrs(
-        place(a, A_SPEC),
-        place(b, B_SPEC if k else P("pr")),
-        T_A=tile,
-        return_logdet=True,
-        return_status=True,
-        pad=pad,
-    )
-    assert x.shape == b.shape and x.dtype == b.dtype, (x.shape, x.dtype)
-    assert logdet.dtype == np.finfo(dtype).dtype, logdet.dtype
-    per_rank = local_scalars(logdet, status)
-    assert np.all(per_rank == per_rank[0]), f"ranks disagree: {per_rank}"
-    return measure(
-        f"{dtype_name}-n{n}-T{tile}-k{k}", a, b, gather(x), per_rank[0][0], per_rank[0][1]
-    )
+    return potrs_case(mesh, dtype_name, n, tile, k, pad)
+
+
+def case_inside_jit():
+    return inside_jit_case(mesh, 48, 6)
+
+
+def case_not_positive_definite():
+    return not_positive_definite_case(mesh, 48, 4)
 
 
 def case_replicated_b():
@@ -79,42 +82,11 @@ def case_permuted_devices():
     return measure("permuted-devices", a, b, gather(x), local_scalars(logdet)[0][0])
 
 
-def case_inside_jit():
-    n = 48
-    a, b = spd(n, np.float64, 4), rhs(n, 3, np.float64, 4)
-
-    @jax.jit
-    def f(a, b):
-        x, logdet = jaxmg.potrs(a, 2.0 * b, T_A=6, return_logdet=True)
-        return x / 2.0, logdet + 0.0
-
-    x, logdet = f(place(a, A_SPEC), place(b, B_SPEC))
-    return measure("inside-jit", a, b, gather(x), local_scalars(logdet)[0][0])
-
-
 def case_donate():
     n = 48
     a, b = spd(n, np.float32, 5), rhs(n, 1, np.float32, 5)
     x = jaxmg.potrs(place(a, A_SPEC), place(b, B_SPEC), T_A=4, donate=True)
     return measure("donate", a, b, gather(x))
-
-
-def case_not_positive_definite():
-    n = 48
-    a = spd(n, np.float64, 6)
-    a[n // 2, n // 2] = -10.0 * n  # a negative diagonal entry: not positive definite
-    b = rhs(n, 2, np.float64, 6)
-    x, logdet, status = jaxmg.potrs(
-        place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_logdet=True, return_status=True
-    )
-    xs = gather(x)
-    per_rank = local_scalars(logdet, status)
-    return dict(
-        case="not-positive-definite",
-        x_all_nan=bool(np.all(np.isnan(xs))),
-        logdet_nan_all_ranks=bool(np.all(np.isnan(np.real(per_rank[:, 0])))),
-        status_all_ranks=[int(np.real(s)) for s in per_rank[:, 1]],
-    )
 
 
 def case_no_allgather():
