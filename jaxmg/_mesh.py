@@ -6,6 +6,7 @@ ValueError/TypeError with a message that says what to change.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import jax
@@ -167,6 +168,25 @@ def resolve_placement(a, mesh=None, spec=None) -> MatrixPlacement:
         platform=platform,
         process_ids=process_ids,
         device_ids=device_ids,
+    )
+
+
+def transposed(placement: MatrixPlacement) -> MatrixPlacement:
+    """The placement of aᵀ: the mesh axes over rows and columns swapped."""
+
+    def swap(ids):
+        if ids is None:
+            return None
+        return tuple(np.asarray(ids).reshape(placement.mesh_rows, placement.mesh_cols).T.flat)
+
+    return dataclasses.replace(
+        placement,
+        row_axis=placement.col_axis,
+        col_axis=placement.row_axis,
+        mesh_rows=placement.mesh_cols,
+        mesh_cols=placement.mesh_rows,
+        process_ids=swap(placement.process_ids),
+        device_ids=swap(placement.device_ids),
     )
 
 

@@ -17,6 +17,7 @@ import jax
 jax.distributed.initialize()
 
 import numpy as np  # noqa: E402
+from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
@@ -44,6 +45,8 @@ mesh = jax.make_mesh((mesh_rows, mesh_cols), ("pr", "pc"))
 
 
 COLLECTIVES = ("all-gather", "all-to-all", "collective-permute", "all-reduce")
+# "%name = <result shape> <collective>(" in compiled HLO text
+COLLECTIVE_OP = re.compile(r"=\s*(.*?)\s(" + "|".join(COLLECTIVES) + r")(-start)?\(")
 
 
 def place(x, spec):
@@ -60,6 +63,29 @@ def case_inside_jit():
 
 def case_not_positive_definite():
     return not_positive_definite_case(mesh, 48, 4)
+
+
+def case_transposed_tall_mesh():
+    """The path that hands the engine aᴴ on meshes taller than wide (GPU default), on CPUs."""
+    import jaxmg._potrs as impl
+
+    n = 48 if max(mesh_rows, mesh_cols) % min(mesh_rows, mesh_cols) == 0 else 60
+    saved = set(impl.TRANSPOSE_TALL_MESHES)
+    impl.TRANSPOSE_TALL_MESHES.add("cpu")
+    try:
+        a, b = spd(n, np.complex128, 11), rhs(n, 3, np.complex128, 11)
+        fn = jax.jit(lambda a, b: jaxmg.potrs(a, b, T_A=4, return_logdet=True))
+        ap, bp = place(a, A_SPEC), place(b, B_SPEC)
+        hlo = fn.lower(ap, bp).compile().as_text()
+        x, logdet = fn(ap, bp)
+    finally:
+        impl.TRANSPOSE_TALL_MESHES.clear()
+        impl.TRANSPOSE_TALL_MESHES.update(saved)
+    rec = measure("transposed-tall-mesh", a, b, gather(x), local_scalars(logdet)[0][0])
+    shard = (n // mesh_rows) * (n // mesh_cols)
+    rec["big_collectives"] = [c for c, size in _collectives(hlo) if size >= shard]
+    assert x.sharding.spec == B_SPEC, x.sharding.spec
+    return rec
 
 
 def case_replicated_b():
@@ -89,25 +115,35 @@ def case_donate():
     return measure("donate", a, b, gather(x))
 
 
+def _collectives(hlo):
+    """(line, result element count) of every collective op in a compiled HLO text."""
+    moves = []
+    for line in hlo.splitlines():
+        op = COLLECTIVE_OP.search(line)
+        if not op:
+            continue
+        shape = re.search(r"\w+\[([\d,]*)\]", op.group(1))
+        size = int(np.prod([int(d) for d in shape.group(1).split(",") if d])) if shape else 0
+        moves.append((line.strip()[:160], size))
+    return moves
+
+
 def case_no_allgather():
     n = 96
     a, b = spd(n, np.float64, 7), rhs(n, 2, np.float64, 7)
     fn = jax.jit(lambda a, b: jaxmg.potrs(a, b, T_A=4, return_logdet=True))
     hlo = fn.lower(place(a, A_SPEC), place(b, B_SPEC)).compile().as_text()
     shard = (n // mesh_rows) * (n // mesh_cols)
-    moves = []
-    for line in hlo.splitlines():
-        if not any(op in line for op in COLLECTIVES):
-            continue
-        shape = re.search(r"=\s*\(?\w+\[([\d,]*)\]", line)
-        size = int(np.prod([int(d) for d in shape.group(1).split(",") if d])) if shape else 0
-        moves.append((line.strip()[:160], size))
-    big = [m for m in moves if m[1] >= shard]
+    moves = _collectives(hlo)
+    # Control: gathering the matrix on purpose must be seen by the same detector.
+    gather_all = jax.jit(lambda a: jax.reshard(a, NamedSharding(mesh, P(None, None))) * 2)
+    control = _collectives(gather_all.lower(place(a, A_SPEC)).compile().as_text())
     return dict(
         case="no-matrix-collective",
-        big_collectives=[m[0] for m in big],
+        big_collectives=[line for line, size in moves if size >= shard],
         n_collectives=len(moves),
         has_custom_call="jaxmg_scalapack_potrs" in hlo,
+        control_detected=any(size >= shard for _, size in control),
     )
 
 
@@ -150,6 +186,7 @@ def suite_cases():
             lambda: case_basic("float64", 2 * n, 3, 5),
             lambda: case_basic("float64", n, 4, 3, pad=False),
             case_replicated_b,
+            case_transposed_tall_mesh,
             case_permuted_devices,
             case_inside_jit,
             case_donate,
