@@ -45,7 +45,7 @@ for stage in $STAGES; do
       # Timings: potrs on both GPUs vs cho_factor + cho_solve on one (python -m jaxmg bench).
       XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_BENCH:-330} \
         "$PY" -m jaxmg bench -n ${BENCH_PROCS:-2} --sizes "${BENCH_SIZES:-1024,8192,32768,65536,131072}" \
-        --dtypes "${BENCH_DTYPES:-float64,float32}" --repeats "${BENCH_REPEATS:-2}" \
+        --dtypes "${BENCH_DTYPES:-float64,float32}" --repeats "${BENCH_REPEATS:-2}" ${BENCH_EXTRA:-} \
         ${BENCH_MESH:+--mesh $BENCH_MESH} --baseline-max "${BENCH_BASELINE:-65536}" \
         --timeout "${T_BENCH:-330}" --out "$OUT/${BENCH_NAME:-potrs_h200x2}.json" 2>&1 \
         | grep -v Gloo ;;
