@@ -78,6 +78,21 @@ def _sync(name):
         multihost_utils.sync_global_devices(name)
 
 
+def _time_calls(gen, solve, b, repeats, name):
+    """Seconds of 1 + repeats calls (the first compiles), each on a freshly generated matrix."""
+    times = []
+    for rep in range(repeats + 1):
+        a = gen()
+        a.block_until_ready()
+        _sync(f"bench-{name}-{rep}")
+        t0 = time.perf_counter()
+        x, logdet = solve(a, b)
+        x.block_until_ready()
+        times.append(time.perf_counter() - t0)
+        del a, x  # the next matrix may reuse this one's memory
+    return times, logdet
+
+
 def _exact_logdet(n):
     return (n - 1) * math.log(1 - R * R)
 
@@ -121,16 +136,7 @@ def _run_jaxmg(args) -> list[dict]:
                     a, b, T_A=tile, mesh=mesh, return_logdet=True, donate=args.donate
                 )
 
-            times = []
-            for rep in range(args.repeats + 1):  # the first call compiles
-                a = gen()
-                a.block_until_ready()
-                _sync(f"bench-{n}-{dtype_name}-{tile}-{rep}")
-                t0 = time.perf_counter()
-                x, logdet = solve(a, b)
-                x.block_until_ready()
-                times.append(time.perf_counter() - t0)
-                del a
+            times, logdet = _time_calls(gen, solve, b, args.repeats, f"{n}-{dtype_name}-{tile}")
             ld = float(np.asarray(logdet.addressable_data(0)))
             eps = float(np.finfo(dtype).eps)
             rec.update(
@@ -179,15 +185,7 @@ def _run_baseline(args) -> list[dict]:
                     c = cho_factor(a, lower=True)
                     return cho_solve(c, b), 2 * jnp.sum(jnp.log(jnp.diagonal(c[0])))
 
-                times = []
-                for _ in range(args.repeats + 1):
-                    a = gen()
-                    a.block_until_ready()
-                    t0 = time.perf_counter()
-                    x, logdet = solve(a, b)
-                    x.block_until_ready()
-                    times.append(time.perf_counter() - t0)
-                    del a
+                times, logdet = _time_calls(gen, solve, b, args.repeats, f"{n}-{dtype_name}")
                 rec.update(
                     seconds=min(times[1:]),
                     all_s=times,

@@ -20,7 +20,7 @@ import threading
 import jax
 import numpy as np
 
-from jaxmg import _comm, _native
+from jaxmg import _comm, _mesh, _native
 
 _UNIQUE_ID_BYTES = 128
 
@@ -85,24 +85,16 @@ def check_gpu_mesh(mesh_rows: int, mesh_cols: int) -> None:
 
 def _device_grid(placement) -> np.ndarray:
     """The devices of mesh positions (u, v) as a mesh_rows x mesh_cols array."""
-    by_id = {d.id: d for d in jax.devices()}
     if placement.device_ids is not None:
-        ids = placement.device_ids
-    else:
-        # Inside jit only the abstract mesh is known: assume the mesh jax.make_mesh builds for its
-        # shape. The handler checks the position it is given and asks for mesh=... if wrong.
-        mesh = placement.mesh
-        concrete = jax.make_mesh(tuple(mesh.axis_sizes), tuple(mesh.axis_names))
-        axes = [placement.row_axis, placement.col_axis]
-        order = [concrete.axis_names.index(x) for x in axes if x is not None]
-        rest = [i for i in range(len(concrete.axis_names)) if i not in order]
-        devs = np.transpose(concrete.devices, order + rest).reshape(
+        by_id = {d.id: d for d in jax.devices()}
+        return np.asarray([by_id[i] for i in placement.device_ids], dtype=object).reshape(
             placement.mesh_rows, placement.mesh_cols
         )
-        ids = tuple(int(d.id) for d in devs.flat)
-    return np.asarray([by_id[i] for i in ids], dtype=object).reshape(
-        placement.mesh_rows, placement.mesh_cols
-    )
+    # Inside jit only the abstract mesh is known: assume the mesh jax.make_mesh builds for its
+    # shape. The handler checks the position it is given and asks for mesh=... if wrong.
+    mesh = placement.mesh
+    concrete = jax.make_mesh(tuple(mesh.axis_sizes), tuple(mesh.axis_names))
+    return _mesh.device_grid(concrete, placement.row_axis, placement.col_axis)
 
 
 def _unique_id(key: str, owner_process: int) -> bytes:

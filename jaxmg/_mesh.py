@@ -138,9 +138,7 @@ def resolve_placement(a, mesh=None, spec=None) -> MatrixPlacement:
         )
     mesh_rows, mesh_cols = shape.get(row_axis, 1), shape.get(col_axis, 1)
     if isinstance(mesh, Mesh):
-        order = [mesh.axis_names.index(x) for x in (row_axis, col_axis) if x is not None]
-        rest = [i for i in range(len(mesh.axis_names)) if i not in order]
-        devices = np.transpose(mesh.devices, order + rest).reshape(mesh_rows, mesh_cols)
+        devices = device_grid(mesh, row_axis, col_axis)
         platforms = {d.platform for d in devices.flat}
         if len(platforms) != 1:
             raise ValueError(f"the mesh mixes device platforms {sorted(platforms)}")
@@ -168,6 +166,19 @@ def resolve_placement(a, mesh=None, spec=None) -> MatrixPlacement:
         platform=platform,
         process_ids=process_ids,
         device_ids=device_ids,
+    )
+
+
+def device_grid(mesh: Mesh, row_axis: str | None, col_axis: str | None) -> np.ndarray:
+    """The devices of mesh positions (u, v) (u along row_axis, v along col_axis), as a 2-D array.
+
+    Mesh axes other than the two have size 1 (checked by resolve_placement).
+    """
+    order = [mesh.axis_names.index(x) for x in (row_axis, col_axis) if x is not None]
+    rest = [i for i in range(len(mesh.axis_names)) if i not in order]
+    shape = dict(zip(mesh.axis_names, mesh.devices.shape, strict=True))
+    return np.transpose(mesh.devices, order + rest).reshape(
+        shape.get(row_axis, 1), shape.get(col_axis, 1)
     )
 
 

@@ -21,10 +21,10 @@ _LIBRARIES = {
     "layout": "libjaxmg_layout_capi.so",
 }
 
-# FFI targets per engine: (target name, symbol in the library).
-_TARGETS = {
-    "cpu": ("jaxmg_scalapack_potrs",),
-    "cuda": ("jaxmg_cusolvermp_potrs",),
+# FFI targets per engine, by routine; each is also the symbol's name in the engine's library.
+TARGETS = {
+    "cpu": {"potrs": "jaxmg_scalapack_potrs"},
+    "cuda": {"potrs": "jaxmg_cusolvermp_potrs"},
 }
 _PLATFORMS = {"cpu": "cpu", "cuda": "CUDA"}
 
@@ -98,7 +98,7 @@ def _error_buffer() -> ctypes.Array:
 def engine(kind: str) -> ctypes.CDLL:
     """Loads an engine's library, registers its FFI targets and initializes it (once)."""
     lib = load(kind)
-    for name in _TARGETS[kind]:
+    for name in TARGETS[kind].values():
         jax.ffi.register_ffi_target(
             name, jax.ffi.pycapsule(getattr(lib, name)), platform=_PLATFORMS[kind]
         )
@@ -134,8 +134,3 @@ def _init_mpi(lib: ctypes.CDLL) -> None:
             "`mpirun -n N python script.py` or `python -m jaxmg launch -n N script.py` and call "
             "jax.distributed.initialize() (no arguments) before using jaxmg."
         )
-
-
-def mpi_rank_of_process(process_index: int) -> int:
-    """MPI rank of a JAX process (checked equal by engine('cpu'))."""
-    return process_index

@@ -11,7 +11,6 @@ from jax.sharding import PartitionSpec as P
 
 from jaxmg import _gpu, _mesh, _native
 
-_TARGETS = {"cpu": "jaxmg_scalapack_potrs", "cuda": "jaxmg_cusolvermp_potrs"}
 # The engine's process grid is the mesh transposed (docs/layout.md). cuSOLVERMp is faster on
 # grids at least as tall as wide (1.02 s vs 1.15 s at N = 65536 on 2 H200s), so on meshes taller
 # than wide it is handed aᴴ (= a), sharded the other way: a transpose local to each device.
@@ -131,12 +130,10 @@ def _build(
     donate,
     context: int | None = None,
 ):
-    # MPI rank of each mesh position; empty when only the abstract mesh is known (inside jit):
-    # the engine then gathers the map from the mesh positions it is given.
-    ranks = np.asarray(
-        [_native.mpi_rank_of_process(p) for p in placement.process_ids or ()], dtype=np.int64
-    )
-    target = _TARGETS[placement.platform]
+    # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
+    # when only the abstract mesh is known (inside jit): the engine then gathers the map.
+    ranks = np.asarray(placement.process_ids or (), dtype=np.int64)
+    target = _native.TARGETS[placement.platform]["potrs"]
     # The GPU handler takes one more attribute: its context id (None on the CPU engine).
     extra_attrs = {} if context is None else {"context": np.int64(context)}
 

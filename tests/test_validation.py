@@ -79,6 +79,16 @@ SCRIPT = textwrap.dedent(
     probe("unused_axis", lambda: jaxmg.potrs(np.eye(4), np.ones(4), mesh=m3d,
                                             matrix_specs=P("a", None)))
     probe("several_devices", lambda: jaxmg.potrs(np.eye(4), np.ones(4), mesh=m22))
+    # The GPU bootstrap's device order: from the concrete mesh, and rebuilt for an abstract one.
+    import dataclasses
+    from jaxmg import _gpu, _mesh
+    for name, mesh, spec in (("grid22", m22, P("pr", "pc")), ("grid22t", m22, P("pc", "pr")),
+                             ("grid4", m4, P(None, "x"))):
+        placement = _mesh.resolve_placement(np.eye(4), mesh, spec)
+        concrete = [d.id for d in _gpu._device_grid(placement).flat]
+        abstract = dataclasses.replace(placement, mesh=mesh.abstract_mesh, device_ids=None)
+        out[name] = [concrete, [d.id for d in _gpu._device_grid(abstract).flat],
+                     list(placement.device_ids)]
     print(json.dumps(out))
     """
 )
@@ -100,3 +110,7 @@ def test_mesh_errors_with_several_devices(tmp_path):
     assert out["unused_axis"].startswith("ValueError") and "'b'" in out["unused_axis"]
     assert out["several_devices"].startswith("ValueError")
     assert "one device per process" in out["several_devices"]
+    for name in ("grid22", "grid22t", "grid4"):
+        concrete, rebuilt, placed = out[name]
+        assert concrete == rebuilt == placed, (name, out[name])
+    assert out["grid22"][0] != out["grid22t"][0]  # the spec decides which axis is rows

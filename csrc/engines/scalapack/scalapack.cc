@@ -126,10 +126,7 @@ void FinalizeMpi() {
   MPI_Finalized(&finalized);
   if (!initialized || finalized || !g_initialized_here) return;
   std::lock_guard<std::mutex> lock(g_engine_mutex);
-  for (auto& [key, grid] : GridCache()) {
-    (void)key;
-    (void)grid;  // BLACS contexts are released with MPI; freeing them here can race blacs_exit
-  }
+  // BLACS contexts (GridCache) are released with MPI; only our communicators are freed here.
   for (auto& [members, comm] : CommCache()) {
     (void)members;
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
