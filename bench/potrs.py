@@ -6,7 +6,7 @@ potrs, then cho_factor + cho_solve on one device, prints a table and writes JSON
 
 import sys
 
-from jaxmg._bench import cli
+from jaxmg.cli.bench import cli
 
 if __name__ == "__main__":
     sys.exit(cli(sys.argv[1:]))

@@ -4,7 +4,7 @@ A matrix sharded over a JAX mesh is factored and solved where it lies, across de
 processes, from inside jax.jit: cuSOLVERMp over NCCL on GPUs, ScaLAPACK over MPI on CPUs.
 """
 
-from jaxmg._potrs import potrs
+from jaxmg.routines.potrs import potrs
 
 __all__ = ["potrs"]
 __version__ = "0.1.0"

@@ -36,19 +36,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jaxmg {__version__}")
         return 0
     if command == "launch":
-        from jaxmg import _launch
+        from jaxmg.cli import launch as _launch
 
         return _launch.main(rest)
     if command == "info":
-        from jaxmg import _info
+        from jaxmg.cli import info as _info
 
         return _info.main(rest)
     if command == "bench":
-        from jaxmg import _bench
+        from jaxmg.cli import bench as _bench
 
         return _bench.cli(rest)
     if command == "demo":
-        from jaxmg import _demo
+        from jaxmg.cli import demo as _demo
 
         return _demo.cli(rest)
     print(f"jaxmg: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)

@@ -195,7 +195,7 @@ def test_demo_reports_failure(tmp_path):
         "strict_demo.py",
         """
         import sys
-        from jaxmg import _demo
+        from jaxmg.cli import demo as _demo
 
         _demo.X_FACTOR = 0.0
         sys.exit(_demo.main(["--size", "64"]))

@@ -49,7 +49,7 @@ def test_missing_gpu_libraries_give_a_clear_message(tmp_path):
     if not LIB.is_file():
         pytest.skip("not built")
     script = (
-        "import jaxmg._native as n\n"
+        "import jaxmg._core.native as n\n"
         "try:\n"
         "    n.load('cuda')\n"
         "    print('LOADED')\n"

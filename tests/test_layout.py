@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-import jaxmg._native as native
+import jaxmg._core.native as native
 
 RELABEL, REDISTRIBUTE = 0, 1
 EPS = np.finfo(np.float64).eps

@@ -81,7 +81,8 @@ SCRIPT = textwrap.dedent(
     probe("several_devices", lambda: jaxmg.potrs(np.eye(4), np.ones(4), mesh=m22))
     # The GPU bootstrap's device order: from the concrete mesh, and rebuilt for an abstract one.
     import dataclasses
-    from jaxmg import _gpu, _mesh
+    from jaxmg._core import gpu as _gpu
+    from jaxmg._core import placement as _mesh
     for name, mesh, spec in (("grid22", m22, P("pr", "pc")), ("grid22t", m22, P("pc", "pr")),
                              ("grid4", m4, P(None, "x"))):
         placement = _mesh.resolve_placement(np.eye(4), mesh, spec)

@@ -1,7 +1,7 @@
 // jaxmg_cusolvermp_potrs: Cholesky solve with log-determinant on the GPU engine (cuSOLVERMp).
 //
 // The same operands, results and attributes as jaxmg_scalapack_potrs, plus `context` (the id of
-// the NCCL/cuSOLVERMp context jaxmg/_gpu.py created for this mesh and device). Runs once per
+// the NCCL/cuSOLVERMp context jaxmg/_core/gpu.py created for this mesh and device). Runs once per
 // device on its local shard, on XLA's stream:
 //   plan -> engine-local matrix (in place; padded copy when T does not divide the shard; local
 //   tile permutation on non-square grids) -> potrf -> status consensus (NCCL max) -> logdet ->
@@ -300,7 +300,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
     jaxmg::ffi_util::BindPotrs(xla::ffi::Ffi::Bind()
                                    .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()
                                    .Ctx<xla::ffi::ScratchAllocator>())
-        .Attr<int64_t>("context"));  // the NCCL/cuSOLVERMp context (jaxmg/_gpu.py)
+        .Attr<int64_t>("context"));  // the NCCL/cuSOLVERMp context (jaxmg/_core/gpu.py)
 
 namespace {
 void WriteError(const jaxmg::Status& s, char* err, int err_len) {

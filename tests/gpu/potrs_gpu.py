@@ -153,7 +153,7 @@ def main():
     global MESH
     jaxmg_info = None
     try:
-        from jaxmg import _native
+        from jaxmg._core import native as _native
 
         lib = _native.engine("cuda")
         import ctypes

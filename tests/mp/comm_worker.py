@@ -1,4 +1,4 @@
-"""Shares bytes from each process to all with jaxmg._comm; writes what every process got.
+"""Shares bytes from each process to all with jaxmg._core.comm; writes what every process got.
 
 Usage: mpirun -n P python comm_worker.py OUT.json   (JAXMG_BOOTSTRAP picks the transport)
 """
@@ -14,7 +14,7 @@ jax.distributed.initialize()
 import numpy as np  # noqa: E402
 from jax.experimental import multihost_utils  # noqa: E402
 
-from jaxmg import _comm  # noqa: E402
+from jaxmg._core import comm as _comm  # noqa: E402
 
 got = []
 for owner in range(jax.process_count()):

@@ -67,7 +67,7 @@ def case_not_positive_definite():
 
 def case_transposed_tall_mesh():
     """The path that hands the engine aᴴ on meshes taller than wide (GPU default), on CPUs."""
-    import jaxmg._potrs as impl
+    import jaxmg.routines.potrs as impl
 
     n = 48 if max(mesh_rows, mesh_cols) % min(mesh_rows, mesh_cols) == 0 else 60
     saved = set(impl.TRANSPOSE_TALL_MESHES)

@@ -2,7 +2,7 @@
 //
 // A context is one (mesh, grid shape, device): our own NCCL communicator, a cuSOLVERMp handle and
 // its device grid. Contexts are created once, from Python, before the jitted call is built
-// (jaxmg/_gpu.py) and live until the process exits; the FFI handler finds its context by the id
+// (jaxmg/_core/gpu.py) and live until the process exits; the FFI handler finds its context by the id
 // it receives as an attribute.
 //
 // Built against cuSOLVERMp 0.8.0 (the last release that runs on NCCL < 2.29, see

@@ -89,7 +89,7 @@ def _validate(p: argparse.ArgumentParser, args: argparse.Namespace, nprocs: int)
 
 def cli(argv: list[str] | None = None) -> int:
     """`python -m jaxmg demo`: launches main() in N processes and returns the job's status."""
-    from jaxmg import _launch
+    from jaxmg.cli import launch as _launch
 
     p = _parser("python -m jaxmg demo")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
@@ -98,7 +98,7 @@ def cli(argv: list[str] | None = None) -> int:
     _validate(p, args, nprocs)
     launch = _launch.LaunchArgs(
         nprocs=nprocs,
-        target=["-m", "jaxmg._demo", *_forwarded(args)],
+        target=["-m", "jaxmg.cli.demo", *_forwarded(args)],
         timeout=args.timeout or None,
     )
     return _launch.run(launch)
@@ -150,7 +150,7 @@ def _fail(msg: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """One process of the demo (run under `jaxmg launch`)."""
-    args = _parser("python -m jaxmg._demo").parse_args(sys.argv[1:] if argv is None else argv)
+    args = _parser("python -m jaxmg.cli.demo").parse_args(sys.argv[1:] if argv is None else argv)
 
     import jax
 
@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     from jax.sharding import PartitionSpec as P
 
     import jaxmg
-    from jaxmg import _mesh, _native
+    from jaxmg._core import native as _native
+    from jaxmg._core import placement as _mesh
 
     jax.distributed.initialize()
     nproc, rank = jax.process_count(), jax.process_index()

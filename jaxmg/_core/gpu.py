@@ -2,7 +2,7 @@
 
 `context_for(placement)` runs before the jitted call is built, identically on every process (a
 jaxmg call is made by all processes of a mesh, in the same order). The process that holds mesh
-position 0 makes an NCCL unique id and shares its 128 bytes (jaxmg/_comm.py: jax.distributed's
+position 0 makes an NCCL unique id and shares its 128 bytes (jaxmg/_core/comm.py: jax.distributed's
 key-value store, or mpi4py); then every process creates its context in the native library
 (ncclCommInitRank, cusolverMpCreate, cusolverMpCreateDeviceGrid), which returns an id the FFI
 handler receives as the attribute `context`. Contexts live until the process exits.
@@ -20,7 +20,9 @@ import threading
 import jax
 import numpy as np
 
-from jaxmg import _comm, _mesh, _native
+from jaxmg._core import comm as _comm
+from jaxmg._core import native as _native
+from jaxmg._core import placement as _mesh
 
 _UNIQUE_ID_BYTES = 128
 

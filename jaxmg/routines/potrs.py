@@ -9,7 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from jaxmg import _gpu, _mesh, _native
+from jaxmg._core import gpu as _gpu
+from jaxmg._core import native as _native
+from jaxmg._core import placement as _mesh
 
 # The engine's process grid is the mesh transposed (docs/layout.md). cuSOLVERMp is faster on
 # grids at least as tall as wide (1.02 s vs 1.15 s at N = 65536 on 2 H200s), so on meshes taller

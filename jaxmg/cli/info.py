@@ -61,7 +61,7 @@ def _jaxmg_version() -> str:
 
 
 def _library(kind: str):
-    from jaxmg import _native
+    from jaxmg._core import native as _native
 
     def probe() -> str:
         path = _native.find_library(kind)
@@ -106,7 +106,7 @@ def _mpirun_version() -> str:
 
 
 def _cpu_library_path():
-    from jaxmg import _native
+    from jaxmg._core import native as _native
 
     path = _native.find_library("cpu")
     if path is None:
@@ -139,14 +139,14 @@ def _ldd_entry(line: str) -> str:
 
 
 def _engines() -> str:
-    from jaxmg import _native
+    from jaxmg._core import native as _native
 
     engines = [k for k in ("cpu", "cuda") if _native.find_library(k) is not None]
     return ", ".join(engines) if engines else "none (build with scripts/setup.sh)"
 
 
 def _gpu_engine() -> str:
-    from jaxmg import _native
+    from jaxmg._core import native as _native
 
     path = _native.find_library("cuda")
     if path is None:
@@ -177,14 +177,14 @@ def _nvidia_smi() -> list[str] | str:
 
 
 def _gpus_for_launch() -> str:
-    from jaxmg import _launch
+    from jaxmg.cli import launch as _launch
 
     n = _launch.gpu_count()
     return f"{n} (launch -n N takes N <= {n})" if n else "0 (processes run on CPUs)"
 
 
 def _cpu_slots() -> str:
-    from jaxmg import _launch
+    from jaxmg.cli import launch as _launch
 
     return f"{os.cpu_count()} CPUs, {_launch.cpu_slots()} processes before --oversubscribe"
 

@@ -1,0 +1,1 @@
+"""One module per routine, each built on jaxmg._core."""
