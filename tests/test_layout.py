@@ -28,6 +28,7 @@ import pytest
 import jaxmg._core.native as native
 
 RELABEL, REDISTRIBUTE = 0, 1
+SYMMETRIC, GENERAL, FORCE_REDISTRIBUTE = 0, 1, 2  # plan kinds (bits) of the C API
 EPS = np.finfo(np.float64).eps
 GUARD = 8  # extra elements after every output buffer, to catch writes past the end
 GUARD_INT = -777
@@ -57,9 +58,18 @@ def lib() -> ctypes.CDLL:
         )
     cdll = ctypes.CDLL(str(path))
     i64, i32, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
-    cdll.jaxmg_layout_plan.argtypes = [i64, i32, i32, i64, i32, ptr, ctypes.c_char_p, i32]
+    cdll.jaxmg_layout_plan.argtypes = [i64, i32, i32, i64, i32, i32, ptr, ctypes.c_char_p, i32]
     cdll.jaxmg_layout_plan.restype = i32
-    head = [i64, i32, i32, i64, i32, i32, i32]  # n, mesh_rows, mesh_cols, tile, allow_pad, u, v
+    head = [
+        i64,
+        i32,
+        i32,
+        i64,
+        i32,
+        i32,
+        i32,
+        i32,
+    ]  # n, mesh_rows, mesh_cols, tile, pad, kind, u, v
     err = [ctypes.c_char_p, i32]
     cdll.jaxmg_layout_process.argtypes = head + [ptr] * 4 + err
     cdll.jaxmg_layout_process.restype = i32
@@ -80,11 +90,11 @@ class Plan:
     tiles: int
 
 
-def c_plan(lib, n, pr, pc, tile, pad, err_len=1024) -> tuple[Plan | None, str]:
+def c_plan(lib, n, pr, pc, tile, pad, err_len=1024, kind=SYMMETRIC) -> tuple[Plan | None, str]:
     """(plan, "") on success, (None, message) on failure."""
     info = np.full(8 + GUARD, GUARD_INT, dtype=np.int64)
     err = ctypes.create_string_buffer(err_len)
-    rc = lib.jaxmg_layout_plan(n, pr, pc, tile, int(pad), info.ctypes.data, err, err_len)
+    rc = lib.jaxmg_layout_plan(n, pr, pc, tile, int(pad), kind, info.ctypes.data, err, err_len)
     assert np.all(info[8:] == GUARD_INT), "jaxmg_layout_plan wrote past info[7]"
     if rc != 0:
         return None, err.value.decode()
@@ -112,11 +122,11 @@ class Process:
     col_e: np.ndarray
 
 
-def c_process(lib, n, pr, pc, tile, pad, u, v) -> Process:
+def c_process(lib, n, pr, pc, tile, pad, u, v, kind=SYMMETRIC) -> Process:
     grid = np.full(2 + GUARD, GUARD_INT, dtype=np.int32)
     ext = np.full(2 + GUARD, GUARD_INT, dtype=np.int64)
     err = ctypes.create_string_buffer(1024)
-    args = (n, pr, pc, tile, int(pad), u, v)
+    args = (n, pr, pc, tile, int(pad), kind, u, v)
     rc = lib.jaxmg_layout_process(*args, grid.ctypes.data, ext.ctypes.data, None, None, err, 1024)
     assert rc == 0, f"jaxmg_layout_process{args} failed: {err.value.decode()}"
     rows, cols = int(ext[0]), int(ext[1])
@@ -143,14 +153,14 @@ def c_process(lib, n, pr, pc, tile, pad, u, v) -> Process:
     )
 
 
-def c_prepare(lib, n, pr, pc, tile, pad, u, v, shard, extents) -> np.ndarray:
+def c_prepare(lib, n, pr, pc, tile, pad, u, v, shard, extents, kind=SYMMETRIC) -> np.ndarray:
     """Runs the local preparation on a row-major shard; returns `out` read column-major."""
     rows, cols = extents
     shard_before = shard.copy()
     out = np.full(rows * cols + GUARD, np.nan, dtype=np.float64)
     out[rows * cols :] = GUARD_F64
     err = ctypes.create_string_buffer(1024)
-    args = (n, pr, pc, tile, int(pad), u, v)
+    args = (n, pr, pc, tile, int(pad), kind, u, v)
     rc = lib.jaxmg_layout_prepare_local_f64(*args, shard.ctypes.data, out.ctypes.data, err, 1024)
     assert rc == 0, f"jaxmg_layout_prepare_local_f64{args} failed: {err.value.decode()}"
     assert np.array_equal(shard, shard_before), f"the input shard was modified: {args}"
@@ -526,7 +536,7 @@ def test_prepare_local_rejects_redistribute(lib, pr, pc):
     out = np.zeros(n * n)
     err = ctypes.create_string_buffer(1024)
     rc = lib.jaxmg_layout_prepare_local_f64(
-        n, pr, pc, 1, 1, 0, 0, shard.ctypes.data, out.ctypes.data, err, 1024
+        n, pr, pc, 1, 1, SYMMETRIC, 0, 0, shard.ctypes.data, out.ctypes.data, err, 1024
     )
     assert rc != 0, f"mesh {pr}x{pc}: local preparation accepted a redistribute plan"
     assert "relabel" in err.value.decode(), f"unexpected message {err.value.decode()!r}"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <complex>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 namespace jaxmg::layout {
@@ -16,66 +17,108 @@ void IdentityMaps(AxisPlan* axis) {
   for (int i = 0; i < axis->procs; ++i) axis->grid_of_mesh[i] = axis->mesh_of_grid[i] = i;
 }
 
+// An axis in the redistribution strategy: the engine lays it out block-cyclically itself.
+void RedistributedAxis(int64_t extent, int64_t tile, AxisPlan* axis) {
+  IdentityMaps(axis);
+  axis->pieces = 1;
+  axis->piece = extent;
+  axis->padded_piece = extent;
+  axis->padded_extent = extent;
+  axis->padded_shard = axis->shard;
+  axis->local_permutation = false;
+  axis->source_tile.resize(CeilDiv(extent, tile));
+  for (size_t i = 0; i < axis->source_tile.size(); ++i) {
+    axis->source_tile[i] = static_cast<int64_t>(i);
+  }
+}
+
+// Padding of a relabeled axis cut into `pieces` pieces. Fails when padding is needed but off.
+Status PadAxis(int64_t tile, int64_t pieces, bool allow_pad, AxisPlan* axis, bool* padded) {
+  axis->pieces = pieces;
+  axis->piece = axis->extent / pieces;
+  if (tile > axis->piece && !allow_pad) {
+    return JAXMG_ERROR("tile " + std::to_string(tile) + " is larger than the shard (" +
+                       std::to_string(axis->piece) + ")");
+  }
+  axis->padded_piece = CeilDiv(axis->piece, tile) * tile;
+  if (axis->padded_piece != axis->piece) {
+    if (!allow_pad) {
+      return JAXMG_ERROR("tile " + std::to_string(tile) + " does not divide the shard extent " +
+                         std::to_string(axis->piece) + " and padding is off");
+    }
+    *padded = true;
+  }
+  axis->padded_extent = axis->padded_piece * pieces;
+  axis->padded_shard = axis->padded_extent / axis->procs;
+  return Status();
+}
+
+// The block -> cyclic relabeling of one axis on its own: engine tile I is the padded shard
+// (I mod P)'s local tile I div P; the grid numbering is the mesh's.
+void NaturalRelabel(int64_t tile, AxisPlan* axis) {
+  IdentityMaps(axis);
+  const int64_t tiles = axis->padded_extent / tile;
+  const int64_t local_tiles = tiles / axis->procs;
+  axis->source_tile.resize(tiles);
+  for (int64_t i = 0; i < tiles; ++i) {
+    axis->source_tile[i] = (i % axis->procs) * local_tiles + i / axis->procs;
+  }
+  axis->local_permutation = false;
+}
+
+Status CheckCommon(int64_t rows, int64_t cols, int mesh_rows, int mesh_cols, int64_t tile) {
+  if (rows <= 0 || cols <= 0) {
+    return JAXMG_ERROR("matrix order and extents must be positive, got " + std::to_string(rows) +
+                       "x" + std::to_string(cols));
+  }
+  if (mesh_rows <= 0 || mesh_cols <= 0) return JAXMG_ERROR("mesh dimensions must be positive");
+  if (rows % mesh_rows != 0 || cols % mesh_cols != 0) {
+    return JAXMG_ERROR("matrix " + std::to_string(rows) + "x" + std::to_string(cols) +
+                       " is not divisible by the mesh " + std::to_string(mesh_rows) + "x" +
+                       std::to_string(mesh_cols));
+  }
+  if (tile <= 0) return JAXMG_ERROR("tile must be positive, got " + std::to_string(tile));
+  return Status();
+}
+
 }  // namespace
 
 Status MakeSymmetricPlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, bool allow_pad,
-                         SymmetricPlan* plan) {
-  if (n <= 0) return JAXMG_ERROR("matrix order must be positive, got " + std::to_string(n));
-  if (mesh_rows <= 0 || mesh_cols <= 0) return JAXMG_ERROR("mesh dimensions must be positive");
-  if (n % mesh_rows != 0 || n % mesh_cols != 0) {
+                         SymmetricPlan* plan, bool force_redistribute) {
+  JAXMG_RETURN_IF_ERROR(CheckCommon(n, n, mesh_rows, mesh_cols, tile));
+  if (n % mesh_cols != 0 || n % mesh_rows != 0) {
     return JAXMG_ERROR("matrix order " + std::to_string(n) + " is not divisible by the mesh " +
                        std::to_string(mesh_rows) + "x" + std::to_string(mesh_cols));
   }
-  if (tile <= 0) return JAXMG_ERROR("tile must be positive, got " + std::to_string(tile));
-  SymmetricPlan p;
-  p.n = n;
+  Plan p;
+  p.symmetry = Symmetry::kSymmetric;
   p.tile = tile;
   p.mesh_rows = mesh_rows;
   p.mesh_cols = mesh_cols;
   p.rows.procs = mesh_cols;  // shards are read transposed: see layout.h
   p.cols.procs = mesh_rows;
+  p.rows.extent = p.cols.extent = n;
   p.rows.shard = n / mesh_cols;
   p.cols.shard = n / mesh_rows;
 
   const int big = std::max(mesh_rows, mesh_cols);
   const int small = std::min(mesh_rows, mesh_cols);
-  if (big % small != 0) {
+  if (big % small != 0 || force_redistribute) {
     // No relabeling keeps every tile on its owner: the engine redistributes.
     if (tile > n) return JAXMG_ERROR("tile " + std::to_string(tile) + " exceeds the order");
     p.strategy = Strategy::kRedistribute;
-    p.super_blocks = 1;
-    p.super_extent = n;
-    p.padded_super = n;
-    p.padded_n = n;
-    IdentityMaps(&p.rows);
-    IdentityMaps(&p.cols);
-    p.rows.padded_shard = p.rows.shard;
-    p.cols.padded_shard = p.cols.shard;
-    p.source_tile.resize(CeilDiv(n, tile));
-    for (size_t i = 0; i < p.source_tile.size(); ++i) p.source_tile[i] = static_cast<int64_t>(i);
+    RedistributedAxis(n, tile, &p.rows);
+    RedistributedAxis(n, tile, &p.cols);
     *plan = std::move(p);
     return Status();
   }
 
   p.strategy = Strategy::kRelabel;
   // Padding granularity: `big` pieces, so every shard (rows and cols) is whole pieces.
-  p.super_blocks = big;
-  p.super_extent = n / big;
-  if (tile > p.super_extent && !allow_pad) {
-    return JAXMG_ERROR("tile " + std::to_string(tile) + " is larger than the shard (" +
-                       std::to_string(p.super_extent) + ")");
-  }
-  p.padded_super = CeilDiv(p.super_extent, tile) * tile;
-  p.padded = p.padded_super != p.super_extent;
-  if (p.padded && !allow_pad) {
-    return JAXMG_ERROR("tile " + std::to_string(tile) + " does not divide the shard extent " +
-                       std::to_string(p.super_extent) + " and padding is off");
-  }
-  p.padded_n = p.padded_super * big;
-  p.rows.padded_shard = p.padded_n / p.rows.procs;
-  p.cols.padded_shard = p.padded_n / p.cols.procs;
+  JAXMG_RETURN_IF_ERROR(PadAxis(tile, big, allow_pad, &p.rows, &p.padded));
+  JAXMG_RETURN_IF_ERROR(PadAxis(tile, big, allow_pad, &p.cols, &p.padded));
 
-  const int64_t tiles = p.padded_n / tile;  // K
+  const int64_t tiles = p.rows.padded_extent / tile;  // K
   AxisPlan* big_axis = p.rows.procs == big ? &p.rows : &p.cols;
   AxisPlan* small_axis = big_axis == &p.rows ? &p.cols : &p.rows;
   if (big == small) big_axis = &p.rows, small_axis = &p.cols;
@@ -89,32 +132,82 @@ Status MakeSymmetricPlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, 
     big_axis->mesh_of_grid[g] = x;
   }
   const int64_t big_local_tiles = tiles / big;
-  p.source_tile.resize(tiles);
+  std::vector<int64_t> source(tiles);
   for (int64_t i = 0; i < tiles; ++i) {
-    p.source_tile[i] = big_axis->mesh_of_grid[i % big] * big_local_tiles + i / big;
+    source[i] = big_axis->mesh_of_grid[i % big] * big_local_tiles + i / big;
   }
+  p.rows.source_tile = source;
+  p.cols.source_tile = std::move(source);
   small_axis->local_permutation = k > 1;
   big_axis->local_permutation = false;
   *plan = std::move(p);
   return Status();
 }
 
+Status MakeGeneralPlan(int64_t jax_rows, int64_t jax_cols, int mesh_rows, int mesh_cols,
+                       int64_t tile, bool allow_pad, Plan* plan, bool force_redistribute) {
+  JAXMG_RETURN_IF_ERROR(CheckCommon(jax_rows, jax_cols, mesh_rows, mesh_cols, tile));
+  Plan p;
+  p.symmetry = Symmetry::kGeneral;
+  p.tile = tile;
+  p.mesh_rows = mesh_rows;
+  p.mesh_cols = mesh_cols;
+  p.rows.procs = mesh_cols;
+  p.cols.procs = mesh_rows;
+  p.rows.extent = jax_cols;
+  p.cols.extent = jax_rows;
+  p.rows.shard = jax_cols / mesh_cols;
+  p.cols.shard = jax_rows / mesh_rows;
+  if (force_redistribute) {
+    if (tile > std::max(jax_rows, jax_cols)) {
+      return JAXMG_ERROR("tile " + std::to_string(tile) + " exceeds the matrix");
+    }
+    p.strategy = Strategy::kRedistribute;
+    RedistributedAxis(p.rows.extent, tile, &p.rows);
+    RedistributedAxis(p.cols.extent, tile, &p.cols);
+    *plan = std::move(p);
+    return Status();
+  }
+  p.strategy = Strategy::kRelabel;
+  // A square matrix is cut into the same pieces on both axes, so padded rows and columns
+  // coincide (identity on the padded diagonal); a rectangular one per axis.
+  int64_t row_pieces = mesh_cols, col_pieces = mesh_rows;
+  if (jax_rows == jax_cols) row_pieces = col_pieces = std::lcm(mesh_rows, mesh_cols);
+  JAXMG_RETURN_IF_ERROR(PadAxis(tile, row_pieces, allow_pad, &p.rows, &p.padded));
+  JAXMG_RETURN_IF_ERROR(PadAxis(tile, col_pieces, allow_pad, &p.cols, &p.padded));
+  NaturalRelabel(tile, &p.rows);
+  NaturalRelabel(tile, &p.cols);
+  *plan = std::move(p);
+  return Status();
+}
+
+Status MakePlan(Symmetry symmetry, int64_t n, int mesh_rows, int mesh_cols, int64_t tile,
+                bool allow_pad, bool force_redistribute, Plan* plan) {
+  if (symmetry == Symmetry::kSymmetric) {
+    return MakeSymmetricPlan(n, mesh_rows, mesh_cols, tile, allow_pad, plan, force_redistribute);
+  }
+  return MakeGeneralPlan(n, n, mesh_rows, mesh_cols, tile, allow_pad, plan, force_redistribute);
+}
+
 int64_t EngineLocalExtent(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord) {
   if (plan.strategy == Strategy::kRelabel) return axis.padded_shard;
-  return CyclicLocalExtent(plan.n, plan.tile, grid_coord, axis.procs);
+  return CyclicLocalExtent(axis.extent, plan.tile, grid_coord, axis.procs);
+}
+
+GlobalIndex EngineGlobalToOriginal(const Plan& plan, const AxisPlan& axis, int64_t engine) {
+  if (plan.strategy == Strategy::kRedistribute) return {engine};
+  const int64_t t = plan.tile;
+  const int64_t padded = axis.source_tile[engine / t] * t + engine % t;
+  const int64_t piece = padded / axis.padded_piece;
+  const int64_t within = padded % axis.padded_piece;
+  if (within >= axis.piece) return {kPadding};
+  return {piece * axis.piece + within};
 }
 
 GlobalIndex EngineToGlobal(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord,
                            LocalIndex local) {
-  const int64_t t = plan.tile;
-  const int64_t engine_tile = (local.value / t) * axis.procs + grid_coord;
-  const int64_t offset = local.value % t;
-  if (plan.strategy == Strategy::kRedistribute) return {engine_tile * t + offset};
-  const int64_t padded = plan.source_tile[engine_tile] * t + offset;
-  const int64_t piece = padded / plan.padded_super;
-  const int64_t within = padded % plan.padded_super;
-  if (within >= plan.super_extent) return {kPadding};
-  return {piece * plan.super_extent + within};
+  return EngineGlobalToOriginal(plan, axis,
+                                CyclicGlobal(local.value, plan.tile, axis.procs, grid_coord));
 }
 
 std::vector<int64_t> LocalTilePermutation(const SymmetricPlan& plan, const AxisPlan& axis,
@@ -123,7 +216,7 @@ std::vector<int64_t> LocalTilePermutation(const SymmetricPlan& plan, const AxisP
   std::vector<int64_t> perm(local_tiles);
   for (int64_t j = 0; j < local_tiles; ++j) {
     perm[j] =
-        axis.local_permutation ? plan.source_tile[j * axis.procs + grid_coord] % local_tiles : j;
+        axis.local_permutation ? axis.source_tile[j * axis.procs + grid_coord] % local_tiles : j;
   }
   return perm;
 }
@@ -187,13 +280,14 @@ void PrepareLocal(const SymmetricPlan& plan, int mesh_u, int mesh_v, const T* sh
   if (!plan.padded) {
     if (out != shard) std::memcpy(out, shard, sizeof(T) * in_rows * in_cols);
   } else {
-    const int64_t se = plan.super_extent, ps = plan.padded_super;
+    const int64_t rse = plan.rows.piece, rps = plan.rows.padded_piece;
+    const int64_t cse = plan.cols.piece, cps = plan.cols.padded_piece;
     std::fill(out, out + out_rows * out_cols, T(0));
     for (int64_t c = 0; c < in_cols; ++c) {
-      const int64_t oc = (c / se) * ps + c % se;
-      for (int64_t piece = 0; piece < in_rows / se; ++piece) {
-        std::memcpy(out + oc * out_rows + piece * ps, shard + c * in_rows + piece * se,
-                    sizeof(T) * se);
+      const int64_t oc = (c / cse) * cps + c % cse;
+      for (int64_t piece = 0; piece < in_rows / rse; ++piece) {
+        std::memcpy(out + oc * out_rows + piece * rps, shard + c * in_rows + piece * rse,
+                    sizeof(T) * rse);
       }
     }
     // Identity on padded diagonal entries (padded-global row == padded-global col).
@@ -201,7 +295,8 @@ void PrepareLocal(const SymmetricPlan& plan, int mesh_u, int mesh_v, const T* sh
     const int64_t col0 = static_cast<int64_t>(mesh_u) * out_cols;
     for (int64_t r = 0; r < out_rows; ++r) {
       const int64_t g = row0 + r;
-      if (g % ps < se || g < col0 || g >= col0 + out_cols) continue;
+      if (plan.rows.extent != plan.cols.extent) break;  // rectangular: zeros only
+      if (g % rps < rse || g < col0 || g >= col0 + out_cols) continue;
       out[r + (g - col0) * out_rows] = T(1);
     }
   }

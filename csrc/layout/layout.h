@@ -37,52 +37,82 @@ enum class Strategy : int {
   kRedistribute = 1,  // the engine moves the data from the block layout to block-cyclic (p?gemr2d)
 };
 
-// One axis of the engine grid.
-struct AxisPlan {
-  int procs = 1;                   // processes along this engine axis
-  int64_t shard = 0;               // JAX shard extent along this axis (n / procs)
-  int64_t padded_shard = 0;        // local extent after padding (relabel); == shard otherwise
-  std::vector<int> grid_of_mesh;   // mesh coordinate -> grid coordinate on this axis
-  std::vector<int> mesh_of_grid;   // inverse
-  bool local_permutation = false;  // local tiles must be permuted (non-square grids)
+// What the routine assumes of its matrix, which decides the relabeling.
+enum class Symmetry : int {
+  // Symmetric/Hermitian routines (potrf, syevd, ...): the same Π on rows and columns. Relabels on
+  // grids where one of Pr, Pc divides the other, redistributes on the others.
+  kSymmetric = 0,
+  // General routines (getrf, geqrf, ...): independent Π_r, Π_c. Relabels on every grid.
+  kGeneral = 1,
 };
 
-struct SymmetricPlan {
+// One axis of the engine grid.
+struct AxisPlan {
+  int procs = 1;             // processes along this engine axis
+  int64_t extent = 0;        // global extent along this axis (before padding)
+  int64_t shard = 0;         // JAX shard extent along this axis (extent / procs)
+  int64_t padded_shard = 0;  // local extent after padding (relabel); == shard otherwise
+  // Padding: the axis is cut into `pieces` pieces of `piece` = extent / pieces, each padded to
+  // `padded_piece` (a multiple of T); every shard is a whole number of pieces.
+  int64_t pieces = 1;
+  int64_t piece = 0;
+  int64_t padded_piece = 0;
+  int64_t padded_extent = 0;       // extent of the matrix the engine sees along this axis
+  std::vector<int> grid_of_mesh;   // mesh coordinate -> grid coordinate on this axis
+  std::vector<int> mesh_of_grid;   // inverse
+  bool local_permutation = false;  // local tiles must be permuted (non-square symmetric grids)
+  // source_tile[I] = the tile of the padded, mesh-ordered axis that the engine's tile I holds.
+  // Identity for kRedistribute.
+  std::vector<int64_t> source_tile;
+};
+
+// How a (mesh_rows*T..) matrix sharded over a JAX mesh becomes the engine's block-cyclic matrix.
+// The engine matrix is the transpose of the JAX matrix (a row-major shard read column-major):
+// engine rows run along the JAX columns (over mesh_cols), engine columns along the JAX rows.
+struct Plan {
   Strategy strategy = Strategy::kRelabel;
-  int64_t n = 0;     // global order
+  Symmetry symmetry = Symmetry::kSymmetric;
   int64_t tile = 0;  // T
   int mesh_rows = 1, mesh_cols = 1;
-  // Padding: the matrix is cut into `super_blocks` pieces of `super_extent` = n / super_blocks
-  // along each dimension, and each piece is padded to `padded_super` (a multiple of T) with
-  // identity on the diagonal. Every shard is a whole number of pieces, on rows and on columns.
-  int64_t super_blocks = 1;
-  int64_t super_extent = 0;
-  int64_t padded_super = 0;
-  int64_t padded_n = 0;  // order of the matrix the engine factors
   bool padded = false;
   AxisPlan rows;  // engine rows: procs = mesh_cols, mesh coordinate v
   AxisPlan cols;  // engine cols: procs = mesh_rows, mesh coordinate u
-  // source_tile[I] = the tile of the padded, mesh-ordered matrix that the engine's tile I holds
-  // (the same on rows and columns, so B = Π A Πᵀ). Identity for kRedistribute.
-  std::vector<int64_t> source_tile;
 
   int grid_rows() const { return rows.procs; }
   int grid_cols() const { return cols.procs; }
+  // The engine matrix's global extents (padded).
+  int64_t engine_rows() const { return rows.padded_extent; }
+  int64_t engine_cols() const { return cols.padded_extent; }
 };
+// The name the symmetric routines were first written with.
+using SymmetricPlan = Plan;
 
 // Plans a symmetric operation (potrf/potrs, syevd, ...) on an n x n matrix sharded over a
 // mesh_rows x mesh_cols mesh with tile T. Fails with a message when the request cannot be met
-// (e.g. T does not divide the shard and padding is not allowed).
+// (e.g. T does not divide the shard and padding is not allowed). force_redistribute picks the
+// redistribution even where relabeling would do (to exercise that path on any grid).
 Status MakeSymmetricPlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, bool allow_pad,
-                         SymmetricPlan* plan);
+                         SymmetricPlan* plan, bool force_redistribute = false);
+
+// Plans a general operation on the engine matrix of a JAX matrix of `jax_rows` x `jax_cols`
+// (engine rows = jax_cols over mesh_cols, engine cols = jax_rows over mesh_rows). Square
+// matrices are padded with identity on the diagonal (pieces of the same size on both axes).
+Status MakeGeneralPlan(int64_t jax_rows, int64_t jax_cols, int mesh_rows, int mesh_cols,
+                       int64_t tile, bool allow_pad, Plan* plan, bool force_redistribute = false);
+
+// Either of the two, by symmetry (square n x n).
+Status MakePlan(Symmetry symmetry, int64_t n, int mesh_rows, int mesh_cols, int64_t tile,
+                bool allow_pad, bool force_redistribute, Plan* plan);
 
 // Number of engine-local rows (cols) held by grid coordinate `grid_coord` on that axis.
 int64_t EngineLocalExtent(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord);
 
 // The original global index of engine-local index `local` on grid coordinate `grid_coord`, or
-// kPadding. Rows and columns use the same map (the permutation is symmetric).
+// kPadding.
 GlobalIndex EngineToGlobal(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord,
                            LocalIndex local);
+// The original global index of engine-global index `engine` on an axis, or kPadding.
+GlobalIndex EngineGlobalToOriginal(const Plan& plan, const AxisPlan& axis, int64_t engine);
 
 // For a relabeled axis with a local permutation: perm[j] = the local tile (in the padded JAX
 // shard) that engine-local tile j holds. Identity when the axis needs no permutation.

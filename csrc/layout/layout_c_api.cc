@@ -8,7 +8,15 @@
 namespace {
 
 using jaxmg::Status;
-using jaxmg::layout::SymmetricPlan;
+using jaxmg::layout::Plan;
+using jaxmg::layout::Symmetry;
+
+// kind: bit 0 = general (else symmetric), bit 1 = force the redistribution.
+Status MakePlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, int allow_pad, int kind,
+                Plan* plan) {
+  return jaxmg::layout::MakePlan((kind & 1) ? Symmetry::kGeneral : Symmetry::kSymmetric, n,
+                                 mesh_rows, mesh_cols, tile, allow_pad != 0, (kind & 2) != 0, plan);
+}
 
 int Fail(const Status& s, char* err, int err_len) {
   if (err && err_len > 0) {
@@ -22,33 +30,33 @@ int Fail(const Status& s, char* err, int err_len) {
 
 extern "C" {
 
-// info[0..7] = strategy, padded_n, grid_rows, grid_cols, padded (0/1),
-//              row local permutation (0/1), col local permutation (0/1), tiles in source_tile
+// info[0..7] = strategy, padded order, grid_rows, grid_cols, padded (0/1),
+//              row local permutation (0/1), col local permutation (0/1), engine tiles per axis
 __attribute__((visibility("default"))) int jaxmg_layout_plan(int64_t n, int mesh_rows,
                                                              int mesh_cols, int64_t tile,
-                                                             int allow_pad, int64_t* info,
+                                                             int allow_pad, int kind, int64_t* info,
                                                              char* err, int err_len) {
-  SymmetricPlan plan;
-  Status s = jaxmg::layout::MakeSymmetricPlan(n, mesh_rows, mesh_cols, tile, allow_pad, &plan);
+  Plan plan;
+  Status s = MakePlan(n, mesh_rows, mesh_cols, tile, allow_pad, kind, &plan);
   if (!s.ok()) return Fail(s, err, err_len);
   info[0] = static_cast<int64_t>(plan.strategy);
-  info[1] = plan.padded_n;
+  info[1] = plan.rows.padded_extent;
   info[2] = plan.grid_rows();
   info[3] = plan.grid_cols();
   info[4] = plan.padded;
   info[5] = plan.rows.local_permutation;
   info[6] = plan.cols.local_permutation;
-  info[7] = static_cast<int64_t>(plan.source_tile.size());
+  info[7] = static_cast<int64_t>(plan.rows.source_tile.size());
   return 0;
 }
 
 // For mesh position (u, v): grid[0..1] = its engine grid (row, col); extents[0..1] = engine-local
 // rows, cols; row_map / col_map (sized by extents) = original global index or -1 for padding.
 __attribute__((visibility("default"))) int jaxmg_layout_process(
-    int64_t n, int mesh_rows, int mesh_cols, int64_t tile, int allow_pad, int u, int v, int* grid,
-    int64_t* extents, int64_t* row_map, int64_t* col_map, char* err, int err_len) {
-  SymmetricPlan plan;
-  Status s = jaxmg::layout::MakeSymmetricPlan(n, mesh_rows, mesh_cols, tile, allow_pad, &plan);
+    int64_t n, int mesh_rows, int mesh_cols, int64_t tile, int allow_pad, int kind, int u, int v,
+    int* grid, int64_t* extents, int64_t* row_map, int64_t* col_map, char* err, int err_len) {
+  Plan plan;
+  Status s = MakePlan(n, mesh_rows, mesh_cols, tile, allow_pad, kind, &plan);
   if (!s.ok()) return Fail(s, err, err_len);
   grid[0] = plan.rows.grid_of_mesh[v];
   grid[1] = plan.cols.grid_of_mesh[u];
@@ -70,10 +78,10 @@ __attribute__((visibility("default"))) int jaxmg_layout_process(
 // Runs the engines' local preparation (padding + local tile permutation) on a float64 shard
 // (row-major, n/mesh_rows x n/mesh_cols) into `out` (column-major engine-local array).
 __attribute__((visibility("default"))) int jaxmg_layout_prepare_local_f64(
-    int64_t n, int mesh_rows, int mesh_cols, int64_t tile, int allow_pad, int u, int v,
+    int64_t n, int mesh_rows, int mesh_cols, int64_t tile, int allow_pad, int kind, int u, int v,
     const double* shard, double* out, char* err, int err_len) {
-  SymmetricPlan plan;
-  Status s = jaxmg::layout::MakeSymmetricPlan(n, mesh_rows, mesh_cols, tile, allow_pad, &plan);
+  Plan plan;
+  Status s = MakePlan(n, mesh_rows, mesh_cols, tile, allow_pad, kind, &plan);
   if (!s.ok()) return Fail(s, err, err_len);
   if (plan.strategy != jaxmg::layout::Strategy::kRelabel) {
     return Fail(Status::Error("local preparation applies to relabeled plans only"), err, err_len);

@@ -21,11 +21,10 @@ _LIBRARIES = {
     "layout": "libjaxmg_layout_capi.so",
 }
 
-# FFI targets per engine, by routine; each is also the symbol's name in the engine's library.
-TARGETS = {
-    "cpu": {"potrs": "jaxmg_scalapack_potrs"},
-    "cuda": {"potrs": "jaxmg_cusolvermp_potrs"},
-}
+# Routines with an FFI target in every engine's library: jaxmg_<engine>_<routine>, which is also
+# the symbol's name.
+ROUTINES = ("potrs", "lu_solve")
+_ENGINE_NAMES = {"cpu": "scalapack", "cuda": "cusolvermp"}
 _PLATFORMS = {"cpu": "cpu", "cuda": "CUDA"}
 
 
@@ -94,11 +93,17 @@ def _error_buffer() -> ctypes.Array:
     return ctypes.create_string_buffer(1024)
 
 
+def target(kind: str, routine: str) -> str:
+    """The FFI target of `routine` on the engine for platform `kind` ("cpu" or "cuda")."""
+    return f"jaxmg_{_ENGINE_NAMES[kind]}_{routine}"
+
+
 @functools.cache
 def engine(kind: str) -> ctypes.CDLL:
     """Loads an engine's library, registers its FFI targets and initializes it (once)."""
     lib = load(kind)
-    for name in TARGETS[kind].values():
+    for routine in ROUTINES:
+        name = target(kind, routine)
         jax.ffi.register_ffi_target(
             name, jax.ffi.pycapsule(getattr(lib, name)), platform=_PLATFORMS[kind]
         )

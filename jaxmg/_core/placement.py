@@ -246,12 +246,19 @@ def check_cpu_placement(placement: MatrixPlacement) -> None:
         )
 
 
-def choose_tile(n: int, placement: MatrixPlacement, tile: int | None, pad: bool) -> int:
-    """The block-cyclic tile: `tile` checked, or a default that avoids padding."""
+def choose_tile(
+    n: int, placement: MatrixPlacement, tile: int | None, pad: bool, symmetric: bool = True
+) -> int:
+    """The block-cyclic tile: `tile` checked, or a default that avoids padding.
+
+    Relabeled plans (docs/layout.md) cut each dimension into lcm(mesh rows, mesh cols) pieces
+    (`shard` below), each padded to a multiple of the tile. Symmetric routines relabel when one
+    mesh dimension divides the other; general routines always do.
+    """
     big = max(placement.mesh_rows, placement.mesh_cols)
     small = min(placement.mesh_rows, placement.mesh_cols)
-    relabel = big % small == 0
-    shard = n // big
+    relabel = big % small == 0 or not symmetric
+    shard = n // int(np.lcm(big, small))
     if tile is not None:
         if isinstance(tile, bool) or not isinstance(tile, int | np.integer) or tile <= 0:
             raise ValueError(f"T_A must be a positive integer, got {tile!r}")

@@ -2,8 +2,8 @@
 //
 // A context is one (mesh, grid shape, device): our own NCCL communicator, a cuSOLVERMp handle and
 // its device grid. Contexts are created once, from Python, before the jitted call is built
-// (jaxmg/_core/gpu.py) and live until the process exits; the FFI handler finds its context by the id
-// it receives as an attribute.
+// (jaxmg/_core/gpu.py) and live until the process exits; the FFI handler finds its context by the
+// id it receives as an attribute.
 //
 // Built against cuSOLVERMp 0.8.0 (the last release that runs on NCCL < 2.29, see
 // docs in the report); only Potrf/Potrs are used here.

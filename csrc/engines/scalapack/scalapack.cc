@@ -13,14 +13,19 @@ void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol
 void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb,
                const int* irsrc, const int* icsrc, const int* ictxt, const int* lld, int* info);
 
-#define JAXMG_DECLARE_POTRF(p, T)                                                            \
-  void p##potrf_(const char* uplo, const int* n, T* a, const int* ia, const int* ja,         \
-                 const int* desca, int* info);                                               \
-  void p##potrs_(const char* uplo, const int* n, const int* nrhs, const T* a, const int* ia, \
-                 const int* ja, const int* desca, T* b, const int* ib, const int* jb,        \
-                 const int* descb, int* info);                                               \
-  void p##gemr2d_(const int* m, const int* n, const T* a, const int* ia, const int* ja,      \
-                  const int* desca, T* b, const int* ib, const int* jb, const int* descb,    \
+#define JAXMG_DECLARE_POTRF(p, T)                                                                  \
+  void p##potrf_(const char* uplo, const int* n, T* a, const int* ia, const int* ja,               \
+                 const int* desca, int* info);                                                     \
+  void p##potrs_(const char* uplo, const int* n, const int* nrhs, const T* a, const int* ia,       \
+                 const int* ja, const int* desca, T* b, const int* ib, const int* jb,              \
+                 const int* descb, int* info);                                                     \
+  void p##getrf_(const int* m, const int* n, T* a, const int* ia, const int* ja, const int* desca, \
+                 int* ipiv, int* info);                                                            \
+  void p##getrs_(const char* trans, const int* n, const int* nrhs, const T* a, const int* ia,      \
+                 const int* ja, const int* desca, const int* ipiv, T* b, const int* ib,            \
+                 const int* jb, const int* descb, int* info);                                      \
+  void p##gemr2d_(const int* m, const int* n, const T* a, const int* ia, const int* ja,            \
+                  const int* desca, T* b, const int* ib, const int* jb, const int* descb,          \
                   const int* ictxt);
 JAXMG_DECLARE_POTRF(ps, float)
 JAXMG_DECLARE_POTRF(pd, double)
@@ -247,6 +252,25 @@ Status MakeDescriptor(const Grid& grid, int64_t m, int64_t n, int64_t mb, int64_
     JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                            \
     p##potrs_("L", &in, &ir, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, info);      \
     if (*info < 0) return JAXMG_ERROR(#p "potrs: illegal argument " + std::to_string(-*info));   \
+    return Status();                                                                             \
+  }                                                                                              \
+  template <>                                                                                    \
+  Status Getrf<T>(int64_t n, T* a, const Descriptor& desc, int* ipiv, int* info) {               \
+    int in, one = 1;                                                                             \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
+    p##getrf_(&in, &in, a, &one, &one, desc.desc, ipiv, info);                                   \
+    if (*info < 0) return JAXMG_ERROR(#p "getrf: illegal argument " + std::to_string(-*info));   \
+    return Status();                                                                             \
+  }                                                                                              \
+  template <>                                                                                    \
+  Status Getrs<T>(char trans, int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a,     \
+                  const int* ipiv, T* b, const Descriptor& desc_b, int* info) {                  \
+    int in, ir, one = 1;                                                                         \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                            \
+    p##getrs_(&trans, &in, &ir, a, &one, &one, desc_a.desc, ipiv, b, &one, &one, desc_b.desc,    \
+              info);                                                                             \
+    if (*info < 0) return JAXMG_ERROR(#p "getrs: illegal argument " + std::to_string(-*info));   \
     return Status();                                                                             \
   }                                                                                              \
   template <>                                                                                    \

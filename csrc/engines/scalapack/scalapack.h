@@ -51,6 +51,12 @@ template <typename T>
 Status Potrs(int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a, T* b,
              const Descriptor& desc_b, int* info);
 template <typename T>
+Status Getrf(int64_t n, T* a, const Descriptor& desc, int* ipiv, int* info);
+// trans: 'N' or 'T'.
+template <typename T>
+Status Getrs(char trans, int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a,
+             const int* ipiv, T* b, const Descriptor& desc_b, int* info);
+template <typename T>
 Status Gemr2d(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,
               const Descriptor& desc_b, const Grid& grid);
 

@@ -1,0 +1,221 @@
+#include "engines/scalapack/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "common/scalar.h"
+
+namespace jaxmg::scalapack {
+namespace {
+
+using layout::CyclicGlobal;
+using layout::CyclicLocalExtent;
+
+template <typename T>
+T* As(void* p) {
+  return static_cast<T*>(p);
+}
+
+const layout::AxisPlan& AxisOf(const layout::Plan& plan, Axis axis) {
+  return axis == Axis::kRows ? plan.rows : plan.cols;
+}
+
+}  // namespace
+
+Status Engine::Create(const SolveAttrs& attrs, const layout::Plan& plan, Engine* out) {
+  const int mr = plan.mesh_rows, mc = plan.mesh_cols;
+  JAXMG_RETURN_IF_ERROR(EnsureMpi());
+  std::vector<int> ranks = attrs.ranks;
+  if (ranks.empty())
+    JAXMG_RETURN_IF_ERROR(GatherMeshRanks(attrs.u * mc + attrs.v, mr * mc, &ranks));
+  if (ranks[attrs.u * mc + attrs.v] != WorldRank()) {
+    return JAXMG_ERROR("mesh position (" + std::to_string(attrs.u) + ", " +
+                       std::to_string(attrs.v) +
+                       ") is not this process's: JAX process indices must equal MPI ranks");
+  }
+  // Grid position (i, j) is played by mesh (u, v) with i = rows.grid_of_mesh[v], j =
+  // cols.grid_of_mesh[u].
+  const int nprow = plan.grid_rows(), npcol = plan.grid_cols();
+  std::vector<int> grid_ranks(static_cast<size_t>(nprow) * npcol);
+  for (int uu = 0; uu < mr; ++uu) {
+    for (int vv = 0; vv < mc; ++vv) {
+      grid_ranks[plan.rows.grid_of_mesh[vv] * npcol + plan.cols.grid_of_mesh[uu]] =
+          ranks[uu * mc + vv];
+    }
+  }
+  out->plan_ = &plan;
+  out->u_ = attrs.u;
+  out->v_ = attrs.v;
+  JAXMG_RETURN_IF_ERROR(GetGrid(grid_ranks, nprow, npcol, &out->grid_));
+  out->local_rows_ = layout::EngineLocalExtent(plan, plan.rows, out->grid_->myrow);
+  out->local_cols_ = layout::EngineLocalExtent(plan, plan.cols, out->grid_->mycol);
+  return Status();
+}
+
+template <typename T>
+Status Engine::Prepare(void* shard) {
+  const layout::Plan& plan = *plan_;
+  const int64_t lr = local_rows_, lc = local_cols_, t = plan.tile;
+  work_ = shard;
+  if (plan.strategy == layout::Strategy::kRelabel) {
+    if (plan.padded) {
+      owned_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
+      work_ = owned_.data();
+    }
+    std::vector<T> scratch(static_cast<size_t>(layout::PrepareLocalScratch(plan, u_, v_)));
+    layout::PrepareLocal<T>(plan, u_, v_, As<T>(shard), As<T>(work_), scratch.data());
+  } else {
+    owned_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
+    work_ = owned_.data();
+    Descriptor src, dst;
+    const int64_t m = plan.rows.extent, n = plan.cols.extent;
+    JAXMG_RETURN_IF_ERROR(
+        MakeDescriptor(*grid_, m, n, plan.rows.shard, plan.cols.shard, plan.rows.shard, &src));
+    JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, m, n, t, t, lr, &dst));
+    JAXMG_RETURN_IF_ERROR(Gemr2d<T>(m, n, As<T>(shard), src, As<T>(work_), dst, *grid_));
+  }
+  return MakeDescriptor(*grid_, plan.engine_rows(), plan.engine_cols(), t, t, lr, &desc_a_);
+}
+
+template <typename T>
+Status Engine::Agree(int* info) {
+  // A negative info is an engine error (caught by the wrappers); positive infos are numerical.
+  return AllreduceMax(*grid_, info);
+}
+
+template <typename T>
+Status Engine::Potrf(int* info) {
+  *info = 0;
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(plan_->engine_rows(), As<T>(work_), desc_a_, info));
+  return Agree<T>(info);
+}
+
+template <typename T>
+Status Engine::Getrf(int* info) {
+  *info = 0;
+  ipiv_.assign(static_cast<size_t>(local_rows_ + plan_->tile), 0);
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Getrf<T>(plan_->engine_rows(), As<T>(work_), desc_a_, ipiv_.data(), info));
+  return Agree<T>(info);
+}
+
+template <typename T>
+Status Engine::Potrs() {
+  int info = 0;
+  return scalapack::Potrs<T>(plan_->engine_rows(), nrhs_, As<T>(work_), desc_a_,
+                             As<T>(local_b_.data()), desc_b_, &info);
+}
+
+template <typename T>
+Status Engine::Getrs(bool transpose) {
+  int info = 0;
+  return scalapack::Getrs<T>(transpose ? 'T' : 'N', plan_->engine_rows(), nrhs_, As<T>(work_),
+                             desc_a_, ipiv_.data(), As<T>(local_b_.data()), desc_b_, &info);
+}
+
+template <typename T>
+Status Engine::LogAbsDiag(double scale, bool ok, void* out) {
+  using R = RealOf<T>;
+  R* result = As<R>(out);
+  if (!ok) {
+    *result = std::numeric_limits<R>::quiet_NaN();
+    return Status();
+  }
+  const int64_t t = plan_->tile, lr = local_rows_, lc = local_cols_;
+  const int nprow = grid_->nprow, npcol = grid_->npcol;
+  const int myrow = grid_->myrow, mycol = grid_->mycol;
+  const T* a = As<T>(work_);
+  R sum = 0;  // padding contributes log 1 = 0
+  for (int64_t c = 0; c < lc; ++c) {
+    const int64_t gc = CyclicGlobal(c, t, npcol, mycol);
+    if ((gc / t) % nprow != myrow) continue;
+    const int64_t r = (gc / t / nprow) * t + gc % t;
+    if (r < lr) sum += std::log(std::abs(a[r + c * lr]));
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<R>(*grid_, &sum, 1));
+  *result = static_cast<R>(scale) * sum;
+  return Status();
+}
+
+template <typename T>
+Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
+  const layout::Plan& plan = *plan_;
+  const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
+  const int64_t shard_rows = n / plan.mesh_rows;
+  nrhs_ = nrhs;
+  // The whole right-hand side on every rank (it is small): the shards of mesh column 0, summed.
+  std::vector<T> full(static_cast<size_t>(n * nrhs), T(0));
+  if (v_ == 0) {
+    std::memcpy(full.data() + u_ * shard_rows * nrhs, b, sizeof(T) * shard_rows * nrhs);
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
+  rhs_local_cols_ = CyclicLocalExtent(nrhs, t, grid_->mycol, grid_->npcol);
+  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * rhs_local_cols_, 1)), 0);
+  T* local = As<T>(local_b_.data());
+  const layout::AxisPlan& map = AxisOf(plan, axis);
+  for (int64_t r = 0; r < lr; ++r) {
+    const int64_t engine = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+    const int64_t g = layout::EngineGlobalToOriginal(plan, map, engine).value;
+    if (g < 0) continue;
+    for (int64_t c = 0; c < rhs_local_cols_; ++c) {
+      const T value = full[g * nrhs + CyclicGlobal(c, t, grid_->npcol, grid_->mycol)];
+      local[r + c * lr] = conj ? Conj(value) : value;
+    }
+  }
+  return MakeDescriptor(*grid_, plan.engine_rows(), nrhs, t, t, lr, &desc_b_);
+}
+
+template <typename T>
+Status Engine::RhsOut(void* x, Axis axis, bool conj) {
+  const layout::Plan& plan = *plan_;
+  const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_, nrhs = nrhs_;
+  const int64_t shard_rows = n / plan.mesh_rows;
+  std::vector<T> full(static_cast<size_t>(n * nrhs), T(0));
+  const T* local = As<T>(local_b_.data());
+  const layout::AxisPlan& map = AxisOf(plan, axis);
+  for (int64_t r = 0; r < lr; ++r) {
+    const int64_t engine = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+    const int64_t g = layout::EngineGlobalToOriginal(plan, map, engine).value;
+    if (g < 0) continue;
+    for (int64_t c = 0; c < rhs_local_cols_; ++c) {
+      const T value = local[r + c * lr];
+      full[g * nrhs + CyclicGlobal(c, t, grid_->npcol, grid_->mycol)] = conj ? Conj(value) : value;
+    }
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
+  std::memcpy(x, full.data() + u_ * shard_rows * nrhs, sizeof(T) * shard_rows * nrhs);
+  return Status();
+}
+
+template <typename T>
+Status Engine::FillNan(void* x, int64_t count) {
+  std::fill(As<T>(x), As<T>(x) + count, T(std::numeric_limits<RealOf<T>>::quiet_NaN()));
+  return Status();
+}
+
+Status Engine::WriteStatus(int info, int32_t* status) {
+  *status = info;
+  return Status();
+}
+
+#define JAXMG_INSTANTIATE(T)                                          \
+  template Status Engine::Prepare<T>(void*);                          \
+  template Status Engine::Potrf<T>(int*);                             \
+  template Status Engine::Getrf<T>(int*);                             \
+  template Status Engine::Potrs<T>();                                 \
+  template Status Engine::Getrs<T>(bool);                             \
+  template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
+  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
+  template Status Engine::RhsOut<T>(void*, Axis, bool);               \
+  template Status Engine::FillNan<T>(void*, int64_t);
+JAXMG_INSTANTIATE(float)
+JAXMG_INSTANTIATE(double)
+JAXMG_INSTANTIATE(std::complex<float>)
+JAXMG_INSTANTIATE(std::complex<double>)
+#undef JAXMG_INSTANTIATE
+
+}  // namespace jaxmg::scalapack

@@ -1,0 +1,59 @@
+// The CPU engine as the solve skeleton sees it (csrc/ffi/solve.h): one object per call, over a
+// cached BLACS grid, holding the engine-local matrix, pivots and right-hand side of the call.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engines/scalapack/scalapack.h"
+#include "ffi/solve.h"
+#include "layout/layout.h"
+
+namespace jaxmg::scalapack {
+
+class Engine {
+ public:
+  // Joins (or creates, collectively) the grid of the plan for mesh position (attrs.u, attrs.v).
+  // Callers hold EngineLock().
+  static Status Create(const SolveAttrs& attrs, const layout::Plan& plan, Engine* out);
+
+  const layout::Plan& plan() const { return *plan_; }
+
+  template <typename T>
+  Status Prepare(void* shard);
+  template <typename T>
+  Status Potrf(int* info);
+  template <typename T>
+  Status Getrf(int* info);
+  template <typename T>
+  Status Potrs();
+  template <typename T>
+  Status Getrs(bool transpose);
+  template <typename T>
+  Status LogAbsDiag(double scale, bool ok, void* out);
+  template <typename T>
+  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj);
+  template <typename T>
+  Status RhsOut(void* x, Axis axis, bool conj);
+  template <typename T>
+  Status FillNan(void* x, int64_t count);
+  Status WriteStatus(int info, int32_t* status);
+
+ private:
+  template <typename T>
+  Status Agree(int* info);
+
+  const layout::Plan* plan_ = nullptr;
+  const Grid* grid_ = nullptr;
+  int u_ = 0, v_ = 0;
+  int64_t local_rows_ = 0, local_cols_ = 0;
+  void* work_ = nullptr;     // the engine-local matrix (the shard itself, or owned_)
+  std::vector<char> owned_;  // padded or redistributed copy
+  Descriptor desc_a_{};
+  std::vector<int> ipiv_;
+  int64_t nrhs_ = 0, rhs_local_cols_ = 0;
+  std::vector<char> local_b_;  // local_rows_ x rhs_local_cols_, column-major
+  Descriptor desc_b_{};
+};
+
+}  // namespace jaxmg::scalapack

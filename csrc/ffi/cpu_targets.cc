@@ -1,0 +1,81 @@
+// The CPU engine's FFI targets: the solve skeleton (ffi/solve.h) over ScaLAPACK + MPI, one target
+// per routine, and the C entry points jaxmg/_core/native.py uses to start MPI.
+#include <cstdio>
+
+#include "engines/scalapack/engine.h"
+#include "ffi/dispatch.h"
+#include "ffi/solve.h"
+#include "routines/lu_solve.h"
+#include "routines/potrs.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace jaxmg {
+namespace {
+
+namespace ffi = ::xla::ffi;
+namespace sl = ::jaxmg::scalapack;
+
+template <class R>
+ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
+                 ffi::Buffer<ffi::S32> position, ffi::Result<ffi::AnyBuffer> a_work,
+                 ffi::Result<ffi::AnyBuffer> x, ffi::Result<ffi::AnyBuffer> logdet,
+                 ffi::Result<ffi::Buffer<ffi::S32>> status, int64_t n, int64_t mesh_rows,
+                 int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
+                 int64_t transposed, ffi::Span<const int64_t> ranks) {
+  SolveAttrs attrs;
+  attrs.n = n;
+  attrs.mesh_rows = mesh_rows;
+  attrs.mesh_cols = mesh_cols;
+  attrs.tile = tile;
+  attrs.pad = pad != 0;
+  attrs.force_redistribute = force_redistribute != 0;
+  attrs.transposed = transposed != 0;
+  attrs.ranks.assign(ranks.begin(), ranks.end());
+  SolveIo io;
+  Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, &attrs, &io);
+  if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
+  attrs.u = position.typed_data()[0];  // host memory on the CPU
+  attrs.v = position.typed_data()[1];
+  layout::Plan plan;
+  s = layout::MakePlan(R::kSymmetry, n, static_cast<int>(mesh_rows), static_cast<int>(mesh_cols),
+                       tile, attrs.pad, attrs.force_redistribute, &plan);
+  if (!s.ok()) return ffi_util::ToFfi(s);
+  auto lock = sl::EngineLock();
+  sl::Engine engine;
+  s = sl::Engine::Create(attrs, plan, &engine);
+  if (s.ok()) s = RunSolve<R>(engine, a.element_type(), target, attrs, io);
+  return ffi_util::ToFfi(s);
+}
+
+}  // namespace
+}  // namespace jaxmg
+
+// One target per routine: jaxmg_scalapack_<routine>.
+#define JAXMG_CPU_SOLVE_TARGET(name, routine)                                                    \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                 \
+      name, [](auto... args) { return jaxmg::Solve<jaxmg::routines::routine>(#name, args...); }, \
+      jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve, LuSolve)
+#undef JAXMG_CPU_SOLVE_TARGET
+
+extern "C" {
+__attribute__((visibility("default"))) int jaxmg_mpi_init(char* err, int err_len) {
+  auto lock = jaxmg::scalapack::EngineLock();
+  jaxmg::Status s = jaxmg::scalapack::EnsureMpi();
+  if (s.ok()) return 0;
+  if (err && err_len > 0) {
+    snprintf(err, err_len, "%s", s.message().c_str());
+  }
+  return 1;
+}
+__attribute__((visibility("default"))) int jaxmg_mpi_rank() {
+  return jaxmg::scalapack::WorldRank();
+}
+__attribute__((visibility("default"))) int jaxmg_mpi_size() {
+  return jaxmg::scalapack::WorldSize();
+}
+__attribute__((visibility("default"))) void jaxmg_mpi_finalize() {
+  jaxmg::scalapack::FinalizeMpi();
+}
+}

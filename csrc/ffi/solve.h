@@ -1,0 +1,152 @@
+// The handler skeleton of the solve family (potrs, lu_solve, ...), written once over an engine.
+//
+// Every solve target binds the same operands, results and attributes (BindSolve), so the CPU and
+// GPU targets take the same call from jaxmg/_core/routine.py. A handler:
+//   1. checks every buffer against the attributes (a bad attribute is an out-of-bounds access);
+//   2. makes the layout plan (relabel, pad or redistribute; symmetric or general);
+//   3. builds the engine for this call (E, from the engine's own bindings: grid, stream, scratch);
+//   4. dispatches the dtype and runs the routine R<E, T> (csrc/routines/), which calls only the
+//      engine's typed steps: Prepare, factor (status agreed by every rank), log-determinant,
+//      right-hand side in, solve, solution out.
+//
+// An engine E provides, for T in float, double, complex<float>, complex<double>:
+//   const layout::Plan& plan();
+//   Status Prepare<T>(void* shard)        engine-local matrix from the shard (in place if it can)
+//   Status Potrf<T>(int* info)            lower Cholesky; info agreed by every rank (max)
+//   Status Getrf<T>(int* info)            pivoted LU; info agreed by every rank (max)
+//   Status Potrs<T>()                     solve with the factor on the right-hand side held
+//   Status Getrs<T>(bool transpose)       op(B) z = c, op = transpose ? Bᵀ : B
+//   Status LogAbsDiag<T>(double scale, bool ok, void* out)
+//                                         out = scale * Σ log|diag| (collective), NaN if !ok
+//   Status RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj)
+//                                         c[i] = conj?(b[orig(i)]), orig from the plan's axis
+//   Status RhsOut<T>(void* x, Axis axis, bool conj)
+//                                         x[orig(i)] = conj?(z[i]) (this shard's rows)
+//   Status FillNan<T>(void* x, int64_t count)
+//   Status WriteStatus(int info, int32_t* status)
+// Status values are returned, never thrown; a failing step returns before the next collective
+// only on an engine error, which every rank meets in the same step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ffi/dispatch.h"
+#include "layout/layout.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace jaxmg {
+
+// Which axis of the plan maps the right-hand side's rows (engine rows or engine columns).
+enum class Axis : int { kRows = 0, kCols = 1 };
+
+// Attributes every solve target takes, in binding order (after the buffers).
+struct SolveAttrs {
+  int64_t n = 0, mesh_rows = 1, mesh_cols = 1, tile = 1;
+  bool pad = true;
+  bool force_redistribute = false;  // redistribute even where relabeling would do
+  bool transposed = false;          // the JAX matrix handed is aᵀ (aᴴ): the engine holds a
+  int u = 0, v = 0;                 // this shard's mesh position
+  std::vector<int> ranks;           // process (MPI rank) of each mesh position, or empty
+  int64_t nrhs = 0;
+};
+
+// The buffers of one call.
+struct SolveIo {
+  void* a = nullptr;  // the shard; the result a_work aliases it
+  const void* b = nullptr;
+  void* x = nullptr;
+  void* logdet = nullptr;
+  int32_t* status = nullptr;
+  int64_t nrhs = 0;
+  int64_t x_count = 0;  // elements of this shard of x
+};
+
+namespace ffi_util {
+
+template <typename Binding>
+auto BindSolve(Binding binding) {
+  namespace ffi = ::xla::ffi;
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()         // a: local shard (n/Pr x n/Pc)
+      .template Arg<ffi::AnyBuffer>()         // b: local rows (n/Pr x nrhs)
+      .template Arg<ffi::Buffer<ffi::S32>>()  // (u, v): this shard's mesh position
+      .template Ret<ffi::AnyBuffer>()         // a_work: aliases a
+      .template Ret<ffi::AnyBuffer>()         // x: like b
+      .template Ret<ffi::AnyBuffer>()         // logdet (log |det| for LU): real scalar
+      .template Ret<ffi::Buffer<ffi::S32>>()  // status
+      .template Attr<int64_t>("n")
+      .template Attr<int64_t>("mesh_rows")
+      .template Attr<int64_t>("mesh_cols")
+      .template Attr<int64_t>("tile")
+      .template Attr<int64_t>("pad")
+      .template Attr<int64_t>("force_redistribute")
+      .template Attr<int64_t>("transposed")
+      .template Attr<ffi::Span<const int64_t>>("ranks");  // MPI rank per mesh position, or empty
+}
+
+// Checks the buffers against the attributes and fills attrs/io (position read by the caller:
+// on the CPU it is host memory, on the GPU device memory).
+inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
+                         ::xla::ffi::Buffer<::xla::ffi::S32> position,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
+                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
+                         SolveAttrs* attrs, SolveIo* io) {
+  namespace ffi = ::xla::ffi;
+  const std::string name(target);
+  auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
+  if (attrs->mesh_rows <= 0 || attrs->mesh_cols <= 0 || attrs->n < 0) {
+    return fail("bad mesh or order");
+  }
+  if (!attrs->ranks.empty() &&
+      static_cast<int64_t>(attrs->ranks.size()) != attrs->mesh_rows * attrs->mesh_cols) {
+    return fail("ranks has the wrong size");
+  }
+  if (a.element_type() != b.element_type() || a.element_type() != x->element_type() ||
+      a.element_type() != a_work->element_type()) {
+    return fail("a, b and x must share a dtype");
+  }
+  const auto a_dims = a.dimensions(), b_dims = b.dimensions(), x_dims = x->dimensions();
+  const int64_t shard_rows = attrs->n / attrs->mesh_rows;
+  const int64_t shard_cols = attrs->n / attrs->mesh_cols;
+  if (a_dims.size() != 2 || a_dims[0] != shard_rows || a_dims[1] != shard_cols) {
+    return fail("the shard of a is not (n/mesh_rows, n/mesh_cols)");
+  }
+  if (b_dims.size() != 2 || b_dims[0] != shard_rows || x_dims.size() != 2 ||
+      x_dims[0] != b_dims[0] || x_dims[1] != b_dims[1]) {
+    return fail("b and x must be (n/mesh_rows, nrhs)");
+  }
+  if (position.element_count() != 2) return fail("position must hold (u, v)");
+  if (logdet->element_count() != 1 || status->element_count() != 1) {
+    return fail("logdet and status must be scalars");
+  }
+  attrs->nrhs = b_dims[1];
+  io->a = a_work->untyped_data();
+  io->b = b.untyped_data();
+  io->x = x->untyped_data();
+  io->logdet = logdet->untyped_data();
+  io->status = status->typed_data();
+  io->nrhs = b_dims[1];
+  io->x_count = shard_rows * b_dims[1];
+  return Status();
+}
+
+}  // namespace ffi_util
+
+// Runs routine R (a struct with `static constexpr layout::Symmetry kSymmetry` and
+// `template <class E, class T> static Status Run(E&, const SolveAttrs&, const SolveIo&)`) on
+// engine E, for the dtype of the call.
+template <class R, class E>
+Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, const SolveAttrs& attrs,
+                const SolveIo& io) {
+  return ffi_util::DispatchFloating(dtype, routine, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return R::template Run<E, T>(engine, attrs, io);
+  });
+}
+
+}  // namespace jaxmg

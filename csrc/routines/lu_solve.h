@@ -1,0 +1,34 @@
+// lu_solve: solve of a general nonsingular system by pivoted LU, with log |det A|.
+//
+// The engine matrix is B = Π_r M Π_cᵀ (independent row and column relabelings, layout.h), where
+// M is what the shards hold read column-major: Aᵀ when the matrix is handed as it is, A when
+// jaxmg/routines/lu_solve.py handed aᵀ (attrs.transposed).
+//   M = Aᵀ: A x = b  <=>  Bᵀ (Π_r x) = Π_c b   (getrs with transpose)
+//   M = A:  A x = b  <=>  B (Π_c x) = Π_r b    (getrs without)
+#pragma once
+
+#include "ffi/solve.h"
+
+namespace jaxmg::routines {
+
+struct LuSolve {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    int info = 0;
+    JAXMG_RETURN_IF_ERROR(e.template Getrf<T>(&info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(1.0, info == 0, io.logdet));
+    if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
+    const bool holds_transpose = !attrs.transposed;
+    JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(
+        io.b, io.nrhs, holds_transpose ? Axis::kCols : Axis::kRows, /*conj=*/false));
+    JAXMG_RETURN_IF_ERROR(e.template Getrs<T>(holds_transpose));
+    return e.template RhsOut<T>(io.x, holds_transpose ? Axis::kRows : Axis::kCols,
+                                /*conj=*/false);
+  }
+};
+
+}  // namespace jaxmg::routines

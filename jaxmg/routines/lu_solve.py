@@ -1,0 +1,76 @@
+"""lu_solve: solve of a distributed general system by pivoted LU factorization."""
+
+from __future__ import annotations
+
+from jaxmg._core import routine as _routine
+
+# Platforms whose engine is handed aᵀ sharded the other way (a transpose local to each device, one
+# extra shard of memory) so that it factors A and solves without transposition. Elsewhere the
+# engine factors the shards as they lie (Aᵀ read column-major) and solves with the transposed
+# factors (ScaLAPACK p?getrs 'T'). With donate=True the in-place path is always taken.
+TRANSPOSE_PLATFORMS = {"cuda"}
+
+ROUTINE = _routine.SolveRoutine(
+    name="lu_solve",
+    symmetric=False,
+    hand_transpose=lambda placement, donate: (
+        placement.platform in TRANSPOSE_PLATFORMS and not donate
+    ),
+)
+
+
+def lu_solve(
+    a,
+    b,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_status=False,
+    return_logdet=False,
+    pad=True,
+    donate=False,
+):
+    """Solves A x = b for a general nonsingular A sharded over a mesh, by pivoted LU.
+
+    The matrix is factored where it lies (cuSOLVERMp on GPUs, ScaLAPACK on CPUs) with partial
+    pivoting; nothing is gathered. Works inside and outside `jax.jit`, on every 1-D and 2-D mesh.
+
+    Args:
+      a: (N, N) float32, float64, complex64 or complex128 array, sharded over a 1-D or 2-D mesh
+        (rows over one mesh axis, columns over another or replicated).
+      b: (N,) or (N, K) array of the same dtype. It is resharded to rows over a's row axis.
+      T_A: block-cyclic tile size. None picks one that avoids padding.
+      mesh: the jax.sharding.Mesh of `a`; by default the mesh of a's sharding or the one set
+        with jax.set_mesh.
+      matrix_specs: PartitionSpec of `a`, e.g. P("pr", "pc"); by default a's own.
+      in_specs: (spec of a, spec of b), as in JAXMg 1.x; only the spec of a is used.
+      return_status: also return an int32 status: 0 on success, k > 0 when the matrix is
+        singular (U[k-1, k-1] of the engine's ordering is exactly zero).
+      return_logdet: also return log |det A| (a real scalar).
+      pad: allow padding when T_A does not divide the shard (costs a copy of the shard).
+      donate: let jaxmg overwrite `a` (saves one copy of the shard outside jit).
+
+    Returns:
+      x with b's shape and dtype; (x, status) with return_status; (x, logdet) with
+      return_logdet; (x, logdet, status) with both. When A is singular, x and logdet are NaN on
+      every device.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
+    """
+    x, logdet, status = _routine.solve(
+        ROUTINE,
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+    )
+    return _routine.assemble(
+        x, logdet, status, return_logdet=return_logdet, return_status=return_status
+    )
