@@ -22,6 +22,7 @@ struct Traits<float> {
   using Real = float;
   static __device__ float Conj(float v) { return v; }
   static __device__ float Re(float v) { return v; }
+  static __device__ float Abs(float v) { return fabsf(v); }
   static __device__ float Zero() { return 0.f; }
   static __device__ float One() { return 1.f; }
   static __device__ float Nan() { return __int_as_float(0x7fc00000); }
@@ -31,6 +32,7 @@ struct Traits<double> {
   using Real = double;
   static __device__ double Conj(double v) { return v; }
   static __device__ double Re(double v) { return v; }
+  static __device__ double Abs(double v) { return fabs(v); }
   static __device__ double Zero() { return 0.0; }
   static __device__ double One() { return 1.0; }
   static __device__ double Nan() { return __longlong_as_double(0x7ff8000000000000ll); }
@@ -40,6 +42,7 @@ struct Traits<Cplx<R>> {
   using Real = R;
   static __device__ Cplx<R> Conj(Cplx<R> v) { return {v.re, -v.im}; }
   static __device__ R Re(Cplx<R> v) { return v.re; }
+  static __device__ R Abs(Cplx<R> v) { return hypot(v.re, v.im); }
   static __device__ Cplx<R> Zero() { return {R(0), R(0)}; }
   static __device__ Cplx<R> One() { return {R(1), R(0)}; }
   static __device__ Cplx<R> Nan() { return {Traits<R>::Nan(), R(0)}; }
@@ -59,17 +62,17 @@ __device__ inline int64_t CyclicGlobal(int64_t local, int64_t t, int procs, int 
 
 template <typename T>
 __global__ void PadCopyKernel(const T* shard, int64_t in_rows, T* out, int64_t out_rows,
-                              int64_t out_cols, int64_t se, int64_t ps, int64_t row0,
-                              int64_t col0) {
+                              int64_t out_cols, int64_t rse, int64_t rps, int64_t cse, int64_t cps,
+                              int64_t row0, int64_t col0, bool identity) {
   const int64_t total = out_rows * out_cols;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = idx % out_rows, c = idx / out_rows;
-    const int64_t rw = r % ps, cw = c % ps;
+    const int64_t rw = r % rps, cw = c % cps;
     T v;
-    if (rw < se && cw < se) {
-      v = shard[((r / ps) * se + rw) + ((c / ps) * se + cw) * in_rows];
-    } else if (row0 + r == col0 + c) {
+    if (rw < rse && cw < cse) {
+      v = shard[((r / rps) * rse + rw) + ((c / cps) * cse + cw) * in_rows];
+    } else if (identity && row0 + r == col0 + c) {
       v = Traits<T>::One();  // a padded diagonal entry (padded rows and cols coincide there)
     } else {
       v = Traits<T>::Zero();
@@ -80,21 +83,23 @@ __global__ void PadCopyKernel(const T* shard, int64_t in_rows, T* out, int64_t o
 
 template <typename T>
 __global__ void GatherRhsKernel(const T* full, int64_t nrhs, const int64_t* row_global, int64_t lr,
-                                int64_t lbc, int64_t t, int npcol, int mycol, T* local_b) {
+                                int64_t lbc, int64_t t, int npcol, int mycol, bool conj,
+                                T* local_b) {
   const int64_t total = lr * lbc;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = idx % lr, c = idx / lr;
     const int64_t g = row_global[r];
     const int64_t j = CyclicGlobal(c, t, npcol, mycol);
-    local_b[idx] = g >= 0 ? Traits<T>::Conj(full[g * nrhs + j]) : Traits<T>::Zero();
+    const T v = g >= 0 ? full[g * nrhs + j] : Traits<T>::Zero();
+    local_b[idx] = conj ? Traits<T>::Conj(v) : v;
   }
 }
 
 template <typename T>
 __global__ void ScatterRhsKernel(const T* local_b, int64_t nrhs, const int64_t* row_global,
                                  int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol,
-                                 T* full) {
+                                 bool conj, T* full) {
   const int64_t total = lr * lbc;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -102,7 +107,7 @@ __global__ void ScatterRhsKernel(const T* local_b, int64_t nrhs, const int64_t* 
     const int64_t g = row_global[r];
     if (g < 0) continue;
     const int64_t j = CyclicGlobal(c, t, npcol, mycol);
-    full[g * nrhs + j] = Traits<T>::Conj(local_b[idx]);
+    full[g * nrhs + j] = conj ? Traits<T>::Conj(local_b[idx]) : local_b[idx];
   }
 }
 
@@ -118,7 +123,7 @@ __global__ void LogDiagKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int
     if ((gc / t) % nprow != myrow) continue;
     const int64_t r = (gc / t / nprow) * t + gc % t;
     if (r >= lr) continue;
-    acc += static_cast<double>(Log(Traits<T>::Re(a[r + c * lr])));
+    acc += static_cast<double>(Log(Traits<T>::Abs(a[r + c * lr])));
   }
   part[threadIdx.x] = acc;
   __syncthreads();
@@ -130,8 +135,8 @@ __global__ void LogDiagKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int
 }
 
 template <typename R>
-__global__ void FinishLogdetKernel(const R* sum, bool ok, R* out) {
-  *out = ok ? R(2) * *sum : Traits<R>::Nan();
+__global__ void FinishLogdetKernel(const R* sum, R scale, bool ok, R* out) {
+  *out = ok ? scale * *sum : Traits<R>::Nan();
 }
 
 template <typename T>
@@ -180,37 +185,37 @@ size_t DtypeBytes(Dtype dt) {
 }
 
 cudaError_t PadCopy(Dtype dt, const void* shard, int64_t in_rows, int64_t in_cols, void* out,
-                    int64_t out_rows, int64_t out_cols, int64_t se, int64_t ps, int64_t row0,
-                    int64_t col0, cudaStream_t stream) {
+                    int64_t out_rows, int64_t out_cols, int64_t rse, int64_t rps, int64_t cse,
+                    int64_t cps, int64_t row0, int64_t col0, bool identity, cudaStream_t stream) {
   (void)in_cols;
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
     PadCopyKernel<T><<<Blocks(out_rows * out_cols), kThreads, 0, stream>>>(
-        static_cast<const T*>(shard), in_rows, static_cast<T*>(out), out_rows, out_cols, se, ps,
-        row0, col0);
+        static_cast<const T*>(shard), in_rows, static_cast<T*>(out), out_rows, out_cols, rse, rps,
+        cse, cps, row0, col0, identity);
   });
 }
 
 cudaError_t GatherRhs(Dtype dt, const void* full, int64_t nrhs, const int64_t* row_global,
-                      int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, void* local_b,
-                      cudaStream_t stream) {
+                      int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, bool conj,
+                      void* local_b, cudaStream_t stream) {
   if (lr * lbc == 0) return cudaSuccess;
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
-    GatherRhsKernel<T><<<Blocks(lr * lbc), kThreads, 0, stream>>>(static_cast<const T*>(full), nrhs,
-                                                                  row_global, lr, lbc, t, npcol,
-                                                                  mycol, static_cast<T*>(local_b));
+    GatherRhsKernel<T><<<Blocks(lr * lbc), kThreads, 0, stream>>>(
+        static_cast<const T*>(full), nrhs, row_global, lr, lbc, t, npcol, mycol, conj,
+        static_cast<T*>(local_b));
   });
 }
 
 cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_t* row_global,
-                       int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, void* full,
-                       cudaStream_t stream) {
+                       int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, bool conj,
+                       void* full, cudaStream_t stream) {
   if (lr * lbc == 0) return cudaSuccess;
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
     ScatterRhsKernel<T><<<Blocks(lr * lbc), kThreads, 0, stream>>>(
-        static_cast<const T*>(local_b), nrhs, row_global, lr, lbc, t, npcol, mycol,
+        static_cast<const T*>(local_b), nrhs, row_global, lr, lbc, t, npcol, mycol, conj,
         static_cast<T*>(full));
   });
 }
@@ -225,13 +230,14 @@ cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t 
   });
 }
 
-cudaError_t FinishLogdet(Dtype dt, const void* sum, bool ok, void* out, cudaStream_t stream) {
+cudaError_t FinishLogdet(Dtype dt, const void* sum, double scale, bool ok, void* out,
+                         cudaStream_t stream) {
   if (dt == Dtype::kF32 || dt == Dtype::kC64) {
-    FinishLogdetKernel<float>
-        <<<1, 1, 0, stream>>>(static_cast<const float*>(sum), ok, static_cast<float*>(out));
+    FinishLogdetKernel<float><<<1, 1, 0, stream>>>(
+        static_cast<const float*>(sum), static_cast<float>(scale), ok, static_cast<float*>(out));
   } else {
-    FinishLogdetKernel<double>
-        <<<1, 1, 0, stream>>>(static_cast<const double*>(sum), ok, static_cast<double*>(out));
+    FinishLogdetKernel<double><<<1, 1, 0, stream>>>(static_cast<const double*>(sum), scale, ok,
+                                                    static_cast<double*>(out));
   }
   return cudaGetLastError();
 }

@@ -14,31 +14,33 @@ enum class Dtype : int { kF32 = 0, kF64 = 1, kC64 = 2, kC128 = 3 };
 size_t DtypeBytes(Dtype dt);
 
 // out (out_rows x out_cols, column-major, ld out_rows) = the shard (in_rows x in_cols, ld
-// in_rows) cut into pieces of `se` rows/cols, each padded to `ps` with zeros, and 1 on padded
-// diagonal entries. (row0, col0) = padded-global index of out's first row/column.
+// in_rows) cut into pieces of `rse` rows (`cse` cols), each padded to `rps` (`cps`) with zeros,
+// and, with `identity`, 1 on padded diagonal entries. (row0, col0) = padded-global index of
+// out's first row/column.
 cudaError_t PadCopy(Dtype dt, const void* shard, int64_t in_rows, int64_t in_cols, void* out,
-                    int64_t out_rows, int64_t out_cols, int64_t se, int64_t ps, int64_t row0,
-                    int64_t col0, cudaStream_t stream);
+                    int64_t out_rows, int64_t out_cols, int64_t rse, int64_t rps, int64_t cse,
+                    int64_t cps, int64_t row0, int64_t col0, bool identity, cudaStream_t stream);
 
-// local_b[r + c * lr] = conj(full[row_global[r] * nrhs + j(c)]) (0 where row_global[r] < 0),
+// local_b[r + c * lr] = conj?(full[row_global[r] * nrhs + j(c)]) (0 where row_global[r] < 0),
 // with j(c) the global column of local column c on a block-cyclic axis (tile t, npcol, mycol).
 cudaError_t GatherRhs(Dtype dt, const void* full, int64_t nrhs, const int64_t* row_global,
-                      int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, void* local_b,
-                      cudaStream_t stream);
+                      int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, bool conj,
+                      void* local_b, cudaStream_t stream);
 
-// The reverse: full[row_global[r] * nrhs + j(c)] = conj(local_b[r + c * lr]) where
+// The reverse: full[row_global[r] * nrhs + j(c)] = conj?(local_b[r + c * lr]) where
 // row_global[r] >= 0 (other entries of full untouched).
 cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_t* row_global,
-                       int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, void* full,
-                       cudaStream_t stream);
+                       int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, bool conj,
+                       void* full, cudaStream_t stream);
 
-// *sum (real type of dt) = sum of log(real(a[r + c * lr])) over the local entries of the global
+// *sum (real type of dt) = sum of log|a[r + c * lr]| over the local entries of the global
 // diagonal of a block-cyclic matrix (tile t, grid nprow x npcol, this process at myrow, mycol).
 cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
                        int npcol, int myrow, int mycol, void* sum, cudaStream_t stream);
 
-// *out = ok ? 2 * *sum : NaN (real type of dt).
-cudaError_t FinishLogdet(Dtype dt, const void* sum, bool ok, void* out, cudaStream_t stream);
+// *out = ok ? scale * *sum : NaN (real type of dt).
+cudaError_t FinishLogdet(Dtype dt, const void* sum, double scale, bool ok, void* out,
+                         cudaStream_t stream);
 
 // count elements of dt set to NaN (complex: NaN + 0i, like the CPU engine).
 cudaError_t FillNan(Dtype dt, void* p, int64_t count, cudaStream_t stream);

@@ -1,6 +1,7 @@
 // The CPU engine's FFI targets: the solve skeleton (ffi/solve.h) over ScaLAPACK + MPI, one target
 // per routine, and the C entry points jaxmg/_core/native.py uses to start MPI.
 #include <cstdio>
+#include <utility>
 
 #include "engines/scalapack/engine.h"
 #include "ffi/dispatch.h"
@@ -51,9 +52,13 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
 }  // namespace jaxmg
 
 // One target per routine: jaxmg_scalapack_<routine>.
-#define JAXMG_CPU_SOLVE_TARGET(name, routine)                                                    \
-  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                 \
-      name, [](auto... args) { return jaxmg::Solve<jaxmg::routines::routine>(#name, args...); }, \
+#define JAXMG_CPU_SOLVE_TARGET(name, routine)                                                 \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                              \
+      name,                                                                                   \
+      [](auto&&... args) {                                                                    \
+        return jaxmg::Solve<jaxmg::routines::routine>(#name,                                  \
+                                                      std::forward<decltype(args)>(args)...); \
+      },                                                                                      \
       jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve, LuSolve)

@@ -36,7 +36,7 @@ def _lib() -> ctypes.CDLL:
         lib.jaxmg_nccl_get_unique_id.argtypes = [ctypes.c_char_p]
         lib.jaxmg_nccl_get_unique_id.restype = ctypes.c_int
         lib.jaxmg_cuda_rank_of_mesh_position.argtypes = (
-            [ctypes.c_int] * 4
+            [ctypes.c_int] * 5
             + [ctypes.POINTER(ctypes.c_int)] * 3
             + [ctypes.c_char_p, ctypes.c_int]
         )
@@ -54,12 +54,21 @@ def _lib() -> ctypes.CDLL:
     return lib
 
 
-def rank_of_mesh_position(mesh_rows: int, mesh_cols: int, u: int, v: int) -> tuple[int, int, int]:
-    """(NCCL rank, grid rows, grid cols) of mesh position (u, v); ValueError for bad grids."""
+def rank_of_mesh_position(
+    mesh_rows: int, mesh_cols: int, u: int, v: int, symmetric: bool = True, redistribute=False
+) -> tuple[int, int, int]:
+    """(NCCL rank, grid rows, grid cols) of mesh position (u, v) for routines of a kind.
+
+    Symmetric routines relabel with one permutation on rows and columns, which on some grids
+    (4x2, ...) renumbers the longer mesh axis; general routines and redistributed plans keep the
+    mesh order. The native layout plan decides, so the handlers and the bootstrap agree.
+    """
     lib = _lib()
     rank, nprow, npcol = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
     err = ctypes.create_string_buffer(1024)
+    kind = (0 if symmetric else 1) | (2 if redistribute else 0)
     if lib.jaxmg_cuda_rank_of_mesh_position(
+        kind,
         mesh_rows,
         mesh_cols,
         u,
@@ -72,17 +81,6 @@ def rank_of_mesh_position(mesh_rows: int, mesh_cols: int, u: int, v: int) -> tup
     ):
         raise ValueError(err.value.decode(errors="replace"))
     return rank.value, nprow.value, npcol.value
-
-
-def check_gpu_mesh(mesh_rows: int, mesh_cols: int) -> None:
-    """Raises ValueError for meshes the GPU engine cannot use (no Gemr2D in cuSOLVERMp 0.8)."""
-    big, small = max(mesh_rows, mesh_cols), min(mesh_rows, mesh_cols)
-    if big % small:
-        raise ValueError(
-            f"the GPU engine cannot use a {mesh_rows}x{mesh_cols} mesh: one mesh dimension must "
-            "divide the other (e.g. 2x1, 1x2, 2x2, 4x2); other grids need a redistribution "
-            "(Gemr2D) that cuSOLVERMp 0.8 lacks. Reshape the mesh."
-        )
 
 
 def _device_grid(placement) -> np.ndarray:
@@ -113,12 +111,20 @@ def _unique_id(key: str, owner_process: int) -> bytes:
     return uid
 
 
-def context_for(placement) -> int:
-    """The id of this process's GPU context for the placement's mesh (created on first use)."""
-    check_gpu_mesh(placement.mesh_rows, placement.mesh_cols)
+def context_for(placement, symmetric: bool = True, redistribute: bool = False) -> int:
+    """The id of this process's GPU context for the placement's mesh (created on first use).
+
+    Contexts are shared by every routine whose plan puts the mesh's devices on the same grid
+    positions (the NCCL rank map), so symmetric and general routines share one on most meshes.
+    """
     devices = _device_grid(placement)
     mr, mc = placement.mesh_rows, placement.mesh_cols
-    key = (tuple(int(d.id) for d in devices.flat), mr, mc)
+    rank_map = tuple(
+        rank_of_mesh_position(mr, mc, u, v, symmetric, redistribute)[0]
+        for u in range(mr)
+        for v in range(mc)
+    )
+    key = (tuple(int(d.id) for d in devices.flat), mr, mc, rank_map)
     with _lock:
         if key in _contexts:
             return _contexts[key]
@@ -134,8 +140,13 @@ def context_for(placement) -> int:
                 "(python -m jaxmg launch -n N) with jax.distributed.initialize()"
             )
         u, v = local[0]
-        rank, nprow, npcol = rank_of_mesh_position(mr, mc, u, v)
-        name = f"jaxmg/nccl_id/{mr}x{mc}/" + "-".join(str(i) for i in key[0])
+        rank, nprow, npcol = rank_of_mesh_position(mr, mc, u, v, symmetric, redistribute)
+        name = (
+            f"jaxmg/nccl_id/{mr}x{mc}/"
+            + "-".join(str(i) for i in key[0])
+            + "/"
+            + "-".join(str(r) for r in rank_map)
+        )
         uid = _unique_id(name, int(devices[0, 0].process_index))
         err = ctypes.create_string_buffer(2048)
         ctx = _lib().jaxmg_cuda_create_context(

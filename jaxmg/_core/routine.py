@@ -79,7 +79,7 @@ def solve(
         engine_placement = _mesh.transposed(placement)
     context = None
     if placement.platform == "cuda":
-        context = _gpu.context_for(engine_placement, symmetric=routine.symmetric)
+        context = _gpu.context_for(engine_placement, routine.symmetric, redistribute)
     fn = _build(
         routine.name,
         routine.symmetric,

@@ -16,9 +16,10 @@ std::map<int64_t, std::unique_ptr<Context>>& Table() {
   return *table;  // handles and communicators live until the process exits
 }
 
-std::string VersionString(int v, int major_scale) {
-  const int major = v / major_scale, minor = (v % major_scale) / 100, patch = v % 100;
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+// MAJOR * 10000 + MINOR * 100 + PATCH (cuSOLVERMp >= 0.9, cuBLASMp, NCCL >= 2.9 likewise).
+std::string VersionString(int v) {
+  return std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." +
+         std::to_string(v % 100);
 }
 
 }  // namespace
@@ -51,21 +52,23 @@ Status SolverCheck(cusolverStatus_t s, const char* what) {
                        ") in " + what);
 }
 
-Status RankOfMeshPosition(int mesh_rows, int mesh_cols, int u, int v, int* rank, int* nprow,
-                          int* npcol) {
+Status BlasMpCheck(cublasMpStatus_t s, const char* what) {
+  if (s == CUBLASMP_STATUS_SUCCESS) return Status();
+  return Status::Error("cuBLASMp error " + std::to_string(static_cast<int>(s)) + " (" +
+                       cublasMpGetStatusString(s) + ") in " + what);
+}
+
+Status RankOfMeshPosition(layout::Symmetry symmetry, bool force_redistribute, int mesh_rows,
+                          int mesh_cols, int u, int v, int* rank, int* nprow, int* npcol) {
   if (u < 0 || u >= mesh_rows || v < 0 || v >= mesh_cols) {
     return JAXMG_ERROR("mesh position out of range");
   }
-  // grid_of_mesh depends on the mesh shape only (not on n or the tile): plan a tiny matrix.
-  layout::SymmetricPlan plan;
-  JAXMG_RETURN_IF_ERROR(layout::MakeSymmetricPlan(static_cast<int64_t>(mesh_rows) * mesh_cols,
-                                                  mesh_rows, mesh_cols, 1, true, &plan));
-  if (plan.strategy != layout::Strategy::kRelabel) {
-    return Status::Error("the GPU engine (cuSOLVERMp 0.8) cannot use a " +
-                         std::to_string(mesh_rows) + "x" + std::to_string(mesh_cols) +
-                         " mesh: one mesh dimension must divide the other (e.g. 2x1, 1x2, 2x2, "
-                         "4x2); other grids need a redistribution (Gemr2D) that it lacks");
-  }
+  // grid_of_mesh depends on the mesh shape and plan kind only (not on n or the tile): plan a
+  // tiny matrix.
+  layout::Plan plan;
+  const int64_t n = static_cast<int64_t>(mesh_rows) * mesh_cols;
+  JAXMG_RETURN_IF_ERROR(
+      layout::MakePlan(symmetry, n, mesh_rows, mesh_cols, 1, true, force_redistribute, &plan));
   *nprow = plan.grid_rows();
   *npcol = plan.grid_cols();
   const int i = plan.rows.grid_of_mesh[v], j = plan.cols.grid_of_mesh[u];
@@ -78,9 +81,11 @@ Status CreateContext(const ContextParams& p, int64_t* id) {
   if (p.rank < 0 || p.rank >= p.nranks) return JAXMG_ERROR("rank out of range");
   int nccl_version = 0;
   JAXMG_NCCL(ncclGetVersion(&nccl_version));
-  if (nccl_version < 22700) {
-    return Status::Error("cuSOLVERMp 0.8 needs NCCL >= 2.27, but the loaded libnccl is " +
-                         std::to_string(nccl_version));
+  if (nccl_version < 22900) {
+    return Status::Error(
+        "cuSOLVERMp 0.9 and cuBLASMp 0.10 need NCCL >= 2.29, but the loaded libnccl is " +
+        VersionString(nccl_version) +
+        ": install nvidia-nccl-cu13>=2.29.2 (pip install 'jaxmg[cuda13]' resolves it)");
   }
   auto c = std::make_unique<Context>();
   c->device = p.device;
@@ -88,7 +93,7 @@ Status CreateContext(const ContextParams& p, int64_t* id) {
   c->rank = p.rank;
   c->nprow = p.nprow;
   c->npcol = p.npcol;
-  c->myrow = p.rank / p.npcol;  // CUSOLVERMP_GRID_MAPPING_ROW_MAJOR
+  c->myrow = p.rank / p.npcol;  // row-major grid mapping
   c->mycol = p.rank % p.npcol;
   c->mesh_rows = p.mesh_rows;
   c->mesh_cols = p.mesh_cols;
@@ -104,14 +109,26 @@ Status CreateContext(const ContextParams& p, int64_t* id) {
   int runtime = 0;
   JAXMG_SOLVER(cusolverMpGetVersion(c->handle, &runtime));
   if (runtime / 100 != CUSOLVERMP_VERSION / 100) {
-    return Status::Error("libcusolverMp version " + std::to_string(runtime) +
+    return Status::Error("libcusolverMp version " + VersionString(runtime) +
                          " does not match the header jaxmg was built with (" +
-                         std::to_string(CUSOLVERMP_VERSION) +
-                         ", i.e. 0.8.x): load the libcusolverMp.so.0 of nvidia-cusolvermp-cu13 "
-                         "0.8.0 (LD_LIBRARY_PATH) or rebuild libjaxmg_cuda.so");
+                         VersionString(CUSOLVERMP_VERSION) +
+                         "): load the libcusolverMp.so.0 of nvidia-cusolvermp-cu13 " +
+                         VersionString(CUSOLVERMP_VERSION) +
+                         " (pip install 'jaxmg[cuda13]') or rebuild libjaxmg_cuda.so");
+  }
+  int blas_runtime = 0;
+  JAXMG_BLASMP(cublasMpGetVersion(&blas_runtime));
+  if (blas_runtime / 100 != CUBLASMP_VERSION / 100) {
+    return Status::Error("libcublasmp version " + VersionString(blas_runtime) +
+                         " does not match the header jaxmg was built with (" +
+                         VersionString(CUBLASMP_VERSION) + "): install nvidia-cublasmp-cu13 " +
+                         VersionString(CUBLASMP_VERSION) + " or rebuild libjaxmg_cuda.so");
   }
   JAXMG_SOLVER(cusolverMpCreateDeviceGrid(c->handle, &c->grid, c->comm, p.nprow, p.npcol,
                                           CUSOLVERMP_GRID_MAPPING_ROW_MAJOR));
+  JAXMG_BLASMP(cublasMpCreate(&c->blas, c->init_stream));
+  JAXMG_BLASMP(
+      cublasMpGridCreate(p.nprow, p.npcol, CUBLASMP_GRID_LAYOUT_ROW_MAJOR, c->comm, &c->blas_grid));
   JAXMG_CUDA(cudaMallocHost(&c->pinned, 4 * sizeof(int32_t)));
   std::lock_guard<std::mutex> lock(TableMutex());
   auto& table = Table();
@@ -126,39 +143,44 @@ Status FindContext(int64_t id, Context** out) {
   auto it = Table().find(id);
   if (it == Table().end()) {
     return Status::Error("jaxmg GPU context " + std::to_string(id) +
-                         " does not exist in this process (contexts are created by "
-                         "jaxmg.potrs before tracing; do not reuse compiled calls across "
-                         "processes)");
+                         " does not exist in this process (contexts are created by the jaxmg "
+                         "call before tracing; do not reuse compiled calls across processes)");
   }
   *out = it->second.get();
   return Status();
 }
 
-Status Context::GetPlan(int64_t n, int64_t tile, bool pad, const PlanState** out) {
-  auto key = std::make_tuple(n, tile, pad);
+Status Context::GetPlan(layout::Symmetry symmetry, int64_t n, int64_t tile, bool pad,
+                        bool force_redistribute, const PlanState** out) {
+  auto key = std::make_tuple(n, tile, pad, static_cast<int>(symmetry), force_redistribute);
   auto it = plans.find(key);
   if (it != plans.end()) {
     *out = it->second.get();
     return Status();
   }
   auto s = std::make_unique<PlanState>();
-  JAXMG_RETURN_IF_ERROR(layout::MakeSymmetricPlan(n, mesh_rows, mesh_cols, tile, pad, &s->plan));
-  const layout::SymmetricPlan& plan = s->plan;
-  if (plan.strategy != layout::Strategy::kRelabel) {
-    return Status::Error("the GPU engine cannot use this mesh (needs a redistribution)");
-  }
-  if (plan.grid_rows() != nprow || plan.grid_cols() != npcol) {
-    return JAXMG_ERROR("plan grid does not match the context grid");
+  JAXMG_RETURN_IF_ERROR(
+      layout::MakePlan(symmetry, n, mesh_rows, mesh_cols, tile, pad, force_redistribute, &s->plan));
+  const layout::Plan& plan = s->plan;
+  if (plan.grid_rows() != nprow || plan.grid_cols() != npcol ||
+      plan.rows.grid_of_mesh[mesh_v] != myrow || plan.cols.grid_of_mesh[mesh_u] != mycol) {
+    return JAXMG_ERROR("this call's layout plan puts mesh position (" + std::to_string(mesh_u) +
+                       ", " + std::to_string(mesh_v) +
+                       ") elsewhere on the grid than its GPU context does");
   }
   const int64_t lr = layout::EngineLocalExtent(plan, plan.rows, myrow);
-  std::vector<int64_t> rows(static_cast<size_t>(lr));
-  for (int64_t r = 0; r < lr; ++r) {
-    rows[r] = layout::EngineToGlobal(plan, plan.rows, myrow, layout::LocalIndex{r}).value;
-  }
   JAXMG_CUDA(cudaSetDevice(device));
-  JAXMG_CUDA(cudaMalloc(&s->d_row_global, sizeof(int64_t) * std::max<int64_t>(lr, 1)));
-  JAXMG_CUDA(
-      cudaMemcpy(s->d_row_global, rows.data(), sizeof(int64_t) * lr, cudaMemcpyHostToDevice));
+  for (int axis = 0; axis < 2; ++axis) {
+    const layout::AxisPlan& map = axis == 0 ? plan.rows : plan.cols;
+    std::vector<int64_t> rows(static_cast<size_t>(lr));
+    for (int64_t r = 0; r < lr; ++r) {
+      const int64_t engine = layout::CyclicGlobal(r, plan.tile, nprow, myrow);
+      rows[r] = layout::EngineGlobalToOriginal(plan, map, engine).value;
+    }
+    JAXMG_CUDA(cudaMalloc(&s->d_rhs_map[axis], sizeof(int64_t) * std::max<int64_t>(lr, 1)));
+    JAXMG_CUDA(
+        cudaMemcpy(s->d_rhs_map[axis], rows.data(), sizeof(int64_t) * lr, cudaMemcpyHostToDevice));
+  }
   s->row_perm = layout::LocalTilePermutation(plan, plan.rows, myrow);
   s->col_perm = layout::LocalTilePermutation(plan, plan.cols, mycol);
   *out = s.get();
@@ -167,9 +189,7 @@ Status Context::GetPlan(int64_t n, int64_t tile, bool pad, const PlanState** out
 }
 
 std::string Versions() {
-  std::string line;
-  int header = CUSOLVERMP_VERSION;
-  line += "cuSOLVERMp header " + VersionString(header, 1000);
+  std::string line = "cuSOLVERMp header " + VersionString(CUSOLVERMP_VERSION);
   int devices = 0;
   std::string runtime = "n/a";
   if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
@@ -180,9 +200,7 @@ std::string Versions() {
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
         cusolverMpCreate(&h, dev, stream) == CUSOLVER_STATUS_SUCCESS) {
       int v = 0;
-      if (cusolverMpGetVersion(h, &v) == CUSOLVER_STATUS_SUCCESS) {
-        runtime = VersionString(v, 1000);
-      }
+      if (cusolverMpGetVersion(h, &v) == CUSOLVER_STATUS_SUCCESS) runtime = VersionString(v);
       cusolverMpDestroy(h);
     } else {
       runtime = "n/a (handle creation failed)";
@@ -192,10 +210,13 @@ std::string Versions() {
     runtime = "n/a (no GPU)";
   }
   line += ", runtime " + runtime;
+  int blas = 0;
+  cublasMpGetVersion(&blas);
+  line +=
+      "; cuBLASMp header " + VersionString(CUBLASMP_VERSION) + ", runtime " + VersionString(blas);
   int nccl = 0;
   ncclGetVersion(&nccl);
-  line += "; NCCL header " + VersionString(NCCL_VERSION_CODE, 10000) + ", runtime " +
-          VersionString(nccl, 10000);
+  line += "; NCCL header " + VersionString(NCCL_VERSION_CODE) + ", runtime " + VersionString(nccl);
   int rt = 0, drv = 0;
   cudaRuntimeGetVersion(&rt);
   cudaDriverGetVersion(&drv);

@@ -1,0 +1,351 @@
+#include "engines/cusolvermp/engine.h"
+
+#include <algorithm>
+#include <climits>
+#include <complex>
+#include <string>
+
+#include "common/scalar.h"
+#include "cuda/kernels.h"
+
+namespace jaxmg::cusolvermp {
+namespace {
+
+using layout::CyclicLocalExtent;
+
+template <typename T>
+constexpr cuda::Dtype KernelType() {
+  return static_cast<cuda::Dtype>(Scalar<T>::kIndex);
+}
+
+// Tile permutations on the device: the layout core's cycle-following moves, one tile of scratch.
+Status PermuteColumnTiles(char* a, int64_t ld, int64_t tile, size_t es,
+                          const std::vector<int64_t>& perm, char* scratch, cudaStream_t stream) {
+  const size_t bytes = es * ld * tile;
+  auto at = [&](int64_t j) { return j == layout::kScratchTile ? scratch : a + j * bytes; };
+  for (const layout::TileMove& m : layout::TileMoves(perm)) {
+    JAXMG_CUDA(cudaMemcpyAsync(at(m.dst), at(m.src), bytes, cudaMemcpyDeviceToDevice, stream));
+  }
+  return Status();
+}
+
+Status PermuteRowTiles(char* a, int64_t ld, int64_t cols, int64_t tile, size_t es,
+                       const std::vector<int64_t>& perm, char* scratch, cudaStream_t stream) {
+  const size_t width = es * tile;
+  auto at = [&](int64_t j) { return j == layout::kScratchTile ? scratch : a + j * width; };
+  auto pitch = [&](int64_t j) { return j == layout::kScratchTile ? width : es * ld; };
+  for (const layout::TileMove& m : layout::TileMoves(perm)) {
+    JAXMG_CUDA(cudaMemcpy2DAsync(at(m.dst), pitch(m.dst), at(m.src), pitch(m.src), width, cols,
+                                 cudaMemcpyDeviceToDevice, stream));
+  }
+  return Status();
+}
+
+// RAII cuBLASMp descriptor (for Gemr2D).
+class BlasDescriptor {
+ public:
+  ~BlasDescriptor() {
+    if (desc_) cublasMpMatrixDescriptorDestroy(desc_);
+  }
+  Status Create(Context& c, cudaDataType dt, int64_t m, int64_t n, int64_t mb, int64_t nb,
+                int64_t lld) {
+    JAXMG_BLASMP(cublasMpMatrixDescriptorCreate(m, n, mb, nb, 0, 0, lld, dt, c.blas_grid, &desc_));
+    return Status();
+  }
+  cublasMpMatrixDescriptor_t get() const { return desc_; }
+
+ private:
+  cublasMpMatrixDescriptor_t desc_ = nullptr;
+};
+
+// Columns redistributed per Gemr2D call: bounded so that the engine's workspace stays small.
+constexpr size_t kRedistributeChunkBytes = size_t{1} << 30;
+
+}  // namespace
+
+Descriptor::~Descriptor() {
+  if (desc_) cusolverMpDestroyMatrixDesc(desc_);
+}
+
+Status Descriptor::Create(Context& c, cudaDataType dt, int64_t m, int64_t n, int64_t mb, int64_t nb,
+                          int64_t lld) {
+  JAXMG_SOLVER(cusolverMpCreateMatrixDesc(&desc_, c.grid, dt, m, n, mb, nb, 0, 0, lld));
+  return Status();
+}
+
+Status Engine::Scratch(size_t bytes, void** out) {
+  auto p = scratch_.Allocate(std::max<size_t>(bytes, 256), 16);
+  if (!p.has_value()) {
+    return Status::Error("jaxmg: XLA could not provide " + std::to_string(bytes) +
+                         " bytes of GPU scratch (lower XLA_PYTHON_CLIENT_MEM_FRACTION to leave "
+                         "room, or use a smaller tile)");
+  }
+  *out = *p;
+  return Status();
+}
+
+Status Engine::Workspace(size_t bytes, size_t host_bytes, void** out) {
+  if (bytes > workspace_bytes_ || workspace_ == nullptr) {
+    JAXMG_RETURN_IF_ERROR(Scratch(bytes, &workspace_));
+    workspace_bytes_ = std::max<size_t>(bytes, 256);
+  }
+  if (ctx_.host_work.size() < std::max<size_t>(host_bytes, 1)) {
+    ctx_.host_work.resize(std::max<size_t>(host_bytes, 1));
+  }
+  *out = workspace_;
+  return Status();
+}
+
+template <typename T>
+Status Engine::Prepare(void* shard) {
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t t = plan.tile;
+  local_rows_ = layout::EngineLocalExtent(plan, plan.rows, ctx_.myrow);
+  local_cols_ = layout::EngineLocalExtent(plan, plan.cols, ctx_.mycol);
+  const int64_t lr = local_rows_, lc = local_cols_;
+  JAXMG_SOLVER(cusolverMpSetStream(ctx_.handle, stream_));
+  void* small = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(64, &small));
+  small_ = static_cast<int32_t*>(small);
+  JAXMG_CUDA(cudaMemsetAsync(small_, 0, 64, stream_));
+  work_ = shard;
+  if (plan.strategy == layout::Strategy::kRelabel) {
+    if (plan.padded) {
+      JAXMG_RETURN_IF_ERROR(Scratch(es * lr * lc, &work_));
+      JAXMG_CUDA(cuda::PadCopy(KernelType<T>(), shard, plan.rows.shard, plan.cols.shard, work_, lr,
+                               lc, plan.rows.piece, plan.rows.padded_piece, plan.cols.piece,
+                               plan.cols.padded_piece, static_cast<int64_t>(ctx_.mesh_v) * lr,
+                               static_cast<int64_t>(ctx_.mesh_u) * lc,
+                               plan.rows.extent == plan.cols.extent, stream_));
+    }
+    if (plan.rows.local_permutation || plan.cols.local_permutation) {
+      void* p = nullptr;
+      JAXMG_RETURN_IF_ERROR(Scratch(es * t * std::max(lr, lc), &p));
+      char* tile_scratch = static_cast<char*>(p);
+      char* a = static_cast<char*>(work_);
+      if (plan.rows.local_permutation) {
+        JAXMG_RETURN_IF_ERROR(
+            PermuteRowTiles(a, lr, lc, t, es, state_.row_perm, tile_scratch, stream_));
+      }
+      if (plan.cols.local_permutation) {
+        JAXMG_RETURN_IF_ERROR(
+            PermuteColumnTiles(a, lr, t, es, state_.col_perm, tile_scratch, stream_));
+      }
+    }
+  } else {
+    // Redistribution (cuBLASMp Gemr2D) from the block layout (block (v, u) of the engine matrix
+    // on grid position (v, u)) into block-cyclic tiles, in column chunks of bounded size.
+    JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &work_));
+    const int64_t m = plan.rows.extent, n = plan.cols.extent;
+    BlasDescriptor src, dst;
+    JAXMG_RETURN_IF_ERROR(
+        src.Create(ctx_, DataTypeOf<T>(), m, n, plan.rows.shard, plan.cols.shard, plan.rows.shard));
+    JAXMG_RETURN_IF_ERROR(dst.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(lr, 1)));
+    JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+    const int64_t chunk =
+        std::max<int64_t>(1, static_cast<int64_t>(kRedistributeChunkBytes / (es * m)));
+    for (int64_t j0 = 0; j0 < n; j0 += chunk) {
+      const int64_t cols = std::min(chunk, n - j0);
+      size_t dev = 0, host = 0;
+      JAXMG_BLASMP(cublasMpGemr2D_bufferSize(ctx_.blas, m, cols, shard, 1, j0 + 1, src.get(), work_,
+                                             1, j0 + 1, dst.get(), &dev, &host, ctx_.comm));
+      void* d_work = nullptr;
+      JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+      JAXMG_BLASMP(cublasMpGemr2D(ctx_.blas, m, cols, shard, 1, j0 + 1, src.get(), work_, 1, j0 + 1,
+                                  dst.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                                  ctx_.host_work.size(), ctx_.comm));
+    }
+  }
+  return desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), plan.engine_cols(), t, t,
+                        std::max<int64_t>(lr, 1));
+}
+
+Status Engine::Agree(bool failed, int* info) {
+  // small_[0] holds the engine's info (device); small_[1] = 1 when this shard's position is not
+  // the context's. Both are agreed (max) over every rank before anyone branches.
+  if (failed) {
+    // The engine gave up without an order (cuSOLVERMp returns INTERNAL_ERROR or
+    // EXECUTION_FAILED for some matrices that are not positive definite): report n + 1.
+    JAXMG_CUDA(
+        cudaMemcpyAsync(ctx_.pinned, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    JAXMG_CUDA(cudaStreamSynchronize(stream_));
+    if (ctx_.pinned[0] <= 0) {
+      ctx_.pinned[0] =
+          static_cast<int32_t>(std::min<int64_t>(state_.plan.engine_rows() + 1, INT32_MAX));
+      JAXMG_CUDA(
+          cudaMemcpyAsync(small_, ctx_.pinned, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    }
+  }
+  JAXMG_CUDA(cudaMemcpyAsync(ctx_.pinned + 2, position_, 2 * sizeof(int32_t),
+                             cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  ctx_.pinned[1] = (ctx_.pinned[2] != ctx_.mesh_u || ctx_.pinned[3] != ctx_.mesh_v) ? 1 : 0;
+  JAXMG_CUDA(cudaMemcpyAsync(small_ + 1, ctx_.pinned + 1, sizeof(int32_t), cudaMemcpyHostToDevice,
+                             stream_));
+  JAXMG_NCCL(ncclAllReduce(small_, small_, 2, ncclInt32, ncclMax, ctx_.comm, stream_));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(ctx_.pinned, small_, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  if (ctx_.pinned[1] != 0) {  // the same branch on every rank
+    return Status::Error(
+        "jaxmg GPU context was made for another placement of the mesh's devices than this call's "
+        "(a mesh whose device order differs from jax.make_mesh's, seen only as an abstract mesh "
+        "inside jit): pass mesh=... (the concrete mesh) to the jaxmg call");
+  }
+  *info = ctx_.pinned[0];
+  return Status();
+}
+
+template <typename T>
+Status Engine::Potrf(int* info) {
+  const int64_t n = state_.plan.engine_rows();
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
+                                          desc_a_.get(), DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  const cusolverStatus_t s = cusolverMpPotrf(
+      ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1, desc_a_.get(), DataTypeOf<T>(), d_work,
+      workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_);
+  const bool failed = s == CUSOLVER_STATUS_INTERNAL_ERROR || s == CUSOLVER_STATUS_EXECUTION_FAILED;
+  if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(s, "cusolverMpPotrf"));
+  return Agree(failed, info);
+}
+
+template <typename T>
+Status Engine::Getrf(int* info) {
+  const int64_t n = state_.plan.engine_rows();
+  void* p = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * (local_rows_ + state_.plan.tile), &p));
+  ipiv_ = static_cast<int64_t*>(p);
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGetrf_bufferSize(ctx_.handle, n, n, work_, 1, 1, desc_a_.get(), ipiv_,
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGetrf(ctx_.handle, n, n, work_, 1, 1, desc_a_.get(), ipiv_,
+                               DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_));
+  return Agree(false, info);
+}
+
+template <typename T>
+Status Engine::Potrs() {
+  const int64_t n = state_.plan.engine_rows();
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpPotrs_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs_, work_, 1,
+                                          1, desc_a_.get(), local_b_, 1, 1, desc_b_.get(),
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpPotrs(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs_, work_, 1, 1,
+                               desc_a_.get(), local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
+                               d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_ + 2));
+  return Status();
+}
+
+template <typename T>
+Status Engine::Getrs(bool transpose) {
+  const int64_t n = state_.plan.engine_rows();
+  const cublasOperation_t op = transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGetrs_bufferSize(ctx_.handle, op, n, nrhs_, work_, 1, 1, desc_a_.get(),
+                                          ipiv_, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
+                                          &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGetrs(ctx_.handle, op, n, nrhs_, work_, 1, 1, desc_a_.get(), ipiv_,
+                               local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(), d_work,
+                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
+                               small_ + 2));
+  return Status();
+}
+
+template <typename T>
+Status Engine::LogAbsDiag(double scale, bool ok, void* out) {
+  void* sum = small_ + 4;
+  if (ok) {
+    const layout::Plan& plan = state_.plan;
+    JAXMG_CUDA(cuda::LogDiagSum(KernelType<T>(), work_, local_rows_, local_cols_, plan.tile,
+                                ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, sum, stream_));
+    JAXMG_NCCL(ncclAllReduce(sum, sum, 1, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  }
+  JAXMG_CUDA(cuda::FinishLogdet(KernelType<T>(), sum, scale, ok, out, stream_));
+  return Status();
+}
+
+template <typename T>
+Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
+  const int64_t shard_rows = n / plan.mesh_rows;
+  nrhs_ = nrhs;
+  rhs_local_cols_ = CyclicLocalExtent(nrhs, t, ctx_.mycol, ctx_.npcol);
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * rhs_local_cols_, 1), &local_b_));
+  const size_t full_bytes = es * n * nrhs;
+  JAXMG_RETURN_IF_ERROR(Scratch(full_bytes, &full_));
+  // The whole right-hand side on every rank (it is small): the shards of mesh column 0, summed.
+  JAXMG_CUDA(cudaMemsetAsync(full_, 0, full_bytes, stream_));
+  if (ctx_.mesh_v == 0) {
+    char* mine = static_cast<char*>(full_) + es * ctx_.mesh_u * shard_rows * nrhs;
+    JAXMG_CUDA(cudaMemcpyAsync(mine, b, es * shard_rows * nrhs, cudaMemcpyDeviceToDevice, stream_));
+  }
+  const size_t reals = static_cast<size_t>(n * nrhs * Scalar<T>::kParts);
+  JAXMG_NCCL(ncclAllReduce(full_, full_, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  JAXMG_CUDA(cuda::GatherRhs(KernelType<T>(), full_, nrhs, state_.d_rhs_map[static_cast<int>(axis)],
+                             lr, rhs_local_cols_, t, ctx_.npcol, ctx_.mycol, conj, local_b_,
+                             stream_));
+  return desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), nrhs, t, t,
+                        std::max<int64_t>(lr, 1));
+}
+
+template <typename T>
+Status Engine::RhsOut(void* x, Axis axis, bool conj) {
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.rows.extent, t = plan.tile, nrhs = nrhs_;
+  const int64_t shard_rows = n / plan.mesh_rows;
+  const size_t full_bytes = es * n * nrhs;
+  JAXMG_CUDA(cudaMemsetAsync(full_, 0, full_bytes, stream_));
+  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), local_b_, nrhs,
+                              state_.d_rhs_map[static_cast<int>(axis)], local_rows_,
+                              rhs_local_cols_, t, ctx_.npcol, ctx_.mycol, conj, full_, stream_));
+  const size_t reals = static_cast<size_t>(n * nrhs * Scalar<T>::kParts);
+  JAXMG_NCCL(ncclAllReduce(full_, full_, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  const char* mine = static_cast<const char*>(full_) + es * ctx_.mesh_u * shard_rows * nrhs;
+  JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * shard_rows * nrhs, cudaMemcpyDeviceToDevice, stream_));
+  return Status();
+}
+
+template <typename T>
+Status Engine::FillNan(void* x, int64_t count) {
+  JAXMG_CUDA(cuda::FillNan(KernelType<T>(), x, count, stream_));
+  return Status();
+}
+
+Status Engine::WriteStatus(int info, int32_t* status) {
+  (void)info;  // small_[0] holds the same agreed value on the device
+  JAXMG_CUDA(cudaMemcpyAsync(status, small_, sizeof(int32_t), cudaMemcpyDeviceToDevice, stream_));
+  return Status();
+}
+
+#define JAXMG_INSTANTIATE(T)                                          \
+  template Status Engine::Prepare<T>(void*);                          \
+  template Status Engine::Potrf<T>(int*);                             \
+  template Status Engine::Getrf<T>(int*);                             \
+  template Status Engine::Potrs<T>();                                 \
+  template Status Engine::Getrs<T>(bool);                             \
+  template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
+  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
+  template Status Engine::RhsOut<T>(void*, Axis, bool);               \
+  template Status Engine::FillNan<T>(void*, int64_t);
+JAXMG_INSTANTIATE(float)
+JAXMG_INSTANTIATE(double)
+JAXMG_INSTANTIATE(std::complex<float>)
+JAXMG_INSTANTIATE(std::complex<double>)
+#undef JAXMG_INSTANTIATE
+
+}  // namespace jaxmg::cusolvermp

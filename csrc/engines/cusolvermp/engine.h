@@ -1,0 +1,88 @@
+// The GPU engine as the solve skeleton sees it (csrc/ffi/solve.h): one object per call, over a
+// cached context (NCCL communicator, cuSOLVERMp and cuBLASMp handles and grids), on XLA's
+// stream, with every device buffer taken from XLA's scratch allocator.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engines/cusolvermp/cusolvermp.h"
+#include "ffi/solve.h"
+#include "layout/layout.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace jaxmg::cusolvermp {
+
+// RAII cuSOLVERMp matrix descriptor (rsrc = csrc = 0, column-major local storage, ld lld).
+class Descriptor {
+ public:
+  Descriptor() = default;
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  ~Descriptor();
+  Status Create(Context& c, cudaDataType dt, int64_t m, int64_t n, int64_t mb, int64_t nb,
+                int64_t lld);
+  cusolverMpMatrixDescriptor_t get() const { return desc_; }
+
+ private:
+  cusolverMpMatrixDescriptor_t desc_ = nullptr;
+};
+
+class Engine {
+ public:
+  // position: this shard's (u, v) in device memory; checked against the context in the first
+  // status agreement, so every rank learns of a mismatch together.
+  Engine(Context& ctx, const PlanState& state, cudaStream_t stream,
+         ::xla::ffi::ScratchAllocator& scratch, const int32_t* position)
+      : ctx_(ctx), state_(state), stream_(stream), scratch_(scratch), position_(position) {}
+
+  const layout::Plan& plan() const { return state_.plan; }
+
+  template <typename T>
+  Status Prepare(void* shard);
+  template <typename T>
+  Status Potrf(int* info);
+  template <typename T>
+  Status Getrf(int* info);
+  template <typename T>
+  Status Potrs();
+  template <typename T>
+  Status Getrs(bool transpose);
+  template <typename T>
+  Status LogAbsDiag(double scale, bool ok, void* out);
+  template <typename T>
+  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj);
+  template <typename T>
+  Status RhsOut(void* x, Axis axis, bool conj);
+  template <typename T>
+  Status FillNan(void* x, int64_t count);
+  Status WriteStatus(int info, int32_t* status);
+
+ private:
+  Status Scratch(size_t bytes, void** out);
+  // A device workspace of at least `bytes` (reused across the steps of the call).
+  Status Workspace(size_t bytes, size_t host_bytes, void** out);
+  // Status agreement: *info (local engine info, or `failed` when the engine gave up without
+  // one) and the position check, max over every rank; returns the agreed info.
+  Status Agree(bool failed, int* info);
+
+  Context& ctx_;
+  const PlanState& state_;
+  cudaStream_t stream_;
+  ::xla::ffi::ScratchAllocator& scratch_;
+  const int32_t* position_;
+  int64_t local_rows_ = 0, local_cols_ = 0;
+  void* work_ = nullptr;  // the engine-local matrix (the shard itself, or scratch)
+  Descriptor desc_a_;
+  int64_t* ipiv_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  int32_t* small_ = nullptr;  // [0..1]: agreement, [2]: solve info, then 16 bytes for a sum
+  int64_t nrhs_ = 0, rhs_local_cols_ = 0;
+  void* local_b_ = nullptr;
+  Descriptor desc_b_;
+  void* full_ = nullptr;  // n x nrhs, row-major: the whole right-hand side
+};
+
+}  // namespace jaxmg::cusolvermp

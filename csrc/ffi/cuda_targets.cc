@@ -1,0 +1,142 @@
+// The GPU engine's FFI targets: the solve skeleton (ffi/solve.h) over cuSOLVERMp + cuBLASMp +
+// NCCL, one target per routine, and the C entry points of the context bootstrap
+// (jaxmg/_core/gpu.py). The targets take the solve attributes plus `context`, the id of the
+// NCCL/cuSOLVERMp context made for this mesh and device.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+#include "engines/cusolvermp/cusolvermp.h"
+#include "engines/cusolvermp/engine.h"
+#include "ffi/dispatch.h"
+#include "ffi/solve.h"
+#include "routines/lu_solve.h"
+#include "routines/potrs.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace jaxmg {
+namespace {
+
+namespace ffi = ::xla::ffi;
+namespace mp = ::jaxmg::cusolvermp;
+
+template <class R>
+ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator scratch,
+                 ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Buffer<ffi::S32> position,
+                 ffi::Result<ffi::AnyBuffer> a_work, ffi::Result<ffi::AnyBuffer> x,
+                 ffi::Result<ffi::AnyBuffer> logdet, ffi::Result<ffi::Buffer<ffi::S32>> status,
+                 int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
+                 int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
+                 int64_t context) {
+  (void)ranks;  // the context's communicator already fixes who is who
+  SolveAttrs attrs;
+  attrs.n = n;
+  attrs.mesh_rows = mesh_rows;
+  attrs.mesh_cols = mesh_cols;
+  attrs.tile = tile;
+  attrs.pad = pad != 0;
+  attrs.force_redistribute = force_redistribute != 0;
+  attrs.transposed = transposed != 0;
+  SolveIo io;
+  Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, &attrs, &io);
+  if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
+  mp::Context* ctx = nullptr;
+  s = mp::FindContext(context, &ctx);
+  if (!s.ok()) return ffi_util::ToFfi(s);
+  if (ctx->mesh_rows != mesh_rows || ctx->mesh_cols != mesh_cols) {
+    return ffi::Error::InvalidArgument(std::string(target) + ": context made for another mesh");
+  }
+  attrs.u = ctx->mesh_u;  // checked against `position` in the first status agreement
+  attrs.v = ctx->mesh_v;
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  s = mp::CudaCheck(cudaSetDevice(ctx->device), "cudaSetDevice");
+  const mp::PlanState* state = nullptr;
+  if (s.ok()) s = ctx->GetPlan(R::kSymmetry, n, tile, attrs.pad, attrs.force_redistribute, &state);
+  if (!s.ok()) return ffi_util::ToFfi(s);
+  mp::Engine engine(*ctx, *state, stream, scratch, position.typed_data());
+  return ffi_util::ToFfi(RunSolve<R>(engine, a.element_type(), target, attrs, io));
+}
+
+}  // namespace
+}  // namespace jaxmg
+
+// One target per routine: jaxmg_cusolvermp_<routine>.
+#define JAXMG_CUDA_SOLVE_TARGET(name, routine)                                                \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                              \
+      name,                                                                                   \
+      [](auto&&... args) {                                                                    \
+        return jaxmg::Solve<jaxmg::routines::routine>(#name,                                  \
+                                                      std::forward<decltype(args)>(args)...); \
+      },                                                                                      \
+      jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                                        \
+                                     .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()           \
+                                     .Ctx<xla::ffi::ScratchAllocator>())                      \
+          .Attr<int64_t>("context"));
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potrs, Potrs)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve, LuSolve)
+#undef JAXMG_CUDA_SOLVE_TARGET
+
+namespace {
+void WriteError(const jaxmg::Status& s, char* err, int err_len) {
+  if (err && err_len > 0) snprintf(err, err_len, "%s", s.message().c_str());
+}
+}  // namespace
+
+extern "C" {
+
+// NCCL unique id of a new communicator (128 bytes). Returns 0 on success.
+__attribute__((visibility("default"))) int jaxmg_nccl_get_unique_id(char* out) {
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
+  std::memcpy(out, id.internal, NCCL_UNIQUE_ID_BYTES);
+  return 0;
+}
+
+// Engine grid shape and NCCL rank of mesh position (u, v) for routines of a kind (bit 0:
+// general, else symmetric; bit 1: forced redistribution). Returns 0, or 1 with a message.
+__attribute__((visibility("default"))) int jaxmg_cuda_rank_of_mesh_position(
+    int kind, int mesh_rows, int mesh_cols, int u, int v, int* rank, int* nprow, int* npcol,
+    char* err, int err_len) {
+  const auto symmetry =
+      (kind & 1) ? jaxmg::layout::Symmetry::kGeneral : jaxmg::layout::Symmetry::kSymmetric;
+  jaxmg::Status s = jaxmg::cusolvermp::RankOfMeshPosition(symmetry, (kind & 2) != 0, mesh_rows,
+                                                          mesh_cols, u, v, rank, nprow, npcol);
+  if (s.ok()) return 0;
+  WriteError(s, err, err_len);
+  return 1;
+}
+
+// Creates the NCCL communicator, cuSOLVERMp/cuBLASMp handles and grids of one (mesh, device).
+// Collective over the nranks processes. Returns the context id (> 0), or -1 with a message.
+__attribute__((visibility("default"))) int64_t jaxmg_cuda_create_context(
+    const char* unique_id, int nranks, int rank, int device, int nprow, int npcol, int mesh_rows,
+    int mesh_cols, int mesh_u, int mesh_v, char* err, int err_len) {
+  jaxmg::cusolvermp::ContextParams p;
+  p.unique_id = unique_id;
+  p.nranks = nranks;
+  p.rank = rank;
+  p.device = device;
+  p.nprow = nprow;
+  p.npcol = npcol;
+  p.mesh_rows = mesh_rows;
+  p.mesh_cols = mesh_cols;
+  p.mesh_u = mesh_u;
+  p.mesh_v = mesh_v;
+  int64_t id = -1;
+  jaxmg::Status s = jaxmg::cusolvermp::CreateContext(p, &id);
+  if (s.ok()) return id;
+  WriteError(s, err, err_len);
+  return -1;
+}
+
+// One line of versions for `python -m jaxmg info`. Returns 0.
+__attribute__((visibility("default"))) int jaxmg_cuda_versions(char* buf, int len) {
+  if (!buf || len <= 0) return 1;
+  snprintf(buf, len, "%s", jaxmg::cusolvermp::Versions().c_str());
+  return 0;
+}
+}
