@@ -40,7 +40,7 @@ def test_gpu_engine_links_the_wheels_libraries_by_soname():
     if not LIB.is_file():
         pytest.skip("not built")
     out = subprocess.run(["readelf", "-d", str(LIB)], capture_output=True, text=True).stdout
-    for needed in ("libcusolverMp.so.0", "libnccl.so.2", "libcudart.so.13"):
+    for needed in ("libcusolverMp.so.0", "libcublasmp.so.0", "libnccl.so.2", "libcudart.so.13"):
         assert f"[{needed}]" in out, f"{LIB.name} does not link {needed}"
 
 
