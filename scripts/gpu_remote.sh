@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # GPU round trip, the part that runs ON the GPU machine (see scripts/gpu_roundtrip.sh).
-#   bash scripts/gpu_remote.sh [STAGE...]      stages: info multi readme single (default: all)
-# Needs the carried .gpu/lib/libjaxmg_cuda.so and .gpu/wheels/nvidia_cusolvermp_cu13-0.8.0*.whl.
+#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench sweep
+#                                           (default: info multi readme single bench)
+# Needs the carried .gpu/lib/libjaxmg_cuda.so and, in .gpu/wheels, the wheels of
+# nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
+# ../shared/wheels). The machine has no network; its image has JAX and NCCL 2.28.9 in
+# /opt/torch/.venv, and no cuSOLVERMp or cuBLASMp. So, before any stage:
+#   1. the NCCL 2.29 wheel is installed into the image's venv (pip --no-index --no-deps
+#      --upgrade), replacing its NCCL, so that XLA and jaxmg load the same libnccl.so.2;
+#   2. the cuSOLVERMp and cuBLASMp wheels are unzipped (Python's zipfile: no unzip there) into
+#      $GPU_LIBS (default /tmp/jaxmg_gpu_libs), and their lib folders go on LD_LIBRARY_PATH with the
+#      venv's nvidia/*/lib folders (cuBLAS, cuSOLVER, the CUDA runtime, NCCL).
 # Writes into $OUT: info.log, gpu_multi.json, readme.log, gpu_single.json, gpu_results.json.
 
 set -uo pipefail
@@ -13,27 +22,78 @@ PY=/opt/torch/.venv/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 STAGES=${*:-info multi readme single bench}
 T_MULTI=${T_MULTI:-240} T_SINGLE=${T_SINGLE:-180}  # per-stage limits (s); all stages fit in 600 s
+GPU_LIBS=${GPU_LIBS:-/tmp/jaxmg_gpu_libs}
 
-rm -rf /tmp/cusolvermp && mkdir -p /tmp/cusolvermp
-# No unzip there: Python's zipfile.
-"$PY" -m zipfile -e .gpu/wheels/nvidia_cusolvermp_cu13-0.8.0*.whl /tmp/cusolvermp || exit 1
+wheel() {  # wheel PATTERN: the one carried wheel matching .gpu/wheels/PATTERN
+  local f
+  f=$(ls .gpu/wheels/$1 2>/dev/null | head -1)
+  [ -n "$f" ] || { echo "[remote] missing .gpu/wheels/$1 (run scripts/gpu_roundtrip.sh)" >&2; return 1; }
+  echo "$f"
+}
+NCCL_WHEEL=$(wheel 'nvidia_nccl_cu13-2.29*.whl') || exit 1
+CUSOLVERMP_WHEEL=$(wheel 'nvidia_cusolvermp_cu13-0.9.1*.whl') || exit 1
+CUBLASMP_WHEEL=$(wheel 'nvidia_cublasmp_cu13-0.10.*.whl') || exit 1
+
+# 1. NCCL 2.29 into the image's venv (as ../shared/wheels/README.md says).
+echo "[remote] installing $(basename "$NCCL_WHEEL") into $PY's environment"
+"$PY" -m pip install -q --no-index --no-deps --upgrade "$NCCL_WHEEL" || exit 1
+# 2. cuSOLVERMp and cuBLASMp: unzipped side by side (nvidia/cu13/lib, nvidia/cublasmp/cu13/lib,
+# where libcusolverMp's own RPATH also looks for libcublasmp).
+rm -rf "$GPU_LIBS" && mkdir -p "$GPU_LIBS"
+for w in "$CUSOLVERMP_WHEEL" "$CUBLASMP_WHEEL"; do
+  "$PY" -m zipfile -e "$w" "$GPU_LIBS" || exit 1
+done
 SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-LIBS=/tmp/cusolvermp/nvidia/cu13/lib
+LIBS=$GPU_LIBS/nvidia/cu13/lib:$GPU_LIBS/nvidia/cublasmp/cu13/lib
 for d in "$SITE"/nvidia/*/lib; do LIBS=$LIBS:$d; done
 export LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast
 export JAXMG_LIB_DIR=$ROOT/.gpu/lib PYTHONPATH=$ROOT XLA_PYTHON_CLIENT_MEM_FRACTION=0.5
 export PYTHONUNBUFFERED=1
 echo "[remote] python $PY; site $SITE"
+echo "[remote] LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 echo "[remote] libjaxmg_cuda.so dependencies:"
-ldd .gpu/lib/libjaxmg_cuda.so | grep -E "cusolverMp|nccl|cudart|cublas|cusolver|not found"
+ldd .gpu/lib/libjaxmg_cuda.so | grep -E "cusolverMp|cublasmp|nccl|cudart|cublas|cusolver|not found"
 nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv,noheader
+
+# The versions of the libraries as loaded (wheel metadata, and the libraries' own answers).
+lib_versions() {
+  "$PY" - "$GPU_LIBS" <<'PYEOF'
+import ctypes, importlib.metadata as md, os, sys
+
+def dist(name, path=None):
+    try:
+        return next(md.distributions(name=name, path=path)).version if path else md.version(name)
+    except (md.PackageNotFoundError, StopIteration):
+        return "not installed"
+
+for name in ("jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda13-pjrt", "nvidia-nccl-cu13",
+             "nvidia-cublas", "nvidia-cusolver", "nvidia-cuda-runtime"):
+    print(f"[libs] {name} {dist(name)}")
+for name in ("nvidia-cusolvermp-cu13", "nvidia-cublasmp-cu13"):
+    print(f"[libs] {name} {dist(name, [sys.argv[1]])} (unzipped in {sys.argv[1]})")
+
+def loaded(lib, fn):
+    v = ctypes.c_int()
+    try:
+        getattr(ctypes.CDLL(lib), fn)(ctypes.byref(v))
+    except (OSError, AttributeError) as e:
+        return f"could not load: {e}"
+    with open("/proc/self/maps") as f:
+        stem = lib.split(".so")[0] + ".so"
+        paths = sorted({os.path.realpath(line.split()[-1]) for line in f if stem in line})
+    return f"{v.value} from {', '.join(paths)}"
+
+print("[libs] libnccl.so.2 ncclGetVersion:", loaded("libnccl.so.2", "ncclGetVersion"))
+print("[libs] libcublasmp.so.0 cublasMpGetVersion:", loaded("libcublasmp.so.0", "cublasMpGetVersion"))
+PYEOF
+}
 
 for stage in $STAGES; do
   t0=$(date +%s)
   case $stage in
     info)
-      timeout 30 "$PY" -m jaxmg info 2>&1 | tee "$OUT/info.log" ;;
+      { lib_versions; timeout 30 "$PY" -m jaxmg info; } 2>&1 | tee "$OUT/info.log" ;;
     multi)
       timeout $((T_MULTI + 20)) "$PY" -m jaxmg launch -n 2 --timeout $T_MULTI tests/gpu/potrs_gpu.py multi "$OUT" ;;
     readme)

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# GPU round trip, the part that runs HERE (no GPU needed): fetch the wheels, build
-# libjaxmg_cuda.so into .gpu/lib, and print the device-tool call that runs scripts/gpu_remote.sh
-# on the GPU machine. The device tool is called by the agent, not by this script.
+# GPU round trip, the part that runs HERE (no GPU needed): build libjaxmg_cuda.so into .gpu/lib,
+# put the wheels the GPU machine needs into .gpu/wheels, and print the device-tool call that runs
+# scripts/gpu_remote.sh on the GPU machine. The device tool is called by the agent, not by this
+# script.
 #
 #   scripts/gpu_roundtrip.sh            # download what is missing, build, print the run command
 #   scripts/gpu_roundtrip.sh collect F  # results file from the device -> bench/results/
 #
 # Layout (all git-ignored, /.gpu/ is in .gitignore and .git/info/exclude):
-#   .gpu/wheels/  nvidia-cusolvermp-cu13 0.8.0 wheel for Python 3.12 (carried to the GPU machine,
-#                 unzipped there: the unpacked .so is over the 64 MiB carry limit)
+#   .gpu/wheels/  carried to the GPU machine (no network there), about 56 MB:
+#                 nvidia-cusolvermp-cu13 0.9.1 and nvidia-cublasmp-cu13 0.10 (unzipped there: the
+#                 unpacked libraries are over the 64 MiB carry limit), and NCCL 2.29.7 built for
+#                 H200 (../shared/wheels; installed there into the image's venv, replacing its
+#                 NCCL 2.28.9, since cuBLASMp needs NCCL >= 2.29 and XLA must load the same one)
 #   .gpu/lib/     libjaxmg_cuda.so (carried)
 #   build/gpu-deps/  build-only headers and libraries (never carried; build/ is git-ignored)
 #
-# cuSOLVERMp 0.8.0 rather than 0.9.1: 0.9.x (and every cuBLASMp wheel) needs NCCL >= 2.29, the GPU
-# machines have NCCL 2.28.9 (the one jaxlib loads).
 # Environment: PYTHON (for jax.ffi.include_dir, default .venv/bin/python), JAXMG_WHEEL_CACHE
-# (where scripts/build_cuda.sh keeps the wheels; default ~/.cache/jaxmg/wheels).
+# (where scripts/build_cuda.sh keeps the wheels; default ~/.cache/jaxmg/wheels),
+# JAXMG_NCCL_WHEEL (an NCCL 2.29 wheel small enough to carry; default: ../shared/wheels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -41,21 +44,36 @@ PYEOF
 fi
 
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+CACHE=${JAXMG_WHEEL_CACHE:-$HOME/.cache/jaxmg/wheels}
+NCCL_WHEEL=${JAXMG_NCCL_WHEEL:-$(ls "$ROOT"/../shared/wheels/nvidia_nccl_cu13-2.29.*.whl 2>/dev/null | head -1 || true)}
+if [ -z "$NCCL_WHEEL" ] || [ ! -f "$NCCL_WHEEL" ]; then
+  echo "[gpu] needs an NCCL 2.29 wheel small enough to carry: ../shared/wheels/nvidia_nccl_cu13-2.29.*.whl" >&2
+  echo "      or JAXMG_NCCL_WHEEL=... (NVIDIA's nvidia-nccl-cu13 wheel is about 200 MB)" >&2
+  exit 1
+fi
+rm -rf .gpu/wheels .gpu/lib
 mkdir -p .gpu/wheels .gpu/lib build/gpu-deps
 
-# The carried wheel (unzipped on the GPU machine: the .so is over the 64 MiB carry limit), and the
-# library, built here by scripts/build_cuda.sh (which caches the wheels).
-PYTHON=$PY scripts/build_cuda.sh
-cp "${JAXMG_WHEEL_CACHE:-$HOME/.cache/jaxmg/wheels}"/nvidia_cusolvermp_cu13-0.8.0.3126-*.whl .gpu/wheels/
+# The library, built here by scripts/build_cuda.sh against the same NCCL wheel (it caches the
+# cuSOLVERMp/cuBLASMp wheels), and the carried wheels.
+PYTHON=$PY JAXMG_NCCL_WHEEL=$NCCL_WHEEL scripts/build_cuda.sh
+cp "$CACHE"/nvidia_cusolvermp_cu13-0.9.1.9318.post1-*.whl "$CACHE"/nvidia_cublasmp_cu13-0.10.0.3695-*.whl \
+  "$NCCL_WHEEL" .gpu/wheels/
 cp build/cuda/libjaxmg_cuda.so .gpu/lib/
 echo "[gpu] built .gpu/lib/libjaxmg_cuda.so; NEEDED:"
 readelf -d .gpu/lib/libjaxmg_cuda.so | awk '/NEEDED/ {print "   ", $5}'
-du -sh .gpu | sed 's/^/[gpu] carry size /'
+ls -l .gpu/wheels | awk 'NR > 1 {print "[gpu] carry", $5, $9}'
+size=$(du -sb .gpu | cut -f1)
+echo "[gpu] carry size $((size / 1048576)) MiB"
+if [ "$size" -gt $((60 * 1048576)) ]; then
+  echo "[gpu] .gpu is over 60 MiB: it and the working tree must fit the 64 MiB carry limit" >&2
+  exit 1
+fi
 cat <<MSG
 
 Run on the GPU machine with the device tool:
   kind:    nvidia-h200-x2
-  carry:   [".gpu"]   (only .gpu/wheels and .gpu/lib, about 24 MB)
+  carry:   [".gpu"]   (only .gpu/wheels and .gpu/lib, about 57 MB)
   command: set -o pipefail; bash scripts/gpu_remote.sh 2>&1 | tee \$OUT/log.txt   (timeout_s 600)
   (stages: info multi readme single bench sweep; e.g. bash scripts/gpu_remote.sh multi readme)
 Then: scripts/gpu_roundtrip.sh collect <files_at>/gpu_results.json
