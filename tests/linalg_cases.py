@@ -11,6 +11,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
+from solve_plan import solve_name
 
 DTYPES = {
     "float32": np.float32,
@@ -27,6 +28,15 @@ def spd(n, dtype, seed):
     if np.issubdtype(dtype, np.complexfloating):
         x = x + 1j * rng.standard_normal((n, n))
     return (x @ x.conj().T / n + np.eye(n)).astype(dtype)
+
+
+def general(n, dtype, seed):
+    """A general (non-symmetric) nonsingular matrix: Gaussian entries plus sqrt(n) I."""
+    rng = np.random.default_rng(seed + 7)
+    x = rng.standard_normal((n, n))
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal((n, n))
+    return (x + np.sqrt(n) * np.eye(n)).astype(dtype)
 
 
 def rhs(n, k, dtype, seed):
@@ -78,77 +88,159 @@ def measure(case, a, b, x, logdet=None, status=None):
     return rec
 
 
-# Cases run by both workers (CPU engine under mpirun, GPU engine on the GPU machine).
 A_SPEC, B_SPEC = P("pr", "pc"), P("pr", None)
 
 
-def potrs_case(mesh, dtype_name, n, tile, k, pad=True):
-    """potrs with logdet and status; all ranks must agree on both."""
+# ------------------------------------------------------------------------------------------------
+# Solve routines: potrs and lu_solve through one set of cases, each under a unique name.
+
+MATRICES = {"potrs": spd, "lu_solve": general}
+
+
+def routine_fn(routine):
     import jaxmg
 
+    return getattr(jaxmg, routine)
+
+
+class engine_path:  # noqa: N801 - a context manager used like a function
+    """Forces one engine path for a routine on this platform, restored on exit.
+
+    "default": the routine's own choice; "inplace": the shards as they lie (the engine holds aᵀ
+    and, for lu_solve, solves with the transposed factors); "transposed": the engine is handed aᵀ
+    (aᴴ) sharded the other way; "redistribute": the engine redistributes (Gemr2D) on any mesh.
+    """
+
+    def __init__(self, routine, path, platform):
+        import jaxmg.routines.lu_solve as lu
+        import jaxmg.routines.potrs as po
+
+        self.platforms = po.TRANSPOSE_TALL_MESHES if routine == "potrs" else lu.TRANSPOSE_PLATFORMS
+        self.path, self.platform = path, platform
+
+    def __enter__(self):
+        import os
+
+        self.saved = set(self.platforms)
+        self.env = os.environ.get("JAXMG_REDISTRIBUTE")
+        if self.path == "inplace":
+            self.platforms.discard(self.platform)
+        elif self.path == "transposed":
+            self.platforms.add(self.platform)
+        elif self.path == "redistribute":
+            os.environ["JAXMG_REDISTRIBUTE"] = "always"
+        return self
+
+    def __exit__(self, *exc):
+        import os
+
+        self.platforms.clear()
+        self.platforms.update(self.saved)
+        if self.env is None:
+            os.environ.pop("JAXMG_REDISTRIBUTE", None)
+        else:
+            os.environ["JAXMG_REDISTRIBUTE"] = self.env
+
+
+def solve_case(mesh, routine, dtype_name, n, tile, k, path="default", pad=True):
+    """One solve with logdet and status: residual, log|det| and agreement of every rank."""
     dtype = DTYPES[dtype_name]
-    a, b = spd(n, dtype, n), rhs(n, k, dtype, n)
-    x, logdet, status = jaxmg.potrs(
-        place(a, mesh, A_SPEC),
-        place(b, mesh, B_SPEC if k else P("pr")),
-        T_A=tile,
-        return_logdet=True,
-        return_status=True,
-        pad=pad,
-    )
+    a, b = MATRICES[routine](n, dtype, n), rhs(n, k, dtype, n)
+    platform = mesh.devices.flat[0].platform
+    platform = "cuda" if platform == "gpu" else platform
+    with engine_path(routine, path, platform):
+        x, logdet, status = routine_fn(routine)(
+            place(a, mesh, A_SPEC),
+            place(b, mesh, B_SPEC if k else P("pr")),
+            T_A=tile,
+            return_logdet=True,
+            return_status=True,
+            pad=pad,
+        )
     assert x.shape == b.shape and x.dtype == b.dtype, (x.shape, x.dtype)
     assert logdet.dtype == np.finfo(dtype).dtype, logdet.dtype
     per_rank = local_scalars(logdet, status)
     rec = measure(
-        f"{dtype_name}-n{n}-T{tile}-k{k}", a, b, gather(x), per_rank[0][0], per_rank[0][1]
+        solve_name(routine, dtype_name, n, tile, k, path, pad),
+        a,
+        b,
+        gather(x),
+        per_rank[0][0],
+        per_rank[0][1],
     )
     rec["ranks_agree"] = bool(np.all(per_rank == per_rank[0]))
     rec["ok"] = rec["ok"] and rec["ranks_agree"]
     return rec
 
 
-def inside_jit_case(mesh, n, tile):
-    """potrs traced inside the caller's jit (only the abstract mesh is known there)."""
-    import jaxmg
-
-    a, b = spd(n, np.float64, 4), rhs(n, 3, np.float64, 4)
-
-    @jax.jit
-    def f(a, b):
-        x, logdet = jaxmg.potrs(a, 2.0 * b, T_A=tile, return_logdet=True)
-        return x / 2.0, logdet + 0.0
-
-    x, logdet = f(place(a, mesh, A_SPEC), place(b, mesh, B_SPEC))
-    return measure("inside-jit", a, b, gather(x), local_scalars(logdet)[0][0])
-
-
-def not_positive_definite_case(mesh, n, tile):
-    """NaN solution and logdet and a positive status on every rank; the next call works."""
-    import jaxmg
-
-    a = spd(n, np.float64, 6)
-    a[n // 2, n // 2] = -10.0 * n
+def singular_case(mesh, routine, n, tile, path="default"):
+    """A matrix the routine must refuse (not positive definite / exactly singular): NaN
+    solution and logdet and the same positive status on every rank; the next call works."""
+    if routine == "potrs":
+        a = spd(n, np.float64, 6)
+        a[n // 2, n // 2] = -10.0 * n
+    else:
+        a = general(n, np.float64, 6)
+        a[:, n // 2] = 0.0
     b = rhs(n, 2, np.float64, 6)
-    x, logdet, status = jaxmg.potrs(
-        place(a, mesh, A_SPEC),
-        place(b, mesh, B_SPEC),
-        T_A=tile,
-        return_logdet=True,
-        return_status=True,
-    )
-    xs = gather(x)
-    per_rank = local_scalars(logdet, status)
+    platform = mesh.devices.flat[0].platform
+    with engine_path(routine, path, "cuda" if platform == "gpu" else platform):
+        x, logdet, status = routine_fn(routine)(
+            place(a, mesh, A_SPEC),
+            place(b, mesh, B_SPEC),
+            T_A=tile,
+            return_logdet=True,
+            return_status=True,
+        )
+        xs = gather(x)
+        per_rank = local_scalars(logdet, status)
+        recovers = solve_case(mesh, routine, "float64", n, tile, 2, path)["ok"]
     rec = dict(
-        case="not-positive-definite",
+        case=f"{routine}/singular" + ("" if path == "default" else f"/{path}"),
         x_all_nan=bool(np.all(np.isnan(xs))),
         logdet_nan_all_ranks=bool(np.all(np.isnan(np.real(per_rank[:, 0])))),
         status_all_ranks=[int(np.real(s)) for s in per_rank[:, 1]],
-        recovers=potrs_case(mesh, "float64", n, tile, 2)["ok"],
+        recovers=recovers,
     )
     rec["ok"] = (
         rec["x_all_nan"]
         and rec["logdet_nan_all_ranks"]
         and all(s > 0 for s in rec["status_all_ranks"])
+        and len(set(rec["status_all_ranks"])) == 1
         and rec["recovers"]
     )
     return rec
+
+
+def run_named(plan, records, on_record=None):
+    """Runs an ordered {name: fn} plan; every record carries its plan name, also on error."""
+    import traceback
+
+    for name, fn in plan.items():
+        try:
+            rec = fn()
+        except Exception as e:  # noqa: BLE001 - reported to the test
+            rec = dict(
+                error=f"{type(e).__name__}: {e}"[:3000], trace=traceback.format_exc()[-3000:]
+            )
+        rec["case"] = name
+        rec.setdefault("ok", "error" not in rec)
+        records.append(rec)
+        if on_record is not None:
+            on_record(rec)
+    names = [r["case"] for r in records]
+    assert len(names) == len(set(names)), f"duplicate case names: {names}"
+    return records
+
+
+def inside_jit_case(mesh, routine, n, tile=6):
+    """The routine traced inside the caller's jit (only the abstract mesh is known there)."""
+    a, b = MATRICES[routine](n, np.float64, 4), rhs(n, 3, np.float64, 4)
+
+    @jax.jit
+    def f(a, b):
+        x, logdet = routine_fn(routine)(a, 2.0 * b, T_A=tile, return_logdet=True)
+        return x / 2.0, logdet + 0.0
+
+    x, logdet = f(place(a, mesh, A_SPEC), place(b, mesh, B_SPEC))
+    return measure("", a, b, gather(x), local_scalars(logdet)[0][0])

@@ -1,8 +1,9 @@
-"""`python -m jaxmg bench`: time jaxmg.potrs on the devices present against JAX on one device.
+"""`python -m jaxmg bench`: time a jaxmg solve on the devices present against JAX on one device.
 
-`cli()` runs the jaxmg timings in P processes (one per device, under `jaxmg launch`), then JAX's
-own `cho_factor` + `cho_solve` on one device in one process, merges both into one JSON file,
-prints a table and (with matplotlib) draws a plot next to the JSON.
+`--routine potrs` (Cholesky) or `lu_solve` (pivoted LU). `cli()` runs the jaxmg timings in P
+processes (one per device, under `jaxmg launch`), then JAX's own `cho_factor` + `cho_solve` (or
+`lu_factor` + `lu_solve`) on one device in one process, merges both into one JSON file, prints a
+table and (with matplotlib) draws a plot next to the JSON.
 
 Matrix: A[i, j] = r**|i - j| with r = 0.5 (Kac-Murdock-Szego: SPD, cond(A) <= 9, exact
 log det A = (N - 1) log(1 - r**2)), generated on the devices, each device its own shard.
@@ -24,10 +25,13 @@ import time
 from pathlib import Path
 
 R = 0.5
+# Flop counts of the factorizations (the solves are lower order).
+FLOPS = {"potrs": lambda n: n**3 / 3, "lu_solve": lambda n: 2 * n**3 / 3}
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m jaxmg bench", description=__doc__.split("\n")[0])
+    p.add_argument("--routine", choices=sorted(FLOPS), default="potrs")
     p.add_argument("-n", "--processes", type=int, default=None, help="default: GPUs, else 2")
     p.add_argument("--sizes", default="2048,4096", help="comma-separated N (default 2048,4096)")
     p.add_argument("--dtypes", default="float64,float32")
@@ -132,7 +136,7 @@ def _run_jaxmg(args) -> list[dict]:
             def solve(a, b, tile=tile):
                 # Called directly (not under an outer jit) so that donate=True lets the
                 # factorization overwrite a's buffer.
-                return jaxmg.potrs(
+                return getattr(jaxmg, args.routine)(
                     a, b, T_A=tile, mesh=mesh, return_logdet=True, donate=args.donate
                 )
 
@@ -143,7 +147,7 @@ def _run_jaxmg(args) -> list[dict]:
                 seconds=min(times[1:]),
                 compile_and_first_s=times[0],
                 all_s=times,
-                tflops=n**3 / 3 / min(times[1:]) / 1e12,
+                tflops=FLOPS[args.routine](n) / min(times[1:]) / 1e12,
                 logdet_rel_err=abs(ld - _exact_logdet(n)) / abs(_exact_logdet(n)),
                 logdet_ok=abs(ld - _exact_logdet(n)) <= 100 * n * eps * abs(_exact_logdet(n)),
                 tile=tile,
@@ -164,7 +168,7 @@ def _run_baseline(args) -> list[dict]:
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from jax.scipy.linalg import cho_factor, cho_solve
+    from jax.scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
     _enable_x64(args)
     device = jax.devices()[0]
@@ -182,6 +186,9 @@ def _run_baseline(args) -> list[dict]:
 
                 @jax.jit
                 def solve(a, b):
+                    if args.routine == "lu_solve":
+                        f = lu_factor(a)
+                        return lu_solve(f, b), jnp.sum(jnp.log(jnp.abs(jnp.diagonal(f[0]))))
                     c = cho_factor(a, lower=True)
                     return cho_solve(c, b), 2 * jnp.sum(jnp.log(jnp.diagonal(c[0])))
 
@@ -189,7 +196,7 @@ def _run_baseline(args) -> list[dict]:
                 rec.update(
                     seconds=min(times[1:]),
                     all_s=times,
-                    tflops=n**3 / 3 / min(times[1:]) / 1e12,
+                    tflops=FLOPS[args.routine](n) / min(times[1:]) / 1e12,
                     logdet_rel_err=abs(float(logdet) - _exact_logdet(n)) / abs(_exact_logdet(n)),
                     peak_bytes=_peak_bytes(),
                 )
@@ -260,7 +267,7 @@ def _plot(records, path):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("N")
-    ax.set_ylabel("seconds (potrf + potrs)")
+    ax.set_ylabel("seconds (factorization + solve)")
     ax.legend()
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
@@ -292,6 +299,8 @@ def cli(argv: list[str]) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     procs = args.processes or _gpu_count() or 2
     passthrough = [
+        "--routine",
+        args.routine,
         "--sizes",
         ",".join(map(str, args.sizes)),
         "--dtypes",
@@ -338,7 +347,7 @@ def cli(argv: list[str]) -> int:
         if rc != 0:
             print(f"[bench] {role} exited with {rc}", flush=True)
     result = dict(
-        routine="potrs",
+        routine=args.routine,
         matrix=f"Kac-Murdock-Szego r={R}",
         commit=_git_commit(),
         host=os.uname().nodename,

@@ -1,0 +1,157 @@
+"""GPU tests of potrs and lu_solve on the cuSOLVERMp engine; run on the GPU machine, not by pytest.
+
+Usage (see scripts/gpu_remote.sh):
+  python -m jaxmg launch -n 2 tests/gpu/solve_gpu.py multi OUT_DIR   # 2 processes, 1 GPU each
+  python tests/gpu/solve_gpu.py single OUT_DIR                        # 1 process, 1 GPU
+
+multi: meshes 2x1 and 1x2, the cases of tests/solve_plan.py's gpu_plan (four dtypes, tiles that
+divide and pad, every engine path: in place, transposed, redistributed (Gemr2D), hence P x 1 and
+1 x P engine grids and row and column tile permutations), then 200 mixed calls with flat GPU
+memory. single: a 1x1 mesh. Each record is named as in the plan; the summary lists cases missing
+from the records or failed. Process 0 writes OUT_DIR/gpu_<mode>.json after every case.
+"""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+mode, out_dir = sys.argv[1], sys.argv[2]
+if mode == "multi":
+    jax.distributed.initialize()
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from linalg_cases import (  # noqa: E402
+    A_SPEC,
+    B_SPEC,
+    gather,
+    inside_jit_case,
+    measure,
+    place,
+    rhs,
+    routine_fn,
+    run_named,
+    singular_case,
+    solve_case,
+    spd,
+)
+from solve_plan import gpu_plan  # noqa: E402
+
+RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}
+
+
+def save():
+    if jax.process_index() == 0:
+        with open(os.path.join(out_dir, f"gpu_{mode}.json"), "w") as f:
+            json.dump(RESULTS, f, indent=1)
+
+
+def log(*args):
+    if jax.process_index() == 0:
+        print(*args, flush=True)
+
+
+def gpu_used_bytes():
+    try:
+        import cupy
+
+        free, total = cupy.cuda.runtime.memGetInfo()
+        return int(total - free)
+    except Exception:  # noqa: BLE001 - cupy missing: XLA's own count
+        return int((jax.local_devices()[0].memory_stats() or {}).get("bytes_in_use", -1))
+
+
+def case_repeated(mesh, calls=200):
+    """Mixed potrs and lu_solve calls: flat GPU memory, per-call time at n = 256."""
+    n = 256
+    a, b = spd(n, np.float64, 8), rhs(n, 1, np.float64, 8)
+    ap, bp = place(a, mesh, A_SPEC), place(b, mesh, B_SPEC)
+    fns = [jax.jit(lambda a, b, r=r: routine_fn(r)(a, b, T_A=32)) for r in ("potrs", "lu_solve")]
+    for i in range(20):
+        x = fns[i % 2](ap, bp)
+    x.block_until_ready()
+    used0 = gpu_used_bytes()
+    t0 = time.perf_counter()
+    for i in range(calls):
+        x = fns[i % 2](ap, bp)
+    x.block_until_ready()
+    per_call_ms = (time.perf_counter() - t0) / calls * 1e3
+    rec = measure("", a, b, gather(x))
+    rec.update(
+        calls=calls,
+        gpu_used_growth_bytes=gpu_used_bytes() - used0,
+        per_call_ms_n256=per_call_ms,
+    )
+    rec["ok"] = rec["ok"] and rec["gpu_used_growth_bytes"] <= 4 << 20
+    return rec
+
+
+def log_record(rec):
+    RESULTS["records"].append(rec)
+    keys = ("residual", "logdet_err", "status", "status_all_ranks", "per_call_ms_n256", "error")
+    log(
+        f"[{'ok' if rec.get('ok') else 'FAIL'}] {rec['case']} "
+        + ", ".join(f"{k}={rec[k]}" for k in keys if k in rec)
+    )
+    save()
+
+
+def run_plan(plan):
+    RESULTS["expected"] += list(plan)
+    save()
+    run_named(plan, [], on_record=log_record)
+
+
+def mesh_plan(mesh, tag):
+    kinds = {
+        "solve": lambda **p: solve_case(mesh, **p),
+        "inside-jit": lambda routine, n: inside_jit_case(mesh, routine, n, 8),
+        "singular": lambda routine, n: singular_case(mesh, routine, n, 8),
+    }
+    return {
+        f"{tag}/{name}": (lambda k=kind, p=params: kinds[k](**p))
+        for name, kind, params in gpu_plan(*mesh.devices.shape)
+    }
+
+
+def main():
+    try:
+        import ctypes
+
+        from jaxmg._core import native as _native
+
+        buf = ctypes.create_string_buffer(4096)
+        _native.engine("cuda").jaxmg_cuda_versions(buf, len(buf))
+        RESULTS["versions"] = buf.value.decode()
+    except Exception as e:  # noqa: BLE001
+        RESULTS["versions"] = f"error: {e}"
+    RESULTS["jax"] = jax.__version__
+    RESULTS["devices"] = [str(d) for d in jax.devices()]
+    log("versions:", RESULTS["versions"])
+    if mode == "multi":
+        for shape in ((2, 1), (1, 2)):
+            mesh = jax.make_mesh(shape, ("pr", "pc"))
+            run_plan(mesh_plan(mesh, f"mesh{shape[0]}x{shape[1]}"))
+        mesh = jax.make_mesh((2, 1), ("pr", "pc"))
+        run_plan({"mesh2x1/mixed-repeated": lambda: case_repeated(mesh)})
+    else:
+        mesh = jax.make_mesh((1, 1), ("pr", "pc"), devices=jax.local_devices()[:1])
+        run_plan(mesh_plan(mesh, "mesh1x1"))
+    names = [r["case"] for r in RESULTS["records"]]
+    RESULTS["missing"] = sorted(set(RESULTS["expected"]) - set(names))
+    RESULTS["unexpected"] = sorted(set(names) - set(RESULTS["expected"]))
+    RESULTS["failed"] = [r["case"] for r in RESULTS["records"] if not r.get("ok")]
+    save()
+    log(
+        f"{mode}: {len(names)} cases of {len(RESULTS['expected'])}, "
+        f"{len(RESULTS['failed'])} failed: {RESULTS['failed']}, missing: {RESULTS['missing']}"
+    )
+
+
+main()

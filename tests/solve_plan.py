@@ -1,0 +1,110 @@
+"""The cases the solve workers run, by name: pure data, shared by the workers and the tests.
+
+A worker runs every case of its plan and records each under the plan's name (also when the case
+raises); the test asserts that the records are exactly the plan, so no case can be lost, renamed
+or silently skipped.
+"""
+
+from __future__ import annotations
+
+import math
+
+DTYPE_NAMES = ("float32", "float64", "complex64", "complex128")
+ROUTINES = ("potrs", "lu_solve")
+
+
+def solve_name(routine, dtype_name, n, tile, k, path="default", pad=True):
+    name = f"{routine}/{dtype_name}/n{n}/T{tile}/k{k}"
+    if path != "default":
+        name += f"/{path}"
+    if not pad:
+        name += "/nopad"
+    return name
+
+
+def order_for(mesh_rows: int, mesh_cols: int) -> int:
+    """A small matrix order every routine accepts on the mesh (a multiple of both sides)."""
+    big, small = max(mesh_rows, mesh_cols), min(mesh_rows, mesh_cols)
+    return 48 if big % small == 0 else 60
+
+
+def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
+    """[(case name, kind, parameters)] for the CPU engine on one mesh."""
+    n = order_for(mesh_rows, mesh_cols)
+    piece = n // math.lcm(mesh_rows, mesh_cols)
+    plan = []
+
+    def solve(routine, dtype_name, n, tile, k, path="default", pad=True):
+        name = solve_name(routine, dtype_name, n, tile, k, path, pad)
+        plan.append(
+            (
+                name,
+                "solve",
+                dict(
+                    routine=routine, dtype_name=dtype_name, n=n, tile=tile, k=k, path=path, pad=pad
+                ),
+            )
+        )
+
+    for routine in ROUTINES:
+        # Tiles: automatic, 4 (divides the pieces), 5 (padding), one tile per piece.
+        for dtype_name in DTYPE_NAMES:
+            for tile in dict.fromkeys((None, 4, 5, piece)):
+                solve(routine, dtype_name, n, tile, 3)
+        solve(routine, "float64", n, 4, 0)  # vector b
+        solve(routine, "complex128", n, 7, 1)
+        solve(routine, "float64", 2 * n, 3, 5)
+        solve(routine, "float64", n, 2, 3, pad=False)
+        solve(routine, "complex128", n, 4, 3, path="transposed")
+        solve(routine, "complex128", n, 5, 3, path="redistribute")
+        solve(routine, "float32", n, 4, 2, path="inplace")
+        for kind in (
+            "replicated-b",
+            "permuted-devices",
+            "inside-jit",
+            "donate",
+            "singular",
+            "no-matrix-collective",
+        ):
+            plan.append((f"{routine}/{kind}", kind, dict(routine=routine, n=n)))
+    plan.append(("mixed-repeated", "repeated", dict(n=n)))
+    return plan
+
+
+def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
+    """[(case name, kind, parameters)] for the GPU engine on one mesh: every engine path
+    (in place and transposed, hence P x 1 and 1 x P engine grids and row and column tile
+    permutations; padding; redistribution) with residuals, for both routines."""
+    n = 64
+    piece = n // math.lcm(mesh_rows, mesh_cols)
+    plan = []
+
+    def solve(routine, dtype_name, n, tile, k, path="default", pad=True):
+        name = solve_name(routine, dtype_name, n, tile, k, path, pad)
+        plan.append(
+            (
+                name,
+                "solve",
+                dict(
+                    routine=routine, dtype_name=dtype_name, n=n, tile=tile, k=k, path=path, pad=pad
+                ),
+            )
+        )
+
+    paths = (
+        ("inplace", "transposed", "redistribute")
+        if mesh_rows * mesh_cols > 1
+        else ("inplace", "redistribute")
+    )
+    for routine in ROUTINES:
+        for dtype_name in DTYPE_NAMES:
+            for tile in dict.fromkeys((8, 5, piece)):  # divides, pads, one tile per piece
+                solve(routine, dtype_name, n, tile, 3)
+        for path in paths:
+            solve(routine, "float64", n, 8, 3, path=path)
+            solve(routine, "complex128", n, 5, 2, path=path)
+        solve(routine, "float64", n, 8, 0)  # vector b
+        solve(routine, "complex64", n, 4, 10)  # many right-hand sides
+        plan.append((f"{routine}/inside-jit", "inside-jit", dict(routine=routine, n=n)))
+        plan.append((f"{routine}/singular", "singular", dict(routine=routine, n=n)))
+    return plan
