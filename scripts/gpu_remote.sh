@@ -95,12 +95,12 @@ for stage in $STAGES; do
     info)
       { lib_versions; timeout 30 "$PY" -m jaxmg info; } 2>&1 | tee "$OUT/info.log" ;;
     multi)
-      timeout $((T_MULTI + 20)) "$PY" -m jaxmg launch -n 2 --timeout $T_MULTI tests/gpu/potrs_gpu.py multi "$OUT" ;;
+      timeout $((T_MULTI + 20)) "$PY" -m jaxmg launch -n 2 --timeout $T_MULTI tests/gpu/solve_gpu.py multi "$OUT" ;;
     readme)
       timeout 60 "$PY" -m jaxmg launch -n 2 --timeout 50 examples/readme_example.py 2>&1 \
         | tee "$OUT/readme.log" ;;
     single)
-      CUDA_VISIBLE_DEVICES=0 timeout $T_SINGLE "$PY" tests/gpu/potrs_gpu.py single "$OUT" ;;
+      CUDA_VISIBLE_DEVICES=0 timeout $T_SINGLE "$PY" tests/gpu/solve_gpu.py single "$OUT" ;;
     bench)
       # Timings: potrs on both GPUs vs cho_factor + cho_solve on one (python -m jaxmg bench).
       XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_BENCH:-330} \
@@ -136,7 +136,10 @@ for name in ("readme", "info"):
 lines = [line.strip() for line in (res["readme_log"] or "").splitlines()]
 res["readme_ok"] = "True" in lines and "False" not in lines
 recs = [r for s in res["stages"].values() if s for r in s["records"]]
-res["summary"] = {"cases": len(recs), "failed": [f"{r['case']} {r.get('mesh')}" for r in recs
+res["summary"] = {"cases": len(recs),
+                  "expected": sum(len(s.get("expected", [])) for s in res["stages"].values() if s),
+                  "missing": [m for s in res["stages"].values() if s for m in s.get("missing", [])],
+                  "failed": [f"{r['case']} {r.get('mesh')}" for r in recs
                                                 if not r.get("ok")]}
 print("\n=== timings (best of 3 warm runs) ===")
 for r in recs:
