@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "cuda/kernels.h"
@@ -134,6 +135,32 @@ __global__ void LogDiagKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int
   if (threadIdx.x == 0) *sum = static_cast<typename Traits<T>::Real>(part[0]);
 }
 
+// One block: the smallest 1-based engine-global index of a local diagonal entry that is zero or not
+// finite, or 0 when there is none.
+template <typename T>
+__global__ void DiagCheckKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,
+                                int myrow, int mycol, int32_t* out) {
+  __shared__ int64_t first[kThreads];
+  int64_t best = INT64_MAX;
+  for (int64_t c = threadIdx.x; c < lc; c += blockDim.x) {
+    const int64_t gc = CyclicGlobal(c, t, npcol, mycol);
+    if ((gc / t) % nprow != myrow) continue;
+    const int64_t r = (gc / t / nprow) * t + gc % t;
+    if (r >= lr) continue;
+    const double d = static_cast<double>(Traits<T>::Abs(a[r + c * lr]));
+    if (!(d > 0.0) || !isfinite(d)) best = min(best, gc + 1);
+  }
+  first[threadIdx.x] = best;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) first[threadIdx.x] = min(first[threadIdx.x], first[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    *out = first[0] == INT64_MAX ? 0 : static_cast<int32_t>(min(first[0], int64_t{INT32_MAX}));
+  }
+}
+
 template <typename R>
 __global__ void FinishLogdetKernel(const R* sum, R scale, bool ok, R* out) {
   *out = ok ? scale * *sum : Traits<R>::Nan();
@@ -227,6 +254,15 @@ cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t 
     using R = typename Traits<T>::Real;
     LogDiagKernel<T><<<1, kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t, nprow, npcol,
                                                  myrow, mycol, static_cast<R*>(sum));
+  });
+}
+
+cudaError_t DiagCheck(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                      int npcol, int myrow, int mycol, int32_t* out, cudaStream_t stream) {
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    DiagCheckKernel<T><<<1, kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t, nprow,
+                                                   npcol, myrow, mycol, out);
   });
 }
 

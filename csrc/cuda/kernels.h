@@ -38,6 +38,11 @@ cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_
 cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
                        int npcol, int myrow, int mycol, void* sum, cudaStream_t stream);
 
+// *out = the smallest 1-based engine-global index of a local diagonal entry of a block-cyclic
+// matrix that is zero or not finite, or 0 when there is none.
+cudaError_t DiagCheck(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                      int npcol, int myrow, int mycol, int32_t* out, cudaStream_t stream);
+
 // *out = ok ? scale * *sum : NaN (real type of dt).
 cudaError_t FinishLogdet(Dtype dt, const void* sum, double scale, bool ok, void* out,
                          cudaStream_t stream);

@@ -129,7 +129,7 @@ Status CreateContext(const ContextParams& p, int64_t* id) {
   JAXMG_BLASMP(cublasMpCreate(&c->blas, c->init_stream));
   JAXMG_BLASMP(
       cublasMpGridCreate(p.nprow, p.npcol, CUBLASMP_GRID_LAYOUT_ROW_MAJOR, c->comm, &c->blas_grid));
-  JAXMG_CUDA(cudaMallocHost(&c->pinned, 4 * sizeof(int32_t)));
+  JAXMG_CUDA(cudaMallocHost(&c->pinned, 8 * sizeof(int32_t)));
   std::lock_guard<std::mutex> lock(TableMutex());
   auto& table = Table();
   c->id = table.empty() ? 1 : table.rbegin()->first + 1;

@@ -73,7 +73,7 @@ struct Context {
   cublasMpHandle_t blas = nullptr;
   cublasMpGrid_t blas_grid = nullptr;
   cudaStream_t init_stream = nullptr;  // the handles' creation stream; calls use XLA's stream
-  int32_t* pinned = nullptr;           // small pinned host buffer: status and mesh position
+  int32_t* pinned = nullptr;           // 8 pinned ints: status, diagonal check, mesh position
   std::vector<char> host_work;         // engine host workspace
   std::map<std::tuple<int64_t, int64_t, bool, int, bool>, std::unique_ptr<PlanState>> plans;
   std::mutex mu;  // one call at a time per context

@@ -161,39 +161,40 @@ Status Engine::Prepare(void* shard) {
                         std::max<int64_t>(lr, 1));
 }
 
+template <typename T>
 Status Engine::Agree(bool failed, int* info) {
-  // small_[0] holds the engine's info (device); small_[1] = 1 when this shard's position is not
-  // the context's. Both are agreed (max) over every rank before anyone branches.
-  if (failed) {
-    // The engine gave up without an order (cuSOLVERMp returns INTERNAL_ERROR or
-    // EXECUTION_FAILED for some matrices that are not positive definite): report n + 1.
-    JAXMG_CUDA(
-        cudaMemcpyAsync(ctx_.pinned, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-    JAXMG_CUDA(cudaStreamSynchronize(stream_));
-    if (ctx_.pinned[0] <= 0) {
-      ctx_.pinned[0] =
-          static_cast<int32_t>(std::min<int64_t>(state_.plan.engine_rows() + 1, INT32_MAX));
-      JAXMG_CUDA(
-          cudaMemcpyAsync(small_, ctx_.pinned, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-    }
-  }
-  JAXMG_CUDA(cudaMemcpyAsync(ctx_.pinned + 2, position_, 2 * sizeof(int32_t),
-                             cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  ctx_.pinned[1] = (ctx_.pinned[2] != ctx_.mesh_u || ctx_.pinned[3] != ctx_.mesh_v) ? 1 : 0;
-  JAXMG_CUDA(cudaMemcpyAsync(small_ + 1, ctx_.pinned + 1, sizeof(int32_t), cudaMemcpyHostToDevice,
-                             stream_));
-  JAXMG_NCCL(ncclAllReduce(small_, small_, 2, ncclInt32, ncclMax, ctx_.comm, stream_));
+  // The local status: the engine's info when positive; else (the engine gave up without an order:
+  // cuSOLVERMp returns INTERNAL_ERROR or EXECUTION_FAILED for some matrices that are not positive
+  // definite) n + 1; else the first diagonal entry of the factor that is zero or not finite (NaN
+  // or Inf input, or a singular matrix the engine did not flag). Then the status and the
+  // position check (1 when this shard's position is not the context's) are agreed (max) over
+  // every rank before anyone branches.
+  const layout::Plan& plan = state_.plan;
+  JAXMG_CUDA(cuda::DiagCheck(KernelType<T>(), work_, local_rows_, local_cols_, plan.tile,
+                             ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, small_ + 3, stream_));
+  int32_t* host = ctx_.pinned;
+  JAXMG_CUDA(cudaMemcpyAsync(host, small_, 4 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(
-      cudaMemcpyAsync(ctx_.pinned, small_, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+      cudaMemcpyAsync(host + 4, position_, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  if (ctx_.pinned[1] != 0) {  // the same branch on every rank
+  int32_t local = host[0] > 0 ? host[0] : 0;
+  if (local == 0 && failed) {
+    local = static_cast<int32_t>(std::min<int64_t>(plan.engine_rows() + 1, INT32_MAX));
+  }
+  if (local == 0) local = host[3];
+  host[0] = local;
+  host[1] = (host[4] != ctx_.mesh_u || host[5] != ctx_.mesh_v) ? 1 : 0;
+  JAXMG_CUDA(cudaMemcpyAsync(small_, host, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  JAXMG_NCCL(ncclAllReduce(small_, small_, 2, ncclInt32, ncclMax, ctx_.comm, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(host, small_, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  if (host[1] != 0) {  // the same branch on every rank
     return Status::Error(
         "jaxmg GPU context was made for another placement of the mesh's devices than this call's "
         "(a mesh whose device order differs from jax.make_mesh's, seen only as an abstract mesh "
         "inside jit): pass mesh=... (the concrete mesh) to the jaxmg call");
   }
-  *info = ctx_.pinned[0];
+  *info = host[0];
   return Status();
 }
 
@@ -210,7 +211,7 @@ Status Engine::Potrf(int* info) {
       workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_);
   const bool failed = s == CUSOLVER_STATUS_INTERNAL_ERROR || s == CUSOLVER_STATUS_EXECUTION_FAILED;
   if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(s, "cusolverMpPotrf"));
-  return Agree(failed, info);
+  return Agree<T>(failed, info);
 }
 
 template <typename T>
@@ -227,7 +228,7 @@ Status Engine::Getrf(int* info) {
   JAXMG_SOLVER(cusolverMpGetrf(ctx_.handle, n, n, work_, 1, 1, desc_a_.get(), ipiv_,
                                DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
                                ctx_.host_work.size(), small_));
-  return Agree(false, info);
+  return Agree<T>(false, info);
 }
 
 template <typename T>
@@ -248,8 +249,12 @@ Status Engine::Potrs() {
 
 template <typename T>
 Status Engine::Getrs(bool transpose) {
+  if (transpose) {  // jaxmg/routines/lu_solve.py hands the GPU engine aᵀ instead
+    return JAXMG_ERROR(
+        "cuSOLVERMp's Getrs has no transposed solve (CUSOLVER_STATUS_NOT_SUPPORTED)");
+  }
   const int64_t n = state_.plan.engine_rows();
-  const cublasOperation_t op = transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op = CUBLAS_OP_N;
   size_t dev = 0, host = 0;
   JAXMG_SOLVER(cusolverMpGetrs_bufferSize(ctx_.handle, op, n, nrhs_, work_, 1, 1, desc_a_.get(),
                                           ipiv_, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),

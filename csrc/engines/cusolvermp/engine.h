@@ -63,8 +63,8 @@ class Engine {
   Status Scratch(size_t bytes, void** out);
   // A device workspace of at least `bytes` (reused across the steps of the call).
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
-  // Status agreement: *info (local engine info, or `failed` when the engine gave up without
-  // one) and the position check, max over every rank; returns the agreed info.
+  // Status agreement (see engine.cc); returns the agreed info.
+  template <typename T>
   Status Agree(bool failed, int* info);
 
   Context& ctx_;
@@ -78,7 +78,8 @@ class Engine {
   int64_t* ipiv_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  int32_t* small_ = nullptr;  // [0..1]: agreement, [2]: solve info, then 16 bytes for a sum
+  int32_t* small_ = nullptr;  // [0..1]: agreement, [2]: solve info, [3]: diagonal check, then
+                              // 16 bytes for a sum
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   void* local_b_ = nullptr;
   Descriptor desc_b_;

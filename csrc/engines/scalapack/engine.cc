@@ -83,7 +83,23 @@ Status Engine::Prepare(void* shard) {
 
 template <typename T>
 Status Engine::Agree(int* info) {
-  // A negative info is an engine error (caught by the wrappers); positive infos are numerical.
+  // The local status: the engine's info when positive (negative infos are engine errors, caught
+  // by the wrappers), else the first diagonal entry of the factor that is zero or not finite
+  // (NaN or Inf input, or a singular matrix the engine did not flag); agreed (max) by every rank.
+  if (*info <= 0) {
+    *info = 0;
+    const int64_t t = plan_->tile, lr = local_rows_, lc = local_cols_;
+    const T* a = As<T>(work_);
+    for (int64_t c = 0; c < lc && *info == 0; ++c) {
+      const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+      if ((gc / t) % grid_->nprow != grid_->myrow) continue;
+      const int64_t r = (gc / t / grid_->nprow) * t + gc % t;
+      const double d = static_cast<double>(std::abs(a[r + c * lr]));
+      if (r < lr && (!(d > 0.0) || !std::isfinite(d))) {
+        *info = static_cast<int>(std::min<int64_t>(gc + 1, std::numeric_limits<int>::max()));
+      }
+    }
+  }
   return AllreduceMax(*grid_, info);
 }
 
