@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <complex>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "common/scalar.h"
@@ -85,6 +87,11 @@ Status Engine::Scratch(size_t bytes, void** out) {
 }
 
 Status Engine::Workspace(size_t bytes, size_t host_bytes, void** out) {
+  static const bool debug = std::getenv("JAXMG_DEBUG") != nullptr;
+  if (debug) {
+    std::fprintf(stderr, "[jaxmg] engine workspace: %zu device bytes, %zu host bytes\n", bytes,
+                 host_bytes);
+  }
   if (bytes > workspace_bytes_ || workspace_ == nullptr) {
     JAXMG_RETURN_IF_ERROR(Scratch(bytes, &workspace_));
     workspace_bytes_ = std::max<size_t>(bytes, 256);
