@@ -114,8 +114,8 @@ for stage in $STAGES; do
       for mesh in ${SWEEP_MESHES:-2x1 1x2}; do
         XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_SWEEP:-150} \
           "$PY" -m jaxmg bench -n ${BENCH_PROCS:-2} --mesh "$mesh" --sizes "${SWEEP_SIZE:-65536}" \
-          --dtypes float64 --tile "${SWEEP_TILES:-512,1024,2048}" --repeats 2 --no-baseline \
-          --timeout "${T_SWEEP:-150}" --out "$OUT/sweep_$mesh.json" 2>&1 | grep -v Gloo
+          --dtypes float64 --tile "${SWEEP_TILES:-512,1024,2048}" --repeats 2 --no-baseline ${BENCH_EXTRA:-} \
+          --timeout "${T_SWEEP:-150}" --out "$OUT/${SWEEP_NAME:-sweep}_$mesh.json" 2>&1 | grep -v Gloo
       done ;;
     *) echo "[remote] unknown stage $stage" ;;
   esac
