@@ -1,6 +1,7 @@
 #include "engines/cusolvermp/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <complex>
 #include <cstdio>
@@ -60,6 +61,32 @@ class BlasDescriptor {
   cublasMpMatrixDescriptor_t desc_ = nullptr;
 };
 
+bool Debug() {
+  static const bool debug = std::getenv("JAXMG_DEBUG") != nullptr;
+  return debug;
+}
+
+// With JAXMG_DEBUG set: the wall time of one engine step (the stream is synchronized around it).
+class StepTimer {
+ public:
+  StepTimer(const char* name, cudaStream_t stream) : name_(name), stream_(stream) {
+    if (!Debug()) return;
+    cudaStreamSynchronize(stream_);
+    start_ = std::chrono::steady_clock::now();
+  }
+  ~StepTimer() {
+    if (!Debug()) return;
+    cudaStreamSynchronize(stream_);
+    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start_;
+    std::fprintf(stderr, "[jaxmg] step %s: %.2f ms\n", name_, ms.count());
+  }
+
+ private:
+  const char* name_;
+  cudaStream_t stream_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 // Columns redistributed per Gemr2D call: bounded so that the engine's workspace stays small.
 constexpr size_t kRedistributeChunkBytes = size_t{1} << 30;
 
@@ -87,8 +114,7 @@ Status Engine::Scratch(size_t bytes, void** out) {
 }
 
 Status Engine::Workspace(size_t bytes, size_t host_bytes, void** out) {
-  static const bool debug = std::getenv("JAXMG_DEBUG") != nullptr;
-  if (debug) {
+  if (Debug()) {
     std::fprintf(stderr, "[jaxmg] engine workspace: %zu device bytes, %zu host bytes\n", bytes,
                  host_bytes);
   }
@@ -105,6 +131,7 @@ Status Engine::Workspace(size_t bytes, size_t host_bytes, void** out) {
 
 template <typename T>
 Status Engine::Prepare(void* shard) {
+  StepTimer timer("Prepare", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t t = plan.tile;
@@ -207,6 +234,7 @@ Status Engine::Agree(bool failed, int* info) {
 
 template <typename T>
 Status Engine::Potrf(int* info) {
+  StepTimer timer("Potrf", stream_);
   const int64_t n = state_.plan.engine_rows();
   size_t dev = 0, host = 0;
   JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
@@ -223,6 +251,7 @@ Status Engine::Potrf(int* info) {
 
 template <typename T>
 Status Engine::Getrf(int* info) {
+  StepTimer timer("Getrf", stream_);
   const int64_t n = state_.plan.engine_rows();
   void* p = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * (local_rows_ + state_.plan.tile), &p));
@@ -240,6 +269,7 @@ Status Engine::Getrf(int* info) {
 
 template <typename T>
 Status Engine::Potrs() {
+  StepTimer timer("Potrs", stream_);
   const int64_t n = state_.plan.engine_rows();
   size_t dev = 0, host = 0;
   JAXMG_SOLVER(cusolverMpPotrs_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs_, work_, 1,
@@ -256,6 +286,7 @@ Status Engine::Potrs() {
 
 template <typename T>
 Status Engine::Getrs(bool transpose) {
+  StepTimer timer("Getrs", stream_);
   if (transpose) {  // jaxmg/routines/lu_solve.py hands the GPU engine aᵀ instead
     return JAXMG_ERROR(
         "cuSOLVERMp's Getrs has no transposed solve (CUSOLVER_STATUS_NOT_SUPPORTED)");
@@ -290,6 +321,7 @@ Status Engine::LogAbsDiag(double scale, bool ok, void* out) {
 
 template <typename T>
 Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
+  StepTimer timer("RhsIn", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
@@ -316,6 +348,7 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
 
 template <typename T>
 Status Engine::RhsOut(void* x, Axis axis, bool conj) {
+  StepTimer timer("RhsOut", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t n = plan.rows.extent, t = plan.tile, nrhs = nrhs_;
