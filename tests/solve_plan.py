@@ -92,12 +92,8 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
         )
 
     for routine in ROUTINES:
-        # lu_solve always takes the transposed path on GPUs (cuSOLVERMp's Getrs has no
-        # transposed solve); a 1 x 1 mesh has no separate transposed path.
         paths = ["inplace", "transposed", "redistribute"]
-        if routine == "lu_solve":
-            paths.remove("inplace")
-        if mesh_rows * mesh_cols == 1:
+        if mesh_rows * mesh_cols == 1:  # no separate transposed path
             paths.remove("transposed")
         for dtype_name in DTYPE_NAMES:
             for tile in dict.fromkeys((8, 5, piece)):  # divides, pads, one tile per piece

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from jaxmg._core import routine as _routine
 
-# Platforms whose engine is handed aᵀ sharded the other way (a transpose local to each device, one
-# extra shard of memory) so that it factors A and solves without transposition: cuSOLVERMp's
-# Getrs solves only with the factors as they are (CUSOLVER_STATUS_NOT_SUPPORTED for a transposed
-# solve, seen with 0.9.1 on H200s). Elsewhere the engine factors the shards as they lie (Aᵀ read
-# column-major) and solves with the transposed factors (ScaLAPACK p?getrs 'T'), in place.
+# By default the engine factors the shards as they lie (Aᵀ read column-major, in place) and
+# solves with the transposed factors: ScaLAPACK p?getrs 'T' on CPUs; on GPUs cuBLASMp triangular
+# solves with transposition and the pivots applied on the host (cuSOLVERMp's Getrs has no
+# transposed solve). On platforms listed here the engine is instead handed aᵀ sharded the other
+# way (a transpose local to each device, one more shard of memory) unless donate=True.
 TRANSPOSE_PLATFORMS = {"cuda"}
 
 ROUTINE = _routine.SolveRoutine(
     name="lu_solve",
     symmetric=False,
-    hand_transpose=lambda placement, donate: placement.platform in TRANSPOSE_PLATFORMS,
+    hand_transpose=lambda placement, donate: (
+        placement.platform in TRANSPOSE_PLATFORMS and not donate
+    ),
 )
 
 
@@ -49,8 +51,7 @@ def lu_solve(
         singular (U[k-1, k-1] of the engine's ordering is exactly zero).
       return_logdet: also return log |det A| (a real scalar).
       pad: allow padding when T_A does not divide the shard (costs a copy of the shard).
-      donate: let jaxmg overwrite `a` (saves one copy of the shard outside jit on CPUs; on GPUs
-        the engine works on a transposed copy either way).
+      donate: let jaxmg overwrite `a` (saves one copy of the shard outside jit).
 
     Returns:
       x with b's shape and dtype; (x, status) with return_status; (x, logdet) with

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/scalar.h"
 #include "cuda/kernels.h"
@@ -287,10 +289,7 @@ Status Engine::Potrs() {
 template <typename T>
 Status Engine::Getrs(bool transpose) {
   StepTimer timer("Getrs", stream_);
-  if (transpose) {  // jaxmg/routines/lu_solve.py hands the GPU engine aᵀ instead
-    return JAXMG_ERROR(
-        "cuSOLVERMp's Getrs has no transposed solve (CUSOLVER_STATUS_NOT_SUPPORTED)");
-  }
+  if (transpose) return TransposedLuSolve<T>();
   const int64_t n = state_.plan.engine_rows();
   const cublasOperation_t op = CUBLAS_OP_N;
   size_t dev = 0, host = 0;
@@ -303,6 +302,91 @@ Status Engine::Getrs(bool transpose) {
                                local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(), d_work,
                                workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
                                small_ + 2));
+  return Status();
+}
+
+// cuSOLVERMp's Getrs has no transposed solve (CUSOLVER_STATUS_NOT_SUPPORTED in 0.9.1), so
+// Bᵀ z = c with P B = L U, i.e. Uᵀ Lᵀ (P z) = c, is solved here: two cuBLASMp triangular solves
+// with transposition give v = P z on the device; then the whole v (n x nrhs, small) is gathered
+// on every rank and z = Pᵀ v is applied on the host, interchanging rows in reverse order with the
+// global pivot list (ScaLAPACK's convention: each process row holds the 1-based global pivots of
+// its local rows, replicated over process columns).
+template <typename T>
+Status Engine::TransposedLuSolve() {
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, nrhs = nrhs_;
+  const int64_t lbc = rhs_local_cols_;
+  const size_t es = sizeof(T);
+  BlasDescriptor da, db;
+  JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+  JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, nrhs, t, t, std::max<int64_t>(lr, 1)));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const cublasComputeType_t compute =
+      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const T one(1);
+  for (const auto& [uplo, diag] : {std::pair{CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT},
+                                   std::pair{CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT}}) {
+    size_t dev = 0, host = 0;
+    JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, CUBLAS_OP_T, diag, n,
+                                         nrhs, &one, work_, 1, 1, da.get(), local_b_, 1, 1,
+                                         db.get(), compute, &dev, &host));
+    void* d_work = nullptr;
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, CUBLAS_OP_T, diag, n, nrhs, &one,
+                              work_, 1, 1, da.get(), local_b_, 1, 1, db.get(), compute, d_work,
+                              workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
+  }
+  // The global pivot list: each rank writes its local rows' pivots, max over every rank.
+  std::vector<int64_t> piv(static_cast<size_t>(n), 0), local(static_cast<size_t>(lr));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(local.data(), ipiv_, sizeof(int64_t) * lr, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  for (int64_t r = 0; r < lr; ++r)
+    piv[layout::CyclicGlobal(r, t, ctx_.nprow, ctx_.myrow)] = local[r];
+  void* d_piv = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &d_piv));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(d_piv, piv.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice, stream_));
+  JAXMG_NCCL(ncclAllReduce(d_piv, d_piv, n, ncclInt64, ncclMax, ctx_.comm, stream_));
+  // v, whole, in engine order on every rank.
+  std::vector<T> mine(static_cast<size_t>(std::max<int64_t>(lr * lbc, 1)));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(mine.data(), local_b_, es * lr * lbc, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(piv.data(), d_piv, sizeof(int64_t) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  std::vector<T> whole(static_cast<size_t>(n * nrhs), T(0));
+  for (int64_t c = 0; c < lbc; ++c) {
+    const int64_t j = layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol);
+    for (int64_t r = 0; r < lr; ++r) {
+      whole[layout::CyclicGlobal(r, t, ctx_.nprow, ctx_.myrow) * nrhs + j] = mine[r + c * lr];
+    }
+  }
+  JAXMG_CUDA(cudaMemcpyAsync(full_, whole.data(), es * n * nrhs, cudaMemcpyHostToDevice, stream_));
+  JAXMG_NCCL(ncclAllReduce(full_, full_, static_cast<size_t>(n * nrhs * Scalar<T>::kParts),
+                           NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(whole.data(), full_, es * n * nrhs, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  // z = Pᵀ v: the interchanges in reverse order. Pivots are 1-based (row i swaps with row
+  // piv[i] - 1 >= i); the last row can only be swapped with itself, which tells the base.
+  const bool zero_based = piv[n - 1] == n - 1;
+  for (int64_t i = n - 1; i >= 0; --i) {
+    const int64_t p = piv[i] - (zero_based ? 0 : 1);
+    if (p < 0 || p >= n) return JAXMG_ERROR("cuSOLVERMp returned a pivot out of range");
+    if (p != i) {
+      std::swap_ranges(whole.begin() + i * nrhs, whole.begin() + (i + 1) * nrhs,
+                       whole.begin() + p * nrhs);
+    }
+  }
+  for (int64_t c = 0; c < lbc; ++c) {
+    const int64_t j = layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol);
+    for (int64_t r = 0; r < lr; ++r) {
+      mine[r + c * lr] = whole[layout::CyclicGlobal(r, t, ctx_.nprow, ctx_.myrow) * nrhs + j];
+    }
+  }
+  JAXMG_CUDA(
+      cudaMemcpyAsync(local_b_, mine.data(), es * lr * lbc, cudaMemcpyHostToDevice, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));  // `mine` is freed on return
   return Status();
 }
 
@@ -383,6 +467,7 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   template Status Engine::Getrf<T>(int*);                             \
   template Status Engine::Potrs<T>();                                 \
   template Status Engine::Getrs<T>(bool);                             \
+  template Status Engine::TransposedLuSolve<T>();                     \
   template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
   template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
   template Status Engine::RhsOut<T>(void*, Axis, bool);               \

@@ -63,6 +63,8 @@ class Engine {
   Status Scratch(size_t bytes, void** out);
   // A device workspace of at least `bytes` (reused across the steps of the call).
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
+  template <typename T>
+  Status TransposedLuSolve();
   // Status agreement (see engine.cc); returns the agreed info.
   template <typename T>
   Status Agree(bool failed, int* info);
