@@ -256,8 +256,10 @@ Status Engine::Getrf(int* info) {
   StepTimer timer("Getrf", stream_);
   const int64_t n = state_.plan.engine_rows();
   void* p = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * (local_rows_ + state_.plan.tile), &p));
+  const size_t pivots = std::max(local_rows_, local_cols_) + state_.plan.tile;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * pivots, &p));
   ipiv_ = static_cast<int64_t*>(p);
+  JAXMG_CUDA(cudaMemsetAsync(ipiv_, 0, sizeof(int64_t) * pivots, stream_));
   size_t dev = 0, host = 0;
   JAXMG_SOLVER(cusolverMpGetrf_bufferSize(ctx_.handle, n, n, work_, 1, 1, desc_a_.get(), ipiv_,
                                           DataTypeOf<T>(), &dev, &host));
@@ -309,8 +311,7 @@ Status Engine::Getrs(bool transpose) {
 // Bᵀ z = c with P B = L U, i.e. Uᵀ Lᵀ (P z) = c, is solved here: two cuBLASMp triangular solves
 // with transposition give v = P z on the device; then the whole v (n x nrhs, small) is gathered
 // on every rank and z = Pᵀ v is applied on the host, interchanging rows in reverse order with the
-// global pivot list (ScaLAPACK's convention: each process row holds the 1-based global pivots of
-// its local rows, replicated over process columns).
+// global pivot list.
 template <typename T>
 Status Engine::TransposedLuSolve() {
   const layout::Plan& plan = state_.plan;
@@ -336,13 +337,16 @@ Status Engine::TransposedLuSolve() {
                               work_, 1, 1, da.get(), local_b_, 1, 1, db.get(), compute, d_work,
                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
   }
-  // The global pivot list: each rank writes its local rows' pivots, max over every rank.
-  std::vector<int64_t> piv(static_cast<size_t>(n), 0), local(static_cast<size_t>(lr));
+  // The global pivot list. cuSOLVERMp distributes it with A's columns (seen on 2 H200s: local
+  // entry c is the 1-based global pivot row of global row CyclicGlobal(c) on the column axis,
+  // replicated over process rows); each rank writes its entries, max over every rank.
+  const int64_t lc = local_cols_;
+  std::vector<int64_t> piv(static_cast<size_t>(n), 0), local(static_cast<size_t>(lc));
   JAXMG_CUDA(
-      cudaMemcpyAsync(local.data(), ipiv_, sizeof(int64_t) * lr, cudaMemcpyDeviceToHost, stream_));
+      cudaMemcpyAsync(local.data(), ipiv_, sizeof(int64_t) * lc, cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  for (int64_t r = 0; r < lr; ++r)
-    piv[layout::CyclicGlobal(r, t, ctx_.nprow, ctx_.myrow)] = local[r];
+  for (int64_t c = 0; c < lc; ++c)
+    piv[layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol)] = local[c];
   void* d_piv = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &d_piv));
   JAXMG_CUDA(
