@@ -6,6 +6,8 @@
 #include <string>
 #include <tuple>
 
+#include "common/scalar.h"
+
 extern "C" {
 int Csys2blacs_handle(MPI_Comm comm);
 void Cblacs_gridmap(int* context, int* usermap, int ldumap, int nprow, int npcol);
@@ -87,27 +89,11 @@ Status GetComm(const std::vector<int>& members, MPI_Comm* out) {
   return Status();
 }
 
+// MPI type of the real parts of T.
 template <typename T>
-MPI_Datatype RealMpiType();
-template <>
-MPI_Datatype RealMpiType<float>() {
-  return MPI_FLOAT;
+MPI_Datatype RealMpiType() {
+  return sizeof(RealOf<T>) == 4 ? MPI_FLOAT : MPI_DOUBLE;
 }
-template <>
-MPI_Datatype RealMpiType<double>() {
-  return MPI_DOUBLE;
-}
-
-template <typename T>
-struct Scalar {
-  using Real = T;
-  static constexpr int kParts = 1;
-};
-template <typename R>
-struct Scalar<std::complex<R>> {
-  using Real = R;
-  static constexpr int kParts = 2;
-};
 
 }  // namespace
 
@@ -290,7 +276,7 @@ JAXMG_DEFINE_ROUTINES(pz, std::complex<double>)
 
 template <typename T>
 Status AllreduceSum(const Grid& grid, T* data, int64_t count) {
-  using R = typename Scalar<T>::Real;
+  using R = RealOf<T>;
   const int64_t total = count * Scalar<T>::kParts;
   // MPI counts are int: reduce in chunks.
   constexpr int64_t kChunk = int64_t{1} << 30;
@@ -298,7 +284,7 @@ Status AllreduceSum(const Grid& grid, T* data, int64_t count) {
   for (int64_t off = 0; off < total; off += kChunk) {
     const int c = static_cast<int>(std::min(kChunk, total - off));
     JAXMG_RETURN_IF_ERROR(
-        MpiCheck(MPI_Allreduce(MPI_IN_PLACE, p + off, c, RealMpiType<R>(), MPI_SUM, grid.comm),
+        MpiCheck(MPI_Allreduce(MPI_IN_PLACE, p + off, c, RealMpiType<T>(), MPI_SUM, grid.comm),
                  "MPI_Allreduce"));
   }
   return Status();
