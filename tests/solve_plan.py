@@ -22,6 +22,11 @@ def solve_name(routine, dtype_name, n, tile, k, path="default", pad=True):
     return name
 
 
+def _solve_entry(routine, dtype_name, n, tile, k, path="default", pad=True):
+    params = dict(routine=routine, dtype_name=dtype_name, n=n, tile=tile, k=k, path=path, pad=pad)
+    return solve_name(routine, dtype_name, n, tile, k, path, pad), "solve", params
+
+
 def order_for(mesh_rows: int, mesh_cols: int) -> int:
     """A small matrix order every routine accepts on the mesh (a multiple of both sides)."""
     big, small = max(mesh_rows, mesh_cols), min(mesh_rows, mesh_cols)
@@ -34,17 +39,8 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     piece = n // math.lcm(mesh_rows, mesh_cols)
     plan = []
 
-    def solve(routine, dtype_name, n, tile, k, path="default", pad=True):
-        name = solve_name(routine, dtype_name, n, tile, k, path, pad)
-        plan.append(
-            (
-                name,
-                "solve",
-                dict(
-                    routine=routine, dtype_name=dtype_name, n=n, tile=tile, k=k, path=path, pad=pad
-                ),
-            )
-        )
+    def solve(*args, **kwargs):
+        plan.append(_solve_entry(*args, **kwargs))
 
     for routine in ROUTINES:
         # Tiles: automatic, 4 (divides the pieces), 5 (padding), one tile per piece.
@@ -79,17 +75,8 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     piece = n // math.lcm(mesh_rows, mesh_cols)
     plan = []
 
-    def solve(routine, dtype_name, n, tile, k, path="default", pad=True):
-        name = solve_name(routine, dtype_name, n, tile, k, path, pad)
-        plan.append(
-            (
-                name,
-                "solve",
-                dict(
-                    routine=routine, dtype_name=dtype_name, n=n, tile=tile, k=k, path=path, pad=pad
-                ),
-            )
-        )
+    def solve(*args, **kwargs):
+        plan.append(_solve_entry(*args, **kwargs))
 
     for routine in ROUTINES:
         paths = ["inplace", "transposed", "redistribute"]

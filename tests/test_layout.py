@@ -540,3 +540,315 @@ def test_prepare_local_rejects_redistribute(lib, pr, pc):
     )
     assert rc != 0, f"mesh {pr}x{pc}: local preparation accepted a redistribute plan"
     assert "relabel" in err.value.decode(), f"unexpected message {err.value.decode()!r}"
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. General plans (independent row and column relabelings, every mesh).
+#
+# The engine matrix is Aᵀ: engine rows run along the JAX columns over Pc processes (grid
+# coordinate v), engine columns along the JAX rows over Pr processes (grid coordinate u), with the
+# mesh order kept on both axes. Each axis is cut into L = lcm(Pr, Pc) pieces of n / L, each padded
+# to a multiple of T (the same pieces on both axes, so padded rows and columns coincide and the
+# padded diagonal is the identity). With K = padded n / T, engine tile I on an axis of P processes
+# holds padded (mesh-ordered) tile (I mod P) * (K / P) + I div P.
+
+
+@dataclass(frozen=True)
+class GeneralModel:
+    n: int
+    tile: int
+    lcm: int
+    piece: int  # n / L
+    padded_piece: int  # piece rounded up to a multiple of T
+    padded_n: int
+
+    @classmethod
+    def of(cls, n, pr, pc, tile) -> GeneralModel:
+        lcm = math.lcm(pr, pc)
+        piece = n // lcm
+        padded_piece = math.ceil(piece / tile) * tile
+        return cls(n, tile, lcm, piece, padded_piece, lcm * padded_piece)
+
+    @property
+    def padded(self) -> bool:
+        return self.padded_piece != self.piece
+
+    def padded_of_original(self) -> np.ndarray:
+        """Position of each original index on the padded, mesh-ordered axis."""
+        idx = np.arange(self.n, dtype=np.int64)
+        return (idx // self.piece) * self.padded_piece + idx % self.piece
+
+    def original_of_padded(self) -> np.ndarray:
+        """Original index of each padded index, -1 for padding."""
+        idx = np.arange(self.padded_n, dtype=np.int64)
+        within = idx % self.padded_piece
+        out = (idx // self.padded_piece) * self.piece + within
+        out[within >= self.piece] = -1
+        return out
+
+    def padded_of_engine(self, procs: int) -> np.ndarray:
+        """Padded index held at each engine-global index of an axis of `procs` processes."""
+        t = self.tile
+        k = self.padded_n // t
+        e = np.arange(self.padded_n, dtype=np.int64)
+        tiles = e // t
+        return ((tiles % procs) * (k // procs) + tiles // procs) * t + e % t
+
+    def padded_local(self, procs: int, coord: int) -> np.ndarray:
+        """Padded index of each engine-local index of grid coordinate `coord`."""
+        local_n = self.padded_n // procs
+        return self.padded_of_engine(procs)[engine_global(local_n, self.tile, procs, coord)]
+
+    def local_map(self, procs: int, coord: int) -> np.ndarray:
+        """Original index (or -1) of each engine-local index of grid coordinate `coord`."""
+        return self.original_of_padded()[self.padded_local(procs, coord)]
+
+
+def general_case_list(pr, pc) -> list[tuple[int, int]]:
+    """(n, tile) cases for general plans: the pieces are n / lcm(Pr, Pc). Tiles that divide the
+    piece, that do not (padding), the piece, the shards, larger than the piece, and than n."""
+    lcm = math.lcm(pr, pc)
+    ns = sorted({lcm * m for m in (1, 2, 3, 5)} | {lcm * math.ceil(24 / lcm)})
+    cases = []
+    for n in ns:
+        piece = n // lcm
+        tiles = {1, 2, 3, 4, piece, n // pr, n // pc, piece + 1, 2 * piece + 1, n + 1}
+        cases += [(n, t) for t in sorted(tiles)]
+    return cases
+
+
+def general_valid_cases(pr, pc):
+    """(n, tile, pad, model): padding is turned on only where the model needs it."""
+    for n, tile in general_case_list(pr, pc):
+        model = GeneralModel.of(n, pr, pc, tile)
+        yield n, tile, model.padded, model
+
+
+@pytest.mark.parametrize("pr,pc", MESHES, ids=_ids(MESHES))
+def test_general_plan(lib, pr, pc):
+    for n, tile, _, model in general_valid_cases(pr, pc):
+        for pad in (False, True):
+            where = f"general n={n} mesh={pr}x{pc} tile={tile} pad={pad}"
+            plan, msg = c_plan(lib, n, pr, pc, tile, pad, kind=GENERAL)
+            if model.padded and not pad:
+                assert plan is None, f"{where}: accepted though T does not divide n/lcm: {plan}"
+                continue
+            assert plan is not None, f"{where}: unexpected failure: {msg}"
+            assert plan.strategy == RELABEL, f"{where}: strategy {plan.strategy}, want relabel"
+            assert (plan.grid_rows, plan.grid_cols) == (pc, pr), (
+                f"{where}: engine grid {plan.grid_rows}x{plan.grid_cols}, expected {pc}x{pr}"
+            )
+            assert not plan.row_local_perm and not plan.col_local_perm, (
+                f"{where}: general plans need no local tile permutation: {plan}"
+            )
+            assert plan.padded_n == model.padded_n, (
+                f"{where}: padded_n {plan.padded_n}, model {model.padded_n}"
+            )
+            assert plan.padded == model.padded, f"{where}: padded flag {plan.padded}"
+            assert plan.tiles == model.padded_n // tile, f"{where}: {plan.tiles} tiles"
+            if not model.padded:
+                assert c_plan(lib, n, pr, pc, tile, True, kind=GENERAL)[0] == plan, (
+                    f"{where}: pad=True changes a plan that needs no padding"
+                )
+
+
+@pytest.mark.parametrize("pr,pc", MESHES, ids=_ids(MESHES))
+def test_general_process_maps(lib, pr, pc):
+    count = 0
+    for n, tile, pad, model in general_valid_cases(pr, pc):
+        count += 1
+        where = f"general n={n} mesh={pr}x{pc} tile={tile} pad={pad}"
+        procs = [
+            c_process(lib, n, pr, pc, tile, pad, u, v, kind=GENERAL)
+            for u in range(pr)
+            for v in range(pc)
+        ]
+        for p in procs:
+            at = f"{where} mesh ({p.u}, {p.v}) grid {p.grid}"
+            # Identity mesh -> grid maps: mesh (u, v) is engine grid (v, u).
+            assert p.grid == (p.v, p.u), f"{at}: expected grid {(p.v, p.u)}"
+            assert p.extents == (model.padded_n // pc, model.padded_n // pr), (
+                f"{at}: extents {p.extents}, padded_n {model.padded_n}"
+            )
+            want_rows = model.local_map(pc, p.v)
+            want_cols = model.local_map(pr, p.u)
+            assert np.array_equal(p.row_map, want_rows), (
+                f"{at}: row map {p.row_map}, model {want_rows}"
+            )
+            assert np.array_equal(p.col_map, want_cols), (
+                f"{at}: col map {p.col_map}, model {want_cols}"
+            )
+            # Nothing moves between devices: engine rows are the shard's columns (v-block),
+            # engine columns the shard's rows (u-block).
+            assert np.array_equal(
+                np.sort(p.row_map[p.row_map >= 0]),
+                np.arange(p.v * (n // pc), (p.v + 1) * (n // pc)),
+            ), f"{at}: engine rows {p.row_map} are not the shard's columns"
+            assert np.array_equal(
+                np.sort(p.col_map[p.col_map >= 0]),
+                np.arange(p.u * (n // pr), (p.u + 1) * (n // pr)),
+            ), f"{at}: engine cols {p.col_map} are not the shard's rows"
+        # Together the processes hold every engine-global index once, and every original index
+        # once per axis (padding aside).
+        rows = engine_permutation(procs, model.padded_n, "row")
+        cols = engine_permutation(procs, model.padded_n, "col")
+        check_permutation(rows, n, f"{where} rows")
+        check_permutation(cols, n, f"{where} cols")
+        orig = model.original_of_padded()
+        assert np.array_equal(rows, orig[model.padded_of_engine(pc)]), f"{where}: row order"
+        assert np.array_equal(cols, orig[model.padded_of_engine(pr)]), f"{where}: col order"
+    assert count > 0
+
+
+@pytest.mark.parametrize("pr,pc", MESHES, ids=_ids(MESHES))
+def test_general_prepare_local(lib, pr, pc):
+    count = 0
+    for n, tile, pad, model in general_valid_cases(pr, pc):
+        count += 1
+        where = f"general n={n} mesh={pr}x{pc} tile={tile} pad={pad} padded_n={model.padded_n}"
+        rng = np.random.default_rng([pr, pc, n, tile, 7])
+        a = rng.standard_normal((n, n))
+        assert n == 1 or not np.allclose(a, a.T)
+        # The model engine matrix: Π_r Aᵀpad Π_cᵀ, Aᵀpad = Aᵀ with identity on the padded diagonal.
+        pos = model.padded_of_original()
+        at_pad = np.eye(model.padded_n)
+        at_pad[np.ix_(pos, pos)] = a.T
+        src_r, src_c = model.padded_of_engine(pc), model.padded_of_engine(pr)
+        want_b = at_pad[np.ix_(src_r, src_c)]
+        procs = [
+            c_process(lib, n, pr, pc, tile, pad, u, v, kind=GENERAL)
+            for u in range(pr)
+            for v in range(pc)
+        ]
+        locals_ = []
+        rs, cs = n // pr, n // pc
+        for p in procs:
+            shard = np.ascontiguousarray(a[p.u * rs : (p.u + 1) * rs, p.v * cs : (p.v + 1) * cs])
+            local = c_prepare(lib, n, pr, pc, tile, pad, p.u, p.v, shard, p.extents, kind=GENERAL)
+            want = want_b[np.ix_(p.row_e, p.col_e)]
+            bad = np.argwhere(local != want)
+            assert bad.size == 0, (
+                f"{where} mesh ({p.u}, {p.v}): {len(bad)} wrong local entries, first "
+                f"{[(tuple(ij), local[tuple(ij)], want[tuple(ij)]) for ij in bad[:5]]}; "
+                f"row_map {p.row_map}, col_map {p.col_map}"
+            )
+            locals_.append(local)
+        b = assemble(procs, locals_, model.padded_n)
+        assert np.array_equal(b, want_b), f"{where}: engine matrix is not Π_r Aᵀpad Π_cᵀ"
+        # The same through the C maps: B[i, j] = A[col_orig(j), row_orig(i)] (the engine sees
+        # Aᵀ); padding is 1 where padded row == padded column, 0 elsewhere.
+        rows = engine_permutation(procs, model.padded_n, "row")
+        cols = engine_permutation(procs, model.padded_n, "col")
+        rr, cc = rows >= 0, cols >= 0
+        assert np.array_equal(b[np.ix_(rr, cc)], a[cols[cc][None, :], rows[rr][:, None]]), (
+            f"{where}: engine entries are not A[col_orig(j), row_orig(i)]"
+        )
+        pad_block = b[np.ix_(~rr, ~cc)]
+        same = src_r[~rr][:, None] == src_c[~cc][None, :]
+        assert np.array_equal(pad_block, same.astype(float)), (
+            f"{where}: padding block is not the identity of the padded diagonal"
+        )
+        assert not b[np.ix_(rr, ~cc)].any() and not b[np.ix_(~rr, cc)].any(), (
+            f"{where}: nonzero entries mixing real and padding indices"
+        )
+    assert count > 0
+
+
+def general_rejections(lib, pr, pc, larger: bool):
+    """(where, message) of general plans with pad=False and a tile that does not divide the
+    piece n / lcm(Pr, Pc): tiles smaller than the piece, or (larger=True) larger than it."""
+    for n, tile in general_case_list(pr, pc):
+        piece = n // math.lcm(pr, pc)
+        if piece % tile == 0 or (tile > piece) != larger:
+            continue
+        plan, msg = c_plan(lib, n, pr, pc, tile, False, kind=GENERAL)
+        where = f"general n={n} mesh={pr}x{pc} tile={tile} (piece {piece}) pad=False"
+        assert plan is None, f"{where}: accepted though T does not divide n/lcm: {plan}"
+        assert re.search(rf"\btile {tile}\b", msg), f"{where}: message {msg!r} lacks the tile"
+        yield where, msg
+
+
+@pytest.mark.parametrize("pr,pc", MESHES, ids=_ids(MESHES))
+def test_general_plan_rejects_tile_without_padding(lib, pr, pc):
+    count = 0
+    for where, msg in general_rejections(lib, pr, pc, larger=False):
+        count += 1
+        assert "padding" in msg, f"{where}: the message does not say padding is needed: {msg!r}"
+    # Tiles larger than the piece are refused too (the message is checked below).
+    count += len(list(general_rejections(lib, pr, pc, larger=True)))
+    assert count > 0
+
+
+XFAIL_MESHES = [(1, 1), (2, 3), (4, 4)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a tile larger than the piece n/lcm is refused as 'larger than the shard (piece)', "
+    "without saying that padding would allow it (csrc/layout/layout.cc, PadAxis)",
+)
+@pytest.mark.parametrize("pr,pc", XFAIL_MESHES, ids=_ids(XFAIL_MESHES))
+def test_general_plan_rejects_tile_larger_than_piece_says_padding(lib, pr, pc):
+    for where, msg in general_rejections(lib, pr, pc, larger=True):
+        assert "padding" in msg, f"{where}: the message does not say padding is needed: {msg!r}"
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. Forced redistribution: the engine lays out the unpadded matrix block-cyclically itself.
+
+
+def numroc(n: int, tile: int, coord: int, procs: int) -> int:
+    """Independent count of the indices of [0, n) in block-cyclic tiles owned by `coord`."""
+    return int(np.count_nonzero((np.arange(n) // tile) % procs == coord))
+
+
+FORCED_KINDS = [FORCE_REDISTRIBUTE, GENERAL | FORCE_REDISTRIBUTE]
+
+
+@pytest.mark.parametrize("kind", FORCED_KINDS, ids=["symmetric", "general"])
+@pytest.mark.parametrize("pr,pc", RELABEL_MESHES, ids=_ids(RELABEL_MESHES))
+def test_forced_redistribution(lib, pr, pc, kind):
+    count = 0
+    for n, tile in case_list(pr, pc):
+        for pad in (False, True):
+            where = f"kind={kind} n={n} mesh={pr}x{pc} tile={tile} pad={pad}"
+            plan, msg = c_plan(lib, n, pr, pc, tile, pad, kind=kind)
+            if tile > n:
+                # A tile larger than the matrix may be refused, naming the tile.
+                if plan is None:
+                    assert re.search(rf"\btile {tile}\b", msg), f"{where}: message {msg!r}"
+                    continue
+            assert plan is not None, f"{where}: unexpected failure: {msg}"
+            count += 1
+            assert plan.strategy == REDISTRIBUTE, f"{where}: strategy {plan.strategy}"
+            assert (plan.grid_rows, plan.grid_cols) == (pc, pr), f"{where}: {plan}"
+            assert plan.padded_n == n and not plan.padded, f"{where}: padded {plan}"
+            assert not plan.row_local_perm and not plan.col_local_perm, f"{where}: {plan}"
+            assert plan.tiles == math.ceil(n / tile), f"{where}: {plan.tiles} tiles"
+            procs = [
+                c_process(lib, n, pr, pc, tile, pad, u, v, kind=kind)
+                for u in range(pr)
+                for v in range(pc)
+            ]
+            for p in procs:
+                at = f"{where} mesh ({p.u}, {p.v}) grid {p.grid}"
+                assert p.grid == (p.v, p.u), f"{at}: redistribute keeps the mesh order"
+                assert p.extents == (numroc(n, tile, p.v, pc), numroc(n, tile, p.u, pr)), (
+                    f"{at}: extents {p.extents} are not numroc"
+                )
+                assert np.array_equal(p.row_map, p.row_e), f"{at}: row map is not the identity"
+                assert np.array_equal(p.col_map, p.col_e), f"{at}: col map is not the identity"
+            check_permutation(engine_permutation(procs, n, "row"), n, f"{where} rows")
+            check_permutation(engine_permutation(procs, n, "col"), n, f"{where} cols")
+            if pad:
+                continue
+            shard = np.zeros((n // pr, n // pc))
+            out = np.zeros(n * n)
+            err = ctypes.create_string_buffer(1024)
+            rc = lib.jaxmg_layout_prepare_local_f64(
+                n, pr, pc, tile, 0, kind, 0, 0, shard.ctypes.data, out.ctypes.data, err, 1024
+            )
+            assert rc != 0 and "relabel" in err.value.decode(), (
+                f"{where}: local preparation of a redistribute plan: {err.value.decode()!r}"
+            )
+    assert count > 0

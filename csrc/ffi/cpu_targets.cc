@@ -24,16 +24,10 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
                  int64_t transposed, ffi::Span<const int64_t> ranks) {
   SolveAttrs attrs;
-  attrs.n = n;
-  attrs.mesh_rows = mesh_rows;
-  attrs.mesh_cols = mesh_cols;
-  attrs.tile = tile;
-  attrs.pad = pad != 0;
-  attrs.force_redistribute = force_redistribute != 0;
-  attrs.transposed = transposed != 0;
-  attrs.ranks.assign(ranks.begin(), ranks.end());
   SolveIo io;
-  Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, &attrs, &io);
+  Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, n, mesh_rows,
+                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks,
+                                  &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];

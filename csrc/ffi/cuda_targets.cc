@@ -32,17 +32,11 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                  int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
                  int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
                  int64_t context) {
-  (void)ranks;  // the context's communicator already fixes who is who
-  SolveAttrs attrs;
-  attrs.n = n;
-  attrs.mesh_rows = mesh_rows;
-  attrs.mesh_cols = mesh_cols;
-  attrs.tile = tile;
-  attrs.pad = pad != 0;
-  attrs.force_redistribute = force_redistribute != 0;
-  attrs.transposed = transposed != 0;
+  SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
-  Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, &attrs, &io);
+  Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, n, mesh_rows,
+                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks,
+                                  &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
   s = mp::FindContext(context, &ctx);

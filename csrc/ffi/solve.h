@@ -87,17 +87,27 @@ auto BindSolve(Binding binding) {
       .template Attr<ffi::Span<const int64_t>>("ranks");  // MPI rank per mesh position, or empty
 }
 
-// Checks the buffers against the attributes and fills attrs/io (position read by the caller:
-// on the CPU it is host memory, on the GPU device memory).
+// Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
+// is read by the caller: on the CPU it is host memory, on the GPU device memory).
 inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
                          ::xla::ffi::Buffer<::xla::ffi::S32> position,
                          ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
                          ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
                          ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
-                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
-                         SolveAttrs* attrs, SolveIo* io) {
+                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status, int64_t n,
+                         int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
+                         int64_t force_redistribute, int64_t transposed,
+                         ::xla::ffi::Span<const int64_t> ranks, SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
+  attrs->n = n;
+  attrs->mesh_rows = mesh_rows;
+  attrs->mesh_cols = mesh_cols;
+  attrs->tile = tile;
+  attrs->pad = pad != 0;
+  attrs->force_redistribute = force_redistribute != 0;
+  attrs->transposed = transposed != 0;
+  attrs->ranks.assign(ranks.begin(), ranks.end());
   auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
   if (attrs->mesh_rows <= 0 || attrs->mesh_cols <= 0 || attrs->n < 0) {
     return fail("bad mesh or order");
@@ -150,3 +160,15 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
 }
 
 }  // namespace jaxmg
+
+// Explicit instantiation of an engine's steps for one element type (in the engine's .cc).
+#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                      \
+  template Status Engine::Prepare<T>(void*);                          \
+  template Status Engine::Potrf<T>(int*);                             \
+  template Status Engine::Getrf<T>(int*);                             \
+  template Status Engine::Potrs<T>();                                 \
+  template Status Engine::Getrs<T>(bool);                             \
+  template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
+  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
+  template Status Engine::RhsOut<T>(void*, Axis, bool);               \
+  template Status Engine::FillNan<T>(void*, int64_t);

@@ -218,16 +218,7 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE(T)                                          \
-  template Status Engine::Prepare<T>(void*);                          \
-  template Status Engine::Potrf<T>(int*);                             \
-  template Status Engine::Getrf<T>(int*);                             \
-  template Status Engine::Potrs<T>();                                 \
-  template Status Engine::Getrs<T>(bool);                             \
-  template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
-  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
-  template Status Engine::RhsOut<T>(void*, Axis, bool);               \
-  template Status Engine::FillNan<T>(void*, int64_t);
+#define JAXMG_INSTANTIATE(T) JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)
 JAXMG_INSTANTIATE(float)
 JAXMG_INSTANTIATE(double)
 JAXMG_INSTANTIATE(std::complex<float>)
