@@ -8,7 +8,10 @@ The core turns a JAX block sharding of an n x n matrix over a Pr x Pc mesh into 
 * when one of Pr, Pc divides the other the core *relabels*: the engine factors B = Π Apad Πᵀ
   (Apad = A cut into max(Pr, Pc) pieces per dimension, each padded with identity to a multiple
   of the tile T) whose block-cyclic local arrays are the JAX shards themselves, up to padding and
-  a local tile permutation; otherwise the engine *redistributes* A into block-cyclic itself.
+  a local tile permutation; otherwise the engine *redistributes* A into block-cyclic itself;
+* general plans (kind GENERAL) relabel on every mesh with independent row and column
+  permutations, B = Π_r Aᵀpad Π_cᵀ (pieces of n / lcm(Pr, Pc)), and FORCE_REDISTRIBUTE picks the
+  redistribution on any mesh (to exercise that path).
 
 Everything here is checked through the small C API (csrc/layout/layout_c_api.cc) loaded with
 ctypes. Block-cyclic means tile T, source process 0: engine-local index `l` of grid coordinate
