@@ -29,23 +29,26 @@ def run_mpi(nprocs: int, script: Path, args: list[str], timeout: float, cwd: Pat
     env = dict(os.environ)
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     env["PYTHONUNBUFFERED"] = "1"
+    return run_killable(cmd, timeout, cwd=cwd, env=env)
+
+
+def run_killable(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """Runs cmd; past `timeout` seconds kills it and everything it started, and fails."""
     proc = subprocess.Popen(
         cmd,
-        cwd=cwd,
-        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        **kwargs,
     )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # mpirun and every rank it started
+        os.killpg(proc.pid, signal.SIGKILL)  # the command and every process it started
         stdout, stderr = proc.communicate()
         raise AssertionError(
-            f"mpirun -n {nprocs} {script.name} {args} hung (> {timeout}s):\n"
-            f"{stdout[-3000:]}\n{stderr[-3000:]}"
+            f"{' '.join(map(str, cmd))} hung (> {timeout}s):\n{stdout[-3000:]}\n{stderr[-3000:]}"
         ) from None
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mpirun import MPI_FLAGS, mpirun_available
+from mpirun import MPI_FLAGS, mpirun_available, run_killable
 
 REPO = Path(__file__).resolve().parents[1]
 PIP_TIMEOUT = 1500  # seconds: cold cache, 2 cores (a warm run takes a fraction of it)
@@ -80,27 +79,6 @@ NETWORK_ERRORS = (
 )
 
 
-def run(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    """Runs cmd; past `timeout` seconds kills it and everything it started, and fails."""
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        **kwargs,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        raise AssertionError(
-            f"{' '.join(cmd)} hung (> {timeout} s):\n{stdout[-3000:]}\n{stderr[-3000:]}"
-        ) from None
-    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
-
-
 def copy_repository(dest: Path) -> Path:
     """The files git knows (tracked, or new and not ignored) as they are in the working tree."""
     dest.mkdir()
@@ -149,7 +127,7 @@ def test_pip_install_in_a_fresh_venv_then_a_distributed_solve(tmp_path):
 
     env = clean_env(JAXMG_CUDA="OFF", JAXMG_CPU="ON")
     t0 = time.monotonic()
-    pip = run(
+    pip = run_killable(
         [str(python), "-m", "pip", "install", "--progress-bar", "off", str(source)],
         PIP_TIMEOUT,
         cwd=tmp_path,
@@ -184,7 +162,7 @@ def test_pip_install_in_a_fresh_venv_then_a_distributed_solve(tmp_path):
     cmd += [str(python), "solve.py"]
     run_env = clean_env(JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
     run_env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-    proc = run(cmd, SOLVE_TIMEOUT, cwd=run_dir, env=run_env)
+    proc = run_killable(cmd, SOLVE_TIMEOUT, cwd=run_dir, env=run_env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, (
         f"the solve failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"

@@ -782,15 +782,10 @@ def test_general_plan_rejects_tile_without_padding(lib, pr, pc):
     assert count > 0
 
 
-XFAIL_MESHES = [(1, 1), (2, 3), (4, 4)]
+LARGE_TILE_MESHES = [(1, 1), (2, 3), (4, 4)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a tile larger than the piece n/lcm is refused as 'larger than the shard (piece)', "
-    "without saying that padding would allow it (csrc/layout/layout.cc, PadAxis)",
-)
-@pytest.mark.parametrize("pr,pc", XFAIL_MESHES, ids=_ids(XFAIL_MESHES))
+@pytest.mark.parametrize("pr,pc", LARGE_TILE_MESHES, ids=_ids(LARGE_TILE_MESHES))
 def test_general_plan_rejects_tile_larger_than_piece_says_padding(lib, pr, pc):
     for where, msg in general_rejections(lib, pr, pc, larger=True):
         assert "padding" in msg, f"{where}: the message does not say padding is needed: {msg!r}"

@@ -37,14 +37,20 @@ Status PadAxis(int64_t tile, int64_t pieces, bool allow_pad, AxisPlan* axis, boo
   axis->pieces = pieces;
   axis->piece = axis->extent / pieces;
   if (tile > axis->piece && !allow_pad) {
-    return JAXMG_ERROR("tile " + std::to_string(tile) + " is larger than the shard (" +
-                       std::to_string(axis->piece) + ")");
+    return JAXMG_ERROR("tile " + std::to_string(tile) + " is larger than the piece (" +
+                       std::to_string(axis->piece) +
+                       ") each shard is cut into and padding is off: allow padding or use a tile "
+                       "that divides " +
+                       std::to_string(axis->piece));
   }
   axis->padded_piece = CeilDiv(axis->piece, tile) * tile;
   if (axis->padded_piece != axis->piece) {
     if (!allow_pad) {
-      return JAXMG_ERROR("tile " + std::to_string(tile) + " does not divide the shard extent " +
-                         std::to_string(axis->piece) + " and padding is off");
+      return JAXMG_ERROR("tile " + std::to_string(tile) + " does not divide the piece (" +
+                         std::to_string(axis->piece) +
+                         ") each shard is cut into and padding is off: allow padding or use a "
+                         "tile that divides " +
+                         std::to_string(axis->piece));
     }
     *padded = true;
   }
