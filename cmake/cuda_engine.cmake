@@ -88,6 +88,7 @@ message(STATUS "GPU engine: cuSOLVERMp ${JAXMG_CUSOLVERMP_ROOT}, cuBLASMp ${JAXM
 add_library(jaxmg_cuda SHARED
   csrc/engines/cusolvermp/cusolvermp.cc
   csrc/engines/cusolvermp/engine.cc
+  csrc/engines/cusolvermp/local_blas.cc
   csrc/ffi/cuda_targets.cc
   csrc/cuda/kernels.cu)
 target_include_directories(jaxmg_cuda PRIVATE csrc)

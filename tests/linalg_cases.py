@@ -108,27 +108,35 @@ class engine_path:  # noqa: N801 - a context manager used like a function
 
     "default": the routine's own choice; "inplace": the shards as they lie (the engine holds aᵀ
     and, for lu_solve, solves with the transposed factors); "transposed": the engine is handed aᵀ
-    (aᴴ) sharded the other way; "redistribute": the engine redistributes (Gemr2D) on any mesh.
+    (aᴴ) on every mesh shape; "redistribute": the engine redistributes (Gemr2D) on any mesh;
+    "cusolvermp": lu_solve factors with cuSOLVERMp's Getrf on GPUs (not jaxmg's 1-D LU).
     """
 
     def __init__(self, routine, path, platform):
         import jaxmg.routines.lu_solve as lu
         import jaxmg.routines.potrs as po
 
-        self.platforms = po.TRANSPOSE_TALL_MESHES if routine == "potrs" else lu.TRANSPOSE_PLATFORMS
+        module = po if routine == "potrs" else lu
+        self.platforms = (
+            po.TRANSPOSE_TALL_MESHES if routine == "potrs" else lu.TRANSPOSE_WIDE_MESHES
+        )
+        self.always = module.TRANSPOSE_PLATFORMS
         self.path, self.platform = path, platform
 
     def __enter__(self):
         import os
 
         self.saved = set(self.platforms)
-        self.env = os.environ.get("JAXMG_REDISTRIBUTE")
+        self.saved_always = set(self.always)
+        self.env = {k: os.environ.get(k) for k in ("JAXMG_REDISTRIBUTE", "JAXMG_GPU_LU")}
         if self.path == "inplace":
             self.platforms.discard(self.platform)
         elif self.path == "transposed":
-            self.platforms.add(self.platform)
+            self.always.add(self.platform)
         elif self.path == "redistribute":
             os.environ["JAXMG_REDISTRIBUTE"] = "always"
+        elif self.path == "cusolvermp":
+            os.environ["JAXMG_GPU_LU"] = "cusolvermp"
         return self
 
     def __exit__(self, *exc):
@@ -136,10 +144,13 @@ class engine_path:  # noqa: N801 - a context manager used like a function
 
         self.platforms.clear()
         self.platforms.update(self.saved)
-        if self.env is None:
-            os.environ.pop("JAXMG_REDISTRIBUTE", None)
-        else:
-            os.environ["JAXMG_REDISTRIBUTE"] = self.env
+        self.always.clear()
+        self.always.update(self.saved_always)
+        for key, value in self.env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def solve_case(mesh, routine, dtype_name, n, tile, k, path="default", pad=True):

@@ -80,6 +80,8 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
 
     for routine in ROUTINES:
         paths = ["inplace", "transposed", "redistribute"]
+        if routine == "lu_solve":  # jaxmg's 1-D LU and cuSOLVERMp's Getrf
+            paths += ["cusolvermp"]
         if mesh_rows * mesh_cols == 1:  # no separate transposed path
             paths.remove("transposed")
         for dtype_name in DTYPE_NAMES:

@@ -161,6 +161,26 @@ __global__ void DiagCheckKernel(const T* a, int64_t lr, int64_t lc, int64_t t, i
   }
 }
 
+// Thread per column: the interchanges rows row0 + i <-> row0 + piv[i] - 1, i = 0..count-1, in
+// order, on columns [begin, end) except [skip_begin, skip_end).
+template <typename T>
+__global__ void RowSwapsKernel(T* a, int64_t ld, int64_t begin, int64_t end, int64_t skip_begin,
+                               int64_t skip_end, int64_t row0, const int64_t* piv, int64_t count) {
+  for (int64_t c = begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < end;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (c >= skip_begin && c < skip_end) continue;
+    T* col = a + c * ld;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t r = row0 + i, p = row0 + piv[i] - 1;
+      if (p != r) {
+        const T tmp = col[r];
+        col[r] = col[p];
+        col[p] = tmp;
+      }
+    }
+  }
+}
+
 template <typename R>
 __global__ void FinishLogdetKernel(const R* sum, R scale, bool ok, R* out) {
   *out = ok ? scale * *sum : Traits<R>::Nan();
@@ -254,6 +274,17 @@ cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t 
     using R = typename Traits<T>::Real;
     LogDiagKernel<T><<<1, kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t, nprow, npcol,
                                                  myrow, mycol, static_cast<R*>(sum));
+  });
+}
+
+cudaError_t RowSwaps(Dtype dt, void* a, int64_t ld, int64_t begin, int64_t end, int64_t skip_begin,
+                     int64_t skip_end, int64_t row0, const int64_t* piv, int64_t count,
+                     cudaStream_t stream) {
+  if (end <= begin || count == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    RowSwapsKernel<T><<<Blocks(end - begin), kThreads, 0, stream>>>(
+        static_cast<T*>(a), ld, begin, end, skip_begin, skip_end, row0, piv, count);
   });
 }
 

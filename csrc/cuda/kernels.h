@@ -38,6 +38,13 @@ cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_
 cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
                        int npcol, int myrow, int mycol, void* sum, cudaStream_t stream);
 
+// Row interchanges of a column-major array (leading dimension ld): rows row0 + i and
+// row0 + piv[i] - 1 (piv 1-based, relative to row0) for i = 0..count-1 in order, on columns
+// [begin, end) except [skip_begin, skip_end).
+cudaError_t RowSwaps(Dtype dt, void* a, int64_t ld, int64_t begin, int64_t end, int64_t skip_begin,
+                     int64_t skip_end, int64_t row0, const int64_t* piv, int64_t count,
+                     cudaStream_t stream);
+
 // *out = the smallest 1-based engine-global index of a local diagonal entry of a block-cyclic
 // matrix that is zero or not finite, or 0 when there is none.
 cudaError_t DiagCheck(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,

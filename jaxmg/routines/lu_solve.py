@@ -7,18 +7,25 @@ from jaxmg._core import routine as _routine
 # The engine factors the shards as they lie (Aᵀ read column-major, in place) and solves with the
 # transposed factors: ScaLAPACK p?getrs 'T' on CPUs; on GPUs cuBLASMp triangular solves with
 # transposition and the pivots applied on the host (cuSOLVERMp's Getrs has no transposed solve).
-# On platforms listed here the engine is instead handed aᵀ sharded the other way (a transpose
-# local to each device) unless donate=True. Measured on 2 H200s at N = 65536 (float64): in place
-# 3.97 s with a peak of 33 GiB per GPU, transposed 4.22 s with 64 GiB; so no platform by default.
+# On GPUs, jaxmg's own 1-D LU (cusolverDn panels, cuBLAS updates, NCCL broadcasts) factors
+# matrices whose engine grid is 1 x P, i.e. meshes with one device column (P x 1); cuSOLVERMp's
+# Getrf the others. So on a GPU mesh wider than tall (1 x P) the engine is handed aᵀ sharded the
+# other way (a transpose local to each device, one more shard of memory) unless donate=True.
+# TRANSPOSE_PLATFORMS hands aᵀ on every mesh shape (the tests use it to drive that path).
+TRANSPOSE_WIDE_MESHES = {"cuda"}
 TRANSPOSE_PLATFORMS: set[str] = set()
 
-ROUTINE = _routine.SolveRoutine(
-    name="lu_solve",
-    symmetric=False,
-    hand_transpose=lambda placement, donate: (
-        placement.platform in TRANSPOSE_PLATFORMS and not donate
-    ),
-)
+
+def _hand_transpose(placement, donate: bool) -> bool:
+    if donate:
+        return False
+    wide = placement.mesh_rows < placement.mesh_cols
+    return placement.platform in TRANSPOSE_PLATFORMS or (
+        wide and placement.platform in TRANSPOSE_WIDE_MESHES
+    )
+
+
+ROUTINE = _routine.SolveRoutine(name="lu_solve", symmetric=False, hand_transpose=_hand_transpose)
 
 
 def lu_solve(

@@ -8,17 +8,21 @@ from jaxmg._core import routine as _routine
 # grids at least as tall as wide (1.02 s vs 1.15 s at N = 65536 on 2 H200s), so on meshes taller
 # than wide it is handed aᴴ (= a), sharded the other way: a transpose local to each device.
 # Not with donate=True, where the in-place path saves a shard of memory.
+# TRANSPOSE_PLATFORMS hands aᴴ on every mesh shape (the tests use it to drive that path).
 TRANSPOSE_TALL_MESHES = {"cuda"}
+TRANSPOSE_PLATFORMS: set[str] = set()
 
-ROUTINE = _routine.SolveRoutine(
-    name="potrs",
-    symmetric=True,
-    hand_transpose=lambda placement, donate: (
-        placement.platform in TRANSPOSE_TALL_MESHES
-        and placement.mesh_rows > placement.mesh_cols
-        and not donate
-    ),
-)
+
+def _hand_transpose(placement, donate: bool) -> bool:
+    if donate:
+        return False
+    tall = placement.mesh_rows > placement.mesh_cols
+    return placement.platform in TRANSPOSE_PLATFORMS or (
+        tall and placement.platform in TRANSPOSE_TALL_MESHES
+    )
+
+
+ROUTINE = _routine.SolveRoutine(name="potrs", symmetric=True, hand_transpose=_hand_transpose)
 
 
 def potrs(

@@ -72,6 +72,10 @@ struct Context {
   cusolverMpGrid_t grid = nullptr;
   cublasMpHandle_t blas = nullptr;
   cublasMpGrid_t blas_grid = nullptr;
+  // Single-GPU handles for the engine's own algorithms (created on first use).
+  void* local_blas = nullptr;          // cublasHandle_t
+  void* dn = nullptr;                  // cusolverDnHandle_t
+  void* dn_params = nullptr;           // cusolverDnParams_t
   cudaStream_t init_stream = nullptr;  // the handles' creation stream; calls use XLA's stream
   int32_t* pinned = nullptr;           // 8 pinned ints: status, diagonal check, mesh position
   std::vector<char> host_work;         // engine host workspace

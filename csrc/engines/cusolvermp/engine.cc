@@ -1,6 +1,7 @@
 #include "engines/cusolvermp/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <complex>
@@ -12,6 +13,7 @@
 
 #include "common/scalar.h"
 #include "cuda/kernels.h"
+#include "engines/cusolvermp/local_blas.h"
 
 namespace jaxmg::cusolvermp {
 namespace {
@@ -254,6 +256,7 @@ Status Engine::Potrf(int* info) {
 template <typename T>
 Status Engine::Getrf(int* info) {
   StepTimer timer("Getrf", stream_);
+  if (UseOwnLu()) return Lu1D<T>(info);
   const int64_t n = state_.plan.engine_rows();
   void* p = nullptr;
   const size_t pivots = std::max(local_rows_, local_cols_) + state_.plan.tile;
@@ -269,6 +272,112 @@ Status Engine::Getrf(int* info) {
                                DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
                                ctx_.host_work.size(), small_));
   return Agree<T>(false, info);
+}
+
+bool Engine::UseOwnLu() const {
+  // The 1-D LU needs every engine row on every process (a 1 x P grid) and the relabeled layout.
+  const char* choice = std::getenv("JAXMG_GPU_LU");
+  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
+  return !library && ctx_.nprow == 1 && state_.plan.strategy == layout::Strategy::kRelabel;
+}
+
+// Right-looking LU with partial pivoting on a 1 x P grid (columns block-cyclic, every row local):
+// for each tile column k, its owner factors the panel (rows k t .. n) with cusolverDn, broadcasts
+// it and its pivots (NCCL); every rank interchanges the rows of its other columns, solves for its
+// part of the block row of U (cuBLAS trsm) and updates its trailing columns (cuBLAS gemm). The
+// factors are stored as ScaLAPACK's p?getrf stores them; the 1-based global pivots are kept on
+// the host for the solve.
+template <typename T>
+Status Engine::Lu1D(int* info) {
+  const LocalBlas* lb = nullptr;
+  JAXMG_RETURN_IF_ERROR(GetLocalBlas(&lb));
+  if (ctx_.local_blas == nullptr) {
+    cublasHandle_t h = nullptr;
+    JAXMG_RETURN_IF_ERROR(CublasCheck(lb->create(&h), "cublasCreate"));
+    ctx_.local_blas = h;
+  }
+  if (ctx_.dn == nullptr) {
+    cusolverDnHandle_t h = nullptr;
+    cusolverDnParams_t params = nullptr;
+    JAXMG_SOLVER(lb->dn_create(&h));
+    JAXMG_SOLVER(lb->dn_create_params(&params));
+    ctx_.dn = h;
+    ctx_.dn_params = params;
+  }
+  auto blas = static_cast<cublasHandle_t>(ctx_.local_blas);
+  auto dn = static_cast<cusolverDnHandle_t>(ctx_.dn);
+  auto params = static_cast<cusolverDnParams_t>(ctx_.dn_params);
+  JAXMG_RETURN_IF_ERROR(CublasCheck(lb->set_stream(blas, stream_), "cublasSetStream"));
+  JAXMG_SOLVER(lb->dn_set_stream(dn, stream_));
+  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
+  const int64_t lc = local_cols_, procs = ctx_.npcol, me = ctx_.mycol;
+  const size_t es = sizeof(T);
+  int ilr = 0, it = 0;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &ilr));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
+  void *panel = nullptr, *pivots = nullptr, *panel_info = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(es * n * t, &panel));
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &pivots));
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int), &panel_info));
+  JAXMG_CUDA(cudaMemsetAsync(pivots, 0, sizeof(int64_t) * n, stream_));
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(lb->getrf_buffer_size(dn, params, n, t, DataTypeOf<T>(), panel, n, DataTypeOf<T>(),
+                                     &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  const T one(1), minus_one(-1);
+  char* a = static_cast<char*>(work_);
+  int64_t* piv = static_cast<int64_t*>(pivots);
+  const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
+  for (int64_t k = 0; k * t < n; ++k) {
+    const int64_t owner = k % procs, row0 = k * t, m = n - row0, panel_col = (k / procs) * t;
+    if (me == owner) {
+      char* column = a + es * (row0 + panel_col * lr);
+      JAXMG_SOLVER(lb->getrf(dn, params, m, t, DataTypeOf<T>(), column, lr, piv + row0,
+                             DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                             ctx_.host_work.size(), static_cast<int*>(panel_info)));
+      JAXMG_CUDA(cudaMemcpy2DAsync(panel, es * m, column, es * lr, es * m, t,
+                                   cudaMemcpyDeviceToDevice, stream_));
+    }
+    if (procs > 1) {
+      JAXMG_NCCL(ncclGroupStart());
+      JAXMG_NCCL(
+          ncclBroadcast(panel, panel, m * t * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
+      JAXMG_NCCL(ncclBroadcast(piv + row0, piv + row0, t, ncclInt64, owner, ctx_.comm, stream_));
+      JAXMG_NCCL(ncclGroupEnd());
+    }
+    const int64_t skip_begin = me == owner ? panel_col : 0,
+                  skip_end = me == owner ? panel_col + t : 0;
+    JAXMG_CUDA(cuda::RowSwaps(KernelType<T>(), work_, lr, 0, lc, skip_begin, skip_end, row0,
+                              piv + row0, std::min(t, m), stream_));
+    // This rank's columns right of tile k: local tiles j with j * procs + me > k.
+    const int64_t first = k >= me ? (k - me) / procs + 1 : 0;
+    const int64_t cols = lc - first * t;
+    if (cols <= 0) continue;
+    int icols = 0, im = 0;
+    JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &icols));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
+    char* block = a + es * (row0 + first * t * lr);
+    JAXMG_RETURN_IF_ERROR(CublasCheck(
+        lb->trsm[Scalar<T>::kIndex](blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                    CUBLAS_DIAG_UNIT, it, icols, &one, panel, im, block, ilr),
+        "cublas trsm"));
+    if (m > t) {
+      JAXMG_RETURN_IF_ERROR(CublasCheck(
+          lb->gemm[Scalar<T>::kIndex](blas, CUBLAS_OP_N, CUBLAS_OP_N, im - it, icols, it,
+                                      &minus_one, static_cast<char*>(panel) + es * t, im, block,
+                                      ilr, &one, block + es * t, ilr),
+          "cublas gemm"));
+    }
+  }
+  // Global 1-based pivots: panel k's are relative to its first row.
+  own_pivots_.assign(static_cast<size_t>(n), 0);
+  JAXMG_CUDA(cudaMemcpyAsync(own_pivots_.data(), piv, sizeof(int64_t) * n, cudaMemcpyDeviceToHost,
+                             stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  for (int64_t i = 0; i < n; ++i) own_pivots_[i] += (i / t) * t;
+  own_lu_ = true;
+  return Agree<T>(false, info);  // the diagonal check finds a zero or non-finite pivot
 }
 
 template <typename T>
@@ -291,7 +400,12 @@ Status Engine::Potrs() {
 template <typename T>
 Status Engine::Getrs(bool transpose) {
   StepTimer timer("Getrs", stream_);
-  if (transpose) return TransposedLuSolve<T>();
+  if (own_lu_) return LuSolveWithPivots<T>(transpose, own_pivots_);
+  if (transpose) {
+    std::vector<int64_t> pivots;
+    JAXMG_RETURN_IF_ERROR(EnginePivots(&pivots));
+    return LuSolveWithPivots<T>(true, pivots);
+  }
   const int64_t n = state_.plan.engine_rows();
   const cublasOperation_t op = CUBLAS_OP_N;
   size_t dev = 0, host = 0;
@@ -307,17 +421,48 @@ Status Engine::Getrs(bool transpose) {
   return Status();
 }
 
-// cuSOLVERMp's Getrs has no transposed solve (CUSOLVER_STATUS_NOT_SUPPORTED in 0.9.1), so
-// Bᵀ z = c with P B = L U, i.e. Uᵀ Lᵀ (P z) = c, is solved here: two cuBLASMp triangular solves
-// with transposition give v = P z on the device; then the whole v (n x nrhs, small) is gathered
-// on every rank and z = Pᵀ v is applied on the host, interchanging rows in reverse order with the
-// global pivot list.
+// The global 1-based pivot list of cuSOLVERMp's Getrf. cuSOLVERMp distributes it with A's
+// columns (seen on 2 H200s: local entry c is the pivot of global row CyclicGlobal(c) on the
+// column axis, replicated over process rows); each rank writes its entries, max over every rank.
+Status Engine::EnginePivots(std::vector<int64_t>* out) {
+  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lc = local_cols_;
+  std::vector<int64_t>& piv = *out;
+  piv.assign(static_cast<size_t>(n), 0);
+  std::vector<int64_t> local(static_cast<size_t>(lc));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(local.data(), ipiv_, sizeof(int64_t) * lc, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  for (int64_t c = 0; c < lc; ++c) {
+    piv[layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol)] = local[c];
+  }
+  void* d_piv = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &d_piv));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(d_piv, piv.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice, stream_));
+  JAXMG_NCCL(ncclAllReduce(d_piv, d_piv, n, ncclInt64, ncclMax, ctx_.comm, stream_));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(piv.data(), d_piv, sizeof(int64_t) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  // 1-based (row i swaps with row piv[i] - 1 >= i): the last row can only swap with itself.
+  if (piv[n - 1] == n - 1) {
+    for (int64_t& p : piv) ++p;
+  }
+  return Status();
+}
+
+// Solves op(B) z = c with P B = L U held as p?getrf stores it and the global 1-based pivots:
+// op = N: L U z = P c (pivots first, then two cuBLASMp triangular solves); op = T: Uᵀ Lᵀ (P z) =
+// c (the solves with transposition, then the pivots in reverse order). cuSOLVERMp's Getrs has
+// no transposed solve, and the engine's own LU keeps its pivots on the host. The pivots are
+// applied to the whole right-hand side (n x nrhs, small) on the host, on every rank.
 template <typename T>
-Status Engine::TransposedLuSolve() {
+Status Engine::LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv) {
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, nrhs = nrhs_;
-  const int64_t lbc = rhs_local_cols_;
-  const size_t es = sizeof(T);
+  for (int64_t i = 0; i < n; ++i) {
+    if (piv[i] - 1 < i || piv[i] > n) return JAXMG_ERROR("a pivot is out of range");
+  }
+  if (!transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/false));
   BlasDescriptor da, db;
   JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
   JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, nrhs, t, t, std::max<int64_t>(lr, 1)));
@@ -325,69 +470,60 @@ Status Engine::TransposedLuSolve() {
   const cublasComputeType_t compute =
       sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
   const T one(1);
-  for (const auto& [uplo, diag] : {std::pair{CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT},
-                                   std::pair{CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT}}) {
+  const cublasOperation_t op = transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const std::pair<cublasFillMode_t, cublasDiagType_t> lower{CUBLAS_FILL_MODE_LOWER,
+                                                            CUBLAS_DIAG_UNIT};
+  const std::pair<cublasFillMode_t, cublasDiagType_t> upper{CUBLAS_FILL_MODE_UPPER,
+                                                            CUBLAS_DIAG_NON_UNIT};
+  for (const auto& [uplo, diag] : transpose ? std::array{upper, lower} : std::array{lower, upper}) {
     size_t dev = 0, host = 0;
-    JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, CUBLAS_OP_T, diag, n,
-                                         nrhs, &one, work_, 1, 1, da.get(), local_b_, 1, 1,
-                                         db.get(), compute, &dev, &host));
+    JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, op, diag, n, nrhs, &one,
+                                         work_, 1, 1, da.get(), local_b_, 1, 1, db.get(), compute,
+                                         &dev, &host));
     void* d_work = nullptr;
     JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, CUBLAS_OP_T, diag, n, nrhs, &one,
-                              work_, 1, 1, da.get(), local_b_, 1, 1, db.get(), compute, d_work,
+    JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, op, diag, n, nrhs, &one, work_, 1,
+                              1, da.get(), local_b_, 1, 1, db.get(), compute, d_work,
                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
   }
-  // The global pivot list. cuSOLVERMp distributes it with A's columns (seen on 2 H200s: local
-  // entry c is the 1-based global pivot row of global row CyclicGlobal(c) on the column axis,
-  // replicated over process rows); each rank writes its entries, max over every rank.
-  const int64_t lc = local_cols_;
-  std::vector<int64_t> piv(static_cast<size_t>(n), 0), local(static_cast<size_t>(lc));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(local.data(), ipiv_, sizeof(int64_t) * lc, cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  for (int64_t c = 0; c < lc; ++c)
-    piv[layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol)] = local[c];
-  void* d_piv = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &d_piv));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(d_piv, piv.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice, stream_));
-  JAXMG_NCCL(ncclAllReduce(d_piv, d_piv, n, ncclInt64, ncclMax, ctx_.comm, stream_));
-  // v, whole, in engine order on every rank.
+  if (transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/true));
+  return Status();
+}
+
+// Applies the row interchanges of `piv` (1-based, global) to the distributed right-hand side
+// (forward, or in reverse order), through its whole copy on every rank's host.
+template <typename T>
+Status Engine::PivotRhs(const std::vector<int64_t>& piv, bool reverse) {
+  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
+  const int64_t nrhs = nrhs_, lbc = rhs_local_cols_;
+  const size_t es = sizeof(T);
   std::vector<T> mine(static_cast<size_t>(std::max<int64_t>(lr * lbc, 1)));
   JAXMG_CUDA(
       cudaMemcpyAsync(mine.data(), local_b_, es * lr * lbc, cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(piv.data(), d_piv, sizeof(int64_t) * n, cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   std::vector<T> whole(static_cast<size_t>(n * nrhs), T(0));
-  for (int64_t c = 0; c < lbc; ++c) {
-    const int64_t j = layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol);
-    for (int64_t r = 0; r < lr; ++r) {
-      whole[layout::CyclicGlobal(r, t, ctx_.nprow, ctx_.myrow) * nrhs + j] = mine[r + c * lr];
+  auto each = [&](auto&& fn) {
+    for (int64_t c = 0; c < lbc; ++c) {
+      const int64_t j = layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol);
+      for (int64_t r = 0; r < lr; ++r) {
+        fn(mine[r + c * lr], whole[layout::CyclicGlobal(r, t, ctx_.nprow, ctx_.myrow) * nrhs + j]);
+      }
     }
-  }
+  };
+  each([](const T& local, T& global) { global = local; });
   JAXMG_CUDA(cudaMemcpyAsync(full_, whole.data(), es * n * nrhs, cudaMemcpyHostToDevice, stream_));
   JAXMG_NCCL(ncclAllReduce(full_, full_, static_cast<size_t>(n * nrhs * Scalar<T>::kParts),
                            NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
   JAXMG_CUDA(cudaMemcpyAsync(whole.data(), full_, es * n * nrhs, cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  // z = Pᵀ v: the interchanges in reverse order. Pivots are 1-based (row i swaps with row
-  // piv[i] - 1 >= i); the last row can only be swapped with itself, which tells the base.
-  const bool zero_based = piv[n - 1] == n - 1;
-  for (int64_t i = n - 1; i >= 0; --i) {
-    const int64_t p = piv[i] - (zero_based ? 0 : 1);
-    if (p < 0 || p >= n) return JAXMG_ERROR("cuSOLVERMp returned a pivot out of range");
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t i = reverse ? n - 1 - s : s, p = piv[i] - 1;
     if (p != i) {
       std::swap_ranges(whole.begin() + i * nrhs, whole.begin() + (i + 1) * nrhs,
                        whole.begin() + p * nrhs);
     }
   }
-  for (int64_t c = 0; c < lbc; ++c) {
-    const int64_t j = layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol);
-    for (int64_t r = 0; r < lr; ++r) {
-      mine[r + c * lr] = whole[layout::CyclicGlobal(r, t, ctx_.nprow, ctx_.myrow) * nrhs + j];
-    }
-  }
+  each([](T& local, const T& global) { local = global; });
   JAXMG_CUDA(
       cudaMemcpyAsync(local_b_, mine.data(), es * lr * lbc, cudaMemcpyHostToDevice, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));  // `mine` is freed on return

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "engines/cusolvermp/cusolvermp.h"
 #include "ffi/solve.h"
@@ -63,8 +64,14 @@ class Engine {
   Status Scratch(size_t bytes, void** out);
   // A device workspace of at least `bytes` (reused across the steps of the call).
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
+  bool UseOwnLu() const;
   template <typename T>
-  Status TransposedLuSolve();
+  Status Lu1D(int* info);
+  Status EnginePivots(std::vector<int64_t>* out);
+  template <typename T>
+  Status LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv);
+  template <typename T>
+  Status PivotRhs(const std::vector<int64_t>& piv, bool reverse);
   // Status agreement (see engine.cc); returns the agreed info.
   template <typename T>
   Status Agree(bool failed, int* info);
@@ -86,6 +93,8 @@ class Engine {
   void* local_b_ = nullptr;
   Descriptor desc_b_;
   void* full_ = nullptr;  // n x nrhs, row-major: the whole right-hand side
+  bool own_lu_ = false;   // the factors come from Lu1D, with its pivots in own_pivots_
+  std::vector<int64_t> own_pivots_;
 };
 
 }  // namespace jaxmg::cusolvermp

@@ -1,0 +1,62 @@
+#include "engines/cusolvermp/local_blas.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <string>
+
+#include "engines/cusolvermp/cusolvermp.h"
+
+namespace jaxmg::cusolvermp {
+namespace {
+
+// A symbol of the process (libraries loaded so far), or of the library `so` loaded by name.
+void* Find(const char* name, const char* so) {
+  if (void* p = dlsym(RTLD_DEFAULT, name)) return p;
+  void* lib = dlopen(so, RTLD_NOW | RTLD_GLOBAL);
+  return lib ? dlsym(lib, name) : nullptr;
+}
+
+template <typename F>
+Status Resolve(const char* name, const char* so, F* out) {
+  *out = reinterpret_cast<F>(Find(name, so));
+  if (*out == nullptr) {
+    return Status::Error(std::string("jaxmg GPU engine: ") + name + " not found (" + so +
+                         ", from the nvidia-cublas / nvidia-cusolver wheels that jax[cuda13] "
+                         "installs, must be loadable)");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status CublasCheck(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return Status();
+  return Status::Error("cuBLAS error " + std::to_string(static_cast<int>(s)) + " in " + what);
+}
+
+Status GetLocalBlas(const LocalBlas** out) {
+  static LocalBlas table;
+  static Status status;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    constexpr const char* kBlas = "libcublas.so.13";
+    constexpr const char* kSolver = "libcusolver.so.12";
+    const char* trsm[4] = {"cublasStrsm_v2", "cublasDtrsm_v2", "cublasCtrsm_v2", "cublasZtrsm_v2"};
+    const char* gemm[4] = {"cublasSgemm_v2", "cublasDgemm_v2", "cublasCgemm_v2", "cublasZgemm_v2"};
+    Status s = Resolve("cublasCreate_v2", kBlas, &table.create);
+    if (s.ok()) s = Resolve("cublasSetStream_v2", kBlas, &table.set_stream);
+    for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trsm[i], kBlas, &table.trsm[i]);
+    for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(gemm[i], kBlas, &table.gemm[i]);
+    if (s.ok()) s = Resolve("cusolverDnCreate", kSolver, &table.dn_create);
+    if (s.ok()) s = Resolve("cusolverDnSetStream", kSolver, &table.dn_set_stream);
+    if (s.ok()) s = Resolve("cusolverDnCreateParams", kSolver, &table.dn_create_params);
+    if (s.ok()) s = Resolve("cusolverDnXgetrf_bufferSize", kSolver, &table.getrf_buffer_size);
+    if (s.ok()) s = Resolve("cusolverDnXgetrf", kSolver, &table.getrf);
+    status = s;
+  });
+  *out = &table;
+  return status;
+}
+
+}  // namespace jaxmg::cusolvermp

@@ -1,0 +1,38 @@
+// Single-GPU cuBLAS and cuSOLVER calls for the engine's own algorithms (the 1-D LU), found in the
+// process at run time: libcusolverMp already loads libcublas and libcusolver, and so does
+// jaxlib, so no link-time dependency on those large libraries is added.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+
+#include "common/status.h"
+
+namespace jaxmg::cusolvermp {
+
+struct LocalBlas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  // Typed trsm / gemm by Scalar<T>::kIndex (S, D, C, Z); data and scalars passed as void*.
+  using Trsm = cublasStatus_t (*)(cublasHandle_t, cublasSideMode_t, cublasFillMode_t,
+                                  cublasOperation_t, cublasDiagType_t, int, int, const void*,
+                                  const void*, int, void*, int);
+  using Gemm = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                  int, const void*, const void*, int, const void*, int, const void*,
+                                  void*, int);
+  Trsm trsm[4] = {};
+  Gemm gemm[4] = {};
+  decltype(&cusolverDnCreate) dn_create = nullptr;
+  decltype(&cusolverDnSetStream) dn_set_stream = nullptr;
+  decltype(&cusolverDnCreateParams) dn_create_params = nullptr;
+  decltype(&cusolverDnXgetrf_bufferSize) getrf_buffer_size = nullptr;
+  decltype(&cusolverDnXgetrf) getrf = nullptr;
+};
+
+// The table, resolved once; an error names the missing symbol.
+Status GetLocalBlas(const LocalBlas** out);
+
+Status CublasCheck(cublasStatus_t s, const char* what);
+
+}  // namespace jaxmg::cusolvermp
