@@ -44,6 +44,21 @@ class SolveRoutine:
     hand_transpose: Callable[[_mesh.MatrixPlacement, bool], bool]
 
 
+def transpose_when(*, always: set[str], by_shape: set[str], tall: bool):
+    """A `hand_transpose` policy: aᵀ on `always` platforms, and on `by_shape` platforms for meshes
+    taller than wide (`tall`) or wider than tall; never with donation (the in-place path saves a
+    shard of memory). The sets are read at call time, so tests can steer the path."""
+
+    def decide(placement: _mesh.MatrixPlacement, donate: bool) -> bool:
+        if donate:
+            return False
+        rows, cols = placement.mesh_rows, placement.mesh_cols
+        shaped = rows > cols if tall else rows < cols
+        return placement.platform in always or (shaped and placement.platform in by_shape)
+
+    return decide
+
+
 def solve(
     routine: SolveRoutine,
     a,

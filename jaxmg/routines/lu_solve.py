@@ -16,16 +16,13 @@ TRANSPOSE_WIDE_MESHES = {"cuda"}
 TRANSPOSE_PLATFORMS: set[str] = set()
 
 
-def _hand_transpose(placement, donate: bool) -> bool:
-    if donate:
-        return False
-    wide = placement.mesh_rows < placement.mesh_cols
-    return placement.platform in TRANSPOSE_PLATFORMS or (
-        wide and placement.platform in TRANSPOSE_WIDE_MESHES
-    )
-
-
-ROUTINE = _routine.SolveRoutine(name="lu_solve", symmetric=False, hand_transpose=_hand_transpose)
+ROUTINE = _routine.SolveRoutine(
+    name="lu_solve",
+    symmetric=False,
+    hand_transpose=_routine.transpose_when(
+        always=TRANSPOSE_PLATFORMS, by_shape=TRANSPOSE_WIDE_MESHES, tall=False
+    ),
+)
 
 
 def lu_solve(

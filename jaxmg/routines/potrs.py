@@ -13,16 +13,13 @@ TRANSPOSE_TALL_MESHES = {"cuda"}
 TRANSPOSE_PLATFORMS: set[str] = set()
 
 
-def _hand_transpose(placement, donate: bool) -> bool:
-    if donate:
-        return False
-    tall = placement.mesh_rows > placement.mesh_cols
-    return placement.platform in TRANSPOSE_PLATFORMS or (
-        tall and placement.platform in TRANSPOSE_TALL_MESHES
-    )
-
-
-ROUTINE = _routine.SolveRoutine(name="potrs", symmetric=True, hand_transpose=_hand_transpose)
+ROUTINE = _routine.SolveRoutine(
+    name="potrs",
+    symmetric=True,
+    hand_transpose=_routine.transpose_when(
+        always=TRANSPOSE_PLATFORMS, by_shape=TRANSPOSE_TALL_MESHES, tall=True
+    ),
+)
 
 
 def potrs(
