@@ -4,8 +4,11 @@ A matrix sharded over a JAX mesh is factored and solved where it lies, across de
 processes, from inside jax.jit: cuSOLVERMp over NCCL on GPUs, ScaLAPACK over MPI on CPUs.
 """
 
+from jaxmg._core import native as _native
 from jaxmg.routines.lu_solve import lu_solve
 from jaxmg.routines.potrs import potrs
+
+_native.start_mpi_if_launched()
 
 __all__ = ["lu_solve", "potrs"]
 __version__ = "0.1.0"

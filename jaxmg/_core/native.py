@@ -126,11 +126,36 @@ def _check_one_nccl() -> None:
         )
 
 
-def _init_mpi(lib: ctypes.CDLL) -> None:
+@functools.cache
+def start_mpi() -> ctypes.CDLL:
+    """Initializes MPI through the CPU engine's library (once); returns the library.
+
+    Called at `import jaxmg` in processes started by mpirun, so that MPI's collective start-up
+    happens in every process together, not inside the first jaxmg call (where processes that make
+    no call, as in a program over a sub-mesh, would leave the others waiting). Errors from MPI
+    calls are returned to jaxmg (MPI_ERRORS_RETURN), not a job abort.
+    """
+    lib = load("cpu")
     err = _error_buffer()
     if lib.jaxmg_mpi_init(err, len(err)) != 0:
         raise RuntimeError(f"jaxmg could not initialize MPI: {err.value.decode()}")
     atexit.register(lib.jaxmg_mpi_finalize)
+    return lib
+
+
+def start_mpi_if_launched() -> None:
+    """start_mpi() in a process launched by Open MPI's mpirun, where the CPU engine is built; a
+    missing CPU engine (a GPU-only build) is not an error here."""
+    if "OMPI_COMM_WORLD_SIZE" not in os.environ or find_library("cpu") is None:
+        return
+    try:
+        start_mpi()
+    except RuntimeError:
+        pass  # reported, with what to do, by the first call that needs the CPU engine
+
+
+def _init_mpi(lib: ctypes.CDLL) -> None:
+    start_mpi()
     rank, size = lib.jaxmg_mpi_rank(), lib.jaxmg_mpi_size()
     if size != jax.process_count() or rank != jax.process_index():
         raise RuntimeError(

@@ -100,15 +100,19 @@ MPI_Datatype RealMpiType() {
 Status EnsureMpi() {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (initialized) return Status();
-  int provided = 0;
-  JAXMG_RETURN_IF_ERROR(MpiCheck(
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread"));
-  g_initialized_here = true;
-  if (provided < MPI_THREAD_SERIALIZED) {
-    return JAXMG_ERROR("the MPI library does not provide MPI_THREAD_SERIALIZED");
+  if (!initialized) {
+    int provided = 0;
+    JAXMG_RETURN_IF_ERROR(MpiCheck(
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread"));
+    g_initialized_here = true;
+    if (provided < MPI_THREAD_SERIALIZED) {
+      return JAXMG_ERROR("the MPI library does not provide MPI_THREAD_SERIALIZED");
+    }
   }
-  return Status();
+  // MPI errors come back as return codes (then Python errors), not as a job abort; communicators
+  // made from MPI_COMM_WORLD inherit the handler.
+  return MpiCheck(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+                  "MPI_Comm_set_errhandler");
 }
 
 void FinalizeMpi() {
