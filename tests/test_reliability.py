@@ -17,3 +17,54 @@ def test_program_over_a_sub_mesh(tmp_path):
     out = run_cases(4, MP / "submesh_worker.py", [], tmp_path, timeout=240)
     assert out["seen"] == [0, 1, 2, 3]
     assert out["record"]["potrs"] < 1e-12 and out["record"]["lu_solve"] < 1e-12, out
+
+
+def _agreement(tmp_path, scenario, env=None):
+    import json
+    import os
+
+    from mpirun import run_mpi
+
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    try:
+        prefix = tmp_path / "out"
+        proc = run_mpi(2, MP / "agreement_worker.py", [scenario, str(prefix)], 180, tmp_path)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    files = [tmp_path / f"out.{rank}.json" for rank in (0, 1)]
+    assert all(f.exists() for f in files), proc.stdout[-2000:] + proc.stderr[-4000:]
+    return [json.loads(f.read_text()) for f in files]
+
+
+@pytest.mark.parametrize(
+    "scenario,field", [("divergent-tile", "tile"), ("divergent-routine", "routine")]
+)
+def test_ranks_that_disagree_get_the_same_error_then_recover(tmp_path, scenario, field):
+    records = _agreement(tmp_path, scenario)
+    messages = {r["first"].get("message") for r in records}
+    assert len(messages) == 1, messages  # the same error on every rank
+    (message,) = messages
+    assert not records[0]["first"]["ok"] and f"disagree on the {field}" in message, message
+    for r in records:  # the next, agreeing call works
+        assert r["then"]["ok"] and r["then"]["error_max"] < 1e-12, r
+
+
+def test_retry_after_a_python_error_on_one_rank(tmp_path):
+    r0, r1 = _agreement(tmp_path, "retry")
+    assert r0["bad"]["type"] == "ValueError"
+    assert r0["first"]["ok"] and r1["first"]["ok"], (r0, r1)
+    assert max(r0["first"]["error_max"], r1["first"]["error_max"]) < 1e-12
+
+
+def test_a_peer_that_never_comes_is_an_error_within_the_timeout(tmp_path):
+    r0, r1 = _agreement(tmp_path, "absent-peer", {"JAXMG_CALL_TIMEOUT": "3"})
+    first, then = r0["first"], r0["then"]
+    assert not first["ok"] and "JAXMG_CALL_TIMEOUT = 3 s" in first["message"], first
+    assert 2.5 < first["seconds"] < 30, first
+    # Later calls refuse at once: the processes can no longer pair their calls.
+    assert not then["ok"] and "restart the job" in then["message"] and then["seconds"] < 2, then

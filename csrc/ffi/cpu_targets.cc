@@ -37,7 +37,8 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
   if (!s.ok()) return ffi_util::ToFfi(s);
   auto lock = sl::EngineLock();
   sl::Engine engine;
-  s = sl::Engine::Create(attrs, plan, &engine);
+  s = sl::Engine::Create(attrs, plan,
+                         Fingerprint(target, static_cast<int>(a.element_type()), attrs), &engine);
   if (s.ok()) s = RunSolve<R>(engine, a.element_type(), target, attrs, io);
   return ffi_util::ToFfi(s);
 }

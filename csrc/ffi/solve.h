@@ -53,6 +53,23 @@ struct SolveAttrs {
   int64_t nrhs = 0;
 };
 
+// What every rank of a call must agree on before any engine collective (with the engine's own
+// call counter in front): a difference names its field in the error every rank raises.
+struct CallFingerprint {
+  std::vector<int64_t> values;
+  std::vector<const char*> names;
+};
+
+inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAttrs& a) {
+  uint64_t routine = 1469598103934665603ull;  // FNV-1a of the target name
+  for (const char* c = target; *c; ++c)
+    routine = (routine ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
+  return CallFingerprint{{static_cast<int64_t>(routine >> 1), dtype, a.n, a.nrhs, a.mesh_rows,
+                          a.mesh_cols, a.tile, a.pad, a.force_redistribute, a.transposed},
+                         {"routine", "dtype", "matrix order", "right-hand sides", "mesh rows",
+                          "mesh columns", "tile", "pad", "redistribution", "transposition"}};
+}
+
 // The buffers of one call.
 struct SolveIo {
   void* a = nullptr;  // the shard; the result a_work aliases it

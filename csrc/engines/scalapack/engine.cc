@@ -26,7 +26,8 @@ const layout::AxisPlan& AxisOf(const layout::Plan& plan, Axis axis) {
 
 }  // namespace
 
-Status Engine::Create(const SolveAttrs& attrs, const layout::Plan& plan, Engine* out) {
+Status Engine::Create(const SolveAttrs& attrs, const layout::Plan& plan,
+                      const CallFingerprint& fingerprint, Engine* out) {
   const int mr = plan.mesh_rows, mc = plan.mesh_cols;
   JAXMG_RETURN_IF_ERROR(EnsureMpi());
   std::vector<int> ranks = attrs.ranks;
@@ -37,6 +38,10 @@ Status Engine::Create(const SolveAttrs& attrs, const layout::Plan& plan, Engine*
                        std::to_string(attrs.v) +
                        ") is not this process's: JAX process indices must equal MPI ranks");
   }
+  std::vector<int> members = ranks;
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  JAXMG_RETURN_IF_ERROR(AgreeOnCall(members, fingerprint.values, fingerprint.names));
   // Grid position (i, j) is played by mesh (u, v) with i = rows.grid_of_mesh[v], j =
   // cols.grid_of_mesh[u].
   const int nprow = plan.grid_rows(), npcol = plan.grid_cols();

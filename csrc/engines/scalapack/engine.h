@@ -13,9 +13,11 @@ namespace jaxmg::scalapack {
 
 class Engine {
  public:
-  // Joins (or creates, collectively) the grid of the plan for mesh position (attrs.u, attrs.v).
+  // Agrees on the call with the other processes of the mesh (bounded wait, AgreeOnCall), then
+  // joins (or creates, collectively) the grid of the plan for mesh position (attrs.u, attrs.v).
   // Callers hold EngineLock().
-  static Status Create(const SolveAttrs& attrs, const layout::Plan& plan, Engine* out);
+  static Status Create(const SolveAttrs& attrs, const layout::Plan& plan,
+                       const CallFingerprint& fingerprint, Engine* out);
 
   const layout::Plan& plan() const { return *plan_; }
 

@@ -1,9 +1,12 @@
 #include "engines/scalapack/scalapack.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "common/scalar.h"
@@ -40,6 +43,9 @@ namespace jaxmg::scalapack {
 namespace {
 
 bool g_initialized_here = false;
+MPI_Comm g_agree_comm = MPI_COMM_NULL;        // a duplicate of MPI_COMM_WORLD for call agreement
+std::string g_poisoned;                       // set when a call timed out: every later call refuses
+std::map<std::vector<int>, int64_t> g_calls;  // calls so far per set of members
 std::mutex g_engine_mutex;
 
 struct GridKey {
@@ -111,8 +117,128 @@ Status EnsureMpi() {
   }
   // MPI errors come back as return codes (then Python errors), not as a job abort; communicators
   // made from MPI_COMM_WORLD inherit the handler.
-  return MpiCheck(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
-                  "MPI_Comm_set_errhandler");
+  JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+                                 "MPI_Comm_set_errhandler"));
+  if (g_agree_comm == MPI_COMM_NULL) {
+    JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_dup(MPI_COMM_WORLD, &g_agree_comm), "MPI_Comm_dup"));
+  }
+  return Status();
+}
+
+namespace {
+
+double CallTimeout() {
+  const char* env = std::getenv("JAXMG_CALL_TIMEOUT");
+  if (env == nullptr || *env == 0) return 600.0;
+  const double v = std::atof(env);
+  return v > 0 ? v : 600.0;
+}
+
+// Waits for `requests` until all complete or `deadline`; on time-out cancels what is pending.
+bool WaitAll(std::vector<MPI_Request>& requests, std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+    if (done) return true;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (MPI_Request& r : requests) {
+        if (r != MPI_REQUEST_NULL) {
+          MPI_Cancel(&r);
+          MPI_Request_free(&r);
+        }
+      }
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+constexpr int kFingerprintTag = 7412, kVerdictTag = 7413;
+
+}  // namespace
+
+Status AgreeOnCall(const std::vector<int>& members, const std::vector<int64_t>& values,
+                   const std::vector<const char*>& names) {
+  if (!g_poisoned.empty()) return Status::Error(g_poisoned);
+  const int64_t call = g_calls[members]++;
+  if (members.size() <= 1) return Status();
+  const double timeout = CallTimeout();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(static_cast<int64_t>(timeout * 1e6));
+  std::vector<int64_t> mine{call};
+  mine.insert(mine.end(), values.begin(), values.end());
+  const int count = static_cast<int>(mine.size());
+  const int hub = members[0], me = WorldRank();
+  // Verdict: [0] 0 = agreed, 1 = a field differs, 2 = a member did not come; [1] field index;
+  // [2] the differing member; [3], [4] the hub's and that member's values.
+  std::vector<int64_t> verdict(5, 0);
+  auto timed_out = [&](const std::string& who) {
+    g_poisoned = "jaxmg: " + who + " did not join a jaxmg call within JAXMG_CALL_TIMEOUT = " +
+                 std::to_string(static_cast<int64_t>(timeout)) +
+                 " s (a process may have raised an error before the call, taken another branch, "
+                 "or died); the processes can no longer pair their calls: restart the job";
+    return Status::Error(g_poisoned);
+  };
+  if (me == hub) {
+    const size_t others = members.size() - 1;
+    std::vector<int64_t> theirs(others * count);
+    std::vector<MPI_Request> recvs(others, MPI_REQUEST_NULL);
+    for (size_t i = 0; i < others; ++i) {
+      JAXMG_RETURN_IF_ERROR(
+          MpiCheck(MPI_Irecv(theirs.data() + i * count, count, MPI_INT64_T, members[i + 1],
+                             kFingerprintTag, g_agree_comm, &recvs[i]),
+                   "MPI_Irecv"));
+    }
+    const bool all = WaitAll(recvs, deadline);
+    if (!all) {
+      verdict[0] = 2;
+    } else {
+      for (size_t i = 0; i < others && verdict[0] == 0; ++i) {
+        for (int f = 0; f < count; ++f) {
+          if (theirs[i * count + f] != mine[f]) {
+            verdict = {1, f, members[i + 1], mine[f], theirs[i * count + f]};
+            break;
+          }
+        }
+      }
+    }
+    // Every member that came hears the verdict (one that did not is not waited for).
+    std::vector<MPI_Request> sends(others, MPI_REQUEST_NULL);
+    for (size_t i = 0; i < others; ++i) {
+      JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Isend(verdict.data(), 5, MPI_INT64_T, members[i + 1],
+                                               kVerdictTag, g_agree_comm, &sends[i]),
+                                     "MPI_Isend"));
+    }
+    if (!WaitAll(sends, deadline + std::chrono::seconds(1)) && verdict[0] == 0) {
+      return timed_out("a process of this mesh");
+    }
+  } else {
+    std::vector<MPI_Request> reqs(2, MPI_REQUEST_NULL);
+    JAXMG_RETURN_IF_ERROR(MpiCheck(
+        MPI_Isend(mine.data(), count, MPI_INT64_T, hub, kFingerprintTag, g_agree_comm, &reqs[0]),
+        "MPI_Isend"));
+    JAXMG_RETURN_IF_ERROR(MpiCheck(
+        MPI_Irecv(verdict.data(), 5, MPI_INT64_T, hub, kVerdictTag, g_agree_comm, &reqs[1]),
+        "MPI_Irecv"));
+    if (!WaitAll(reqs, deadline + std::chrono::seconds(2))) {
+      return timed_out("process " + std::to_string(hub) + " (the first of this mesh)");
+    }
+  }
+  if (verdict[0] == 2) return timed_out("a process of this mesh");
+  if (verdict[0] == 1) {
+    const int f = static_cast<int>(verdict[1]);
+    const std::string field = f == 0 ? "call number" : names[f - 1];
+    const std::string values =
+        field == "routine"
+            ? "they call different routines"
+            : "process " + std::to_string(hub) + ": " + std::to_string(verdict[3]) + ", process " +
+                  std::to_string(verdict[2]) + ": " + std::to_string(verdict[4]);
+    return Status::Error("jaxmg: the processes of this mesh disagree on the " + field +
+                         " of this call (" + values +
+                         "); every process must make the same jaxmg calls, in the same order, "
+                         "with the same arguments");
+  }
+  return Status();
 }
 
 void FinalizeMpi() {
@@ -122,6 +248,7 @@ void FinalizeMpi() {
   if (!initialized || finalized || !g_initialized_here) return;
   std::lock_guard<std::mutex> lock(g_engine_mutex);
   // BLACS contexts (GridCache) are released with MPI; only our communicators are freed here.
+  if (g_agree_comm != MPI_COMM_NULL) MPI_Comm_free(&g_agree_comm);
   for (auto& [members, comm] : CommCache()) {
     (void)members;
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);

@@ -23,6 +23,14 @@ int WorldSize();
 // One engine call at a time per process: MPI is initialized SERIALIZED.
 std::unique_lock<std::mutex> EngineLock();
 
+// Before any collective of a call: the processes `members` (world ranks) exchange `values`
+// (prefixed with a per-member-set call counter) through the first member, with every wait bounded
+// by JAXMG_CALL_TIMEOUT seconds (default 600). A difference is the same error on every member,
+// naming the field (names[i] for values[i]); a member that does not come in time is an error on
+// the others, and every later call refuses (the job must be restarted).
+Status AgreeOnCall(const std::vector<int>& members, const std::vector<int64_t>& values,
+                   const std::vector<const char*>& names);
+
 // ranks[position] = world rank of the process at each mesh position, gathered over
 // MPI_COMM_WORLD (the mesh must span every process).
 Status GatherMeshRanks(int my_position, int positions, std::vector<int>* ranks);

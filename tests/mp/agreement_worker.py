@@ -1,0 +1,75 @@
+"""Ranks that disagree, retry or never come: every rank gets a clear error, nothing hangs.
+
+Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_PREFIX.<rank>.json)
+  divergent-tile     rank 0 asks for tile 4, rank 1 for tile 8; then both make a correct call
+  divergent-routine  rank 0 calls potrs, rank 1 lu_solve; then both make a correct call
+  retry              rank 0's first call raises a ValueError in Python and is retried
+  absent-peer        rank 1 makes no call (JAXMG_CALL_TIMEOUT is set by the test)
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import jax
+
+jax.distributed.initialize()
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+from jax.experimental import multihost_utils  # noqa: E402
+
+import jaxmg  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from linalg_cases import A_SPEC, B_SPEC, gather, place, rhs, spd  # noqa: E402
+
+scenario, prefix = sys.argv[1], sys.argv[2]
+me = jax.process_index()
+mesh = jax.make_mesh((2, 1), ("pr", "pc"))
+n = 48
+a, b = spd(n, np.float64, 2), rhs(n, 2, np.float64, 2)
+ap, bp = place(a, mesh, A_SPEC), place(b, mesh, B_SPEC)
+ref = np.linalg.solve(a, b)
+rec = {"rank": me, "scenario": scenario}
+
+
+def attempt(fn):
+    t0 = time.perf_counter()
+    try:
+        x = fn()
+        err = float(np.abs(gather(x) - ref).max())
+        return {"ok": True, "error_max": err, "seconds": time.perf_counter() - t0}
+    except Exception as e:  # noqa: BLE001 - the message is the result
+        return {
+            "ok": False,
+            "type": type(e).__name__,
+            "message": str(e)[:2000],
+            "seconds": time.perf_counter() - t0,
+            "trace": traceback.format_exc()[-1500:],
+        }
+
+
+if scenario == "divergent-tile":
+    rec["first"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4 if me == 0 else 8))
+    rec["then"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+elif scenario == "divergent-routine":
+    fn = jaxmg.potrs if me == 0 else jaxmg.lu_solve
+    rec["first"] = attempt(lambda: fn(ap, bp, T_A=4))
+    rec["then"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+elif scenario == "retry":
+    if me == 0:
+        rec["bad"] = attempt(lambda: jaxmg.potrs(ap, place(b[:-2], mesh, B_SPEC), T_A=4))
+    rec["first"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+elif scenario == "absent-peer":
+    if me == 0:
+        rec["first"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+        rec["then"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+with open(f"{prefix}.{me}.json", "w") as f:
+    json.dump(rec, f)
+multihost_utils.sync_global_devices("agreement-done")
+if scenario == "absent-peer":
+    os._exit(0)  # a timed-out call leaves MPI unusable: no MPI_Finalize
