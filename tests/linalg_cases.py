@@ -184,15 +184,19 @@ def solve_case(mesh, routine, dtype_name, n, tile, k, path="default", pad=True):
     return rec
 
 
-def singular_case(mesh, routine, n, tile, path="default"):
-    """A matrix the routine must refuse (not positive definite / exactly singular): NaN
-    solution and logdet and the same positive status on every rank; the next call works."""
+def singular_case(mesh, routine, n, tile, path="default", nan=False):
+    """A matrix the routine must refuse (not positive definite / exactly singular, or with a NaN
+    entry when `nan`): NaN solution and logdet and the same positive status on every rank; the
+    next call works."""
     if routine == "potrs":
         a = spd(n, np.float64, 6)
         a[n // 2, n // 2] = -10.0 * n
     else:
         a = general(n, np.float64, 6)
         a[:, n // 2] = 0.0
+    if nan:
+        a = MATRICES[routine](n, np.float64, 6)
+        a[n // 3, n // 3] = np.nan
     b = rhs(n, 2, np.float64, 6)
     platform = mesh.devices.flat[0].platform
     with engine_path(routine, path, "cuda" if platform == "gpu" else platform):
@@ -207,7 +211,8 @@ def singular_case(mesh, routine, n, tile, path="default"):
         per_rank = local_scalars(logdet, status)
         recovers = solve_case(mesh, routine, "float64", n, tile, 2, path)["ok"]
     rec = dict(
-        case=f"{routine}/singular" + ("" if path == "default" else f"/{path}"),
+        case=f"{routine}/{'nan-input' if nan else 'singular'}"
+        + ("" if path == "default" else f"/{path}"),
         x_all_nan=bool(np.all(np.isnan(xs))),
         logdet_nan_all_ranks=bool(np.all(np.isnan(np.real(per_rank[:, 0])))),
         status_all_ranks=[int(np.real(s)) for s in per_rank[:, 1]],

@@ -60,6 +60,7 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
             "inside-jit",
             "donate",
             "singular",
+            "nan-input",
             "no-matrix-collective",
         ):
             plan.append((f"{routine}/{kind}", kind, dict(routine=routine, n=n)))

@@ -78,8 +78,9 @@ def test_variants(results, mesh, routine, kind):
 
 @pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
 @pytest.mark.parametrize("routine", ["potrs", "lu_solve"])
-def test_failure_gives_nan_and_status_everywhere(results, mesh, routine):
-    r = results(mesh)[f"{routine}/singular"]
+@pytest.mark.parametrize("kind", ["singular", "nan-input"])
+def test_failure_gives_nan_and_status_everywhere(results, mesh, routine, kind):
+    r = results(mesh)[f"{routine}/{kind}"]
     assert "error" not in r, r
     assert r["x_all_nan"] and r["logdet_nan_all_ranks"] and r["recovers"], r
     assert len(set(r["status_all_ranks"])) == 1 and r["status_all_ranks"][0] > 0, r

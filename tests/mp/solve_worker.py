@@ -88,6 +88,10 @@ def case_singular(routine, n):
     return singular_case(mesh, routine, n, 4)
 
 
+def case_nan_input(routine, n):
+    return singular_case(mesh, routine, n, 4, nan=True)
+
+
 def _collectives(hlo):
     """(line, result element count) of every collective op in a compiled HLO text."""
     moves = []
@@ -163,6 +167,7 @@ KINDS = {
     "inside-jit": case_inside_jit,
     "donate": case_donate,
     "singular": case_singular,
+    "nan-input": case_nan_input,
     "no-matrix-collective": case_no_matrix_collective,
     "repeated": case_repeated,
 }
