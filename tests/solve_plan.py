@@ -64,6 +64,7 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
             "no-matrix-collective",
         ):
             plan.append((f"{routine}/{kind}", kind, dict(routine=routine, n=n)))
+    plan.append(("potrs/not-symmetric", "not-symmetric", dict(routine="potrs", n=n)))
     plan.append(("mixed-repeated", "repeated", dict(n=n)))
     return plan
 

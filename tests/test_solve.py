@@ -87,6 +87,15 @@ def test_failure_gives_nan_and_status_everywhere(results, mesh, routine, kind):
 
 
 @pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_potrs_reports_a_matrix_that_is_not_symmetric(results, mesh):
+    r = results(mesh)["potrs/not-symmetric"]
+    assert "error" not in r, r
+    assert r["x_all_nan"] and r["logdet_nan_all_ranks"], r
+    assert set(r["status_all_ranks"]) == {-1}, r
+    _check(r)  # and with check_symmetry=False a symmetric matrix still solves
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
 @pytest.mark.parametrize("routine", ["potrs", "lu_solve"])
 def test_compiled_program_moves_no_matrix(results, mesh, routine):
     r = results(mesh)[f"{routine}/no-matrix-collective"]

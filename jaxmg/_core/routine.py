@@ -70,8 +70,13 @@ def solve(
     in_specs=None,
     pad=True,
     donate=False,
+    check_symmetry=False,
 ):
     """Runs `routine` on (a, b); returns (x, logdet, status), x shaped like b.
+
+    check_symmetry: (symmetric routines) compare uᴴ A v with conj(vᴴ A u) for fixed random u, v
+    (two distributed matrix-vector products, no matrix movement) and return NaN with status
+    NOT_SYMMETRIC on every device when they differ beyond rounding.
 
     Raises ValueError/TypeError for bad arguments before any work, identically on every process.
     """
@@ -107,7 +112,12 @@ def solve(
         b.ndim,
         bool(donate),
         context,
+        bool(check_symmetry and routine.symmetric),
     )
+    if check_symmetry and routine.symmetric and donate:
+        # A separate computation before the solve: inside the solve's program the extra reads
+        # of a donated `a` would make XLA copy the matrix the engine overwrites in place.
+        return fn(a, b, _asymmetric_jit(a))[:3]
     return fn(a, b)[:3]
 
 
@@ -146,6 +156,7 @@ def _build(
     b_ndim: int,
     donate: bool,
     context: int | None,
+    check_symmetry: bool = False,
 ):
     # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
@@ -193,20 +204,54 @@ def _build(
         check_vma=False,
     )
 
-    def run(a, b):
+    def run(a, b, asymmetric=None):
         b2 = b.reshape(n, 1) if b_ndim == 1 else b
         a = _mesh.constrain(a, user.mesh, user.matrix_spec)
+        if check_symmetry and asymmetric is None:  # not donated: XLA copies `a` anyway
+            asymmetric = _asymmetric(a)
         if transposed:  # aᵀ (aᴴ = a for symmetric routines), sharded the other way
             a = jnp.conj(a.T) if symmetric and jnp.iscomplexobj(a) else a.T
             a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
         b2 = _mesh.constrain(b2, placement.mesh, placement.rhs_spec)
         x, logdet, status, a_work = call(a, b2)
+        if asymmetric is not None:
+            x = jnp.where(asymmetric, jnp.nan, x)
+            logdet = jnp.where(asymmetric, jnp.nan, logdet)
+            status = jnp.where(asymmetric, jnp.int32(NOT_SYMMETRIC), status)
         x = _mesh.constrain(x, user.mesh, user.rhs_spec)
         x = x.reshape(n) if b_ndim == 1 else x
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
         return (x, logdet, status, a_work) if donate else (x, logdet, status)
 
     return jax.jit(run, donate_argnums=(0,) if donate else ())
+
+
+# The status of a symmetric routine whose matrix is not symmetric (Hermitian).
+NOT_SYMMETRIC = -1
+
+
+def _asymmetric(a):
+    """Whether uᴴ A v and conj(vᴴ A u) differ beyond rounding, for fixed random u and v.
+
+    For a symmetric (Hermitian) A they agree to about n eps |u| |A v|; a matrix that holds one
+    triangle, or any asymmetry above rounding, makes them differ by O(|u| |A| |v|). Costs two
+    matrix-vector products with the sharded matrix (reading it twice) and collectives of vector
+    size.
+    """
+    n = a.shape[0]
+    real = jnp.finfo(a.dtype).dtype
+    keys = jax.random.split(jax.random.key(20261130), 4)
+    u, v = (jax.random.normal(k, (n,), real).astype(a.dtype) for k in keys[:2])
+    if jnp.iscomplexobj(a):
+        u = u + 1j * jax.random.normal(keys[2], (n,), real)
+        v = v + 1j * jax.random.normal(keys[3], (n,), real)
+    av, au = a @ v, a @ u
+    gap = jnp.abs(jnp.vdot(u, av) - jnp.conj(jnp.vdot(v, au)))
+    scale = jnp.linalg.norm(u) * jnp.linalg.norm(av) + jnp.linalg.norm(v) * jnp.linalg.norm(au)
+    return gap > 32 * n * jnp.finfo(real).eps * scale
+
+
+_asymmetric_jit = jax.jit(_asymmetric)
 
 
 def assemble(x, logdet, status, *, return_logdet: bool, return_status: bool):

@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mesh", default=None, help="RxC process mesh (default: Px1)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--no-donate", dest="donate", action="store_false")
+    p.add_argument(
+        "--no-symmetry-check", dest="check_symmetry", action="store_false", help="potrs only"
+    )
     p.add_argument("--no-baseline", dest="baseline", action="store_false")
     p.add_argument("--baseline-max", type=int, default=None, help="largest N for the baseline")
     p.add_argument("--out", default="bench/results/potrs.json")
@@ -127,7 +130,13 @@ def _run_jaxmg(args) -> list[dict]:
     for n, dtype_name, tile in cases:
         dtype = np.dtype(dtype_name)
         rec = dict(
-            engine="jaxmg", devices=procs, mesh=list(shape), n=n, dtype=dtype_name, tile=tile
+            engine="jaxmg",
+            devices=procs,
+            mesh=list(shape),
+            n=n,
+            dtype=dtype_name,
+            tile=tile,
+            symmetry_check=args.check_symmetry and args.routine == "potrs",
         )
         try:
             gen = _kms(n, dtype, a_sh)
@@ -136,8 +145,9 @@ def _run_jaxmg(args) -> list[dict]:
             def solve(a, b, tile=tile):
                 # Called directly (not under an outer jit) so that donate=True lets the
                 # factorization overwrite a's buffer.
+                extra = {"check_symmetry": args.check_symmetry} if args.routine == "potrs" else {}
                 return getattr(jaxmg, args.routine)(
-                    a, b, T_A=tile, mesh=mesh, return_logdet=True, donate=args.donate
+                    a, b, T_A=tile, mesh=mesh, return_logdet=True, donate=args.donate, **extra
                 )
 
             times, logdet = _time_calls(gen, solve, b, args.repeats, f"{n}-{dtype_name}-{tile}")
@@ -314,6 +324,8 @@ def cli(argv: list[str]) -> int:
         passthrough += ["--mesh", args.mesh]
     if not args.donate:
         passthrough.append("--no-donate")
+    if not args.check_symmetry:
+        passthrough.append("--no-symmetry-check")
     if args.baseline_max:
         passthrough += ["--baseline-max", str(args.baseline_max)]
     records = []

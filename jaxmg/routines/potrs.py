@@ -34,13 +34,16 @@ def potrs(
     return_status=False,
     pad=True,
     donate=False,
+    check_symmetry=True,
 ):
     """Solves A x = b for a symmetric (Hermitian) positive-definite A sharded over a mesh.
 
     The matrix is factored with a distributed Cholesky decomposition (cuSOLVERMp on GPUs,
     ScaLAPACK on CPUs) where it lies: each device hands its shard to the engine, nothing is
     gathered. `a` must be symmetric (Hermitian): the engine reads one triangle of the tile-relabeled
-    matrix, which holds entries of both triangles of `a`. Works inside and outside `jax.jit`.
+    matrix, which holds entries of both triangles of `a`; by default a cheap check (two
+    matrix-vector products) reports a matrix that is not as status -1 with NaN outputs.
+    Works inside and outside `jax.jit`.
 
     Args:
       a: (N, N) float32, float64, complex64 or complex128 array, sharded over a 1-D or 2-D mesh
@@ -54,9 +57,12 @@ def potrs(
       in_specs: (spec of a, spec of b), as in JAXMg 1.x; only the spec of a is used.
       return_logdet: also return log det A (a real scalar).
       return_status: also return an int32 status: 0 on success, k > 0 when the matrix is not
-        positive definite (a leading minor of order k of the engine's ordering is not).
+        positive definite (a leading minor of order k of the engine's ordering is not, or a
+        factor's diagonal entry is not finite), -1 when it is not symmetric (Hermitian).
       pad: allow padding when T_A does not divide the shard (costs a copy of the shard).
       donate: let jaxmg overwrite `a` (saves one copy of the shard outside jit).
+      check_symmetry: compare uᴴ A v with conj(vᴴ A u) for fixed random u, v first (reads the
+        matrix twice more; False skips it, for a matrix known to be symmetric).
 
     Returns:
       x with b's shape and dtype; (x, logdet) with return_logdet; (x, status) with
@@ -76,6 +82,7 @@ def potrs(
         in_specs=in_specs,
         pad=pad,
         donate=donate,
+        check_symmetry=check_symmetry,
     )
     return _routine.assemble(
         x, logdet, status, return_logdet=return_logdet, return_status=return_status

@@ -19,6 +19,8 @@ import numpy as np  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
+import jaxmg  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from linalg_cases import (  # noqa: E402
     A_SPEC,
@@ -34,6 +36,7 @@ from linalg_cases import (  # noqa: E402
     run_named,
     singular_case,
     solve_case,
+    spd,
 )
 from linalg_cases import place as _place  # noqa: E402
 from solve_plan import cpu_plan  # noqa: E402
@@ -86,6 +89,34 @@ def case_donate(routine, n):
 
 def case_singular(routine, n):
     return singular_case(mesh, routine, n, 4)
+
+
+def case_not_symmetric(routine, n):
+    """potrs on a matrix holding one triangle: NaN and status -1 on every rank by default; the
+    check can be turned off (then the engine reads whatever the tiles hold)."""
+    a = np.tril(spd(n, np.float64, 12))
+    b = rhs(n, 2, np.float64, 12)
+    x, logdet, status = jaxmg.potrs(
+        place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_logdet=True, return_status=True
+    )
+    per_rank = local_scalars(logdet, status)
+    good = spd(n, np.float64, 12)
+    x2, status2 = jaxmg.potrs(
+        place(good, A_SPEC), place(b, B_SPEC), T_A=4, return_status=True, check_symmetry=False
+    )
+    rec = measure("", good, b, gather(x2), status=local_scalars(status2)[0][0])
+    rec.update(
+        x_all_nan=bool(np.all(np.isnan(gather(x)))),
+        logdet_nan_all_ranks=bool(np.all(np.isnan(np.real(per_rank[:, 0])))),
+        status_all_ranks=[int(np.real(s)) for s in per_rank[:, 1]],
+    )
+    rec["ok"] = (
+        rec["ok"]
+        and rec["x_all_nan"]
+        and rec["logdet_nan_all_ranks"]
+        and rec["status_all_ranks"] == [-1] * len(per_rank)
+    )
+    return rec
 
 
 def case_nan_input(routine, n):
@@ -168,6 +199,7 @@ KINDS = {
     "donate": case_donate,
     "singular": case_singular,
     "nan-input": case_nan_input,
+    "not-symmetric": case_not_symmetric,
     "no-matrix-collective": case_no_matrix_collective,
     "repeated": case_repeated,
 }
