@@ -23,6 +23,11 @@ from jaxmg._core import gpu as _gpu
 from jaxmg._core import native as _native
 from jaxmg._core import placement as _mesh
 
+# With donation, the symmetry check of a matrix whose shards are larger than this runs as its own
+# computation before the solve (inside the solve's program XLA would copy the donated shard to
+# keep it for the check's reads); smaller ones are checked inside it, saving a dispatch.
+SEPARATE_CHECK_BYTES = 64 << 20
+
 # JAXMG_REDISTRIBUTE=always makes the engines redistribute the matrix (p?gemr2d, cublasMpGemr2D)
 # even on grids where relabeling would do: a switch to exercise that path on any mesh.
 REDISTRIBUTE_ENV = "JAXMG_REDISTRIBUTE"
@@ -100,6 +105,9 @@ def solve(
     context = None
     if placement.platform == "cuda":
         context = _gpu.context_for(engine_placement, routine.symmetric, redistribute)
+    shard_bytes = n * n * dtype.itemsize // (placement.mesh_rows * placement.mesh_cols)
+    check_symmetry = bool(check_symmetry and routine.symmetric)
+    separate_check = check_symmetry and donate and shard_bytes > SEPARATE_CHECK_BYTES
     fn = _build(
         routine.name,
         routine.symmetric,
@@ -112,11 +120,9 @@ def solve(
         b.ndim,
         bool(donate),
         context,
-        bool(check_symmetry and routine.symmetric),
+        check_symmetry,
     )
-    if check_symmetry and routine.symmetric and donate:
-        # A separate computation before the solve: inside the solve's program the extra reads
-        # of a donated `a` would make XLA copy the matrix the engine overwrites in place.
+    if separate_check:
         return fn(a, b, _asymmetric_jit(a))[:3]
     return fn(a, b)[:3]
 
@@ -207,7 +213,7 @@ def _build(
     def run(a, b, asymmetric=None):
         b2 = b.reshape(n, 1) if b_ndim == 1 else b
         a = _mesh.constrain(a, user.mesh, user.matrix_spec)
-        if check_symmetry and asymmetric is None:  # not donated: XLA copies `a` anyway
+        if check_symmetry and asymmetric is None:  # small, or not donated (XLA copies `a` anyway)
             asymmetric = _asymmetric(a)
         if transposed:  # aᵀ (aᴴ = a for symmetric routines), sharded the other way
             a = jnp.conj(a.T) if symmetric and jnp.iscomplexobj(a) else a.T

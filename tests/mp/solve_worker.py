@@ -100,6 +100,16 @@ def case_not_symmetric(routine, n):
         place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_logdet=True, return_status=True
     )
     per_rank = local_scalars(logdet, status)
+    # The same with donation and the check as a computation of its own (as for large matrices).
+    from jaxmg._core import routine as _routine
+
+    saved, _routine.SEPARATE_CHECK_BYTES = _routine.SEPARATE_CHECK_BYTES, 0
+    try:
+        x3, status3 = jaxmg.potrs(
+            place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_status=True, donate=True
+        )
+    finally:
+        _routine.SEPARATE_CHECK_BYTES = saved
     good = spd(n, np.float64, 12)
     x2, status2 = jaxmg.potrs(
         place(good, A_SPEC), place(b, B_SPEC), T_A=4, return_status=True, check_symmetry=False
