@@ -85,3 +85,9 @@ def test_many_independent_calls_in_one_program(tmp_path, mesh):
     )
     assert out["calls"] == 8 and out["repeats"] == 20
     assert out["worst_error"] < 1e-12, out
+
+
+def test_explicit_mesh_column_sharding_and_wrong_spec(tmp_path):
+    out = run_cases(2, MP / "explicit_worker.py", [], tmp_path, timeout=180)
+    assert out["potrs"] < 1e-12 and out["lu_solve"] < 1e-12, out
+    assert out["wrong_spec"].startswith("ValueError") and "disagrees" in out["wrong_spec"], out

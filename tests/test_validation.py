@@ -79,6 +79,10 @@ SCRIPT = textwrap.dedent(
     probe("unused_axis", lambda: jaxmg.potrs(np.eye(4), np.ones(4), mesh=m3d,
                                             matrix_specs=P("a", None)))
     probe("several_devices", lambda: jaxmg.potrs(np.eye(4), np.ones(4), mesh=m22))
+    from jax.sharding import NamedSharding
+    a22 = jax.device_put(np.eye(4), NamedSharding(m22, P("pr", "pc")))
+    b4 = np.ones(4, a22.dtype)
+    probe("spec_disagrees", lambda: jaxmg.lu_solve(a22, b4, matrix_specs=P("pc", "pr")))
     # The GPU bootstrap's device order: from the concrete mesh, and rebuilt for an abstract one.
     import dataclasses
     from jaxmg._core import gpu as _gpu
@@ -111,6 +115,8 @@ def test_mesh_errors_with_several_devices(tmp_path):
     assert out["unused_axis"].startswith("ValueError") and "'b'" in out["unused_axis"]
     assert out["several_devices"].startswith("ValueError")
     assert "one device per process" in out["several_devices"]
+    # A matrix_specs that disagrees with a's real sharding is refused (it would move the matrix).
+    assert out["spec_disagrees"].startswith("ValueError") and "disagrees" in out["spec_disagrees"]
     for name in ("grid22", "grid22t", "grid4"):
         concrete, rebuilt, placed = out[name]
         assert concrete == rebuilt == placed, (name, out[name])

@@ -112,11 +112,35 @@ def _axis_name(entry, what: str, mesh: Mesh) -> str | None:
     return entry
 
 
+def _check_same_layout(given: P, actual: P, mesh) -> None:
+    """A matrix_specs that disagrees with a's own sharding is an error: honouring it would move
+    the whole matrix between devices before the call."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
+
+    def norm(spec):
+        entries = tuple(spec) + (None,) * (2 - len(spec))
+        out = []
+        for e in entries[:2]:
+            names = e if isinstance(e, tuple) else (e,)
+            out.append(tuple(x for x in names if x is not None and sizes.get(x, 1) > 1))
+        return tuple(out)
+
+    if norm(given) != norm(actual):
+        raise ValueError(
+            f"matrix_specs {given} disagrees with the sharding of a, {actual}: jaxmg would have "
+            "to move the whole matrix. Pass a's own spec (or leave matrix_specs out), or place "
+            "a as the spec says first (jax.device_put(a, NamedSharding(mesh, spec)))."
+        )
+
+
 def resolve_placement(a, mesh=None, spec=None) -> MatrixPlacement:
     """Finds the mesh, row/column axes and process grid of the square matrix `a`."""
     mesh = _find_mesh(a, mesh)
+    actual = _spec_of(a)
+    if spec is not None and actual is not None and isinstance(spec, P):
+        _check_same_layout(spec, actual, mesh)
     if spec is None:
-        spec = _spec_of(a)
+        spec = actual
     if spec is None:
         names = mesh.axis_names
         spec = P(names[0], names[1] if len(names) > 1 else None)
