@@ -28,6 +28,7 @@
 // only on an engine error, which every rank meets in the same step.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -178,7 +179,14 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
 
 }  // namespace jaxmg
 
-// Explicit instantiation of an engine's steps for one element type (in the engine's .cc).
+// Explicit instantiation of an engine's steps for the four element types (in the engine's .cc).
+#define JAXMG_INSTANTIATE_ENGINE(Engine)                     \
+  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, float)               \
+  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, double)              \
+  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, std::complex<float>) \
+  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, std::complex<double>)
+
+// One element type.
 #define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                      \
   template Status Engine::Prepare<T>(void*);                          \
   template Status Engine::Potrf<T>(int*);                             \

@@ -601,11 +601,6 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE(T) JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)
-JAXMG_INSTANTIATE(float)
-JAXMG_INSTANTIATE(double)
-JAXMG_INSTANTIATE(std::complex<float>)
-JAXMG_INSTANTIATE(std::complex<double>)
-#undef JAXMG_INSTANTIATE
+JAXMG_INSTANTIATE_ENGINE(Engine)
 
 }  // namespace jaxmg::cusolvermp

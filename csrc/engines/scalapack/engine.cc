@@ -26,6 +26,36 @@ const layout::AxisPlan& AxisOf(const layout::Plan& plan, Axis axis) {
 
 }  // namespace
 
+// fn(global index, local entry) for each entry of the global diagonal held by this process.
+template <typename T, typename Fn>
+void Engine::ForEachLocalDiagonal(Fn&& fn) const {
+  const int64_t t = plan_->tile, lr = local_rows_, lc = local_cols_;
+  const T* a = As<T>(work_);
+  for (int64_t c = 0; c < lc; ++c) {
+    const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+    if ((gc / t) % grid_->nprow != grid_->myrow) continue;
+    const int64_t r = (gc / t / grid_->nprow) * t + gc % t;
+    if (r < lr) fn(gc, a[r + c * lr]);
+  }
+}
+
+// fn(local entry index, index into the whole n x nrhs right-hand side) for each local entry of
+// the right-hand side whose row is an original (not padding) row through the plan's `axis`.
+template <typename Fn>
+void Engine::ForEachRhsEntry(Axis axis, Fn&& fn) const {
+  const layout::Plan& plan = *plan_;
+  const int64_t t = plan.tile, lr = local_rows_, nrhs = nrhs_;
+  const layout::AxisPlan& map = AxisOf(plan, axis);
+  for (int64_t r = 0; r < lr; ++r) {
+    const int64_t engine = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+    const int64_t g = layout::EngineGlobalToOriginal(plan, map, engine).value;
+    if (g < 0) continue;
+    for (int64_t c = 0; c < rhs_local_cols_; ++c) {
+      fn(r + c * lr, g * nrhs + CyclicGlobal(c, t, grid_->npcol, grid_->mycol));
+    }
+  }
+}
+
 Status Engine::Create(const SolveAttrs& attrs, const layout::Plan& plan,
                       const CallFingerprint& fingerprint, Engine* out) {
   const int mr = plan.mesh_rows, mc = plan.mesh_cols;
@@ -92,18 +122,12 @@ Status Engine::Agree(int* info) {
   // by the wrappers), else the first diagonal entry of the factor that is zero or not finite
   // (NaN or Inf input, or a singular matrix the engine did not flag); agreed (max) by every rank.
   if (*info <= 0) {
-    *info = 0;
-    const int64_t t = plan_->tile, lr = local_rows_, lc = local_cols_;
-    const T* a = As<T>(work_);
-    for (int64_t c = 0; c < lc && *info == 0; ++c) {
-      const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
-      if ((gc / t) % grid_->nprow != grid_->myrow) continue;
-      const int64_t r = (gc / t / grid_->nprow) * t + gc % t;
-      const double d = static_cast<double>(std::abs(a[r + c * lr]));
-      if (r < lr && (!(d > 0.0) || !std::isfinite(d))) {
-        *info = static_cast<int>(std::min<int64_t>(gc + 1, std::numeric_limits<int>::max()));
-      }
-    }
+    int64_t first = 0;  // 1-based; the local diagonal is walked in increasing global order
+    ForEachLocalDiagonal<T>([&](int64_t g, const T& d) {
+      const double m = static_cast<double>(std::abs(d));
+      if (first == 0 && (!(m > 0.0) || !std::isfinite(m))) first = g + 1;
+    });
+    *info = static_cast<int>(std::min<int64_t>(first, std::numeric_limits<int>::max()));
   }
   return AllreduceMax(*grid_, info);
 }
@@ -146,17 +170,8 @@ Status Engine::LogAbsDiag(double scale, bool ok, void* out) {
     *result = std::numeric_limits<R>::quiet_NaN();
     return Status();
   }
-  const int64_t t = plan_->tile, lr = local_rows_, lc = local_cols_;
-  const int nprow = grid_->nprow, npcol = grid_->npcol;
-  const int myrow = grid_->myrow, mycol = grid_->mycol;
-  const T* a = As<T>(work_);
   R sum = 0;  // padding contributes log 1 = 0
-  for (int64_t c = 0; c < lc; ++c) {
-    const int64_t gc = CyclicGlobal(c, t, npcol, mycol);
-    if ((gc / t) % nprow != myrow) continue;
-    const int64_t r = (gc / t / nprow) * t + gc % t;
-    if (r < lr) sum += std::log(std::abs(a[r + c * lr]));
-  }
+  ForEachLocalDiagonal<T>([&](int64_t, const T& d) { sum += std::log(std::abs(d)); });
   JAXMG_RETURN_IF_ERROR(AllreduceSum<R>(*grid_, &sum, 1));
   *result = static_cast<R>(scale) * sum;
   return Status();
@@ -177,36 +192,18 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
   rhs_local_cols_ = CyclicLocalExtent(nrhs, t, grid_->mycol, grid_->npcol);
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * rhs_local_cols_, 1)), 0);
   T* local = As<T>(local_b_.data());
-  const layout::AxisPlan& map = AxisOf(plan, axis);
-  for (int64_t r = 0; r < lr; ++r) {
-    const int64_t engine = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
-    const int64_t g = layout::EngineGlobalToOriginal(plan, map, engine).value;
-    if (g < 0) continue;
-    for (int64_t c = 0; c < rhs_local_cols_; ++c) {
-      const T value = full[g * nrhs + CyclicGlobal(c, t, grid_->npcol, grid_->mycol)];
-      local[r + c * lr] = conj ? Conj(value) : value;
-    }
-  }
+  ForEachRhsEntry(axis, [&](int64_t l, int64_t w) { local[l] = conj ? Conj(full[w]) : full[w]; });
   return MakeDescriptor(*grid_, plan.engine_rows(), nrhs, t, t, lr, &desc_b_);
 }
 
 template <typename T>
 Status Engine::RhsOut(void* x, Axis axis, bool conj) {
   const layout::Plan& plan = *plan_;
-  const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_, nrhs = nrhs_;
+  const int64_t n = plan.rows.extent, nrhs = nrhs_;
   const int64_t shard_rows = n / plan.mesh_rows;
   std::vector<T> full(static_cast<size_t>(n * nrhs), T(0));
   const T* local = As<T>(local_b_.data());
-  const layout::AxisPlan& map = AxisOf(plan, axis);
-  for (int64_t r = 0; r < lr; ++r) {
-    const int64_t engine = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
-    const int64_t g = layout::EngineGlobalToOriginal(plan, map, engine).value;
-    if (g < 0) continue;
-    for (int64_t c = 0; c < rhs_local_cols_; ++c) {
-      const T value = local[r + c * lr];
-      full[g * nrhs + CyclicGlobal(c, t, grid_->npcol, grid_->mycol)] = conj ? Conj(value) : value;
-    }
-  }
+  ForEachRhsEntry(axis, [&](int64_t l, int64_t w) { full[w] = conj ? Conj(local[l]) : local[l]; });
   JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
   std::memcpy(x, full.data() + u_ * shard_rows * nrhs, sizeof(T) * shard_rows * nrhs);
   return Status();
@@ -223,11 +220,6 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE(T) JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)
-JAXMG_INSTANTIATE(float)
-JAXMG_INSTANTIATE(double)
-JAXMG_INSTANTIATE(std::complex<float>)
-JAXMG_INSTANTIATE(std::complex<double>)
-#undef JAXMG_INSTANTIATE
+JAXMG_INSTANTIATE_ENGINE(Engine)
 
 }  // namespace jaxmg::scalapack

@@ -44,6 +44,10 @@ class Engine {
  private:
   template <typename T>
   Status Agree(int* info);
+  template <typename T, typename Fn>
+  void ForEachLocalDiagonal(Fn&& fn) const;
+  template <typename Fn>
+  void ForEachRhsEntry(Axis axis, Fn&& fn) const;
 
   const layout::Plan* plan_ = nullptr;
   const Grid* grid_ = nullptr;
