@@ -91,3 +91,67 @@ def test_explicit_mesh_column_sharding_and_wrong_spec(tmp_path):
     out = run_cases(2, MP / "explicit_worker.py", [], tmp_path, timeout=180)
     assert out["potrs"] < 1e-12 and out["lu_solve"] < 1e-12, out
     assert out["wrong_spec"].startswith("ValueError") and "disagrees" in out["wrong_spec"], out
+
+
+def test_two_threads_per_process_never_give_a_wrong_answer(tmp_path):
+    """Each process runs two threads that solve their own systems at the same time: a call
+    either returns its own system's solution or raises the overlap error; never wrong numbers."""
+    out = run_cases(2, MP / "threads_worker.py", [], tmp_path, timeout=240)
+    assert not out["other"], out["other"]
+    for ok, errors, wrong, other in out["per_process"]:
+        assert wrong == 0 and other == 0 and ok + errors == out["calls"], out
+
+
+def test_1000_mixed_calls_leak_nothing(tmp_path):
+    """Solves, statuses (NaN input, one triangle), Python errors, jit and eager, two dtypes:
+    resident memory, file descriptors and threads stay flat after the warm-up."""
+    import json
+
+    from mpirun import run_mpi
+
+    proc = run_mpi(2, MP / "soak_worker.py", ["1000", str(tmp_path / "out")], 600, tmp_path)
+    files = [tmp_path / f"out.{r}.json" for r in (0, 1)]
+    assert proc.returncode == 0 and all(f.exists() for f in files), proc.stderr[-4000:]
+    for rec in (json.loads(f.read_text()) for f in files):
+        assert rec["outcomes"] == {
+            "ok": 700,
+            "status>0": 100,
+            "not-symmetric": 100,
+            "value-error": 100,
+        }, rec
+        start, end = rec["after_warmup"], rec["end"]
+        assert end["fds"] == start["fds"] and end["threads"] == start["threads"], rec
+        assert end["rss_kib"] - start["rss_kib"] < 8 * 1024, rec  # 800 calls: < 10 KiB each
+
+
+def test_a_process_killed_mid_call_ends_the_whole_job(tmp_path):
+    """Process 1 is killed (SIGKILL) inside a solve while process 0 is inside the same one: the
+    job ends at once with an error status, and no process is left behind."""
+    import os
+    import time
+
+    from mpirun import run_mpi
+
+    t0 = time.monotonic()
+    proc = run_mpi(
+        2, MP / "kill_worker.py", ["2400", "1", "0.5", str(tmp_path / "out")], 120, tmp_path
+    )
+    elapsed = time.monotonic() - t0
+    logs = [(tmp_path / f"out.{r}.log").read_text() for r in (0, 1)]
+    assert proc.returncode != 0 and elapsed < 60, (proc.returncode, elapsed)
+    assert "call 1" in logs[1] and "finished" not in logs[0], logs
+    assert "exited on signal 9" in proc.stderr, proc.stderr[-2000:]
+    for log in logs:
+        pid = int(log.split()[1])
+        deadline = time.monotonic() + 10
+        # Gone, or a zombie waiting for its parent to reap it (it runs no more).
+        while _running(pid):
+            assert time.monotonic() < deadline, f"process {pid} outlived the job"
+            time.sleep(0.2)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -22,11 +22,11 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  ffi::Result<ffi::AnyBuffer> x, ffi::Result<ffi::AnyBuffer> logdet,
                  ffi::Result<ffi::Buffer<ffi::S32>> status, int64_t n, int64_t mesh_rows,
                  int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
-                 int64_t transposed, ffi::Span<const int64_t> ranks) {
+                 int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread) {
   SolveAttrs attrs;
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, n, mesh_rows,
-                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks,
+                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks, thread,
                                   &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
@@ -51,8 +51,10 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
   XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                              \
       name,                                                                                   \
       [](auto&&... args) {                                                                    \
-        return jaxmg::Solve<jaxmg::routines::routine>(#name,                                  \
-                                                      std::forward<decltype(args)>(args)...); \
+        return jaxmg::ffi_util::NoThrow(#name, [&] {                                          \
+          return jaxmg::Solve<jaxmg::routines::routine>(#name,                                \
+                                                        std::forward<decltype(args)>(args)...); \
+        });                                                                                   \
       },                                                                                      \
       jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)

@@ -30,12 +30,12 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                  ffi::Result<ffi::AnyBuffer> a_work, ffi::Result<ffi::AnyBuffer> x,
                  ffi::Result<ffi::AnyBuffer> logdet, ffi::Result<ffi::Buffer<ffi::S32>> status,
                  int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
-                 int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
+                 int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
                  int64_t context) {
   SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, n, mesh_rows,
-                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks,
+                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks, thread,
                                   &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
@@ -48,6 +48,10 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
   attrs.v = ctx->mesh_v;
   std::lock_guard<std::mutex> lock(ctx->mu);
   s = mp::CudaCheck(cudaSetDevice(ctx->device), "cudaSetDevice");
+  if (s.ok()) {
+    const CallFingerprint fp = Fingerprint(target, static_cast<int>(a.element_type()), attrs);
+    s = mp::AgreeOnCall(*ctx, stream, fp.values, fp.names);
+  }
   const mp::PlanState* state = nullptr;
   if (s.ok()) s = ctx->GetPlan(R::kSymmetry, n, tile, attrs.pad, attrs.force_redistribute, &state);
   if (!s.ok()) return ffi_util::ToFfi(s);
@@ -63,8 +67,10 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
   XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                              \
       name,                                                                                   \
       [](auto&&... args) {                                                                    \
-        return jaxmg::Solve<jaxmg::routines::routine>(#name,                                  \
-                                                      std::forward<decltype(args)>(args)...); \
+        return jaxmg::ffi_util::NoThrow(#name, [&] {                                          \
+          return jaxmg::Solve<jaxmg::routines::routine>(#name,                                \
+                                                        std::forward<decltype(args)>(args)...); \
+        });                                                                                   \
       },                                                                                      \
       jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                                        \
                                      .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()           \

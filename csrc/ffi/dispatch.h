@@ -2,6 +2,8 @@
 #pragma once
 
 #include <complex>
+#include <exception>
+#include <new>
 #include <string>
 
 #include "common/status.h"
@@ -46,6 +48,24 @@ Status DispatchFloating(ffi::DataType dt, const char* op, Fn&& fn) {
     default:
       return Status::Error(std::string("unsupported dtype ") + DtypeName(dt) + " in " + op +
                            " (use float32, float64, complex64 or complex128)");
+  }
+}
+
+// Runs a handler body; a C++ exception (std::bad_alloc from a host allocation, ...) becomes an
+// error of the call instead of crossing the FFI boundary.
+template <typename Fn>
+ffi::Error NoThrow(const char* target, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      std::string(target) + ": jaxmg engine failure: out of host memory");
+  } catch (const std::exception& e) {
+    return ffi::Error(ffi::ErrorCode::kInternal,
+                      std::string(target) + ": jaxmg engine failure: " + e.what());
+  } catch (...) {
+    return ffi::Error(ffi::ErrorCode::kInternal,
+                      std::string(target) + ": jaxmg engine failure: unknown C++ exception");
   }
 }
 

@@ -51,6 +51,7 @@ struct SolveAttrs {
   bool transposed = false;          // the JAX matrix handed is aᵀ (aᴴ): the engine holds a
   int u = 0, v = 0;                 // this shard's mesh position
   std::vector<int> ranks;           // process (MPI rank) of each mesh position, or empty
+  int64_t thread = 0;               // the calling Python thread's tag (0 inside a user's jit)
   int64_t nrhs = 0;
 };
 
@@ -66,9 +67,11 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
   for (const char* c = target; *c; ++c)
     routine = (routine ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
   return CallFingerprint{{static_cast<int64_t>(routine >> 1), dtype, a.n, a.nrhs, a.mesh_rows,
-                          a.mesh_cols, a.tile, a.pad, a.force_redistribute, a.transposed},
+                          a.mesh_cols, a.tile, a.pad, a.force_redistribute, a.transposed, a.thread},
                          {"routine", "dtype", "matrix order", "right-hand sides", "mesh rows",
-                          "mesh columns", "tile", "pad", "redistribution", "transposition"}};
+                          "mesh columns", "tile", "pad", "redistribution", "transposition",
+                          "calling thread (a jaxmg call made outside jit carries its Python "
+                          "thread's name; calls of several threads pair by that name)"}};
 }
 
 // The buffers of one call.
@@ -102,7 +105,8 @@ auto BindSolve(Binding binding) {
       .template Attr<int64_t>("pad")
       .template Attr<int64_t>("force_redistribute")
       .template Attr<int64_t>("transposed")
-      .template Attr<ffi::Span<const int64_t>>("ranks");  // MPI rank per mesh position, or empty
+      .template Attr<ffi::Span<const int64_t>>("ranks")  // MPI rank per mesh position, or empty
+      .template Attr<int64_t>("thread");
 }
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
@@ -115,7 +119,8 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
                          ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status, int64_t n,
                          int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
                          int64_t force_redistribute, int64_t transposed,
-                         ::xla::ffi::Span<const int64_t> ranks, SolveAttrs* attrs, SolveIo* io) {
+                         ::xla::ffi::Span<const int64_t> ranks, int64_t thread, SolveAttrs* attrs,
+                         SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
   attrs->n = n;
@@ -126,6 +131,7 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
   attrs->force_redistribute = force_redistribute != 0;
   attrs->transposed = transposed != 0;
   attrs->ranks.assign(ranks.begin(), ranks.end());
+  attrs->thread = thread;
   auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
   if (attrs->mesh_rows <= 0 || attrs->mesh_cols <= 0 || attrs->n < 0) {
     return fail("bad mesh or order");

@@ -1,4 +1,5 @@
-"""Sharing a few bytes (an NCCL unique id) between the processes of a job, before any collective.
+"""Sharing a few bytes (an NCCL unique id) between the processes of a job, before any collective,
+and agreeing that every process of a mesh is present and ready (bounded by JAXMG_CALL_TIMEOUT).
 
 Transport, in order: jax.distributed's key-value store (present whenever a mesh spans several
 processes), else mpi4py's COMM_WORLD (MPI rank = JAX process index). JAXMG_BOOTSTRAP=kv or mpi
@@ -7,12 +8,69 @@ forces one.
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import jax
 
-# How long a process waits for the owner's bytes.
-KV_TIMEOUT_MS = 300_000
+_attempts: dict[str, itertools.count] = {}
+
+
+def call_timeout_s() -> float:
+    """JAXMG_CALL_TIMEOUT (seconds, default 600): how long a process waits for the others."""
+    try:
+        value = float(os.environ.get("JAXMG_CALL_TIMEOUT", "") or 600)
+    except ValueError:
+        value = 600.0
+    return value if value > 0 else 600.0
+
+
+def _timeout_ms() -> int:
+    return int(call_timeout_s() * 1000)
+
+
+def agree(key: str, error: str | None, processes: list[int]) -> int:
+    """Every process in `processes` (JAX process indices, all of which call this in the same
+    order) says whether it can go on (`error` None) or why not. Raises the same RuntimeError on
+    every one of them when any cannot, or when one does not come within JAXMG_CALL_TIMEOUT;
+    returns the number of earlier agreements on `key` when all can (a count every process shares,
+    for keys of what follows). A bounded step before a collective that could strand processes."""
+    me = jax.process_index()
+    others = [p for p in processes if p != me]
+    # Keys are unique per attempt: processes see the same failures, so they count alike.
+    attempt = next(_attempts.setdefault(key, itertools.count()))
+    if not others:
+        if error:
+            raise RuntimeError(error)
+        return attempt
+    key = f"{key}/{attempt}"
+    transport = os.environ.get("JAXMG_BOOTSTRAP", "auto")
+    client = _kv_client() if transport in ("auto", "kv") else None
+    said = {me: error or ""}
+    if client is not None:
+        client.key_value_set(f"{key}/{me}", said[me])
+        for p in others:
+            try:
+                said[p] = client.blocking_key_value_get(f"{key}/{p}", _timeout_ms())
+            except Exception as e:  # noqa: BLE001 - the coordination service's timeout
+                raise RuntimeError(
+                    f"jaxmg: process {p} did not join within JAXMG_CALL_TIMEOUT = "
+                    f"{call_timeout_s():g} s (it may have raised an error, taken another branch "
+                    f"or died): {e}"
+                ) from None
+    else:
+        comm = _mpi_world() if transport in ("auto", "mpi") else None
+        if comm is None:
+            raise RuntimeError(
+                "jaxmg cannot reach the other processes: call jax.distributed.initialize() "
+                "before the first jaxmg call (or install mpi4py and launch with mpirun)"
+            )
+        said = dict(enumerate(comm.allgather(said[me])))
+    failed = [(p, said[p]) for p in sorted(processes) if said.get(p)]
+    if failed:
+        p, why = failed[0]
+        raise RuntimeError(why if p == me else f"jaxmg: process {p} cannot go on: {why}")
+    return attempt
 
 
 def broadcast_bytes(key: str, payload: bytes | None, owner: int) -> bytes:
@@ -30,7 +88,7 @@ def broadcast_bytes(key: str, payload: bytes | None, owner: int) -> bytes:
         if me == owner:
             client.key_value_set_bytes(key, payload)
             return payload
-        return bytes(client.blocking_key_value_get_bytes(key, KV_TIMEOUT_MS))
+        return bytes(client.blocking_key_value_get_bytes(key, _timeout_ms()))
     comm = _mpi_world() if transport in ("auto", "mpi") else None
     if comm is not None:
         return comm.bcast(payload if me == owner else None, root=owner)

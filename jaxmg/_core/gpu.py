@@ -133,8 +133,9 @@ def context_for(placement, symmetric: bool = True, redistribute: bool = False) -
         if not local:
             _contexts[key] = 0  # this process holds no shard: the handler never runs here
             return 0
+        error = None
         if len(local) > 1:
-            raise ValueError(
+            error = (
                 "the GPU engine runs one process per GPU, but this process holds "
                 f"{len(local)} devices of the mesh; launch one process per GPU "
                 "(python -m jaxmg launch -n N) with jax.distributed.initialize()"
@@ -147,7 +148,11 @@ def context_for(placement, symmetric: bool = True, redistribute: bool = False) -
             + "/"
             + "-".join(str(r) for r in rank_map)
         )
-        uid = _unique_id(name, int(devices[0, 0].process_index))
+        # Every process of the mesh is here and can go on, or every one raises the same error
+        # (or a time-out): the NCCL initialization below is a collective that would strand them.
+        processes = sorted({int(d.process_index) for d in devices.flat})
+        attempt = _comm.agree(name + "/ready", error, processes)
+        uid = _unique_id(f"{name}/{attempt}", int(devices[0, 0].process_index))
         err = ctypes.create_string_buffer(2048)
         ctx = _lib().jaxmg_cuda_create_context(
             uid,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -121,10 +123,21 @@ def solve(
         bool(donate),
         context,
         check_symmetry,
+        _thread_tag(a),
     )
     if separate_check:
         return fn(a, b, _asymmetric_jit(a))[:3]
     return fn(a, b)[:3]
+
+
+def _thread_tag(a) -> int:
+    """The calling thread's tag in the call agreement: a stable hash of its name for a call made
+    outside jit (the processes' threads of the same name are paired; calls of different threads
+    meet as an error on every process instead of mixing two systems), 0 inside a jitted function
+    (its compiled program runs on whichever thread calls it)."""
+    if isinstance(a, jax.core.Tracer):
+        return 0
+    return zlib.crc32(threading.current_thread().name.encode()) + 1
 
 
 def _matrix_spec(matrix_specs, in_specs):
@@ -163,6 +176,7 @@ def _build(
     donate: bool,
     context: int | None,
     check_symmetry: bool = False,
+    thread: int = 0,
 ):
     # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
@@ -198,6 +212,7 @@ def _build(
             force_redistribute=np.int64(redistribute),
             transposed=np.int64(transposed),
             ranks=ranks,
+            thread=np.int64(thread),
             **extra_attrs,
         )
         return x, logdet, status, a_work

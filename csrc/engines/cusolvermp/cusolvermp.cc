@@ -1,7 +1,11 @@
 #include "engines/cusolvermp/cusolvermp.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
+
+#include "common/timeout.h"
 
 namespace jaxmg::cusolvermp {
 namespace {
@@ -76,6 +80,56 @@ Status RankOfMeshPosition(layout::Symmetry symmetry, bool force_redistribute, in
   return Status();
 }
 
+Context::~Context() {
+  // Runs only for a context whose creation failed (made contexts live until the process exits).
+  if (blas_grid) cublasMpGridDestroy(blas_grid);
+  if (blas) cublasMpDestroy(blas);
+  if (grid) cusolverMpDestroyGrid(grid);
+  if (handle) cusolverMpDestroy(handle);
+  if (agree_begin) cudaEventDestroy(agree_begin);
+  if (agree_end) cudaEventDestroy(agree_end);
+  if (agree_host) cudaFreeHost(agree_host);
+  if (agree_dev) cudaFree(agree_dev);
+  if (pinned) cudaFreeHost(pinned);
+  if (init_stream) cudaStreamDestroy(init_stream);
+  if (comm) ncclCommDestroy(comm);
+}
+
+namespace {
+
+// The steps of a context's creation that involve this process only.
+Status CreateLocal(const ContextParams& p, Context* c) {
+  JAXMG_CUDA(cudaStreamCreateWithFlags(&c->init_stream, cudaStreamNonBlocking));
+  JAXMG_SOLVER(cusolverMpCreate(&c->handle, p.device, c->init_stream));
+  int runtime = 0;
+  JAXMG_SOLVER(cusolverMpGetVersion(c->handle, &runtime));
+  if (runtime / 100 != CUSOLVERMP_VERSION / 100) {
+    return Status::Error("libcusolverMp version " + VersionString(runtime) +
+                         " does not match the header jaxmg was built with (" +
+                         VersionString(CUSOLVERMP_VERSION) +
+                         "): load the libcusolverMp.so.0 of nvidia-cusolvermp-cu13 " +
+                         VersionString(CUSOLVERMP_VERSION) +
+                         " (pip install 'jaxmg[cuda13]') or rebuild libjaxmg_cuda.so");
+  }
+  int blas_runtime = 0;
+  JAXMG_BLASMP(cublasMpGetVersion(&blas_runtime));
+  if (blas_runtime / 100 != CUBLASMP_VERSION / 100) {
+    return Status::Error("libcublasmp version " + VersionString(blas_runtime) +
+                         " does not match the header jaxmg was built with (" +
+                         VersionString(CUBLASMP_VERSION) + "): install nvidia-cublasmp-cu13 " +
+                         VersionString(CUBLASMP_VERSION) + " or rebuild libjaxmg_cuda.so");
+  }
+  JAXMG_BLASMP(cublasMpCreate(&c->blas, c->init_stream));
+  JAXMG_CUDA(cudaMallocHost(&c->pinned, 8 * sizeof(int32_t)));
+  JAXMG_CUDA(cudaMalloc(&c->agree_dev, Context::kAgreeSlots * sizeof(int64_t)));
+  JAXMG_CUDA(cudaMallocHost(&c->agree_host, Context::kAgreeSlots * sizeof(int64_t)));
+  JAXMG_CUDA(cudaEventCreateWithFlags(&c->agree_begin, cudaEventDisableTiming));
+  JAXMG_CUDA(cudaEventCreateWithFlags(&c->agree_end, cudaEventDisableTiming));
+  return Status();
+}
+
+}  // namespace
+
 Status CreateContext(const ContextParams& p, int64_t* id) {
   if (p.nranks != p.nprow * p.npcol) return JAXMG_ERROR("nranks != grid rows * grid cols");
   if (p.rank < 0 || p.rank >= p.nranks) return JAXMG_ERROR("rank out of range");
@@ -103,38 +157,91 @@ Status CreateContext(const ContextParams& p, int64_t* id) {
   ncclUniqueId uid;
   static_assert(sizeof(uid.internal) == NCCL_UNIQUE_ID_BYTES, "unexpected ncclUniqueId");
   std::memcpy(uid.internal, p.unique_id, NCCL_UNIQUE_ID_BYTES);
+  // Every process has joined before this (jaxmg/_core/gpu.py agrees first, with a bounded wait).
   JAXMG_NCCL(ncclCommInitRank(&c->comm, p.nranks, uid, p.rank));
-  JAXMG_CUDA(cudaStreamCreateWithFlags(&c->init_stream, cudaStreamNonBlocking));
-  JAXMG_SOLVER(cusolverMpCreate(&c->handle, p.device, c->init_stream));
-  int runtime = 0;
-  JAXMG_SOLVER(cusolverMpGetVersion(c->handle, &runtime));
-  if (runtime / 100 != CUSOLVERMP_VERSION / 100) {
-    return Status::Error("libcusolverMp version " + VersionString(runtime) +
-                         " does not match the header jaxmg was built with (" +
-                         VersionString(CUSOLVERMP_VERSION) +
-                         "): load the libcusolverMp.so.0 of nvidia-cusolvermp-cu13 " +
-                         VersionString(CUSOLVERMP_VERSION) +
-                         " (pip install 'jaxmg[cuda13]') or rebuild libjaxmg_cuda.so");
+  // A local failure is agreed on before the grids, whose creation is collective.
+  const Status local = CreateLocal(p, c.get());
+  int64_t failed = local.ok() ? 0 : 1;
+  if (c->agree_dev != nullptr && c->agree_host != nullptr && c->agree_end != nullptr) {
+    JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(*c, c->init_stream, &failed, 1));
+  } else {
+    failed = 1;  // cannot take part in the agreement: the others time out with a message
   }
-  int blas_runtime = 0;
-  JAXMG_BLASMP(cublasMpGetVersion(&blas_runtime));
-  if (blas_runtime / 100 != CUBLASMP_VERSION / 100) {
-    return Status::Error("libcublasmp version " + VersionString(blas_runtime) +
-                         " does not match the header jaxmg was built with (" +
-                         VersionString(CUBLASMP_VERSION) + "): install nvidia-cublasmp-cu13 " +
-                         VersionString(CUBLASMP_VERSION) + " or rebuild libjaxmg_cuda.so");
+  if (!local.ok()) return local;
+  if (failed != 0) {
+    return Status::Error("another process of this mesh failed to create its GPU context (its "
+                         "error says why)");
   }
   JAXMG_SOLVER(cusolverMpCreateDeviceGrid(c->handle, &c->grid, c->comm, p.nprow, p.npcol,
                                           CUSOLVERMP_GRID_MAPPING_ROW_MAJOR));
-  JAXMG_BLASMP(cublasMpCreate(&c->blas, c->init_stream));
   JAXMG_BLASMP(
       cublasMpGridCreate(p.nprow, p.npcol, CUBLASMP_GRID_LAYOUT_ROW_MAJOR, c->comm, &c->blas_grid));
-  JAXMG_CUDA(cudaMallocHost(&c->pinned, 8 * sizeof(int32_t)));
   std::lock_guard<std::mutex> lock(TableMutex());
   auto& table = Table();
   c->id = table.empty() ? 1 : table.rbegin()->first + 1;
   *id = c->id;
   table[c->id] = std::move(c);
+  return Status();
+}
+
+Status BoundedAllreduceMax(Context& c, cudaStream_t stream, int64_t* values, size_t count) {
+  if (!c.poisoned.empty()) return Status::Error(c.poisoned);
+  if (count > static_cast<size_t>(Context::kAgreeSlots)) return JAXMG_ERROR("too many values");
+  if (c.nranks == 1) return Status();
+  int64_t* host = c.agree_host;
+  std::memcpy(host, values, count * sizeof(int64_t));
+  const size_t bytes = count * sizeof(int64_t);
+  JAXMG_CUDA(cudaMemcpyAsync(c.agree_dev, host, bytes, cudaMemcpyHostToDevice, stream));
+  JAXMG_CUDA(cudaEventRecord(c.agree_begin, stream));
+  JAXMG_NCCL(ncclAllReduce(c.agree_dev, c.agree_dev, count, ncclInt64, ncclMax, c.comm, stream));
+  JAXMG_CUDA(cudaMemcpyAsync(host, c.agree_dev, bytes, cudaMemcpyDeviceToHost, stream));
+  JAXMG_CUDA(cudaEventRecord(c.agree_end, stream));
+  JAXMG_CUDA(cudaEventSynchronize(c.agree_begin));  // earlier work on the stream: not timed
+  const double timeout = CallTimeoutSeconds();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(static_cast<int64_t>(timeout * 1e6));
+  while (true) {
+    const cudaError_t e = cudaEventQuery(c.agree_end);
+    if (e == cudaSuccess) break;
+    if (e != cudaErrorNotReady) return CudaCheck(e, "the call agreement");
+    if (std::chrono::steady_clock::now() > deadline) {
+      ncclCommAbort(c.comm);  // ends the pending all-reduce; the context is unusable from here
+      c.comm = nullptr;
+      c.poisoned = "jaxmg: a process of this mesh did not join a jaxmg call within "
+                   "JAXMG_CALL_TIMEOUT = " +
+                   std::to_string(static_cast<int64_t>(timeout)) +
+                   " s (a process may have raised an error before the call, taken another "
+                   "branch, or died); the processes can no longer pair their calls: restart the job";
+      return Status::Error(c.poisoned);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  std::memcpy(values, host, bytes);
+  return Status();
+}
+
+Status AgreeOnCall(Context& c, cudaStream_t stream, const std::vector<int64_t>& values,
+                   const std::vector<const char*>& names) {
+  if (!c.poisoned.empty()) return Status::Error(c.poisoned);
+  // max over the ranks of (v, -v) gives each field's maximum and minimum in one all-reduce.
+  std::vector<int64_t> both{c.calls++};
+  both.insert(both.end(), values.begin(), values.end());
+  const size_t k = both.size();
+  both.resize(2 * k);
+  for (size_t i = 0; i < k; ++i) both[k + i] = -both[i];
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(c, stream, both.data(), both.size()));
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t hi = both[i], lo = -both[k + i];
+    if (hi == lo) continue;
+    const std::string field = i == 0 ? "call number" : names[i - 1];
+    const std::string detail = field == "routine" ? "they call different routines"
+                                                  : "from " + std::to_string(lo) + " to " +
+                                                        std::to_string(hi) + " across processes";
+    return Status::Error("jaxmg: the processes of this mesh disagree on the " + field +
+                         " of this call (" + detail +
+                         "); every process must make the same jaxmg calls, in the same order, "
+                         "with the same arguments");
+  }
   return Status();
 }
 

@@ -78,9 +78,23 @@ struct Context {
   void* dn_params = nullptr;           // cusolverDnParams_t
   cudaStream_t init_stream = nullptr;  // the handles' creation stream; calls use XLA's stream
   int32_t* pinned = nullptr;           // 8 pinned ints: status, diagonal check, mesh position
+  // Call agreement (AgreeOnCall): calls so far, a device and a pinned buffer of kAgreeSlots
+  // int64, events around the all-reduce, and why the context refuses every call (after a peer
+  // did not come: its communicator is aborted).
+  static constexpr int kAgreeSlots = 64;
+  int64_t calls = 0;
+  int64_t* agree_dev = nullptr;
+  int64_t* agree_host = nullptr;
+  cudaEvent_t agree_begin = nullptr, agree_end = nullptr;
+  std::string poisoned;
   std::vector<char> host_work;         // engine host workspace
   std::map<std::tuple<int64_t, int64_t, bool, int, bool>, std::unique_ptr<PlanState>> plans;
   std::mutex mu;  // one call at a time per context
+
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context();
 
   // The plan of (n, tile, pad, symmetry, force_redistribute), made once. Fails when the plan's
   // grid map is not this context's.
@@ -97,6 +111,16 @@ struct ContextParams {
 
 // Creates a context (collective over the nranks processes: NCCL init). Returns its id in *id.
 Status CreateContext(const ContextParams& p, int64_t* id);
+// values[i] = max over the context's ranks, on `stream`; the wait for the other ranks is bounded
+// by JAXMG_CALL_TIMEOUT (then the communicator is aborted and the context refuses every call).
+Status BoundedAllreduceMax(Context& c, cudaStream_t stream, int64_t* values, size_t count);
+// Before any engine collective of a call: the ranks of the context all-reduce (max) `values` and
+// their negatives (prefixed with the context's call counter) and compare. The wait for earlier
+// work on `stream` is not bounded; the wait for the other ranks is (JAXMG_CALL_TIMEOUT): a rank
+// that does not come makes the others abort the communicator and refuse every later call. A
+// difference is the same error on every rank, naming the field (names[i] for values[i]).
+Status AgreeOnCall(Context& c, cudaStream_t stream, const std::vector<int64_t>& values,
+                   const std::vector<const char*>& names);
 // The context with this id, or an error.
 Status FindContext(int64_t id, Context** out);
 

@@ -9,6 +9,7 @@
 #include <thread>
 #include <tuple>
 
+#include "common/timeout.h"
 #include "common/scalar.h"
 
 extern "C" {
@@ -127,13 +128,6 @@ Status EnsureMpi() {
 
 namespace {
 
-double CallTimeout() {
-  const char* env = std::getenv("JAXMG_CALL_TIMEOUT");
-  if (env == nullptr || *env == 0) return 600.0;
-  const double v = std::atof(env);
-  return v > 0 ? v : 600.0;
-}
-
 // Waits for `requests` until all complete or `deadline`; on time-out cancels what is pending.
 bool WaitAll(std::vector<MPI_Request>& requests, std::chrono::steady_clock::time_point deadline) {
   while (true) {
@@ -162,7 +156,7 @@ Status AgreeOnCall(const std::vector<int>& members, const std::vector<int64_t>& 
   if (!g_poisoned.empty()) return Status::Error(g_poisoned);
   const int64_t call = g_calls[members]++;
   if (members.size() <= 1) return Status();
-  const double timeout = CallTimeout();
+  const double timeout = CallTimeoutSeconds();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::microseconds(static_cast<int64_t>(timeout * 1e6));
   std::vector<int64_t> mine{call};
