@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU round trip, the part that runs ON the GPU machine (see scripts/gpu_roundtrip.sh).
-#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench sweep
+#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench sweep reliability
 #                                           (default: info multi readme single bench)
 # Needs the carried .gpu/lib/libjaxmg_cuda.so and, in .gpu/wheels, the wheels of
 # nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
@@ -117,6 +117,10 @@ for stage in $STAGES; do
           --dtypes float64 --tile "${SWEEP_TILES:-512,1024,2048}" --repeats 2 --no-baseline ${BENCH_EXTRA:-} \
           --timeout "${T_SWEEP:-150}" --out "$OUT/${SWEEP_NAME:-sweep}_$mesh.json" 2>&1 | grep -v Gloo
       done ;;
+    reliability)
+      # Agreement, bounded waits, threads, 1000-call soak, fuzz cases and a killed process, as
+      # jobs of 2 processes (tests/gpu/reliability_gpu.py) -> $OUT/reliability.json.
+      timeout ${T_RELIABILITY:-560} "$PY" tests/gpu/reliability_gpu.py "$OUT" .gpu/fuzz_cases.json ;;
     *) echo "[remote] unknown stage $stage" ;;
   esac
   echo "[remote] stage $stage: rc=$? in $(( $(date +%s) - t0 )) s"

@@ -60,6 +60,8 @@ PYTHON=$PY JAXMG_NCCL_WHEEL=$NCCL_WHEEL scripts/build_cuda.sh
 cp "$CACHE"/nvidia_cusolvermp_cu13-0.9.1.9318.post1-*.whl "$CACHE"/nvidia_cublasmp_cu13-0.10.0.3695-*.whl \
   "$NCCL_WHEEL" .gpu/wheels/
 cp build/cuda/libjaxmg_cuda.so .gpu/lib/
+# The fuzz cases of tests/test_fuzz.py, drawn here (hypothesis is not on the GPU machine).
+(cd tests && "$PY" -c "import json, test_fuzz; json.dump(test_fuzz.draw_cases(2), open('../.gpu/fuzz_cases.json', 'w'))")
 echo "[gpu] built .gpu/lib/libjaxmg_cuda.so; NEEDED:"
 readelf -d .gpu/lib/libjaxmg_cuda.so | awk '/NEEDED/ {print "   ", $5}'
 ls -l .gpu/wheels | awk 'NR > 1 {print "[gpu] carry", $5, $9}'
@@ -75,7 +77,7 @@ Run on the GPU machine with the device tool:
   kind:    nvidia-h200-x2
   carry:   [".gpu"]   (only .gpu/wheels and .gpu/lib, about 57 MB)
   command: set -o pipefail; bash scripts/gpu_remote.sh 2>&1 | tee \$OUT/log.txt   (timeout_s 600)
-  (stages: info multi readme single bench sweep; e.g. bash scripts/gpu_remote.sh multi readme)
+  (stages: info multi readme single bench sweep reliability; e.g. bash scripts/gpu_remote.sh multi readme)
 Then: scripts/gpu_roundtrip.sh collect <files_at>/gpu_results.json
       (-> bench/results/gpu_tests_h200x2_<commit>.json with "commit" and "dirty")
 MSG

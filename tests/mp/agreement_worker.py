@@ -5,6 +5,7 @@ Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_
   divergent-routine  rank 0 calls potrs, rank 1 lu_solve; then both make a correct call
   retry              rank 0's first call raises a ValueError in Python and is retried
   absent-peer        rank 1 makes no call (JAXMG_CALL_TIMEOUT is set by the test)
+  absent-peer-warm   both make one call (on GPUs: the context exists), then rank 1 no more
 """
 
 import json
@@ -68,8 +69,13 @@ elif scenario == "absent-peer":
     if me == 0:
         rec["first"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
         rec["then"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+elif scenario == "absent-peer-warm":
+    rec["warm"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+    if me == 0:
+        rec["first"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+        rec["then"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
 with open(f"{prefix}.{me}.json", "w") as f:
     json.dump(rec, f)
 multihost_utils.sync_global_devices("agreement-done")
-if scenario == "absent-peer":
+if scenario.startswith("absent-peer"):
     os._exit(0)  # a timed-out call leaves MPI unusable: no MPI_Finalize
