@@ -30,8 +30,10 @@ def call(draw, procs: int):
     # Mostly well-formed calls; sometimes one mistake.
     mistake = draw(st.sampled_from(["none"] * 6 + ["b_rows", "b_dtype", "tile", "spec"]))
     rows, cols = mesh
-    specs = ["rows-cols", "cols-rows"] + (["rows"] if cols == 1 else []) + (
-        ["cols"] if rows == 1 else []
+    specs = (
+        ["rows-cols", "cols-rows"]
+        + (["rows"] if cols == 1 else [])
+        + (["cols"] if rows == 1 else [])
     )
     if mistake == "spec":
         specs = [s for s in ("rows", "cols", "replicated") if s not in specs]

@@ -127,7 +127,6 @@ def test_1000_mixed_calls_leak_nothing(tmp_path):
 def test_a_process_killed_mid_call_ends_the_whole_job(tmp_path):
     """Process 1 is killed (SIGKILL) inside a solve while process 0 is inside the same one: the
     job ends at once with an error status, and no process is left behind."""
-    import os
     import time
 
     from mpirun import run_mpi

@@ -26,8 +26,8 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
   SolveAttrs attrs;
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, n, mesh_rows,
-                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks, thread,
-                                  &attrs, &io);
+                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks,
+                                  thread, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];
@@ -47,15 +47,15 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
 }  // namespace jaxmg
 
 // One target per routine: jaxmg_scalapack_<routine>.
-#define JAXMG_CPU_SOLVE_TARGET(name, routine)                                                 \
-  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                              \
-      name,                                                                                   \
-      [](auto&&... args) {                                                                    \
-        return jaxmg::ffi_util::NoThrow(#name, [&] {                                          \
-          return jaxmg::Solve<jaxmg::routines::routine>(#name,                                \
+#define JAXMG_CPU_SOLVE_TARGET(name, routine)                                                   \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                \
+      name,                                                                                     \
+      [](auto&&... args) {                                                                      \
+        return jaxmg::ffi_util::NoThrow(#name, [&] {                                            \
+          return jaxmg::Solve<jaxmg::routines::routine>(#name,                                  \
                                                         std::forward<decltype(args)>(args)...); \
-        });                                                                                   \
-      },                                                                                      \
+        });                                                                                     \
+      },                                                                                        \
       jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve, LuSolve)

@@ -30,13 +30,13 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                  ffi::Result<ffi::AnyBuffer> a_work, ffi::Result<ffi::AnyBuffer> x,
                  ffi::Result<ffi::AnyBuffer> logdet, ffi::Result<ffi::Buffer<ffi::S32>> status,
                  int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
-                 int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
-                 int64_t context) {
+                 int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
+                 int64_t thread, int64_t context) {
   SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, n, mesh_rows,
-                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks, thread,
-                                  &attrs, &io);
+                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks,
+                                  thread, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
   s = mp::FindContext(context, &ctx);
@@ -63,18 +63,18 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
 }  // namespace jaxmg
 
 // One target per routine: jaxmg_cusolvermp_<routine>.
-#define JAXMG_CUDA_SOLVE_TARGET(name, routine)                                                \
-  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                              \
-      name,                                                                                   \
-      [](auto&&... args) {                                                                    \
-        return jaxmg::ffi_util::NoThrow(#name, [&] {                                          \
-          return jaxmg::Solve<jaxmg::routines::routine>(#name,                                \
+#define JAXMG_CUDA_SOLVE_TARGET(name, routine)                                                  \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                \
+      name,                                                                                     \
+      [](auto&&... args) {                                                                      \
+        return jaxmg::ffi_util::NoThrow(#name, [&] {                                            \
+          return jaxmg::Solve<jaxmg::routines::routine>(#name,                                  \
                                                         std::forward<decltype(args)>(args)...); \
-        });                                                                                   \
-      },                                                                                      \
-      jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                                        \
-                                     .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()           \
-                                     .Ctx<xla::ffi::ScratchAllocator>())                      \
+        });                                                                                     \
+      },                                                                                        \
+      jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                                          \
+                                     .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()             \
+                                     .Ctx<xla::ffi::ScratchAllocator>())                        \
           .Attr<int64_t>("context"));
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potrs, Potrs)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve, LuSolve)

@@ -111,16 +111,13 @@ auto BindSolve(Binding binding) {
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
 // is read by the caller: on the CPU it is host memory, on the GPU device memory).
-inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
-                         ::xla::ffi::Buffer<::xla::ffi::S32> position,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
-                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status, int64_t n,
-                         int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
-                         int64_t force_redistribute, int64_t transposed,
-                         ::xla::ffi::Span<const int64_t> ranks, int64_t thread, SolveAttrs* attrs,
-                         SolveIo* io) {
+inline Status CheckSolve(
+    const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
+    ::xla::ffi::Buffer<::xla::ffi::S32> position, ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
+    ::xla::ffi::Result<::xla::ffi::AnyBuffer> x, ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
+    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status, int64_t n, int64_t mesh_rows,
+    int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute, int64_t transposed,
+    ::xla::ffi::Span<const int64_t> ranks, int64_t thread, SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
   attrs->n = n;

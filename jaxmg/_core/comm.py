@@ -9,6 +9,7 @@ forces one.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 
 import jax
@@ -29,10 +30,13 @@ def _timeout_ms() -> int:
     return int(call_timeout_s() * 1000)
 
 
-def agree(key: str, error: str | None, processes: list[int]) -> int:
+def agree(
+    key: str, error: str | None, processes: list[int], value: str = "", what: str = ""
+) -> int:
     """Every process in `processes` (JAX process indices, all of which call this in the same
-    order) says whether it can go on (`error` None) or why not. Raises the same RuntimeError on
-    every one of them when any cannot, or when one does not come within JAXMG_CALL_TIMEOUT;
+    order) says whether it can go on (`error` None) or why not, and a `value` all must share
+    (`what` names it). Raises the same RuntimeError on every one of them when any cannot, when
+    their values differ, or when one does not come within JAXMG_CALL_TIMEOUT;
     returns the number of earlier agreements on `key` when all can (a count every process shares,
     for keys of what follows). A bounded step before a collective that could strand processes."""
     me = jax.process_index()
@@ -46,7 +50,7 @@ def agree(key: str, error: str | None, processes: list[int]) -> int:
     key = f"{key}/{attempt}"
     transport = os.environ.get("JAXMG_BOOTSTRAP", "auto")
     client = _kv_client() if transport in ("auto", "kv") else None
-    said = {me: error or ""}
+    said = {me: json.dumps([error or "", value])}
     if client is not None:
         client.key_value_set(f"{key}/{me}", said[me])
         for p in others:
@@ -66,10 +70,19 @@ def agree(key: str, error: str | None, processes: list[int]) -> int:
                 "before the first jaxmg call (or install mpi4py and launch with mpirun)"
             )
         said = dict(enumerate(comm.allgather(said[me])))
-    failed = [(p, said[p]) for p in sorted(processes) if said.get(p)]
+    said = {p: json.loads(v) for p, v in said.items()}
+    failed = [(p, said[p][0]) for p in sorted(processes) if said[p][0]]
     if failed:
         p, why = failed[0]
         raise RuntimeError(why if p == me else f"jaxmg: process {p} cannot go on: {why}")
+    values = {p: said[p][1] for p in sorted(processes)}
+    if len(set(values.values())) > 1:
+        detail = "; ".join(f"process {p}: {v}" for p, v in values.items())
+        raise RuntimeError(
+            f"jaxmg: the processes of this mesh disagree on {what or 'this step'} ({detail}); "
+            "every process must make the same jaxmg calls, in the same order, with the same "
+            "arguments"
+        )
     return attempt
 
 

@@ -148,10 +148,19 @@ def context_for(placement, symmetric: bool = True, redistribute: bool = False) -
             + "/"
             + "-".join(str(r) for r in rank_map)
         )
-        # Every process of the mesh is here and can go on, or every one raises the same error
-        # (or a time-out): the NCCL initialization below is a collective that would strand them.
+        # Every process of the mesh is here, wants the same context and can go on, or every one
+        # raises the same error (or a time-out): the NCCL initialization below is a collective
+        # that would strand them. The key names the devices only, so that processes that want
+        # different contexts (different routine kinds) meet and see it.
         processes = sorted({int(d.process_index) for d in devices.flat})
-        attempt = _comm.agree(name + "/ready", error, processes)
+        attempt = _comm.agree(
+            "jaxmg/context/" + "-".join(str(i) for i in key[0]),
+            error,
+            processes,
+            value=f"{'symmetric' if symmetric else 'general'} routine, engine grid {nprow}x{npcol},"
+            f" NCCL ranks {list(rank_map)}",
+            what="the GPU context of this call (the kind of routine)",
+        )
         uid = _unique_id(f"{name}/{attempt}", int(devices[0, 0].process_index))
         err = ctypes.create_string_buffer(2048)
         ctx = _lib().jaxmg_cuda_create_context(

@@ -70,8 +70,9 @@ ok = all(x and x["first"]["ok"] and x["first"]["error_max"] < 1e-12 for x in r)
 verdict("retry", ok and r[0]["bad"]["type"] == "ValueError", json.dumps(r)[:600])
 
 for scenario in ("absent-peer", "absent-peer-warm"):
-    job = launch(scenario, "agreement_worker.py", [scenario, "{tmp}/out"], 240,
-                 {"JAXMG_CALL_TIMEOUT": "5"})
+    job = launch(
+        scenario, "agreement_worker.py", [scenario, "{tmp}/out"], 240, {"JAXMG_CALL_TIMEOUT": "5"}
+    )
     r0 = both(job)[0] or {}
     first, then = r0.get("first", {}), r0.get("then", {})
     ok = not first.get("ok", True) and "JAXMG_CALL_TIMEOUT" in first.get("message", "")
@@ -80,21 +81,32 @@ for scenario in ("absent-peer", "absent-peer-warm"):
 
 job = launch("threads", "threads_worker.py", ["{tmp}/out.json"], 240, {"ROUNDS": "50"})
 rec = job["outputs"].get("out.json") or {}
-ok = bool(rec) and not rec["other"] and all(
-    w == 0 and ok_ + e == rec["calls"] for ok_, e, w, _ in rec["per_process"]
+ok = (
+    bool(rec)
+    and not rec["other"]
+    and all(w == 0 and ok_ + e == rec["calls"] for ok_, e, w, _ in rec["per_process"])
 )
 verdict("threads", ok, json.dumps(rec)[:600])
 
-job = launch("soak", "soak_worker.py", ["1000", "{tmp}/out"], 400,
-             {"SOAK_N": os.environ.get("SOAK_N", "256")})
+job = launch(
+    "soak",
+    "soak_worker.py",
+    ["1000", "{tmp}/out"],
+    400,
+    {"SOAK_N": os.environ.get("SOAK_N", "256")},
+)
 ok = True
 for r in both(job):
     if not r:
         ok = False
         continue
     s, e = r["after_warmup"], r["end"]
-    ok = ok and r["outcomes"] == {"ok": 700, "status>0": 100, "not-symmetric": 100,
-                                  "value-error": 100}
+    ok = ok and r["outcomes"] == {
+        "ok": 700,
+        "status>0": 100,
+        "not-symmetric": 100,
+        "value-error": 100,
+    }
     ok = ok and e["fds"] == s["fds"] and e["threads"] == s["threads"]
     ok = ok and e["rss_kib"] - s["rss_kib"] < 16 * 1024
     ok = ok and e.get("device_bytes_in_use", 0) == s.get("device_bytes_in_use", 0)
@@ -121,8 +133,9 @@ if fuzz_cases is not None:
 
 kill_n = os.environ.get("KILL_N", "16384")
 t0 = time.monotonic()
-job = launch("kill", "kill_worker.py", [kill_n, "1", os.environ.get("KILL_DELAY", "1.0"),
-                                        "{tmp}/out"], 120)
+job = launch(
+    "kill", "kill_worker.py", [kill_n, "1", os.environ.get("KILL_DELAY", "1.0"), "{tmp}/out"], 120
+)
 logs = [job["outputs"].get(f"out.{r}.log", "") for r in (0, 1)]
 alive = []
 for log in logs:

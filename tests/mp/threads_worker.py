@@ -8,9 +8,9 @@ Usage: mpirun -n 2 python threads_worker.py OUT.json
 import json
 import os
 import random
-import time
 import sys
 import threading
+import time
 from pathlib import Path
 
 import jax
@@ -24,7 +24,7 @@ from jax.experimental import multihost_utils  # noqa: E402
 import jaxmg  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from linalg_cases import A_SPEC, B_SPEC, gather, place, rhs, spd  # noqa: E402
+from linalg_cases import A_SPEC, B_SPEC, place, rhs, spd  # noqa: E402
 
 out_path = sys.argv[1]
 mesh = jax.make_mesh((2, 1), ("pr", "pc"))

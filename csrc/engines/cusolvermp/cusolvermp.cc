@@ -169,8 +169,9 @@ Status CreateContext(const ContextParams& p, int64_t* id) {
   }
   if (!local.ok()) return local;
   if (failed != 0) {
-    return Status::Error("another process of this mesh failed to create its GPU context (its "
-                         "error says why)");
+    return Status::Error(
+        "another process of this mesh failed to create its GPU context (its "
+        "error says why)");
   }
   JAXMG_SOLVER(cusolverMpCreateDeviceGrid(c->handle, &c->grid, c->comm, p.nprow, p.npcol,
                                           CUSOLVERMP_GRID_MAPPING_ROW_MAJOR));
@@ -207,11 +208,12 @@ Status BoundedAllreduceMax(Context& c, cudaStream_t stream, int64_t* values, siz
     if (std::chrono::steady_clock::now() > deadline) {
       ncclCommAbort(c.comm);  // ends the pending all-reduce; the context is unusable from here
       c.comm = nullptr;
-      c.poisoned = "jaxmg: a process of this mesh did not join a jaxmg call within "
-                   "JAXMG_CALL_TIMEOUT = " +
-                   std::to_string(static_cast<int64_t>(timeout)) +
-                   " s (a process may have raised an error before the call, taken another "
-                   "branch, or died); the processes can no longer pair their calls: restart the job";
+      c.poisoned =
+          "jaxmg: a process of this mesh did not join a jaxmg call within "
+          "JAXMG_CALL_TIMEOUT = " +
+          std::to_string(static_cast<int64_t>(timeout)) +
+          " s (a process may have raised an error before the call, taken another "
+          "branch, or died); the processes can no longer pair their calls: restart the job";
       return Status::Error(c.poisoned);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));

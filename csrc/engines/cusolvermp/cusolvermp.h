@@ -87,7 +87,7 @@ struct Context {
   int64_t* agree_host = nullptr;
   cudaEvent_t agree_begin = nullptr, agree_end = nullptr;
   std::string poisoned;
-  std::vector<char> host_work;         // engine host workspace
+  std::vector<char> host_work;  // engine host workspace
   std::map<std::tuple<int64_t, int64_t, bool, int, bool>, std::unique_ptr<PlanState>> plans;
   std::mutex mu;  // one call at a time per context
 

@@ -9,8 +9,8 @@
 #include <thread>
 #include <tuple>
 
-#include "common/timeout.h"
 #include "common/scalar.h"
+#include "common/timeout.h"
 
 extern "C" {
 int Csys2blacs_handle(MPI_Comm comm);
