@@ -22,12 +22,13 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  ffi::Result<ffi::AnyBuffer> x, ffi::Result<ffi::AnyBuffer> logdet,
                  ffi::Result<ffi::Buffer<ffi::S32>> status, int64_t n, int64_t mesh_rows,
                  int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
-                 int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread) {
+                 int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
+                 int64_t check_symmetry) {
   SolveAttrs attrs;
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, n, mesh_rows,
                                   mesh_cols, tile, pad, force_redistribute, transposed, ranks,
-                                  thread, &attrs, &io);
+                                  thread, check_symmetry, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];

@@ -11,6 +11,9 @@
 //
 // An engine E provides, for T in float, double, complex<float>, complex<double>:
 //   const layout::Plan& plan();
+//   Status Asymmetric<T>(const void* shard, bool* out)
+//                                         whether the matrix is not symmetric (Hermitian), from
+//                                         the shards (common/symmetry.h); agreed by every rank
 //   Status Prepare<T>(void* shard)        engine-local matrix from the shard (in place if it can)
 //   Status Potrf<T>(int* info)            lower Cholesky; info agreed by every rank (max)
 //   Status Getrf<T>(int* info)            pivoted LU; info agreed by every rank (max)
@@ -52,6 +55,7 @@ struct SolveAttrs {
   int u = 0, v = 0;                 // this shard's mesh position
   std::vector<int> ranks;           // process (MPI rank) of each mesh position, or empty
   int64_t thread = 0;               // the calling Python thread's tag (0 inside a user's jit)
+  bool check_symmetry = false;      // symmetric routines: check the matrix first
   int64_t nrhs = 0;
 };
 
@@ -66,12 +70,14 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
   uint64_t routine = 1469598103934665603ull;  // FNV-1a of the target name
   for (const char* c = target; *c; ++c)
     routine = (routine ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
-  return CallFingerprint{{static_cast<int64_t>(routine >> 1), dtype, a.n, a.nrhs, a.mesh_rows,
-                          a.mesh_cols, a.tile, a.pad, a.force_redistribute, a.transposed, a.thread},
-                         {"routine", "dtype", "matrix order", "right-hand sides", "mesh rows",
-                          "mesh columns", "tile", "pad", "redistribution", "transposition",
-                          "calling thread (a jaxmg call made outside jit carries its Python "
-                          "thread's name; calls of several threads pair by that name)"}};
+  return CallFingerprint{
+      {static_cast<int64_t>(routine >> 1), dtype, a.n, a.nrhs, a.mesh_rows, a.mesh_cols, a.tile,
+       a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry},
+      {"routine", "dtype", "matrix order", "right-hand sides", "mesh rows", "mesh columns", "tile",
+       "pad", "redistribution", "transposition",
+       "calling thread (a jaxmg call made outside jit carries its Python "
+       "thread's name; calls of several threads pair by that name)",
+       "symmetry check"}};
 }
 
 // The buffers of one call.
@@ -106,18 +112,22 @@ auto BindSolve(Binding binding) {
       .template Attr<int64_t>("force_redistribute")
       .template Attr<int64_t>("transposed")
       .template Attr<ffi::Span<const int64_t>>("ranks")  // MPI rank per mesh position, or empty
-      .template Attr<int64_t>("thread");
+      .template Attr<int64_t>("thread")
+      .template Attr<int64_t>("check_symmetry");
 }
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
 // is read by the caller: on the CPU it is host memory, on the GPU device memory).
-inline Status CheckSolve(
-    const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
-    ::xla::ffi::Buffer<::xla::ffi::S32> position, ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
-    ::xla::ffi::Result<::xla::ffi::AnyBuffer> x, ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
-    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status, int64_t n, int64_t mesh_rows,
-    int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute, int64_t transposed,
-    ::xla::ffi::Span<const int64_t> ranks, int64_t thread, SolveAttrs* attrs, SolveIo* io) {
+inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
+                         ::xla::ffi::Buffer<::xla::ffi::S32> position,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
+                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status, int64_t n,
+                         int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
+                         int64_t force_redistribute, int64_t transposed,
+                         ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
+                         int64_t check_symmetry, SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
   attrs->n = n;
@@ -129,6 +139,7 @@ inline Status CheckSolve(
   attrs->transposed = transposed != 0;
   attrs->ranks.assign(ranks.begin(), ranks.end());
   attrs->thread = thread;
+  attrs->check_symmetry = check_symmetry != 0;
   auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
   if (attrs->mesh_rows <= 0 || attrs->mesh_cols <= 0 || attrs->n < 0) {
     return fail("bad mesh or order");
@@ -191,6 +202,7 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
 
 // One element type.
 #define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                      \
+  template Status Engine::Asymmetric<T>(const void*, bool*);          \
   template Status Engine::Prepare<T>(void*);                          \
   template Status Engine::Potrf<T>(int*);                             \
   template Status Engine::Getrf<T>(int*);                             \

@@ -11,9 +11,19 @@ namespace jaxmg::routines {
 
 struct Potrs {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
+  static constexpr int kNotSymmetric = -1;  // the status of a matrix that is not Hermitian
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    if (attrs.check_symmetry) {
+      bool asymmetric = false;
+      JAXMG_RETURN_IF_ERROR(e.template Asymmetric<T>(io.a, &asymmetric));  // agreed
+      if (asymmetric) {
+        JAXMG_RETURN_IF_ERROR(e.WriteStatus(kNotSymmetric, io.status));
+        JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(2.0, false, io.logdet));
+        return e.template FillNan<T>(io.x, io.x_count);
+      }
+    }
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
     JAXMG_RETURN_IF_ERROR(e.template Potrf<T>(&info));  // agreed by every rank

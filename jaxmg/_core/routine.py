@@ -25,11 +25,6 @@ from jaxmg._core import gpu as _gpu
 from jaxmg._core import native as _native
 from jaxmg._core import placement as _mesh
 
-# With donation, the symmetry check of a matrix whose shards are larger than this runs as its own
-# computation before the solve (inside the solve's program XLA would copy the donated shard to
-# keep it for the check's reads); smaller ones are checked inside it, saving a dispatch.
-SEPARATE_CHECK_BYTES = 64 << 20
-
 # JAXMG_REDISTRIBUTE=always makes the engines redistribute the matrix (p?gemr2d, cublasMpGemr2D)
 # even on grids where relabeling would do: a switch to exercise that path on any mesh.
 REDISTRIBUTE_ENV = "JAXMG_REDISTRIBUTE"
@@ -81,9 +76,10 @@ def solve(
 ):
     """Runs `routine` on (a, b); returns (x, logdet, status), x shaped like b.
 
-    check_symmetry: (symmetric routines) compare uᴴ A v with conj(vᴴ A u) for fixed random u, v
-    (two distributed matrix-vector products, no matrix movement) and return NaN with status
-    NOT_SYMMETRIC on every device when they differ beyond rounding.
+    check_symmetry: (symmetric routines) the engine compares uᴴ A v with conj(vᴴ A u) for fixed
+    probe vectors u, v first (each device multiplies its shard; sums of vector size over the
+    processes; csrc/common/symmetry.h) and returns NaN with status NOT_SYMMETRIC on every device
+    when they differ beyond rounding.
 
     Raises ValueError/TypeError for bad arguments before any work, identically on every process.
     """
@@ -107,9 +103,7 @@ def solve(
     context = None
     if placement.platform == "cuda":
         context = _gpu.context_for(engine_placement, routine.symmetric, redistribute)
-    shard_bytes = n * n * dtype.itemsize // (placement.mesh_rows * placement.mesh_cols)
     check_symmetry = bool(check_symmetry and routine.symmetric)
-    separate_check = check_symmetry and donate and shard_bytes > SEPARATE_CHECK_BYTES
     fn = _build(
         routine.name,
         routine.symmetric,
@@ -125,8 +119,6 @@ def solve(
         check_symmetry,
         _thread_tag(a),
     )
-    if separate_check:
-        return fn(a, b, _asymmetric_jit(a))[:3]
     return fn(a, b)[:3]
 
 
@@ -213,6 +205,7 @@ def _build(
             transposed=np.int64(transposed),
             ranks=ranks,
             thread=np.int64(thread),
+            check_symmetry=np.int64(check_symmetry),
             **extra_attrs,
         )
         return x, logdet, status, a_work
@@ -225,20 +218,14 @@ def _build(
         check_vma=False,
     )
 
-    def run(a, b, asymmetric=None):
+    def run(a, b):
         b2 = b.reshape(n, 1) if b_ndim == 1 else b
         a = _mesh.constrain(a, user.mesh, user.matrix_spec)
-        if check_symmetry and asymmetric is None:  # small, or not donated (XLA copies `a` anyway)
-            asymmetric = _asymmetric(a)
         if transposed:  # aᵀ (aᴴ = a for symmetric routines), sharded the other way
             a = jnp.conj(a.T) if symmetric and jnp.iscomplexobj(a) else a.T
             a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
         b2 = _mesh.constrain(b2, placement.mesh, placement.rhs_spec)
         x, logdet, status, a_work = call(a, b2)
-        if asymmetric is not None:
-            x = jnp.where(asymmetric, jnp.nan, x)
-            logdet = jnp.where(asymmetric, jnp.nan, logdet)
-            status = jnp.where(asymmetric, jnp.int32(NOT_SYMMETRIC), status)
         x = _mesh.constrain(x, user.mesh, user.rhs_spec)
         x = x.reshape(n) if b_ndim == 1 else x
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
@@ -247,32 +234,8 @@ def _build(
     return jax.jit(run, donate_argnums=(0,) if donate else ())
 
 
-# The status of a symmetric routine whose matrix is not symmetric (Hermitian).
+# The status of a symmetric routine whose matrix is not symmetric (Hermitian) (csrc/routines/).
 NOT_SYMMETRIC = -1
-
-
-def _asymmetric(a):
-    """Whether uᴴ A v and conj(vᴴ A u) differ beyond rounding, for fixed random u and v.
-
-    For a symmetric (Hermitian) A they agree to about n eps |u| |A v|; a matrix that holds one
-    triangle, or any asymmetry above rounding, makes them differ by O(|u| |A| |v|). Costs two
-    matrix-vector products with the sharded matrix (reading it twice) and collectives of vector
-    size.
-    """
-    n = a.shape[0]
-    real = jnp.finfo(a.dtype).dtype
-    keys = jax.random.split(jax.random.key(20261130), 4)
-    u, v = (jax.random.normal(k, (n,), real).astype(a.dtype) for k in keys[:2])
-    if jnp.iscomplexobj(a):
-        u = u + 1j * jax.random.normal(keys[2], (n,), real)
-        v = v + 1j * jax.random.normal(keys[3], (n,), real)
-    av, au = a @ v, a @ u
-    gap = jnp.abs(jnp.vdot(u, av) - jnp.conj(jnp.vdot(v, au)))
-    scale = jnp.linalg.norm(u) * jnp.linalg.norm(av) + jnp.linalg.norm(v) * jnp.linalg.norm(au)
-    return gap > 32 * n * jnp.finfo(real).eps * scale
-
-
-_asymmetric_jit = jax.jit(_asymmetric)
 
 
 def assemble(x, logdet, status, *, return_logdet: bool, return_status: bool):

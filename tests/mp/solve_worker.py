@@ -100,16 +100,14 @@ def case_not_symmetric(routine, n):
         place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_logdet=True, return_status=True
     )
     per_rank = local_scalars(logdet, status)
-    # The same with donation and the check as a computation of its own (as for large matrices).
-    from jaxmg._core import routine as _routine
-
-    saved, _routine.SEPARATE_CHECK_BYTES = _routine.SEPARATE_CHECK_BYTES, 0
-    try:
-        x3, status3 = jaxmg.potrs(
-            place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_status=True, donate=True
-        )
-    finally:
-        _routine.SEPARATE_CHECK_BYTES = saved
+    # The same with donation; and a complex symmetric matrix that is not Hermitian (A = Aᵀ).
+    _, status3 = jaxmg.potrs(
+        place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_status=True, donate=True
+    )
+    c = spd(n, np.float64, 12) + 0.5j * spd(n, np.float64, 13)  # c = cᵀ, not cᴴ
+    _, status4 = jaxmg.potrs(
+        place(c, A_SPEC), place(b.astype(np.complex128), B_SPEC), T_A=4, return_status=True
+    )
     good = spd(n, np.float64, 12)
     x2, status2 = jaxmg.potrs(
         place(good, A_SPEC), place(b, B_SPEC), T_A=4, return_status=True, check_symmetry=False
@@ -125,6 +123,8 @@ def case_not_symmetric(routine, n):
         and rec["x_all_nan"]
         and rec["logdet_nan_all_ranks"]
         and rec["status_all_ranks"] == [-1] * len(per_rank)
+        and int(np.asarray(status3.addressable_data(0))) == -1
+        and int(np.asarray(status4.addressable_data(0))) == -1
     )
     return rec
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/scalar.h"
+#include "common/symmetry.h"
 #include "cuda/kernels.h"
 #include "engines/cusolvermp/local_blas.h"
 
@@ -133,6 +134,73 @@ Status Engine::Workspace(size_t bytes, size_t host_bytes, void** out) {
   return Status();
 }
 
+Status Engine::Small() {
+  if (small_ != nullptr) return Status();
+  void* small = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(64, &small));
+  small_ = static_cast<int32_t*>(small);
+  JAXMG_CUDA(cudaMemsetAsync(small_, 0, 64, stream_));
+  return Status();
+}
+
+Status Engine::LocalHandle(const LocalBlas** lb, cublasHandle_t* handle) {
+  JAXMG_RETURN_IF_ERROR(GetLocalBlas(lb));
+  if (ctx_.local_blas == nullptr) {
+    cublasHandle_t h = nullptr;
+    JAXMG_RETURN_IF_ERROR(CublasCheck((*lb)->create(&h), "cublasCreate"));
+    ctx_.local_blas = h;
+  }
+  *handle = static_cast<cublasHandle_t>(ctx_.local_blas);
+  return CublasCheck((*lb)->set_stream(*handle, stream_), "cublasSetStream");
+}
+
+template <typename T>
+Status Engine::Asymmetric(const void* shard, bool* out) {
+  // The shard is block (u, v) of the matrix handed, row-major: read column-major it is the
+  // transpose of that block, so one gemm with op T gives its rows' parts of [A v, A u] in place
+  // in the 2n vector y (common/symmetry.h).
+  StepTimer timer("Asymmetric", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.rows.extent, sr = n / plan.mesh_rows, sc = n / plan.mesh_cols;
+  const int64_t row0 = static_cast<int64_t>(ctx_.mesh_u) * sr;
+  const int64_t col0 = static_cast<int64_t>(ctx_.mesh_v) * sc;
+  const size_t es = sizeof(T);
+  std::vector<T> probes(static_cast<size_t>(2 * sc));
+  for (int64_t c = 0; c < sc; ++c) {
+    probes[c] = symmetry::Probe<T>(1, col0 + c);       // v
+    probes[sc + c] = symmetry::Probe<T>(0, col0 + c);  // u
+  }
+  void *d_probes = nullptr, *d_y = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(es * 2 * sc, &d_probes));
+  JAXMG_RETURN_IF_ERROR(Scratch(es * 2 * n, &d_y));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(d_probes, probes.data(), es * 2 * sc, cudaMemcpyHostToDevice, stream_));
+  JAXMG_CUDA(cudaMemsetAsync(d_y, 0, es * 2 * n, stream_));
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
+  int isr = 0, isc = 0, in = 0;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(sr, "shard rows", &isr));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(sc, "shard columns", &isc));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(n, "matrix order", &in));
+  const T one(1), zero(0);
+  JAXMG_RETURN_IF_ERROR(CublasCheck(
+      lb->gemm[Scalar<T>::kIndex](blas, CUBLAS_OP_T, CUBLAS_OP_N, isr, 2, isc, &one, shard,
+                                  std::max(isc, 1), d_probes, std::max(isc, 1), &zero,
+                                  static_cast<char*>(d_y) + es * row0, std::max(in, 1)),
+      "cublas gemm (symmetry check)"));
+  JAXMG_NCCL(ncclAllReduce(d_y, d_y, 2 * n * Scalar<T>::kParts, NcclRealOf<T>(), ncclSum, ctx_.comm,
+                           stream_));
+  std::vector<T> y(static_cast<size_t>(2 * n));
+  JAXMG_CUDA(cudaMemcpyAsync(y.data(), d_y, es * 2 * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  int64_t differs = symmetry::Differs<T>(y.data(), n) ? 1 : 0;
+  // One answer on every rank, whatever the rounding of the sum.
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, stream_, &differs, 1));
+  *out = differs != 0;
+  return Small();  // the steps that report the outcome use it
+}
+
 template <typename T>
 Status Engine::Prepare(void* shard) {
   StepTimer timer("Prepare", stream_);
@@ -143,10 +211,7 @@ Status Engine::Prepare(void* shard) {
   local_cols_ = layout::EngineLocalExtent(plan, plan.cols, ctx_.mycol);
   const int64_t lr = local_rows_, lc = local_cols_;
   JAXMG_SOLVER(cusolverMpSetStream(ctx_.handle, stream_));
-  void* small = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(64, &small));
-  small_ = static_cast<int32_t*>(small);
-  JAXMG_CUDA(cudaMemsetAsync(small_, 0, 64, stream_));
+  JAXMG_RETURN_IF_ERROR(Small());
   work_ = shard;
   if (plan.strategy == layout::Strategy::kRelabel) {
     if (plan.padded) {
@@ -290,12 +355,8 @@ bool Engine::UseOwnLu() const {
 template <typename T>
 Status Engine::Lu1D(int* info) {
   const LocalBlas* lb = nullptr;
-  JAXMG_RETURN_IF_ERROR(GetLocalBlas(&lb));
-  if (ctx_.local_blas == nullptr) {
-    cublasHandle_t h = nullptr;
-    JAXMG_RETURN_IF_ERROR(CublasCheck(lb->create(&h), "cublasCreate"));
-    ctx_.local_blas = h;
-  }
+  cublasHandle_t blas = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
   if (ctx_.dn == nullptr) {
     cusolverDnHandle_t h = nullptr;
     cusolverDnParams_t params = nullptr;
@@ -304,10 +365,8 @@ Status Engine::Lu1D(int* info) {
     ctx_.dn = h;
     ctx_.dn_params = params;
   }
-  auto blas = static_cast<cublasHandle_t>(ctx_.local_blas);
   auto dn = static_cast<cusolverDnHandle_t>(ctx_.dn);
   auto params = static_cast<cusolverDnParams_t>(ctx_.dn_params);
-  JAXMG_RETURN_IF_ERROR(CublasCheck(lb->set_stream(blas, stream_), "cublasSetStream"));
   JAXMG_SOLVER(lb->dn_set_stream(dn, stream_));
   const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
   const int64_t lc = local_cols_, procs = ctx_.npcol, me = ctx_.mycol;
@@ -596,8 +655,9 @@ Status Engine::FillNan(void* x, int64_t count) {
 }
 
 Status Engine::WriteStatus(int info, int32_t* status) {
-  (void)info;  // small_[0] holds the same agreed value on the device
-  JAXMG_CUDA(cudaMemcpyAsync(status, small_, sizeof(int32_t), cudaMemcpyDeviceToDevice, stream_));
+  // From pageable memory: the copy has read `value` when cudaMemcpyAsync returns.
+  const int32_t value = info;
+  JAXMG_CUDA(cudaMemcpyAsync(status, &value, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   return Status();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engines/cusolvermp/cusolvermp.h"
+#include "engines/cusolvermp/local_blas.h"
 #include "ffi/solve.h"
 #include "layout/layout.h"
 #include "xla/ffi/api/ffi.h"
@@ -41,6 +42,8 @@ class Engine {
   const layout::Plan& plan() const { return state_.plan; }
 
   template <typename T>
+  Status Asymmetric(const void* shard, bool* out);
+  template <typename T>
   Status Prepare(void* shard);
   template <typename T>
   Status Potrf(int* info);
@@ -62,6 +65,10 @@ class Engine {
 
  private:
   Status Scratch(size_t bytes, void** out);
+  // The call's small device buffer (small_), allocated and zeroed on first use.
+  Status Small();
+  // The single-GPU cuBLAS table and the context's handle, on this call's stream.
+  Status LocalHandle(const LocalBlas** lb, cublasHandle_t* handle);
   // A device workspace of at least `bytes` (reused across the steps of the call).
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
   bool UseOwnLu() const;

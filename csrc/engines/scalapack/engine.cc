@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/scalar.h"
+#include "common/symmetry.h"
 
 namespace jaxmg::scalapack {
 namespace {
@@ -88,6 +89,34 @@ Status Engine::Create(const SolveAttrs& attrs, const layout::Plan& plan,
   JAXMG_RETURN_IF_ERROR(GetGrid(grid_ranks, nprow, npcol, &out->grid_));
   out->local_rows_ = layout::EngineLocalExtent(plan, plan.rows, out->grid_->myrow);
   out->local_cols_ = layout::EngineLocalExtent(plan, plan.cols, out->grid_->mycol);
+  return Status();
+}
+
+template <typename T>
+Status Engine::Asymmetric(const void* shard, bool* out) {
+  // The shard is block (u, v) of the matrix handed, row-major (common/symmetry.h).
+  const layout::Plan& plan = *plan_;
+  const int64_t n = plan.rows.extent, sr = n / plan.mesh_rows, sc = n / plan.mesh_cols;
+  const int64_t row0 = u_ * sr, col0 = v_ * sc;
+  std::vector<T> probes(static_cast<size_t>(2 * sc)), y(static_cast<size_t>(2 * n), T(0));
+  for (int64_t c = 0; c < sc; ++c) {
+    probes[c] = symmetry::Probe<T>(1, col0 + c);       // v
+    probes[sc + c] = symmetry::Probe<T>(0, col0 + c);  // u
+  }
+  const T* a = static_cast<const T*>(shard);
+  for (int64_t r = 0; r < sr; ++r) {
+    T av(0), au(0);
+    for (int64_t c = 0; c < sc; ++c) {
+      av += a[r * sc + c] * probes[c];
+      au += a[r * sc + c] * probes[sc + c];
+    }
+    y[row0 + r] = av;
+    y[n + row0 + r] = au;
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, y.data(), 2 * n));
+  int differs = symmetry::Differs<T>(y.data(), n) ? 1 : 0;
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &differs));  // one answer, whatever the rounding
+  *out = differs != 0;
   return Status();
 }
 

@@ -22,6 +22,8 @@ class Engine {
   const layout::Plan& plan() const { return *plan_; }
 
   template <typename T>
+  Status Asymmetric(const void* shard, bool* out);
+  template <typename T>
   Status Prepare(void* shard);
   template <typename T>
   Status Potrf(int* info);
