@@ -50,7 +50,7 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
   s = mp::CudaCheck(cudaSetDevice(ctx->device), "cudaSetDevice");
   if (s.ok()) {
     const CallFingerprint fp = Fingerprint(target, static_cast<int>(a.element_type()), attrs);
-    s = mp::AgreeOnCall(*ctx, stream, fp.values, fp.names);
+    s = mp::AgreeOnCall(*ctx, fp.values, fp.names);
   }
   const mp::PlanState* state = nullptr;
   if (s.ok()) s = ctx->GetPlan(R::kSymmetry, n, tile, attrs.pad, attrs.force_redistribute, &state);

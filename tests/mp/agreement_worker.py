@@ -8,6 +8,7 @@ Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_
   absent-peer-warm   both make one call (on GPUs: the context exists), then rank 1 no more
 """
 
+import faulthandler
 import json
 import os
 import sys
@@ -29,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from linalg_cases import A_SPEC, B_SPEC, gather, place, rhs, spd  # noqa: E402
 
 scenario, prefix = sys.argv[1], sys.argv[2]
+if os.environ.get("JAXMG_TEST_STACKS_AFTER"):  # where each process is, if it hangs
+    faulthandler.dump_traceback_later(float(os.environ["JAXMG_TEST_STACKS_AFTER"]), exit=True)
 me = jax.process_index()
 mesh = jax.make_mesh((2, 1), ("pr", "pc"))
 n = 48

@@ -86,8 +86,9 @@ Context::~Context() {
   if (blas) cublasMpDestroy(blas);
   if (grid) cusolverMpDestroyGrid(grid);
   if (handle) cusolverMpDestroy(handle);
-  if (agree_begin) cudaEventDestroy(agree_begin);
   if (agree_end) cudaEventDestroy(agree_end);
+  if (agree_stream) cudaStreamDestroy(agree_stream);
+  if (agree_comm) ncclCommAbort(agree_comm);
   if (agree_host) cudaFreeHost(agree_host);
   if (agree_dev) cudaFree(agree_dev);
   if (pinned) cudaFreeHost(pinned);
@@ -123,9 +124,37 @@ Status CreateLocal(const ContextParams& p, Context* c) {
   JAXMG_CUDA(cudaMallocHost(&c->pinned, 8 * sizeof(int32_t)));
   JAXMG_CUDA(cudaMalloc(&c->agree_dev, Context::kAgreeSlots * sizeof(int64_t)));
   JAXMG_CUDA(cudaMallocHost(&c->agree_host, Context::kAgreeSlots * sizeof(int64_t)));
-  JAXMG_CUDA(cudaEventCreateWithFlags(&c->agree_begin, cudaEventDisableTiming));
   JAXMG_CUDA(cudaEventCreateWithFlags(&c->agree_end, cudaEventDisableTiming));
+  JAXMG_CUDA(cudaStreamCreateWithFlags(&c->agree_stream, cudaStreamNonBlocking));
   return Status();
+}
+
+// Waits until a non-blocking NCCL call on `comm` is no longer in progress, at most until
+// `deadline`; returns its outcome (ncclInProgress when the deadline passed).
+ncclResult_t WaitNccl(ncclComm_t comm, std::chrono::steady_clock::time_point deadline) {
+  ncclResult_t state = ncclInProgress;
+  while (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return state;
+}
+
+std::chrono::steady_clock::time_point Deadline() {
+  return std::chrono::steady_clock::now() +
+         std::chrono::microseconds(static_cast<int64_t>(CallTimeoutSeconds() * 1e6));
+}
+
+// The agreement communicator: non-blocking, split from the context's (every rank is present:
+// the context's own initialization has just completed).
+Status SplitAgreeComm(Context* c) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t r = ncclCommSplit(c->comm, 0, c->rank, &c->agree_comm, &config);
+  if (r == ncclInProgress || (r == ncclSuccess && c->agree_comm != nullptr)) {
+    r = WaitNccl(c->agree_comm, Deadline());
+  }
+  return NcclCheck(r, "ncclCommSplit (the agreement communicator)");
 }
 
 }  // namespace
@@ -159,11 +188,12 @@ Status CreateContext(const ContextParams& p, int64_t* id) {
   std::memcpy(uid.internal, p.unique_id, NCCL_UNIQUE_ID_BYTES);
   // Every process has joined before this (jaxmg/_core/gpu.py agrees first, with a bounded wait).
   JAXMG_NCCL(ncclCommInitRank(&c->comm, p.nranks, uid, p.rank));
+  JAXMG_RETURN_IF_ERROR(SplitAgreeComm(c.get()));
   // A local failure is agreed on before the grids, whose creation is collective.
   const Status local = CreateLocal(p, c.get());
   int64_t failed = local.ok() ? 0 : 1;
-  if (c->agree_dev != nullptr && c->agree_host != nullptr && c->agree_end != nullptr) {
-    JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(*c, c->init_stream, &failed, 1));
+  if (c->agree_dev != nullptr && c->agree_host != nullptr && c->agree_stream != nullptr) {
+    JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(*c, &failed, 1));
   } else {
     failed = 1;  // cannot take part in the agreement: the others time out with a message
   }
@@ -185,44 +215,46 @@ Status CreateContext(const ContextParams& p, int64_t* id) {
   return Status();
 }
 
-Status BoundedAllreduceMax(Context& c, cudaStream_t stream, int64_t* values, size_t count) {
+Status BoundedAllreduceMax(Context& c, int64_t* values, size_t count) {
   if (!c.poisoned.empty()) return Status::Error(c.poisoned);
   if (count > static_cast<size_t>(Context::kAgreeSlots)) return JAXMG_ERROR("too many values");
   if (c.nranks == 1) return Status();
+  const auto deadline = Deadline();
+  auto give_up = [&c]() {
+    ncclCommAbort(c.agree_comm);  // ends the pending all-reduce (it runs on our stream only)
+    c.agree_comm = nullptr;
+    c.poisoned =
+        "jaxmg: a process of this mesh did not join a jaxmg call within "
+        "JAXMG_CALL_TIMEOUT = " +
+        std::to_string(static_cast<int64_t>(CallTimeoutSeconds())) +
+        " s (a process may have raised an error before the call, taken another branch, "
+        "or died); the processes can no longer pair their calls: restart the job";
+    return Status::Error(c.poisoned);
+  };
   int64_t* host = c.agree_host;
   std::memcpy(host, values, count * sizeof(int64_t));
   const size_t bytes = count * sizeof(int64_t);
-  JAXMG_CUDA(cudaMemcpyAsync(c.agree_dev, host, bytes, cudaMemcpyHostToDevice, stream));
-  JAXMG_CUDA(cudaEventRecord(c.agree_begin, stream));
-  JAXMG_NCCL(ncclAllReduce(c.agree_dev, c.agree_dev, count, ncclInt64, ncclMax, c.comm, stream));
-  JAXMG_CUDA(cudaMemcpyAsync(host, c.agree_dev, bytes, cudaMemcpyDeviceToHost, stream));
-  JAXMG_CUDA(cudaEventRecord(c.agree_end, stream));
-  JAXMG_CUDA(cudaEventSynchronize(c.agree_begin));  // earlier work on the stream: not timed
-  const double timeout = CallTimeoutSeconds();
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::microseconds(static_cast<int64_t>(timeout * 1e6));
+  cudaStream_t s = c.agree_stream;
+  JAXMG_CUDA(cudaMemcpyAsync(c.agree_dev, host, bytes, cudaMemcpyHostToDevice, s));
+  ncclResult_t r =
+      ncclAllReduce(c.agree_dev, c.agree_dev, count, ncclInt64, ncclMax, c.agree_comm, s);
+  if (r == ncclInProgress) r = WaitNccl(c.agree_comm, deadline);
+  if (r == ncclInProgress) return give_up();
+  JAXMG_RETURN_IF_ERROR(NcclCheck(r, "ncclAllReduce (call agreement)"));
+  JAXMG_CUDA(cudaMemcpyAsync(host, c.agree_dev, bytes, cudaMemcpyDeviceToHost, s));
+  JAXMG_CUDA(cudaEventRecord(c.agree_end, s));
   while (true) {
     const cudaError_t e = cudaEventQuery(c.agree_end);
     if (e == cudaSuccess) break;
     if (e != cudaErrorNotReady) return CudaCheck(e, "the call agreement");
-    if (std::chrono::steady_clock::now() > deadline) {
-      ncclCommAbort(c.comm);  // ends the pending all-reduce; the context is unusable from here
-      c.comm = nullptr;
-      c.poisoned =
-          "jaxmg: a process of this mesh did not join a jaxmg call within "
-          "JAXMG_CALL_TIMEOUT = " +
-          std::to_string(static_cast<int64_t>(timeout)) +
-          " s (a process may have raised an error before the call, taken another "
-          "branch, or died); the processes can no longer pair their calls: restart the job";
-      return Status::Error(c.poisoned);
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (std::chrono::steady_clock::now() > deadline) return give_up();
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   std::memcpy(values, host, bytes);
   return Status();
 }
 
-Status AgreeOnCall(Context& c, cudaStream_t stream, const std::vector<int64_t>& values,
+Status AgreeOnCall(Context& c, const std::vector<int64_t>& values,
                    const std::vector<const char*>& names) {
   if (!c.poisoned.empty()) return Status::Error(c.poisoned);
   // max over the ranks of (v, -v) gives each field's maximum and minimum in one all-reduce.
@@ -231,7 +263,7 @@ Status AgreeOnCall(Context& c, cudaStream_t stream, const std::vector<int64_t>& 
   const size_t k = both.size();
   both.resize(2 * k);
   for (size_t i = 0; i < k; ++i) both[k + i] = -both[i];
-  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(c, stream, both.data(), both.size()));
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(c, both.data(), both.size()));
   for (size_t i = 0; i < k; ++i) {
     const int64_t hi = both[i], lo = -both[k + i];
     if (hi == lo) continue;

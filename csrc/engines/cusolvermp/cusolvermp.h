@@ -78,14 +78,18 @@ struct Context {
   void* dn_params = nullptr;           // cusolverDnParams_t
   cudaStream_t init_stream = nullptr;  // the handles' creation stream; calls use XLA's stream
   int32_t* pinned = nullptr;           // 8 pinned ints: status, diagonal check, mesh position
-  // Call agreement (AgreeOnCall): calls so far, a device and a pinned buffer of kAgreeSlots
-  // int64, events around the all-reduce, and why the context refuses every call (after a peer
-  // did not come: its communicator is aborted).
+  // Agreement of host values (AgreeOnCall, BoundedAllreduceMax) on a communicator and stream of
+  // its own, never XLA's stream: a non-blocking NCCL communicator split from `comm`, whose
+  // all-reduce is polled against JAXMG_CALL_TIMEOUT and aborted when a peer does not come. Calls
+  // so far, a device and a pinned buffer of kAgreeSlots int64, the event that ends an all-reduce,
+  // and why the context refuses every call (after a peer did not come).
   static constexpr int kAgreeSlots = 64;
   int64_t calls = 0;
+  ncclComm_t agree_comm = nullptr;
+  cudaStream_t agree_stream = nullptr;
   int64_t* agree_dev = nullptr;
   int64_t* agree_host = nullptr;
-  cudaEvent_t agree_begin = nullptr, agree_end = nullptr;
+  cudaEvent_t agree_end = nullptr;
   std::string poisoned;
   std::vector<char> host_work;  // engine host workspace
   std::map<std::tuple<int64_t, int64_t, bool, int, bool>, std::unique_ptr<PlanState>> plans;
@@ -111,15 +115,16 @@ struct ContextParams {
 
 // Creates a context (collective over the nranks processes: NCCL init). Returns its id in *id.
 Status CreateContext(const ContextParams& p, int64_t* id);
-// values[i] = max over the context's ranks, on `stream`; the wait for the other ranks is bounded
-// by JAXMG_CALL_TIMEOUT (then the communicator is aborted and the context refuses every call).
-Status BoundedAllreduceMax(Context& c, cudaStream_t stream, int64_t* values, size_t count);
+// values[i] = max over the context's ranks (host values); the wait for the other ranks is bounded
+// by JAXMG_CALL_TIMEOUT (then the agreement communicator is aborted and the context refuses
+// every call).
+Status BoundedAllreduceMax(Context& c, int64_t* values, size_t count);
 // Before any engine collective of a call: the ranks of the context all-reduce (max) `values` and
-// their negatives (prefixed with the context's call counter) and compare. The wait for earlier
-// work on `stream` is not bounded; the wait for the other ranks is (JAXMG_CALL_TIMEOUT): a rank
-// that does not come makes the others abort the communicator and refuse every later call. A
+// their negatives (prefixed with the context's call counter) and compare. The wait for the other
+// ranks is bounded (JAXMG_CALL_TIMEOUT): a rank that does not come makes the others refuse every
+// later call. A
 // difference is the same error on every rank, naming the field (names[i] for values[i]).
-Status AgreeOnCall(Context& c, cudaStream_t stream, const std::vector<int64_t>& values,
+Status AgreeOnCall(Context& c, const std::vector<int64_t>& values,
                    const std::vector<const char*>& names);
 // The context with this id, or an error.
 Status FindContext(int64_t id, Context** out);

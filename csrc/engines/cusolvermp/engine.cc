@@ -196,7 +196,7 @@ Status Engine::Asymmetric(const void* shard, bool* out) {
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   int64_t differs = symmetry::Differs<T>(y.data(), n) ? 1 : 0;
   // One answer on every rank, whatever the rounding of the sum.
-  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, stream_, &differs, 1));
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &differs, 1));
   *out = differs != 0;
   return Small();  // the steps that report the outcome use it
 }
