@@ -60,10 +60,6 @@ class Engine {
   template <typename T>
   Status RhsOut(void* x, Axis axis, bool conj);
   template <typename T>
-  Status Identity();
-  template <typename T>
-  Status InverseOut(void* shard);
-  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
 
