@@ -6,9 +6,10 @@ processes, from inside jax.jit: cuSOLVERMp over NCCL on GPUs, ScaLAPACK over MPI
 
 from jaxmg._core import native as _native
 from jaxmg.routines.lu_solve import lu_solve
+from jaxmg.routines.potri import potri
 from jaxmg.routines.potrs import potrs
 
 _native.start_mpi_if_launched()
 
-__all__ = ["lu_solve", "potrs"]
+__all__ = ["lu_solve", "potri", "potrs"]
 __version__ = "0.1.0"

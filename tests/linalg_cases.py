@@ -260,3 +260,95 @@ def inside_jit_case(mesh, routine, n, tile=6):
 
     x, logdet = f(place(a, mesh, A_SPEC), place(b, mesh, B_SPEC))
     return measure("", a, b, gather(x), local_scalars(logdet)[0][0])
+
+
+# ------------------------------------------------------------------------------------------------
+# Inverses: potri, checked by ‖A X − I‖ and X = Xᴴ, with a's sharding kept.
+
+
+def inverse_name(dtype_name, n, tile, path="default", pad=True, variant=""):
+    name = f"potri/{dtype_name}/n{n}/T{tile}"
+    if path != "default":
+        name += f"/{path}"
+    if not pad:
+        name += "/nopad"
+    return name + (f"/{variant}" if variant else "")
+
+
+def inverse_case(mesh, dtype_name, n, tile, path="default", pad=True, variant=""):
+    """potri: ‖A X − I‖ <= 20 n eps ‖A‖ ‖X‖, X Hermitian to rounding, a's sharding kept, logdet
+    and status agreed by every rank. variant: "donate" or "jit" (inside a user's jit)."""
+    import jaxmg
+
+    dtype = DTYPES[dtype_name]
+    a = spd(n, dtype, n + 3)
+    ap = place(a, mesh, A_SPEC)
+    sharding = ap.sharding
+    kwargs = dict(T_A=tile, pad=pad, return_logdet=True, return_status=True)
+    with engine_path("potrs", path, mesh.devices.flat[0].platform.replace("gpu", "cuda")):
+        if variant == "jit":
+            x, logdet, status = jax.jit(lambda m: jaxmg.potri(m, **kwargs))(ap)
+        else:
+            x, logdet, status = jaxmg.potri(ap, donate=variant == "donate", **kwargs)
+    assert x.shape == a.shape and x.dtype == a.dtype, (x.shape, x.dtype)
+    same_sharding = x.sharding.is_equivalent_to(sharding, 2)
+    xg = gather(x).astype(np.complex128)
+    a64 = a.astype(np.complex128)
+    eps = float(np.finfo(dtype).eps)
+    scale = np.linalg.norm(a64, 2) * np.linalg.norm(xg, 2)
+    resid = float(np.abs(a64 @ xg - np.eye(n)).max() / scale)
+    asym = float(np.abs(xg - xg.conj().T).max() / np.abs(xg).max())
+    per_rank = local_scalars(logdet, status)
+    ref = float(np.linalg.slogdet(a64)[1])
+    rec = dict(
+        case=inverse_name(dtype_name, n, tile, path, pad, variant),
+        n=n,
+        eps=eps,
+        residual=resid,
+        residual_tol=20 * n * eps,
+        hermitian_error=asym,
+        same_sharding=bool(same_sharding),
+        logdet_error=float(abs(np.real(per_rank[0][0]) - ref)),
+        status=int(np.real(per_rank[0][1])),
+        ranks_agree=bool(np.all(per_rank == per_rank[0])),
+    )
+    rec["ok"] = (
+        resid <= rec["residual_tol"]
+        and asym <= 20 * n * eps
+        and rec["same_sharding"]
+        and rec["logdet_error"] <= 20 * n * eps * max(1.0, abs(ref) / n)
+        and rec["status"] == 0
+        and rec["ranks_agree"]
+    )
+    return rec
+
+
+def inverse_failure_case(mesh, kind, n, tile):
+    """potri on a matrix that is not positive definite ("not-pd") or not Hermitian
+    ("not-symmetric"): NaN inverse and logdet, the same status (> 0, or -1) on every rank."""
+    import jaxmg
+
+    a = spd(n, np.float64, 9)
+    if kind == "not-pd":
+        a[n // 2, n // 2] = -10.0 * n
+    else:
+        a = np.tril(a)
+    x, logdet, status = jaxmg.potri(
+        place(a, mesh, A_SPEC), T_A=tile, return_logdet=True, return_status=True
+    )
+    per_rank = local_scalars(logdet, status)
+    statuses = [int(np.real(s)) for s in per_rank[:, 1]]
+    rec = dict(
+        case=f"potri/{kind}",
+        all_nan=bool(np.all(np.isnan(gather(x)))),
+        logdet_nan_all_ranks=bool(np.all(np.isnan(np.real(per_rank[:, 0])))),
+        status_all_ranks=statuses,
+    )
+    want = (lambda s: s > 0) if kind == "not-pd" else (lambda s: s == -1)
+    rec["ok"] = (
+        rec["all_nan"]
+        and rec["logdet_nan_all_ranks"]
+        and len(set(statuses)) == 1
+        and want(statuses[0])
+    )
+    return rec

@@ -66,6 +66,31 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
             plan.append((f"{routine}/{kind}", kind, dict(routine=routine, n=n)))
     plan.append(("potrs/not-symmetric", "not-symmetric", dict(routine="potrs", n=n)))
     plan.append(("mixed-repeated", "repeated", dict(n=n)))
+    plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
+    return plan
+
+
+def _inverse_entry(dtype_name, n, tile, path="default", pad=True, variant=""):
+    from linalg_cases import inverse_name
+
+    params = dict(dtype_name=dtype_name, n=n, tile=tile, path=path, pad=pad, variant=variant)
+    return inverse_name(dtype_name, n, tile, path, pad, variant), "inverse", params
+
+
+def inverse_plan(n, piece, paths, variants):
+    """potri: four dtypes x tiles that divide, pad, or make one tile per piece; engine paths;
+    donation and a user's jit; a matrix that is not positive definite and one not Hermitian."""
+    plan = []
+    for dtype_name in DTYPE_NAMES:
+        for tile in dict.fromkeys((None, 4, 5, piece)):
+            plan.append(_inverse_entry(dtype_name, n, tile))
+    plan.append(_inverse_entry("float64", n, 2, pad=False))
+    for path in paths:
+        plan.append(_inverse_entry("complex128", n, 5, path=path))
+    for variant in variants:
+        plan.append(_inverse_entry("float64", n, 4, variant=variant))
+    for kind in ("not-pd", "not-symmetric"):
+        plan.append((f"potri/{kind}", "inverse-failure", dict(kind=kind, n=n, tile=4)))
     return plan
 
 
@@ -96,4 +121,5 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
         solve(routine, "complex64", n, 4, 10)  # many right-hand sides
         plan.append((f"{routine}/inside-jit", "inside-jit", dict(routine=routine, n=n)))
         plan.append((f"{routine}/singular", "singular", dict(routine=routine, n=n)))
+    plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
     return plan

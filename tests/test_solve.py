@@ -122,3 +122,25 @@ def test_readme_example_verbatim(tmp_path):
         proc = run_mpi(nprocs, example, [], timeout=180, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert proc.stdout.strip().splitlines()[-1] == "True", proc.stdout
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_potri_inverse_in_the_matrix_sharding(results, mesh):
+    """potri: ‖A X − I‖ <= 20 n eps ‖A‖ ‖X‖, X Hermitian, a's sharding, logdet, every dtype and
+    tile, no padding, redistribution, donation and a user's jit."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "inverse"]
+    assert len(names) >= 12
+    for name in names:
+        r = records[name]
+        assert "error" not in r, r
+        assert r["residual"] <= r["residual_tol"], r
+        assert r["same_sharding"] and r["status"] == 0 and r["ranks_agree"] and r["ok"], r
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+@pytest.mark.parametrize("kind", ["not-pd", "not-symmetric"])
+def test_potri_failure_gives_nan_and_status_everywhere(results, mesh, kind):
+    r = results(mesh)[f"potri/{kind}"]
+    assert "error" not in r, r
+    assert r["ok"], r

@@ -187,6 +187,30 @@ __global__ void FinishLogdetKernel(const R* sum, R scale, bool ok, R* out) {
 }
 
 template <typename T>
+__global__ void SetDiagonalKernel(T* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,
+                                  int myrow, int mycol) {
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < lc;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t gc = CyclicGlobal(c, t, npcol, mycol);
+    if ((gc / t) % nprow != myrow) continue;
+    const int64_t r = (gc / t / nprow) * t + gc % t;
+    if (r < lr) a[r + c * lr] = Traits<T>::One();
+  }
+}
+
+template <typename T>
+__global__ void ScatterMatrixKernel(const T* y, int64_t lr, int64_t lc, const int64_t* row_orig,
+                                    const int64_t* col_orig, int64_t row0, int64_t col0,
+                                    int64_t ld_out, T* out) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < lr * lc;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % lr, c = idx / lr;
+    const int64_t j = row_orig[r], i = col_orig[c];
+    if (i >= 0 && j >= 0) out[(i - row0) * ld_out + (j - col0)] = y[idx];
+  }
+}
+
+template <typename T>
 __global__ void FillNanKernel(T* p, int64_t count) {
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < count;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -307,6 +331,28 @@ cudaError_t FinishLogdet(Dtype dt, const void* sum, double scale, bool ok, void*
                                                     static_cast<double*>(out));
   }
   return cudaGetLastError();
+}
+
+cudaError_t SetDiagonal(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,
+                        int myrow, int mycol, cudaStream_t stream) {
+  if (lr * lc == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    SetDiagonalKernel<T><<<Blocks(lc), kThreads, 0, stream>>>(static_cast<T*>(a), lr, lc, t, nprow,
+                                                              npcol, myrow, mycol);
+  });
+}
+
+cudaError_t ScatterMatrix(Dtype dt, const void* y, int64_t lr, int64_t lc, const int64_t* row_orig,
+                          const int64_t* col_orig, int64_t row0, int64_t col0, int64_t ld_out,
+                          void* out, cudaStream_t stream) {
+  if (lr * lc == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    ScatterMatrixKernel<T><<<Blocks(lr * lc), kThreads, 0, stream>>>(
+        static_cast<const T*>(y), lr, lc, row_orig, col_orig, row0, col0, ld_out,
+        static_cast<T*>(out));
+  });
 }
 
 cudaError_t FillNan(Dtype dt, void* p, int64_t count, cudaStream_t stream) {

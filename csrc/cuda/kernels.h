@@ -54,6 +54,17 @@ cudaError_t DiagCheck(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t
 cudaError_t FinishLogdet(Dtype dt, const void* sum, double scale, bool ok, void* out,
                          cudaStream_t stream);
 
+// a[r + c * lr] = 1 on the local entries of the global diagonal of a block-cyclic matrix.
+cudaError_t SetDiagonal(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,
+                        int myrow, int mycol, cudaStream_t stream);
+
+// out[(col_orig[c] - row0) * ld_out + (row_orig[r] - col0)] = y[r + c * lr] wherever both maps
+// are >= 0: an engine-local block (column-major, the transpose of the matrix's entries) written
+// back into a row-major shard whose first row and column are row0 and col0.
+cudaError_t ScatterMatrix(Dtype dt, const void* y, int64_t lr, int64_t lc, const int64_t* row_orig,
+                          const int64_t* col_orig, int64_t row0, int64_t col0, int64_t ld_out,
+                          void* out, cudaStream_t stream);
+
 // count elements of dt set to NaN (complex: NaN + 0i, like the CPU engine).
 cudaError_t FillNan(Dtype dt, void* p, int64_t count, cudaStream_t stream);
 

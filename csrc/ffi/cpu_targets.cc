@@ -7,6 +7,7 @@
 #include "ffi/dispatch.h"
 #include "ffi/solve.h"
 #include "routines/lu_solve.h"
+#include "routines/potri.h"
 #include "routines/potrs.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -60,6 +61,7 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
       jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve, LuSolve)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potri, Potri)
 #undef JAXMG_CPU_SOLVE_TARGET
 
 extern "C" {

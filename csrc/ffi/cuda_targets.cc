@@ -15,6 +15,7 @@
 #include "ffi/dispatch.h"
 #include "ffi/solve.h"
 #include "routines/lu_solve.h"
+#include "routines/potri.h"
 #include "routines/potrs.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -78,6 +79,7 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
           .Attr<int64_t>("context"));
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potrs, Potrs)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve, LuSolve)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potri, Potri)
 #undef JAXMG_CUDA_SOLVE_TARGET
 
 namespace {

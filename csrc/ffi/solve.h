@@ -25,8 +25,16 @@
 //                                         c[i] = conj?(b[orig(i)]), orig from the plan's axis
 //   Status RhsOut<T>(void* x, Axis axis, bool conj)
 //                                         x[orig(i)] = conj?(z[i]) (this shard's rows)
+//   Status Identity<T>()                  the right-hand side := the identity, distributed like
+//                                         the engine matrix (for the inverse)
+//   Status InverseOut<T>(void* shard)     the shard := its part of the solution of B Y = I, in
+//                                         the JAX layout (undoing relabeling, padding or
+//                                         redistribution)
 //   Status FillNan<T>(void* x, int64_t count)
 //   Status WriteStatus(int info, int32_t* status)
+//   Status Finish(const Status& result)   the end of every call, reached by every rank that ran
+//                                         it: the CPU engine keeps MPI progressing until all have
+//                                         finished and agrees on a local failure
 // Status values are returned, never thrown; a failing step returns before the next collective
 // only on an engine error, which every rank meets in the same step.
 #pragma once
@@ -89,6 +97,7 @@ struct SolveIo {
   int32_t* status = nullptr;
   int64_t nrhs = 0;
   int64_t x_count = 0;  // elements of this shard of x
+  int64_t a_count = 0;  // elements of this shard of a
 };
 
 namespace ffi_util {
@@ -174,6 +183,7 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
   io->status = status->typed_data();
   io->nrhs = b_dims[1];
   io->x_count = shard_rows * b_dims[1];
+  io->a_count = shard_rows * shard_cols;
   return Status();
 }
 
@@ -185,10 +195,10 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
 template <class R, class E>
 Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, const SolveAttrs& attrs,
                 const SolveIo& io) {
-  return ffi_util::DispatchFloating(dtype, routine, [&](auto tag) {
+  return engine.Finish(ffi_util::DispatchFloating(dtype, routine, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return R::template Run<E, T>(engine, attrs, io);
-  });
+  }));
 }
 
 }  // namespace jaxmg
@@ -211,4 +221,6 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
   template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
   template Status Engine::RhsOut<T>(void*, Axis, bool);               \
+  template Status Engine::Identity<T>();                              \
+  template Status Engine::InverseOut<T>(void*);                       \
   template Status Engine::FillNan<T>(void*, int64_t);

@@ -23,7 +23,7 @@ _LIBRARIES = {
 
 # Routines with an FFI target in every engine's library: jaxmg_<engine>_<routine>, which is also
 # the symbol's name.
-ROUTINES = ("potrs", "lu_solve")
+ROUTINES = ("potrs", "lu_solve", "potri")
 _ENGINE_NAMES = {"cpu": "scalapack", "cuda": "cusolvermp"}
 _PLATFORMS = {"cpu": "cpu", "cuda": "CUDA"}
 

@@ -39,11 +39,19 @@ class SolveRoutine:
       columns; otherwise independent row and column permutations (every grid relabels).
     hand_transpose: (placement, donate) -> whether to hand the engine aᵀ (aᴴ for symmetric
       routines) sharded the other way, a transpose local to each device.
+    returns_matrix: the routine's result is the matrix it overwrites (an inverse), in a's
+      sharding; it takes no right-hand side.
     """
 
     name: str
     symmetric: bool
     hand_transpose: Callable[[_mesh.MatrixPlacement, bool], bool]
+    returns_matrix: bool = False
+
+
+def never_transpose(placement: _mesh.MatrixPlacement, donate: bool) -> bool:
+    """The `hand_transpose` policy of routines that always run on a as it is."""
+    return False
 
 
 def transpose_when(*, always: set[str], by_shape: set[str], tall: bool):
@@ -74,7 +82,8 @@ def solve(
     donate=False,
     check_symmetry=False,
 ):
-    """Runs `routine` on (a, b); returns (x, logdet, status), x shaped like b.
+    """Runs `routine` on (a, b); returns (x, logdet, status), x shaped like b; for a routine that
+    returns a matrix (b is None), (the new matrix in a's sharding, logdet, status).
 
     check_symmetry: (symmetric routines) the engine compares uᴴ A v with conj(vᴴ A u) for fixed
     probe vectors u, v first (each device multiplies its shard; sums of vector size over the
@@ -86,12 +95,16 @@ def solve(
     matrix_specs = _matrix_spec(matrix_specs, in_specs)
     n = _mesh.check_square_matrix(a)
     dtype = _mesh.check_dtype(a)
-    _check_rhs(b, n, dtype)
+    if routine.returns_matrix:
+        b = None  # the call takes an empty right-hand side (made inside the jitted function)
+    else:
+        _check_rhs(b, n, dtype)
     placement = _mesh.resolve_placement(a, mesh, matrix_specs)
     _mesh.check_divisible(n, placement)
     if n == 0:
         real = np.finfo(dtype).dtype
-        return jnp.zeros(b.shape, dtype), jnp.zeros((), real), jnp.zeros((), jnp.int32)
+        out = jnp.zeros((0, 0), dtype) if routine.returns_matrix else jnp.zeros(b.shape, dtype)
+        return out, jnp.zeros((), real), jnp.zeros((), jnp.int32)
     redistribute = os.environ.get(REDISTRIBUTE_ENV, "") == "always"
     tile = _mesh.choose_tile(n, placement, T_A, pad, symmetric=routine.symmetric)
     if placement.platform == "cpu":
@@ -113,13 +126,15 @@ def solve(
         tile,
         bool(pad),
         redistribute,
-        b.ndim,
+        2 if b is None else b.ndim,
         bool(donate),
         context,
         check_symmetry,
         _thread_tag(a),
+        routine.returns_matrix,
     )
-    return fn(a, b)[:3]
+    out = fn(a, b)
+    return (out[3], *out[1:3]) if routine.returns_matrix else out[:3]
 
 
 def _thread_tag(a) -> int:
@@ -169,6 +184,7 @@ def _build(
     context: int | None,
     check_symmetry: bool = False,
     thread: int = 0,
+    returns_matrix: bool = False,
 ):
     # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
@@ -219,6 +235,8 @@ def _build(
     )
 
     def run(a, b):
+        if b is None:
+            b = jnp.zeros((n, 0), a.dtype)
         b2 = b.reshape(n, 1) if b_ndim == 1 else b
         a = _mesh.constrain(a, user.mesh, user.matrix_spec)
         if transposed:  # aᵀ (aᴴ = a for symmetric routines), sharded the other way
@@ -228,8 +246,10 @@ def _build(
         x, logdet, status, a_work = call(a, b2)
         x = _mesh.constrain(x, user.mesh, user.rhs_spec)
         x = x.reshape(n) if b_ndim == 1 else x
+        if returns_matrix:
+            a_work = _mesh.constrain(a_work, user.mesh, user.matrix_spec)
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
-        return (x, logdet, status, a_work) if donate else (x, logdet, status)
+        return (x, logdet, status, a_work) if donate or returns_matrix else (x, logdet, status)
 
     return jax.jit(run, donate_argnums=(0,) if donate else ())
 

@@ -32,6 +32,8 @@ from linalg_cases import (  # noqa: E402
     B_SPEC,
     gather,
     inside_jit_case,
+    inverse_case,
+    inverse_failure_case,
     measure,
     place,
     rhs,
@@ -113,6 +115,8 @@ def mesh_plan(mesh, tag):
         "solve": lambda **p: solve_case(mesh, **p),
         "inside-jit": lambda routine, n: inside_jit_case(mesh, routine, n, 8),
         "singular": lambda routine, n: singular_case(mesh, routine, n, 8),
+        "inverse": lambda **p: inverse_case(mesh, **p),
+        "inverse-failure": lambda **p: inverse_failure_case(mesh, **p),
     }
     return {
         f"{tag}/{name}": (lambda k=kind, p=params: kinds[k](**p))

@@ -29,6 +29,8 @@ from linalg_cases import (  # noqa: E402
     engine_path,
     gather,
     inside_jit_case,
+    inverse_case,
+    inverse_failure_case,
     local_scalars,
     measure,
     rhs,
@@ -212,6 +214,8 @@ KINDS = {
     "not-symmetric": case_not_symmetric,
     "no-matrix-collective": case_no_matrix_collective,
     "repeated": case_repeated,
+    "inverse": lambda **p: inverse_case(mesh, **p),
+    "inverse-failure": lambda **p: inverse_failure_case(mesh, **p),
 }
 
 plan = {

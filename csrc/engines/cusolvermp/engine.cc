@@ -649,6 +649,72 @@ Status Engine::RhsOut(void* x, Axis axis, bool conj) {
 }
 
 template <typename T>
+Status Engine::Identity() {
+  const layout::Plan& plan = state_.plan;
+  const int64_t lr = local_rows_, lc = local_cols_;
+  nrhs_ = plan.engine_cols();
+  rhs_local_cols_ = lc;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_));
+  JAXMG_CUDA(cudaMemsetAsync(local_b_, 0, sizeof(T) * lr * lc, stream_));
+  JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), local_b_, lr, lc, plan.tile, ctx_.nprow, ctx_.npcol,
+                               ctx_.myrow, ctx_.mycol, stream_));
+  return desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), plan.engine_cols(), plan.tile,
+                        plan.tile, std::max<int64_t>(lr, 1));
+}
+
+template <typename T>
+Status Engine::InverseOut(void* shard) {
+  // Y[er, ec] = M⁻¹[π(er), π(ec)] with M = Aᵀ (the shards read column-major): the entry of the
+  // inverse at row π(ec), column π(er) of the matrix, in this device's shard (row-major).
+  StepTimer timer("InverseOut", stream_);
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;
+  const int64_t sr = plan.rows.extent / plan.mesh_rows, sc = plan.cols.extent / plan.mesh_cols;
+  if (plan.strategy != layout::Strategy::kRelabel) {
+    // Back from block-cyclic tiles to the block layout (cuBLASMp Gemr2D), in column chunks.
+    const int64_t m = plan.rows.extent, n = plan.cols.extent;
+    BlasDescriptor tiles, blocks;
+    JAXMG_RETURN_IF_ERROR(
+        tiles.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(lr, 1)));
+    JAXMG_RETURN_IF_ERROR(blocks.Create(ctx_, DataTypeOf<T>(), m, n, plan.rows.shard,
+                                        plan.cols.shard, plan.rows.shard));
+    JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+    const int64_t chunk =
+        std::max<int64_t>(1, static_cast<int64_t>(kRedistributeChunkBytes / (es * m)));
+    for (int64_t j0 = 0; j0 < n; j0 += chunk) {
+      const int64_t cols = std::min(chunk, n - j0);
+      size_t dev = 0, host = 0;
+      JAXMG_BLASMP(cublasMpGemr2D_bufferSize(ctx_.blas, m, cols, local_b_, 1, j0 + 1, tiles.get(),
+                                             shard, 1, j0 + 1, blocks.get(), &dev, &host,
+                                             ctx_.comm));
+      void* d_work = nullptr;
+      JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+      JAXMG_BLASMP(cublasMpGemr2D(ctx_.blas, m, cols, local_b_, 1, j0 + 1, tiles.get(), shard, 1,
+                                  j0 + 1, blocks.get(), d_work, workspace_bytes_,
+                                  ctx_.host_work.data(), ctx_.host_work.size(), ctx_.comm));
+    }
+    return Status();
+  }
+  std::vector<int64_t> col_orig(static_cast<size_t>(std::max<int64_t>(lc, 1)), -1);
+  for (int64_t c = 0; c < lc; ++c) {
+    col_orig[c] = layout::EngineGlobalToOriginal(plan, plan.cols,
+                                                 layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol))
+                      .value;
+  }
+  void* d_cols = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * col_orig.size(), &d_cols));
+  JAXMG_CUDA(cudaMemcpyAsync(d_cols, col_orig.data(), sizeof(int64_t) * col_orig.size(),
+                             cudaMemcpyHostToDevice, stream_));
+  JAXMG_CUDA(cuda::ScatterMatrix(KernelType<T>(), local_b_, lr, lc, state_.d_rhs_map[0],
+                                 static_cast<const int64_t*>(d_cols),
+                                 static_cast<int64_t>(ctx_.mesh_u) * sr,
+                                 static_cast<int64_t>(ctx_.mesh_v) * sc, sc, shard, stream_));
+  // col_orig is pageable: the copy has read it when cudaMemcpyAsync returned.
+  return Status();
+}
+
+template <typename T>
 Status Engine::FillNan(void* x, int64_t count) {
   JAXMG_CUDA(cuda::FillNan(KernelType<T>(), x, count, stream_));
   return Status();

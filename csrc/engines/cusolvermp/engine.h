@@ -60,8 +60,14 @@ class Engine {
   template <typename T>
   Status RhsOut(void* x, Axis axis, bool conj);
   template <typename T>
+  Status Identity();
+  template <typename T>
+  Status InverseOut(void* shard);
+  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
+  // NCCL collectives complete on the stream without the host: nothing left to progress.
+  Status Finish(const Status& result) { return result; }
 
  private:
   Status Scratch(size_t bytes, void** out);

@@ -239,8 +239,82 @@ Status Engine::RhsOut(void* x, Axis axis, bool conj) {
 }
 
 template <typename T>
+Status Engine::Identity() {
+  const layout::Plan& plan = *plan_;
+  const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;
+  nrhs_ = plan.engine_cols();
+  rhs_local_cols_ = lc;
+  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
+  T* y = As<T>(local_b_.data());
+  for (int64_t c = 0; c < lc; ++c) {
+    const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+    if ((gc / t) % grid_->nprow != grid_->myrow) continue;
+    const int64_t r = (gc / t / grid_->nprow) * t + gc % t;
+    if (r < lr) y[r + c * lr] = T(1);
+  }
+  desc_b_ = desc_a_;
+  return Status();
+}
+
+template <typename T>
+Status Engine::InverseOut(void* shard) {
+  // Y[er, ec] = M⁻¹[π(er), π(ec)] with M = Aᵀ (the shards read column-major): the entry of the
+  // inverse at row π(ec), column π(er) of the matrix, in this device's shard (row-major).
+  const layout::Plan& plan = *plan_;
+  const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;
+  const int64_t n = plan.rows.extent, sr = n / plan.mesh_rows,
+                sc = plan.cols.extent / plan.mesh_cols;
+  const T* y = As<T>(local_b_.data());
+  T* out = As<T>(shard);
+  if (plan.strategy != layout::Strategy::kRelabel) {
+    Descriptor block;
+    JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, plan.rows.extent, plan.cols.extent,
+                                         plan.rows.shard, plan.cols.shard, plan.rows.shard,
+                                         &block));
+    return Gemr2d<T>(plan.rows.extent, plan.cols.extent, y, desc_b_, out, block, *grid_);
+  }
+  const int64_t row0 = u_ * sr, col0 = v_ * sc;
+  std::vector<int64_t> col_orig(static_cast<size_t>(lc));
+  for (int64_t c = 0; c < lc; ++c) {
+    col_orig[c] = layout::EngineGlobalToOriginal(plan, plan.cols,
+                                                 CyclicGlobal(c, t, grid_->npcol, grid_->mycol))
+                      .value;
+  }
+  for (int64_t r = 0; r < lr; ++r) {
+    const int64_t j = layout::EngineGlobalToOriginal(plan, plan.rows,
+                                                     CyclicGlobal(r, t, grid_->nprow, grid_->myrow))
+                          .value;
+    if (j < 0) continue;  // padding
+    for (int64_t c = 0; c < lc; ++c) {
+      const int64_t i = col_orig[c];
+      if (i < 0) continue;
+      if (i < row0 || i >= row0 + sr || j < col0 || j >= col0 + sc) {
+        return JAXMG_ERROR("inverse entry (" + std::to_string(i) + ", " + std::to_string(j) +
+                           ") is not in this shard (rows " + std::to_string(row0) + "+" +
+                           std::to_string(sr) + ", columns " + std::to_string(col0) + "+" +
+                           std::to_string(sc) + ")");
+      }
+      out[(i - row0) * sc + (j - col0)] = y[r + c * lr];
+    }
+  }
+  return Status();
+}
+
+template <typename T>
 Status Engine::FillNan(void* x, int64_t count) {
   std::fill(As<T>(x), As<T>(x) + count, T(std::numeric_limits<RealOf<T>>::quiet_NaN()));
+  return Status();
+}
+
+Status Engine::Finish(const Status& result) {
+  // Every rank stays in MPI until all have finished the call: BLACS leaves asynchronous sends
+  // that complete only while their sender calls MPI (a rank that returned to Python after its
+  // last ScaLAPACK call left the others waiting inside it). A failure of one rank's last, local
+  // step becomes everyone's.
+  int failed = result.ok() ? 0 : 1;
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &failed));
+  if (!result.ok()) return result;
+  if (failed) return Status::Error("jaxmg: another process of this mesh failed in this call");
   return Status();
 }
 

@@ -40,8 +40,13 @@ class Engine {
   template <typename T>
   Status RhsOut(void* x, Axis axis, bool conj);
   template <typename T>
+  Status Identity();
+  template <typename T>
+  Status InverseOut(void* shard);
+  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
+  Status Finish(const Status& result);
 
  private:
   template <typename T>

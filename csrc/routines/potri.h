@@ -1,0 +1,35 @@
+// potri: the inverse of a symmetric (Hermitian) positive-definite matrix, in the matrix's own
+// sharding (the result aliases `a`), with log det A.
+//
+// After the Cholesky factorization the engine solves B Y = I with the identity distributed like
+// B (never gathered), then writes Y back into the shards in the JAX layout. B = Π conj(A) Πᵀ
+// (potrs.h), so Y = Π conj(A)⁻¹ Πᵀ, and conj(A⁻¹) read column-major is A⁻¹ (Hermitian) read
+// row-major: InverseOut undoes the relabeling (or redistribution) and nothing else.
+#pragma once
+
+#include "ffi/solve.h"
+#include "routines/potrs.h"
+
+namespace jaxmg::routines {
+
+struct Potri {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    bool refused = false;
+    JAXMG_RETURN_IF_ERROR((Potrs::Refused<E, T>(e, attrs, io, &refused)));
+    if (refused) return e.template FillNan<T>(io.a, io.a_count);
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    int info = 0;
+    JAXMG_RETURN_IF_ERROR(e.template Potrf<T>(&info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(2.0, info == 0, io.logdet));
+    if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
+    JAXMG_RETURN_IF_ERROR(e.template Identity<T>());
+    JAXMG_RETURN_IF_ERROR(e.template Potrs<T>());
+    return e.template InverseOut<T>(io.a);
+  }
+};
+
+}  // namespace jaxmg::routines
