@@ -1,6 +1,7 @@
 """`python -m jaxmg bench`: time a jaxmg solve on the devices present against JAX on one device.
 
-`--routine potrs` (Cholesky) or `lu_solve` (pivoted LU). `cli()` runs the jaxmg timings in P
+`--routine potrs` (Cholesky), `lu_solve` (pivoted LU) or `potri` (the inverse, against JAX's
+`cho_factor` + `cho_solve` with the identity). `cli()` runs the jaxmg timings in P
 processes (one per device, under `jaxmg launch`), then JAX's own `cho_factor` + `cho_solve` (or
 `lu_factor` + `lu_solve`) on one device in one process, merges both into one JSON file, prints a
 table and (with matplotlib) draws a plot next to the JSON.
@@ -26,7 +27,12 @@ from pathlib import Path
 
 R = 0.5
 # Flop counts of the factorizations (the solves are lower order).
-FLOPS = {"potrs": lambda n: n**3 / 3, "lu_solve": lambda n: 2 * n**3 / 3}
+# potri: the factorization and the solve with n right-hand sides (what both sides compute).
+FLOPS = {
+    "potrs": lambda n: n**3 / 3,
+    "lu_solve": lambda n: 2 * n**3 / 3,
+    "potri": lambda n: n**3 / 3 + 2 * n**3,
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -136,7 +142,7 @@ def _run_jaxmg(args) -> list[dict]:
             n=n,
             dtype=dtype_name,
             tile=tile,
-            symmetry_check=args.check_symmetry and args.routine == "potrs",
+            symmetry_check=args.check_symmetry and args.routine in ("potrs", "potri"),
         )
         try:
             gen = _kms(n, dtype, a_sh)
@@ -145,10 +151,12 @@ def _run_jaxmg(args) -> list[dict]:
             def solve(a, b, tile=tile):
                 # Called directly (not under an outer jit) so that donate=True lets the
                 # factorization overwrite a's buffer.
-                extra = {"check_symmetry": args.check_symmetry} if args.routine == "potrs" else {}
-                return getattr(jaxmg, args.routine)(
-                    a, b, T_A=tile, mesh=mesh, return_logdet=True, donate=args.donate, **extra
-                )
+                kw = dict(T_A=tile, mesh=mesh, return_logdet=True, donate=args.donate)
+                if args.routine == "potri":
+                    return jaxmg.potri(a, check_symmetry=args.check_symmetry, **kw)
+                if args.routine == "potrs":
+                    kw["check_symmetry"] = args.check_symmetry
+                return getattr(jaxmg, args.routine)(a, b, **kw)
 
             times, logdet = _time_calls(gen, solve, b, args.repeats, f"{n}-{dtype_name}-{tile}")
             ld = float(np.asarray(logdet.addressable_data(0)))
@@ -200,6 +208,8 @@ def _run_baseline(args) -> list[dict]:
                         f = lu_factor(a)
                         return lu_solve(f, b), jnp.sum(jnp.log(jnp.abs(jnp.diagonal(f[0]))))
                     c = cho_factor(a, lower=True)
+                    if args.routine == "potri":  # the inverse: the solve with the identity
+                        b = jnp.eye(a.shape[0], dtype=a.dtype)
                     return cho_solve(c, b), 2 * jnp.sum(jnp.log(jnp.diagonal(c[0])))
 
                 times, logdet = _time_calls(gen, solve, b, args.repeats, f"{n}-{dtype_name}")
