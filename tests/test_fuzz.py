@@ -1,4 +1,5 @@
-"""Property-based tests of the public API on real processes: hypothesis draws calls (routine,
+"""Property-based tests of the public API on real processes: hypothesis draws calls (potrs,
+lu_solve, potri;
 order, right-hand sides, dtypes, mesh, sharding, tile, padding, donation, jit, bad arguments);
 every call either solves its system on every process or raises the same clear error on every
 process. Nothing hangs (the job runs under a timeout)."""
@@ -38,7 +39,7 @@ def call(draw, procs: int):
     if mistake == "spec":
         specs = [s for s in ("rows", "cols", "replicated") if s not in specs]
     return dict(
-        routine=draw(st.sampled_from(["potrs", "lu_solve"])),
+        routine=draw(st.sampled_from(["potrs", "lu_solve", "potri"])),
         n=n,
         b_rows=n + draw(st.sampled_from([1, -1])) if mistake == "b_rows" else n,
         nrhs=draw(st.sampled_from([0, 1, 2, 5])),

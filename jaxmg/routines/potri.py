@@ -29,7 +29,8 @@ def potri(
 
     A distributed Cholesky factorization, then the solve with the identity distributed like A
     (never gathered); the inverse comes back with a's sharding (in a's buffers with
-    donate=True). JAXMg 0.x's `potri(a, T_A, mesh, in_specs=P(axis, None))` works unchanged.
+    donate=True; a matrix given replicated comes back sharded over the mesh, not gathered).
+    JAXMg 0.x's `potri(a, T_A, mesh, in_specs=P(axis, None))` works unchanged.
 
     Args:
       a: (N, N) float32, float64, complex64 or complex128 array, sharded over a 1-D or 2-D mesh.

@@ -39,7 +39,7 @@ def run(case):
     mesh = jax.make_mesh(tuple(case["mesh"]), AXES)
     dtype = DTYPES[case["dtype"]]
     n = case["n"]
-    make = spd if case["routine"] == "potrs" else general
+    make = general if case["routine"] == "lu_solve" else spd
     a = make(n, dtype, case["seed"])
     b = rhs(case["b_rows"], case["nrhs"], DTYPES[case["b_dtype"]], case["seed"])
     spec = SPECS[case["spec"]]
@@ -48,10 +48,29 @@ def run(case):
         ap, bp = place(a, mesh, spec), place(b, mesh, b_spec)
     except Exception as e:  # noqa: BLE001 - JAX cannot shard it: not a jaxmg call
         return {"outcome": "unplaceable", "type": type(e).__name__}
-    fn = jaxmg.potrs if case["routine"] == "potrs" else jaxmg.lu_solve
     kwargs = dict(T_A=case["tile"], pad=case["pad"], donate=case["donate"], return_status=True)
     if case["pass_mesh"]:
         kwargs.update(mesh=mesh, matrix_specs=spec)
+    if case["routine"] == "potri":  # the inverse: checked by ‖A X − I‖, a's sharding kept
+        call = jax.jit(lambda a: jaxmg.potri(a, **kwargs)) if case["jit"] else None
+        inv, status = call(ap) if call else jaxmg.potri(ap, **kwargs)
+        # a's sharding; a matrix given replicated comes back sharded over the mesh (no gather)
+        same = not n or spec == P(None, None) or inv.sharding.is_equivalent_to(ap.sharding, 2)
+        x = gather(inv).astype(np.complex128)
+        a64 = a.astype(np.complex128)
+        resid = 0.0
+        if n:
+            resid = np.abs(a64 @ x - np.eye(n)).max() / (
+                np.linalg.norm(a64, 2) * max(np.linalg.norm(x, 2), 1e-300)
+            )
+        return {
+            "outcome": "solved",
+            "status": int(np.asarray(status.addressable_data(0))),
+            "residual": float(resid),
+            "tol": 20 * n * float(np.finfo(dtype).eps),
+            "shape_ok": x.shape == a.shape and same,
+        }
+    fn = jaxmg.potrs if case["routine"] == "potrs" else jaxmg.lu_solve
     if case["jit"]:
         x, status = jax.jit(lambda a, b: fn(a, b, **kwargs))(ap, bp)
     else:
