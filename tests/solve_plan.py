@@ -67,6 +67,8 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     plan.append(("potrs/not-symmetric", "not-symmetric", dict(routine="potrs", n=n)))
     plan.append(("mixed-repeated", "repeated", dict(n=n)))
     plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
+    if mesh_cols == 1:  # JAXMg 0.x's call on a 1-D mesh of the same devices
+        plan.append(("potri/jaxmg-0.x-call", "potri-0x-call", dict(n=n)))
     return plan
 
 

@@ -144,3 +144,9 @@ def test_potri_failure_gives_nan_and_status_everywhere(results, mesh, kind):
     r = results(mesh)[f"potri/{kind}"]
     assert "error" not in r, r
     assert r["ok"], r
+
+
+@pytest.mark.parametrize("mesh", [m for m in MESHES if m[1] == 1], ids=lambda m: f"{m[0]}x1")
+def test_potri_jaxmg_0x_call_unchanged(results, mesh):
+    r = results(mesh)["potri/jaxmg-0.x-call"]
+    assert "error" not in r and r["ok"], r

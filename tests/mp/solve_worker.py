@@ -203,6 +203,18 @@ def case_repeated(n, calls=1000):
     return rec
 
 
+def case_potri_0x_call(n):
+    """JAXMg 0.x's `potri(a, T_A, mesh, in_specs=P(axis, None))` on a 1-D mesh, unchanged."""
+    mesh1 = jax.make_mesh((mesh_rows,), ("x",))
+    a = spd(n, np.float64, 4)
+    ap = jax.device_put(a, NamedSharding(mesh1, P("x", None)))
+    inv = jaxmg.potri(ap, 4, mesh1, in_specs=P("x", None))
+    err = float(np.abs(gather(inv) - np.linalg.inv(a)).max())
+    rec = dict(max_error=err, spec=str(inv.sharding.spec))
+    rec["ok"] = err < 1e-10 and inv.sharding.spec == P("x", None)
+    return rec
+
+
 KINDS = {
     "solve": lambda **p: solve_case(mesh, **p),
     "replicated-b": case_replicated_b,
@@ -216,6 +228,7 @@ KINDS = {
     "repeated": case_repeated,
     "inverse": lambda **p: inverse_case(mesh, **p),
     "inverse-failure": lambda **p: inverse_failure_case(mesh, **p),
+    "potri-0x-call": case_potri_0x_call,
 }
 
 plan = {
