@@ -17,15 +17,9 @@ struct Potri {
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    bool refused = false;
-    JAXMG_RETURN_IF_ERROR((Potrs::Refused<E, T>(e, attrs, io, &refused)));
-    if (refused) return e.template FillNan<T>(io.a, io.a_count);
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
-    int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Potrf<T>(&info));  // agreed by every rank
-    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
-    JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(2.0, info == 0, io.logdet));
-    if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
+    bool factored = false;
+    JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a, io.a_count, &factored)));
+    if (!factored) return Status();
     JAXMG_RETURN_IF_ERROR(e.template Identity<T>());
     JAXMG_RETURN_IF_ERROR(e.template Potrs<T>());
     return e.template InverseOut<T>(io.a);

@@ -13,29 +13,37 @@ struct Potrs {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
   static constexpr int kNotSymmetric = -1;  // the status of a matrix that is not Hermitian
 
-  // The symmetry check (when asked): true when the matrix is not Hermitian, after writing the
-  // status and NaN log-determinant (the caller fills its own outputs with NaN).
+  // The symmetry check (when asked) and the Cholesky factorization with its status and
+  // log-determinant; *factored is false (and nan_count entries of nan_out are NaN) when the
+  // matrix is not Hermitian or not positive definite. Shared by potri.
   template <class E, class T>
-  static Status Refused(E& e, const SolveAttrs& attrs, const SolveIo& io, bool* refused) {
-    *refused = false;
-    if (!attrs.check_symmetry) return Status();
-    JAXMG_RETURN_IF_ERROR(e.template Asymmetric<T>(io.a, refused));  // agreed
-    if (!*refused) return Status();
-    JAXMG_RETURN_IF_ERROR(e.WriteStatus(kNotSymmetric, io.status));
-    return e.template LogAbsDiag<T>(2.0, false, io.logdet);
-  }
-
-  template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    bool refused = false;
-    JAXMG_RETURN_IF_ERROR((Refused<E, T>(e, attrs, io, &refused)));
-    if (refused) return e.template FillNan<T>(io.x, io.x_count);
+  static Status Factor(E& e, const SolveAttrs& attrs, const SolveIo& io, void* nan_out,
+                       int64_t nan_count, bool* factored) {
+    *factored = false;
+    if (attrs.check_symmetry) {
+      bool asymmetric = false;
+      JAXMG_RETURN_IF_ERROR(e.template Asymmetric<T>(io.a, &asymmetric));  // agreed
+      if (asymmetric) {
+        JAXMG_RETURN_IF_ERROR(e.WriteStatus(kNotSymmetric, io.status));
+        JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(2.0, false, io.logdet));
+        return e.template FillNan<T>(nan_out, nan_count);
+      }
+    }
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
     JAXMG_RETURN_IF_ERROR(e.template Potrf<T>(&info));  // agreed by every rank
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(2.0, info == 0, io.logdet));
-    if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
+    if (info != 0) return e.template FillNan<T>(nan_out, nan_count);
+    *factored = true;
+    return Status();
+  }
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    bool factored = false;
+    JAXMG_RETURN_IF_ERROR((Factor<E, T>(e, attrs, io, io.x, io.x_count, &factored)));
+    if (!factored) return Status();
     JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/true));
     JAXMG_RETURN_IF_ERROR(e.template Potrs<T>());
     return e.template RhsOut<T>(io.x, Axis::kCols, /*conj=*/true);

@@ -134,6 +134,37 @@ Status Engine::Workspace(size_t bytes, size_t host_bytes, void** out) {
   return Status();
 }
 
+template <typename T>
+Status Engine::Redistribute(const void* from, bool to_tiles, void* to) {
+  // cuBLASMp Gemr2D between the block layout (block (v, u) of the engine matrix on grid position
+  // (v, u)) and block-cyclic tiles, in column chunks of bounded size.
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t m = plan.rows.extent, n = plan.cols.extent, t = plan.tile;
+  BlasDescriptor blocks, tiles;
+  JAXMG_RETURN_IF_ERROR(blocks.Create(ctx_, DataTypeOf<T>(), m, n, plan.rows.shard, plan.cols.shard,
+                                      plan.rows.shard));
+  JAXMG_RETURN_IF_ERROR(
+      tiles.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(local_rows_, 1)));
+  const BlasDescriptor& src = to_tiles ? blocks : tiles;
+  const BlasDescriptor& dst = to_tiles ? tiles : blocks;
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>(kRedistributeChunkBytes / (es * m)));
+  for (int64_t j0 = 0; j0 < n; j0 += chunk) {
+    const int64_t cols = std::min(chunk, n - j0);
+    size_t dev = 0, host = 0;
+    JAXMG_BLASMP(cublasMpGemr2D_bufferSize(ctx_.blas, m, cols, from, 1, j0 + 1, src.get(), to, 1,
+                                           j0 + 1, dst.get(), &dev, &host, ctx_.comm));
+    void* d_work = nullptr;
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_BLASMP(cublasMpGemr2D(ctx_.blas, m, cols, from, 1, j0 + 1, src.get(), to, 1, j0 + 1,
+                                dst.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                                ctx_.host_work.size(), ctx_.comm));
+  }
+  return Status();
+}
+
 Status Engine::Small() {
   if (small_ != nullptr) return Status();
   void* small = nullptr;
@@ -237,28 +268,9 @@ Status Engine::Prepare(void* shard) {
       }
     }
   } else {
-    // Redistribution (cuBLASMp Gemr2D) from the block layout (block (v, u) of the engine matrix
-    // on grid position (v, u)) into block-cyclic tiles, in column chunks of bounded size.
+    // Redistribution from the block layout into block-cyclic tiles.
     JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &work_));
-    const int64_t m = plan.rows.extent, n = plan.cols.extent;
-    BlasDescriptor src, dst;
-    JAXMG_RETURN_IF_ERROR(
-        src.Create(ctx_, DataTypeOf<T>(), m, n, plan.rows.shard, plan.cols.shard, plan.rows.shard));
-    JAXMG_RETURN_IF_ERROR(dst.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(lr, 1)));
-    JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-    const int64_t chunk =
-        std::max<int64_t>(1, static_cast<int64_t>(kRedistributeChunkBytes / (es * m)));
-    for (int64_t j0 = 0; j0 < n; j0 += chunk) {
-      const int64_t cols = std::min(chunk, n - j0);
-      size_t dev = 0, host = 0;
-      JAXMG_BLASMP(cublasMpGemr2D_bufferSize(ctx_.blas, m, cols, shard, 1, j0 + 1, src.get(), work_,
-                                             1, j0 + 1, dst.get(), &dev, &host, ctx_.comm));
-      void* d_work = nullptr;
-      JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-      JAXMG_BLASMP(cublasMpGemr2D(ctx_.blas, m, cols, shard, 1, j0 + 1, src.get(), work_, 1, j0 + 1,
-                                  dst.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                                  ctx_.host_work.size(), ctx_.comm));
-    }
+    JAXMG_RETURN_IF_ERROR(Redistribute<T>(shard, /*to_tiles=*/true, work_));
   }
   return desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), plan.engine_cols(), t, t,
                         std::max<int64_t>(lr, 1));
@@ -668,33 +680,11 @@ Status Engine::InverseOut(void* shard) {
   // inverse at row π(ec), column π(er) of the matrix, in this device's shard (row-major).
   StepTimer timer("InverseOut", stream_);
   const layout::Plan& plan = state_.plan;
-  const size_t es = sizeof(T);
   const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;
   const int64_t sr = plan.rows.extent / plan.mesh_rows, sc = plan.cols.extent / plan.mesh_cols;
   if (plan.strategy != layout::Strategy::kRelabel) {
-    // Back from block-cyclic tiles to the block layout (cuBLASMp Gemr2D), in column chunks.
-    const int64_t m = plan.rows.extent, n = plan.cols.extent;
-    BlasDescriptor tiles, blocks;
-    JAXMG_RETURN_IF_ERROR(
-        tiles.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(lr, 1)));
-    JAXMG_RETURN_IF_ERROR(blocks.Create(ctx_, DataTypeOf<T>(), m, n, plan.rows.shard,
-                                        plan.cols.shard, plan.rows.shard));
-    JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-    const int64_t chunk =
-        std::max<int64_t>(1, static_cast<int64_t>(kRedistributeChunkBytes / (es * m)));
-    for (int64_t j0 = 0; j0 < n; j0 += chunk) {
-      const int64_t cols = std::min(chunk, n - j0);
-      size_t dev = 0, host = 0;
-      JAXMG_BLASMP(cublasMpGemr2D_bufferSize(ctx_.blas, m, cols, local_b_, 1, j0 + 1, tiles.get(),
-                                             shard, 1, j0 + 1, blocks.get(), &dev, &host,
-                                             ctx_.comm));
-      void* d_work = nullptr;
-      JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-      JAXMG_BLASMP(cublasMpGemr2D(ctx_.blas, m, cols, local_b_, 1, j0 + 1, tiles.get(), shard, 1,
-                                  j0 + 1, blocks.get(), d_work, workspace_bytes_,
-                                  ctx_.host_work.data(), ctx_.host_work.size(), ctx_.comm));
-    }
-    return Status();
+    // Back from block-cyclic tiles to the block layout.
+    return Redistribute<T>(local_b_, /*to_tiles=*/false, shard);
   }
   std::vector<int64_t> col_orig(static_cast<size_t>(std::max<int64_t>(lc, 1)), -1);
   for (int64_t c = 0; c < lc; ++c) {

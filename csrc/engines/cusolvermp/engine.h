@@ -73,6 +73,9 @@ class Engine {
   Status Scratch(size_t bytes, void** out);
   // The call's small device buffer (small_), allocated and zeroed on first use.
   Status Small();
+  // Gemr2D between the JAX block layout and block-cyclic tiles (to_tiles) or back.
+  template <typename T>
+  Status Redistribute(const void* from, bool to_tiles, void* to);
   // The single-GPU cuBLAS table and the context's handle, on this call's stream.
   Status LocalHandle(const LocalBlas** lb, cublasHandle_t* handle);
   // A device workspace of at least `bytes` (reused across the steps of the call).
