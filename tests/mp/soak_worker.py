@@ -1,7 +1,7 @@
-"""1000 mixed jaxmg calls (potrs and lu_solve; dtypes; vector and matrix right-hand sides; NaN
-inputs and non-symmetric matrices that give a status; bad arguments that raise), with this
-process's resident memory, open file descriptors and threads sampled after a warm-up and at the
-end: what a long-running job would see grow if anything leaked.
+"""1000 mixed jaxmg calls (potrs, lu_solve and potri; dtypes; vector and matrix right-hand
+sides; NaN inputs and non-symmetric matrices that give a status; bad arguments that raise),
+with this process's resident memory, open file descriptors and threads sampled after a warm-up and
+at the end: what a long-running job would see grow if anything leaked.
 
 Usage: mpirun -n P python soak_worker.py CALLS OUT_PREFIX     (writes OUT_PREFIX.<rank>.json)
 Also runs on GPUs (one process per GPU, python -m jaxmg launch); there it adds the device's
@@ -69,6 +69,8 @@ def one(i):
         _, status = jaxmg.lu_solve(d["general"], d["b"], T_A=8, return_status=True)
     elif kind == 3:
         _, status = jitted(d["spd"], d["b"])
+    elif kind == 2:
+        _, status = jaxmg.potri(d["spd"], T_A=4, return_status=True)
     else:
         _, status = jaxmg.potrs(d["spd"], d["b"], return_status=True)
     s = int(np.asarray(status.addressable_data(0)))
