@@ -49,16 +49,8 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
 }  // namespace jaxmg
 
 // One target per routine: jaxmg_scalapack_<routine>.
-#define JAXMG_CPU_SOLVE_TARGET(name, routine)                                                   \
-  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                \
-      name,                                                                                     \
-      [](auto&&... args) {                                                                      \
-        return jaxmg::ffi_util::NoThrow(#name, [&] {                                            \
-          return jaxmg::Solve<jaxmg::routines::routine>(#name,                                  \
-                                                        std::forward<decltype(args)>(args)...); \
-        });                                                                                     \
-      },                                                                                        \
-      jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
+#define JAXMG_CPU_SOLVE_TARGET(name, routine) \
+  JAXMG_SOLVE_TARGET(name, routine, jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve, LuSolve)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potri, Potri)

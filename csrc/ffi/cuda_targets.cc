@@ -64,19 +64,12 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
 }  // namespace jaxmg
 
 // One target per routine: jaxmg_cusolvermp_<routine>.
-#define JAXMG_CUDA_SOLVE_TARGET(name, routine)                                                  \
-  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                \
-      name,                                                                                     \
-      [](auto&&... args) {                                                                      \
-        return jaxmg::ffi_util::NoThrow(#name, [&] {                                            \
-          return jaxmg::Solve<jaxmg::routines::routine>(#name,                                  \
-                                                        std::forward<decltype(args)>(args)...); \
-        });                                                                                     \
-      },                                                                                        \
-      jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                                          \
-                                     .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()             \
-                                     .Ctx<xla::ffi::ScratchAllocator>())                        \
-          .Attr<int64_t>("context"));
+#define JAXMG_CUDA_SOLVE_TARGET(name, routine)                                                     \
+  JAXMG_SOLVE_TARGET(name, routine,                                                                \
+                     jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                              \
+                                                    .Ctx<xla::ffi::PlatformStream<cudaStream_t>>() \
+                                                    .Ctx<xla::ffi::ScratchAllocator>())            \
+                         .Attr<int64_t>("context"));
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potrs, Potrs)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve, LuSolve)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potri, Potri)

@@ -203,6 +203,19 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
 
 }  // namespace jaxmg
 
+// One FFI target of routine R::routine over the file's own `Solve<R>` handler function, with the
+// file's engine binding; a C++ exception becomes the call's error (ffi_util::NoThrow).
+#define JAXMG_SOLVE_TARGET(name, routine, binding)           \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(                             \
+      name,                                                  \
+      [](auto&&... args) {                                   \
+        return ::jaxmg::ffi_util::NoThrow(#name, [&] {       \
+          return ::jaxmg::Solve<::jaxmg::routines::routine>( \
+              #name, std::forward<decltype(args)>(args)...); \
+        });                                                  \
+      },                                                     \
+      binding)
+
 // Explicit instantiation of an engine's steps for the four element types (in the engine's .cc).
 #define JAXMG_INSTANTIATE_ENGINE(Engine)                     \
   JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, float)               \
