@@ -5,11 +5,25 @@ processes, from inside jax.jit: cuSOLVERMp over NCCL on GPUs, ScaLAPACK over MPI
 """
 
 from jaxmg._core import native as _native
+from jaxmg.routines.factor import CholeskyFactor, LUFactor, cho_factor, cho_solve, lu_factor
+from jaxmg.routines.inv import inv
 from jaxmg.routines.lu_solve import lu_solve
 from jaxmg.routines.potri import potri
 from jaxmg.routines.potrs import potrs
+from jaxmg.routines.slogdet import slogdet
 
 _native.start_mpi_if_launched()
 
-__all__ = ["lu_solve", "potri", "potrs"]
+__all__ = [
+    "CholeskyFactor",
+    "LUFactor",
+    "cho_factor",
+    "cho_solve",
+    "inv",
+    "lu_factor",
+    "lu_solve",
+    "potri",
+    "potrs",
+    "slogdet",
+]
 __version__ = "0.1.0"

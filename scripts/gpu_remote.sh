@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU round trip, the part that runs ON the GPU machine (see scripts/gpu_roundtrip.sh).
-#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench sweep reliability
+#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench sweep reliability launch
 #                                           (default: info multi readme single bench)
 # Needs the carried .gpu/lib/libjaxmg_cuda.so and, in .gpu/wheels, the wheels of
 # nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
@@ -117,6 +117,11 @@ for stage in $STAGES; do
           --dtypes float64 --tile "${SWEEP_TILES:-512,1024,2048}" --repeats 2 --no-baseline ${BENCH_EXTRA:-} \
           --timeout "${T_SWEEP:-150}" --out "$OUT/${SWEEP_NAME:-sweep}_$mesh.json" 2>&1 | grep -v Gloo
       done ;;
+    launch)
+      # Any script on both GPUs: LAUNCH_SCRIPT [LAUNCH_ARGS] (e.g. a step-by-step look at one
+      # case with JAXMG_DEBUG=1).
+      timeout $((${T_LAUNCH:-120} + 20)) "$PY" -m jaxmg launch -n 2 --timeout ${T_LAUNCH:-120} \
+        "$LAUNCH_SCRIPT" ${LAUNCH_ARGS:-} ;;
     reliability)
       # Agreement, bounded waits, threads, 1000-call soak, fuzz cases and a killed process, as
       # jobs of 2 processes (tests/gpu/reliability_gpu.py) -> $OUT/reliability.json.

@@ -67,6 +67,7 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     plan.append(("potrs/not-symmetric", "not-symmetric", dict(routine="potrs", n=n)))
     plan.append(("mixed-repeated", "repeated", dict(n=n)))
     plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
+    plan.extend(factor_plan(n, piece))
     if mesh_cols == 1:  # JAXMg 0.x's call on a 1-D mesh of the same devices
         plan.append(("potri/jaxmg-0.x-call", "potri-0x-call", dict(n=n)))
     return plan
@@ -93,6 +94,30 @@ def inverse_plan(n, piece, paths, variants):
         plan.append(_inverse_entry("float64", n, 4, variant=variant))
     for kind in ("not-pd", "not-symmetric"):
         plan.append((f"potri/{kind}", "inverse-failure", dict(kind=kind, n=n, tile=4)))
+    return plan
+
+
+def factor_plan(n, piece, tiles=None):
+    """inv, slogdet, cho_factor/cho_solve and lu_factor/lu_solve(factor): four dtypes x tiles
+    (automatic; 5: padding unless it divides the pieces), a user's jit (factors passed between
+    jitted functions), donation, the transposed LU path, and failures."""
+    from factor_cases import ROUTINES, factor_name
+
+    tiles = tiles or (None, 5)
+    plan = []
+    for routine in ROUTINES:
+        for dtype_name in DTYPE_NAMES:
+            for tile in tiles:
+                params = dict(routine=routine, dtype_name=dtype_name, n=n, tile=tile)
+                plan.append((factor_name(routine, dtype_name, n, tile), "factor", params))
+        variants = ["jit", "donate"] + (["transposed"] if routine in ("slogdet", "lu") else [])
+        for variant in variants:
+            params = dict(routine=routine, dtype_name="float64", n=n, tile=4, variant=variant)
+            plan.append((factor_name(routine, "float64", n, 4, variant), "factor", params))
+        kinds = {"inv": ("singular",), "slogdet": ("singular", "nan"), "cho": ("not-pd",)}
+        for kind in kinds.get(routine, ("singular",)):
+            params = dict(routine=routine, kind=kind, n=n, tile=4)
+            plan.append((f"{routine}/{kind}", "factor-failure", params))
     return plan
 
 
@@ -124,4 +149,5 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
         plan.append((f"{routine}/inside-jit", "inside-jit", dict(routine=routine, n=n)))
         plan.append((f"{routine}/singular", "singular", dict(routine=routine, n=n)))
     plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
+    plan.extend(factor_plan(n, piece, tiles=(8, 5)))
     return plan

@@ -146,6 +146,36 @@ def test_potri_failure_gives_nan_and_status_everywhere(results, mesh, kind):
     assert r["ok"], r
 
 
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+@pytest.mark.parametrize("routine", ["inv", "slogdet", "cho", "lu"])
+def test_inv_slogdet_and_kept_factors(results, mesh, routine):
+    """inv (‖A X − I‖, a's sharding), slogdet (sign and log|det| of a matrix with a nontrivial
+    sign), cho_factor + cho_solve and lu_factor + lu_solve(factor, b) (two solves with one
+    factor, residuals, logdet/sign), every dtype and tile, a user's jit, donation, the transposed
+    LU path; statuses agreed by every rank."""
+    records = results(mesh)
+    names = [n for n, kind, p in cpu_plan(*mesh) if kind == "factor" and p["routine"] == routine]
+    assert len(names) >= 10
+    for name in names:
+        r = records[name]
+        _check(r)
+        if "sign_error" in r:
+            assert r["sign_error"] <= 20 * r["n"] * r["eps"], r
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_inv_slogdet_and_factor_failures(results, mesh):
+    """Singular / not positive definite / NaN input: NaN solutions (slogdet: NumPy's 0, -inf for a
+    singular matrix, NaN for NaN input) and one status > 0 on every rank."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "factor-failure"]
+    assert len(names) == 5
+    for name in names:
+        r = records[name]
+        assert "error" not in r, r
+        assert r["ok"], r
+
+
 @pytest.mark.parametrize("mesh", [m for m in MESHES if m[1] == 1], ids=lambda m: f"{m[0]}x1")
 def test_potri_jaxmg_0x_call_unchanged(results, mesh):
     r = results(mesh)["potri/jaxmg-0.x-call"]

@@ -2,7 +2,11 @@
 // complex<double>); engines map `kIndex` to their own type enums.
 #pragma once
 
+#include <cmath>
 #include <complex>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 
 namespace jaxmg {
 
@@ -37,6 +41,30 @@ inline double Conj(double v) { return v; }
 template <typename R>
 std::complex<R> Conj(std::complex<R> v) {
   return std::conj(v);
+}
+
+// The argument (phase angle) of a nonzero value: 0 or π for reals.
+inline double Arg(float v) { return v < 0 ? M_PI : 0.0; }
+inline double Arg(double v) { return v < 0 ? M_PI : 0.0; }
+template <typename R>
+double Arg(std::complex<R> v) {
+  return std::arg(std::complex<double>(v));
+}
+
+// The sign (phase) of a determinant from the sum of its factors' arguments and the parity of
+// its permutations: NaN when a factor is not finite, 0 when one is zero.
+template <typename T>
+T SignOf(double arg_sum, int parity, bool zero, bool nonfinite) {
+  using R = RealOf<T>;
+  if (nonfinite) return T(std::numeric_limits<R>::quiet_NaN());
+  if (zero) return T(0);
+  const double angle = arg_sum + (parity % 2 ? M_PI : 0.0);
+  if constexpr (std::is_same_v<T, R>) {
+    const int64_t half_turns = std::llround(angle / M_PI);
+    return half_turns % 2 ? T(-1) : T(1);
+  } else {
+    return T(static_cast<R>(std::cos(angle)), static_cast<R>(std::sin(angle)));
+  }
 }
 
 }  // namespace jaxmg

@@ -135,6 +135,46 @@ __global__ void LogDiagKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int
   if (threadIdx.x == 0) *sum = static_cast<typename Traits<T>::Real>(part[0]);
 }
 
+__device__ inline double ArgOf(float v) { return v < 0 ? M_PI : 0.0; }
+__device__ inline double ArgOf(double v) { return v < 0 ? M_PI : 0.0; }
+template <typename R>
+__device__ inline double ArgOf(Cplx<R> v) {
+  return atan2(static_cast<double>(v.im), static_cast<double>(v.re));
+}
+
+// One block, as LogDiagKernel: four sums (see DiagSums).
+template <typename T>
+__global__ void DiagSumsKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,
+                               int myrow, int mycol, double* out) {
+  __shared__ double part[4][kThreads];
+  double acc[4] = {0.0, 0.0, 0.0, 0.0};
+  for (int64_t c = threadIdx.x; c < lc; c += blockDim.x) {
+    const int64_t gc = CyclicGlobal(c, t, npcol, mycol);
+    if ((gc / t) % nprow != myrow) continue;
+    const int64_t r = (gc / t / nprow) * t + gc % t;
+    if (r >= lr) continue;
+    const T d = a[r + c * lr];
+    const double m = static_cast<double>(Traits<T>::Abs(d));
+    if (!isfinite(m)) {
+      acc[3] += 1.0;
+    } else if (m == 0.0) {
+      acc[2] += 1.0;
+    } else {
+      acc[0] += log(m);
+      acc[1] += ArgOf(d);
+    }
+  }
+  for (int k = 0; k < 4; ++k) part[k][threadIdx.x] = acc[k];
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) {
+      for (int k = 0; k < 4; ++k) part[k][threadIdx.x] += part[k][threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x < 4) out[threadIdx.x] = part[threadIdx.x][0];
+}
+
 // One block: the smallest 1-based engine-global index of a local diagonal entry that is zero or not
 // finite, or 0 when there is none.
 template <typename T>
@@ -298,6 +338,15 @@ cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t 
     using R = typename Traits<T>::Real;
     LogDiagKernel<T><<<1, kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t, nprow, npcol,
                                                  myrow, mycol, static_cast<R*>(sum));
+  });
+}
+
+cudaError_t DiagSums(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                     int npcol, int myrow, int mycol, double* out, cudaStream_t stream) {
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    DiagSumsKernel<T><<<1, kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t, nprow, npcol,
+                                                  myrow, mycol, out);
   });
 }
 

@@ -38,6 +38,12 @@ cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_
 cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
                        int npcol, int myrow, int mycol, void* sum, cudaStream_t stream);
 
+// out[0..3] (doubles) = over the local entries of the global diagonal (as LogDiagSum): the sum of
+// log|d| and of arg d (0 or π for reals) over finite nonzero entries, the number of zeros, the
+// number of non-finite entries.
+cudaError_t DiagSums(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                     int npcol, int myrow, int mycol, double* out, cudaStream_t stream);
+
 // Row interchanges of a column-major array (leading dimension ld): rows row0 + i and
 // row0 + piv[i] - 1 (piv 1-based, relative to row0) for i = 0..count-1 in order, on columns
 // [begin, end) except [skip_begin, skip_end).

@@ -6,9 +6,12 @@
 #include "engines/scalapack/engine.h"
 #include "ffi/dispatch.h"
 #include "ffi/solve.h"
+#include "routines/factor.h"
+#include "routines/inv.h"
 #include "routines/lu_solve.h"
 #include "routines/potri.h"
 #include "routines/potrs.h"
+#include "routines/slogdet.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jaxmg {
@@ -19,17 +22,19 @@ namespace sl = ::jaxmg::scalapack;
 
 template <class R>
 ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
-                 ffi::Buffer<ffi::S32> position, ffi::Result<ffi::AnyBuffer> a_work,
-                 ffi::Result<ffi::AnyBuffer> x, ffi::Result<ffi::AnyBuffer> logdet,
-                 ffi::Result<ffi::Buffer<ffi::S32>> status, int64_t n, int64_t mesh_rows,
-                 int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
-                 int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
-                 int64_t check_symmetry) {
+                 ffi::Buffer<ffi::S32> position, ffi::Buffer<ffi::S32> pivots_in,
+                 ffi::Result<ffi::AnyBuffer> a_work, ffi::Result<ffi::AnyBuffer> x,
+                 ffi::Result<ffi::AnyBuffer> logdet, ffi::Result<ffi::Buffer<ffi::S32>> status,
+                 ffi::Result<ffi::AnyBuffer> sign, ffi::Result<ffi::Buffer<ffi::S32>> pivots_out,
+                 int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
+                 int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
+                 int64_t thread, int64_t check_symmetry) {
   SolveAttrs attrs;
   SolveIo io;
-  Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, n, mesh_rows,
-                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks,
-                                  thread, check_symmetry, &attrs, &io);
+  Status s =
+      ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status, sign,
+                           pivots_out, n, mesh_rows, mesh_cols, tile, pad, force_redistribute,
+                           transposed, ranks, thread, check_symmetry, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];
@@ -54,6 +59,12 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve, LuSolve)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potri, Potri)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_inv, Inv)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_slogdet, Slogdet)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_cho_factor, ChoFactor)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_cho_solve, ChoSolve)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_factor, LuFactor)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored, LuSolveFactored)
 #undef JAXMG_CPU_SOLVE_TARGET
 
 extern "C" {

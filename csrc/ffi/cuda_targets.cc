@@ -14,9 +14,12 @@
 #include "engines/cusolvermp/engine.h"
 #include "ffi/dispatch.h"
 #include "ffi/solve.h"
+#include "routines/factor.h"
+#include "routines/inv.h"
 #include "routines/lu_solve.h"
 #include "routines/potri.h"
 #include "routines/potrs.h"
+#include "routines/slogdet.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jaxmg {
@@ -28,16 +31,19 @@ namespace mp = ::jaxmg::cusolvermp;
 template <class R>
 ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator scratch,
                  ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Buffer<ffi::S32> position,
-                 ffi::Result<ffi::AnyBuffer> a_work, ffi::Result<ffi::AnyBuffer> x,
-                 ffi::Result<ffi::AnyBuffer> logdet, ffi::Result<ffi::Buffer<ffi::S32>> status,
-                 int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
-                 int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
-                 int64_t thread, int64_t check_symmetry, int64_t context) {
+                 ffi::Buffer<ffi::S32> pivots_in, ffi::Result<ffi::AnyBuffer> a_work,
+                 ffi::Result<ffi::AnyBuffer> x, ffi::Result<ffi::AnyBuffer> logdet,
+                 ffi::Result<ffi::Buffer<ffi::S32>> status, ffi::Result<ffi::AnyBuffer> sign,
+                 ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, int64_t n, int64_t mesh_rows,
+                 int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
+                 int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
+                 int64_t check_symmetry, int64_t context) {
   SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
-  Status s = ffi_util::CheckSolve(target, a, b, position, a_work, x, logdet, status, n, mesh_rows,
-                                  mesh_cols, tile, pad, force_redistribute, transposed, ranks,
-                                  thread, check_symmetry, &attrs, &io);
+  Status s =
+      ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status, sign,
+                           pivots_out, n, mesh_rows, mesh_cols, tile, pad, force_redistribute,
+                           transposed, ranks, thread, check_symmetry, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
   s = mp::FindContext(context, &ctx);
@@ -73,6 +79,12 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potrs, Potrs)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve, LuSolve)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potri, Potri)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_inv, Inv)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_slogdet, Slogdet)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_cho_factor, ChoFactor)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_cho_solve, ChoSolve)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_factor, LuFactor)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve_factored, LuSolveFactored)
 #undef JAXMG_CUDA_SOLVE_TARGET
 
 namespace {

@@ -30,6 +30,21 @@
 //   Status InverseOut<T>(void* shard)     the shard := its part of the solution of B Y = I, in
 //                                         the JAX layout (undoing relabeling, padding or
 //                                         redistribution)
+//   Status FactorOut<T>(void* out, int64_t count)
+//                                         out := the factored engine matrix, kept for later
+//                                         solves: the engine-local matrix as it is (nothing to do
+//                                         where the engine worked in the shard, a copy where it
+//                                         padded), or the JAX layout where it redistributed
+//   Status Adopt<T>(const void* factor, int64_t count)
+//                                         the engine matrix := a factor FactorOut wrote (read,
+//                                         never written; count checked)
+//   Status PivotsOut(int32_t* out)        the LU pivots, global and 1-based (engine order),
+//                                         the same on every rank
+//   Status PivotsIn(const int32_t* in)    the pivots of a kept LU factor
+//   Status SignLogDet<T>(void* sign, void* logabsdet)
+//                                         after Getrf: det B's phase and log |det B| (collective);
+//                                         sign 0 and -inf for an exactly singular B, NaN for a
+//                                         non-finite factor; the relabeling's parity included
 //   Status FillNan<T>(void* x, int64_t count)
 //   Status WriteStatus(int info, int32_t* status)
 //   Status Finish(const Status& result)   the end of every call, reached by every rank that ran
@@ -90,14 +105,23 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
 
 // The buffers of one call.
 struct SolveIo {
-  void* a = nullptr;  // the shard; the result a_work aliases it
+  // The shard: the result a_work aliases it, or (a_work empty or of another size) it is an
+  // input the engine only reads.
+  void* a = nullptr;
+  const void* a_in = nullptr;  // the same pointer, for routines that only read
+  void* a_out = nullptr;       // a_work: == a when aliased; a factor's engine-local matrix
+  int64_t a_out_count = 0;
   const void* b = nullptr;
   void* x = nullptr;
   void* logdet = nullptr;
   int32_t* status = nullptr;
   int64_t nrhs = 0;
-  int64_t x_count = 0;  // elements of this shard of x
-  int64_t a_count = 0;  // elements of this shard of a
+  int64_t x_count = 0;   // elements of this shard of x
+  int64_t a_count = 0;   // elements of this shard of a
+  void* sign = nullptr;  // scalar of a's dtype
+  const int32_t* pivots_in = nullptr;
+  int32_t* pivots_out = nullptr;
+  int64_t pivots_in_count = 0, pivots_out_count = 0;
 };
 
 namespace ffi_util {
@@ -109,10 +133,13 @@ auto BindSolve(Binding binding) {
       .template Arg<ffi::AnyBuffer>()         // a: local shard (n/Pr x n/Pc)
       .template Arg<ffi::AnyBuffer>()         // b: local rows (n/Pr x nrhs)
       .template Arg<ffi::Buffer<ffi::S32>>()  // (u, v): this shard's mesh position
-      .template Ret<ffi::AnyBuffer>()         // a_work: aliases a
+      .template Arg<ffi::Buffer<ffi::S32>>()  // pivots of a kept LU factor, or empty
+      .template Ret<ffi::AnyBuffer>()         // a_work: aliases a, or empty (a read-only)
       .template Ret<ffi::AnyBuffer>()         // x: like b
       .template Ret<ffi::AnyBuffer>()         // logdet (log |det| for LU): real scalar
       .template Ret<ffi::Buffer<ffi::S32>>()  // status
+      .template Ret<ffi::AnyBuffer>()         // sign of det (LU routines): scalar of a's dtype
+      .template Ret<ffi::Buffer<ffi::S32>>()  // pivots out (LU factor), or empty
       .template Attr<int64_t>("n")
       .template Attr<int64_t>("mesh_rows")
       .template Attr<int64_t>("mesh_cols")
@@ -129,11 +156,14 @@ auto BindSolve(Binding binding) {
 // is read by the caller: on the CPU it is host memory, on the GPU device memory).
 inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
                          ::xla::ffi::Buffer<::xla::ffi::S32> position,
+                         ::xla::ffi::Buffer<::xla::ffi::S32> pivots_in,
                          ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
                          ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
                          ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
-                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status, int64_t n,
-                         int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
+                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
+                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out,
+                         int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
                          int64_t force_redistribute, int64_t transposed,
                          ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
                          int64_t check_symmetry, SolveAttrs* attrs, SolveIo* io) {
@@ -158,13 +188,17 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
     return fail("ranks has the wrong size");
   }
   if (a.element_type() != b.element_type() || a.element_type() != x->element_type() ||
-      a.element_type() != a_work->element_type()) {
-    return fail("a, b and x must share a dtype");
+      a.element_type() != a_work->element_type() || a.element_type() != sign->element_type()) {
+    return fail("a, b, x and sign must share a dtype");
   }
+  if (sign->element_count() != 1) return fail("sign must be a scalar");
   const auto a_dims = a.dimensions(), b_dims = b.dimensions(), x_dims = x->dimensions();
   const int64_t shard_rows = attrs->n / attrs->mesh_rows;
   const int64_t shard_cols = attrs->n / attrs->mesh_cols;
-  if (a_dims.size() != 2 || a_dims[0] != shard_rows || a_dims[1] != shard_cols) {
+  // A kept factor (a_work empty: a is only read) may be a padded engine matrix: the engine
+  // checks its size.
+  const bool factor_in = a_work->element_count() == 0 && a.element_count() != 0;
+  if (a_dims.size() != 2 || (!factor_in && (a_dims[0] != shard_rows || a_dims[1] != shard_cols))) {
     return fail("the shard of a is not (n/mesh_rows, n/mesh_cols)");
   }
   if (b_dims.size() != 2 || b_dims[0] != shard_rows || x_dims.size() != 2 ||
@@ -176,14 +210,23 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
     return fail("logdet and status must be scalars");
   }
   attrs->nrhs = b_dims[1];
-  io->a = a_work->untyped_data();
+  io->a_out = a_work->untyped_data();
+  io->a_out_count = static_cast<int64_t>(a_work->element_count());
+  const bool aliased = io->a_out_count == static_cast<int64_t>(a.element_count());
+  io->a = aliased ? io->a_out : const_cast<void*>(a.untyped_data());
+  io->a_in = io->a;
+  io->sign = sign->untyped_data();
+  io->pivots_in = pivots_in.typed_data();
+  io->pivots_in_count = static_cast<int64_t>(pivots_in.element_count());
+  io->pivots_out = pivots_out->typed_data();
+  io->pivots_out_count = static_cast<int64_t>(pivots_out->element_count());
   io->b = b.untyped_data();
   io->x = x->untyped_data();
   io->logdet = logdet->untyped_data();
   io->status = status->typed_data();
   io->nrhs = b_dims[1];
   io->x_count = shard_rows * b_dims[1];
-  io->a_count = shard_rows * shard_cols;
+  io->a_count = static_cast<int64_t>(a.element_count());
   return Status();
 }
 
@@ -236,4 +279,7 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::RhsOut<T>(void*, Axis, bool);               \
   template Status Engine::Identity<T>();                              \
   template Status Engine::InverseOut<T>(void*);                       \
+  template Status Engine::FactorOut<T>(void*, int64_t);               \
+  template Status Engine::Adopt<T>(const void*, int64_t);             \
+  template Status Engine::SignLogDet<T>(void*, void*);                \
   template Status Engine::FillNan<T>(void*, int64_t);

@@ -318,6 +318,29 @@ void PrepareLocal(const SymmetricPlan& plan, int mesh_u, int mesh_v, const T* sh
   }
 }
 
+namespace {
+int Parity(const std::vector<int64_t>& perm) {
+  std::vector<char> seen(perm.size(), 0);
+  int64_t transpositions = 0;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (seen[i]) continue;
+    int64_t length = 0;
+    for (size_t j = i; !seen[j]; j = static_cast<size_t>(perm[j])) {
+      seen[j] = 1;
+      ++length;
+    }
+    transpositions += length - 1;
+  }
+  return static_cast<int>(transpositions % 2);
+}
+}  // namespace
+
+int RelabelParity(const Plan& plan) {
+  // A transposition of two tiles of T indices is T transpositions of indices.
+  const int tiles = Parity(plan.rows.source_tile) + Parity(plan.cols.source_tile);
+  return static_cast<int>((tiles * (plan.tile % 2)) % 2);
+}
+
 #define JAXMG_INSTANTIATE(T)                                                                  \
   template void PrepareLocal<T>(const SymmetricPlan&, int, int, const T*, T*, T*);            \
   template void PermuteColumnTiles<T>(T*, int64_t, int64_t, const std::vector<int64_t>&, T*); \

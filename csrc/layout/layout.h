@@ -132,6 +132,11 @@ void PrepareLocal(const SymmetricPlan& plan, int mesh_u, int mesh_v, const T* sh
 // Elements of scratch PrepareLocal needs (0 when none).
 int64_t PrepareLocalScratch(const SymmetricPlan& plan, int mesh_u, int mesh_v);
 
+// The parity (0 even, 1 odd) of the plan's relabeling: of Π_r and Π_c together, as permutations
+// of the engine's padded indices (the tile permutations of whole tiles). det B = det M' · (-1)^it
+// for the engine matrix B and M' = the padded matrix in mesh order.
+int RelabelParity(const Plan& plan);
+
 // Block-cyclic index arithmetic (tile t, `procs` processes, source process 0).
 // The engine-global index of local index `local` on process `coord`.
 inline int64_t CyclicGlobal(int64_t local, int64_t t, int procs, int coord) {

@@ -22,6 +22,12 @@ struct LuSolve {
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(1.0, info == 0, io.logdet));
     if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
+    return Solve<E, T>(e, attrs, io);
+  }
+
+  // The solve with the factors held (shared with the solve from a kept factor, factor.h).
+  template <class E, class T>
+  static Status Solve(E& e, const SolveAttrs& attrs, const SolveIo& io) {
     const bool holds_transpose = !attrs.transposed;
     JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(
         io.b, io.nrhs, holds_transpose ? Axis::kCols : Axis::kRows, /*conj=*/false));

@@ -23,7 +23,17 @@ _LIBRARIES = {
 
 # Routines with an FFI target in every engine's library: jaxmg_<engine>_<routine>, which is also
 # the symbol's name.
-ROUTINES = ("potrs", "lu_solve", "potri")
+ROUTINES = (
+    "potrs",
+    "lu_solve",
+    "potri",
+    "inv",
+    "slogdet",
+    "cho_factor",
+    "cho_solve",
+    "lu_factor",
+    "lu_solve_factored",
+)
 _ENGINE_NAMES = {"cpu": "scalapack", "cuda": "cusolvermp"}
 _PLATFORMS = {"cpu": "cpu", "cuda": "CUDA"}
 

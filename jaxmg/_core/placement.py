@@ -308,3 +308,13 @@ def choose_tile(
     if pad:
         return target
     return max(d for d in range(1, target + 1) if shard % d == 0)
+
+
+def engine_order(n: int, placement: MatrixPlacement, tile: int, redistribute: bool) -> int:
+    """The order of the engine's matrix (csrc/layout: padded_extent): n when redistributed,
+    else n cut into lcm(mesh rows, mesh cols) pieces, each padded to a multiple of the tile."""
+    if redistribute:
+        return n
+    pieces = int(np.lcm(placement.mesh_rows, placement.mesh_cols))
+    piece = n // pieces
+    return -(-piece // tile) * tile * pieces

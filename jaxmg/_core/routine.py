@@ -39,14 +39,43 @@ class SolveRoutine:
       columns; otherwise independent row and column permutations (every grid relabels).
     hand_transpose: (placement, donate) -> whether to hand the engine aᵀ (aᴴ for symmetric
       routines) sharded the other way, a transpose local to each device.
-    returns_matrix: the routine's result is the matrix it overwrites (an inverse), in a's
-      sharding; it takes no right-hand side.
+    returns_matrix: the routine's result is the matrix it overwrites (an inverse, a factor), in
+      a's sharding; it takes no right-hand side.
+    takes_rhs: the routine solves with a right-hand side b (False: slogdet, inverses, factors).
+    reads_factor: `a` is a factor kept by a factor routine: read, never written (no aliasing),
+      already in the engine's placement.
+    pivots_in, pivots_out: the routine takes (returns) LU pivots, one int32 per row of the
+      engine matrix, replicated.
+    redistribute: the engine always redistributes the matrix (no relabeling).
+    keeps_factor: the matrix returned is a factor kept for solves: where the engine pads, it
+      is the padded engine-local matrix (a larger array, sharded like a), not a's buffer.
     """
 
     name: str
     symmetric: bool
     hand_transpose: Callable[[_mesh.MatrixPlacement, bool], bool]
     returns_matrix: bool = False
+    takes_rhs: bool = True
+    reads_factor: bool = False
+    pivots_in: bool = False
+    pivots_out: bool = False
+    redistribute: bool = False
+    keeps_factor: bool = False
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one routine call gives back (unused fields are None)."""
+
+    x: object = None  # the solution, shaped like b
+    matrix: object = None  # the matrix written (inverse or factor), in a's sharding
+    logdet: object = None  # log det (Cholesky) or log |det| (LU), real scalar
+    status: object = None  # int32 scalar
+    sign: object = None  # sign (phase) of det, a's dtype (LU routines)
+    pivots: object = None  # int32 (engine rows,), replicated
+    placement: object = None  # the engine's placement (a factor keeps it)
+    user: object = None  # the placement of a as given (and of b and x)
+    tile: int = 0
 
 
 def never_transpose(placement: _mesh.MatrixPlacement, donate: bool) -> bool:
@@ -92,49 +121,121 @@ def solve(
 
     Raises ValueError/TypeError for bad arguments before any work, identically on every process.
     """
-    matrix_specs = _matrix_spec(matrix_specs, in_specs)
-    n = _mesh.check_square_matrix(a)
+    r = call(
+        routine,
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
+    return (r.matrix if routine.returns_matrix else r.x), r.logdet, r.status
+
+
+def call(
+    routine: SolveRoutine,
+    a,
+    b,
+    *,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    in_specs=None,
+    pad=True,
+    donate=False,
+    check_symmetry=False,
+    kept=None,
+) -> Result:
+    """Runs `routine` and returns every output it has (a `Result`).
+
+    kept: for routines that read a kept factor, (engine placement, user placement, tile, pad,
+      pivots or None, order) of the factor `a`; T_A, mesh, specs and pad are then the factor's.
+    """
+    n = _mesh.check_square_matrix(a) if kept is None else kept[5]
     dtype = _mesh.check_dtype(a)
-    if routine.returns_matrix:
-        b = None  # the call takes an empty right-hand side (made inside the jitted function)
-    else:
+    if routine.takes_rhs:
         _check_rhs(b, n, dtype)
-    placement = _mesh.resolve_placement(a, mesh, matrix_specs)
-    _mesh.check_divisible(n, placement)
+    else:
+        b = None  # the call takes an empty right-hand side (made inside the jitted function)
+    if kept is not None:
+        engine_placement, placement, tile, pad, pivots, _ = kept
+    else:
+        pivots = None
+        matrix_specs = _matrix_spec(matrix_specs, in_specs)
+        placement = _mesh.resolve_placement(a, mesh, matrix_specs)
+        _mesh.check_divisible(n, placement)
+    real = np.finfo(dtype).dtype
     if n == 0:
-        real = np.finfo(dtype).dtype
-        out = jnp.zeros((0, 0), dtype) if routine.returns_matrix else jnp.zeros(b.shape, dtype)
-        return out, jnp.zeros((), real), jnp.zeros((), jnp.int32)
-    redistribute = os.environ.get(REDISTRIBUTE_ENV, "") == "always"
-    tile = _mesh.choose_tile(n, placement, T_A, pad, symmetric=routine.symmetric)
+        return Result(
+            x=None if b is None else jnp.zeros(b.shape, dtype),
+            matrix=jnp.zeros((0, 0), dtype),
+            logdet=jnp.zeros((), real),
+            status=jnp.zeros((), jnp.int32),
+            sign=jnp.ones((), dtype),
+            pivots=jnp.zeros((0,), jnp.int32),
+            placement=placement,
+            user=placement,
+        )
+    redistribute = routine.redistribute or os.environ.get(REDISTRIBUTE_ENV, "") == "always"
+    if kept is None:
+        tile = _mesh.choose_tile(
+            n, placement, T_A, pad, symmetric=routine.symmetric and not routine.redistribute
+        )
     if placement.platform == "cpu":
         _mesh.check_cpu_placement(placement)
     _native.engine(placement.platform)
-    engine_placement = placement
-    if routine.hand_transpose(placement, bool(donate)):
-        engine_placement = _mesh.transposed(placement)
+    if kept is None:
+        engine_placement = placement
+        if routine.hand_transpose(placement, bool(donate)):
+            engine_placement = _mesh.transposed(placement)
     context = None
     if placement.platform == "cuda":
         context = _gpu.context_for(engine_placement, routine.symmetric, redistribute)
     check_symmetry = bool(check_symmetry and routine.symmetric)
+    order = _mesh.engine_order(n, engine_placement, tile, redistribute)
+    big = max(engine_placement.mesh_rows, engine_placement.mesh_cols)
+    small = min(engine_placement.mesh_rows, engine_placement.mesh_cols)
+    relabels = not redistribute and (big % small == 0 or not routine.symmetric)
+    # A factor of a padded plan is the padded engine-local matrix (csrc/routines/factor.h).
+    factor_order = order if routine.keeps_factor and relabels and order != n else 0
     fn = _build(
-        routine.name,
-        routine.symmetric,
-        placement,
-        engine_placement,
-        n,
-        tile,
-        bool(pad),
-        redistribute,
-        2 if b is None else b.ndim,
-        bool(donate),
-        context,
-        check_symmetry,
-        _thread_tag(a),
-        routine.returns_matrix,
+        _Call(
+            name=routine.name,
+            symmetric=routine.symmetric,
+            user=placement,
+            placement=engine_placement,
+            n=n,
+            tile=tile,
+            pad=bool(pad),
+            redistribute=redistribute,
+            b_ndim=2 if b is None else b.ndim,
+            donate=bool(donate),
+            context=context,
+            check_symmetry=check_symmetry,
+            thread=_thread_tag(a),
+            returns_matrix=routine.returns_matrix,
+            reads_factor=routine.reads_factor,
+            pivots_in=order if routine.pivots_in else 0,
+            pivots_out=order if routine.pivots_out else 0,
+            factor_order=factor_order,
+        )
     )
-    out = fn(a, b)
-    return (out[3], *out[1:3]) if routine.returns_matrix else out[:3]
+    x, logdet, status, sign, piv_out, a_work = fn(a, b, pivots)
+    return Result(
+        x=x,
+        matrix=a_work,
+        logdet=logdet,
+        status=status,
+        sign=sign,
+        pivots=piv_out,
+        placement=engine_placement,
+        user=placement,
+        tile=tile,
+    )
 
 
 def _thread_tag(a) -> int:
@@ -169,89 +270,121 @@ def _axis_index(axis):
     return jnp.int32(0) if axis is None else jax.lax.axis_index(axis).astype(jnp.int32)
 
 
+@dataclass(frozen=True)
+class _Call:
+    """Everything a compiled call depends on (the key of its cache)."""
+
+    name: str
+    symmetric: bool
+    user: _mesh.MatrixPlacement  # the placement of b and x (and of a, unless reads_factor)
+    placement: _mesh.MatrixPlacement  # the engine's placement of a
+    n: int
+    tile: int
+    pad: bool
+    redistribute: bool
+    b_ndim: int
+    donate: bool
+    context: int | None
+    check_symmetry: bool
+    thread: int
+    returns_matrix: bool
+    reads_factor: bool
+    pivots_in: int
+    pivots_out: int
+    factor_order: int = 0  # the order of a padded factor's engine matrix (0: a's shape)
+
+
 @functools.cache
-def _build(
-    name: str,
-    symmetric: bool,
-    user: _mesh.MatrixPlacement,
-    placement: _mesh.MatrixPlacement,
-    n: int,
-    tile: int,
-    pad: bool,
-    redistribute: bool,
-    b_ndim: int,
-    donate: bool,
-    context: int | None,
-    check_symmetry: bool = False,
-    thread: int = 0,
-    returns_matrix: bool = False,
-):
+def _build(c: _Call):
+    placement, user, n = c.placement, c.user, c.n
     # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
     ranks = np.asarray(placement.process_ids or (), dtype=np.int64)
-    target = _native.target(placement.platform, name)
-    transposed = placement is not user
+    target = _native.target(placement.platform, c.name)
+    # A kept factor is already in the engine's placement; a new matrix handed to the engine
+    # transposed is transposed here.
+    transposed = placement is not user and placement != user
+    transpose_here = transposed and not c.reads_factor
     # The GPU handlers take one more attribute: their context id.
-    extra_attrs = {} if context is None else {"context": np.int64(context)}
+    extra_attrs = {} if c.context is None else {"context": np.int64(c.context)}
 
-    def local(a_blk, b_blk):
+    def local(a_blk, b_blk, piv_in):
         position = jnp.stack([_axis_index(placement.row_axis), _axis_index(placement.col_axis)])
         real = jnp.finfo(a_blk.dtype).dtype
+        if c.reads_factor:
+            work_shape = (0,)
+        elif c.factor_order:
+            work_shape = (
+                c.factor_order // placement.mesh_rows,
+                c.factor_order // placement.mesh_cols,
+            )
+        else:
+            work_shape = a_blk.shape
         call = jax.ffi.ffi_call(
             target,
             (
-                jax.ShapeDtypeStruct(a_blk.shape, a_blk.dtype),
+                jax.ShapeDtypeStruct(work_shape, a_blk.dtype),
                 jax.ShapeDtypeStruct(b_blk.shape, b_blk.dtype),
                 jax.ShapeDtypeStruct((), real),
                 jax.ShapeDtypeStruct((), jnp.int32),
+                jax.ShapeDtypeStruct((), a_blk.dtype),
+                jax.ShapeDtypeStruct((c.pivots_out,), jnp.int32),
             ),
             has_side_effect=True,
-            input_output_aliases={0: 0},
+            input_output_aliases={0: 0} if work_shape == a_blk.shape else {},
         )
-        a_work, x, logdet, status = call(
+        a_work, x, logdet, status, sign, piv_out = call(
             a_blk,
             b_blk,
             position,
+            piv_in,
             n=np.int64(n),
             mesh_rows=np.int64(placement.mesh_rows),
             mesh_cols=np.int64(placement.mesh_cols),
-            tile=np.int64(tile),
-            pad=np.int64(pad),
-            force_redistribute=np.int64(redistribute),
+            tile=np.int64(c.tile),
+            pad=np.int64(c.pad),
+            force_redistribute=np.int64(c.redistribute),
             transposed=np.int64(transposed),
             ranks=ranks,
-            thread=np.int64(thread),
-            check_symmetry=np.int64(check_symmetry),
+            thread=np.int64(c.thread),
+            check_symmetry=np.int64(c.check_symmetry),
             **extra_attrs,
         )
-        return x, logdet, status, a_work
+        return x, logdet, status, sign, piv_out, a_work
 
+    work_spec = P() if c.reads_factor else placement.matrix_spec
     call = jax.shard_map(
         local,
         mesh=placement.mesh,
-        in_specs=(placement.matrix_spec, placement.rhs_spec),
-        out_specs=(placement.rhs_spec, P(), P(), placement.matrix_spec),
+        in_specs=(placement.matrix_spec, placement.rhs_spec, P()),
+        out_specs=(placement.rhs_spec, P(), P(), P(), P(), work_spec),
         check_vma=False,
     )
 
-    def run(a, b):
+    def run(a, b, piv_in):
         if b is None:
             b = jnp.zeros((n, 0), a.dtype)
-        b2 = b.reshape(n, 1) if b_ndim == 1 else b
-        a = _mesh.constrain(a, user.mesh, user.matrix_spec)
-        if transposed:  # aᵀ (aᴴ = a for symmetric routines), sharded the other way
-            a = jnp.conj(a.T) if symmetric and jnp.iscomplexobj(a) else a.T
+        if piv_in is None:
+            piv_in = jnp.zeros((c.pivots_in,), jnp.int32)
+        b2 = b.reshape(n, 1) if c.b_ndim == 1 else b
+        if c.reads_factor:
+            a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
+        else:
+            a = _mesh.constrain(a, user.mesh, user.matrix_spec)
+        if transpose_here:  # aᵀ (aᴴ = a for symmetric routines), sharded the other way
+            a = jnp.conj(a.T) if c.symmetric and jnp.iscomplexobj(a) else a.T
             a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
         b2 = _mesh.constrain(b2, placement.mesh, placement.rhs_spec)
-        x, logdet, status, a_work = call(a, b2)
+        x, logdet, status, sign, piv_out, a_work = call(a, b2, piv_in)
         x = _mesh.constrain(x, user.mesh, user.rhs_spec)
-        x = x.reshape(n) if b_ndim == 1 else x
-        if returns_matrix:
+        x = x.reshape(n) if c.b_ndim == 1 else x
+        if c.returns_matrix and not transposed and not c.factor_order:
             a_work = _mesh.constrain(a_work, user.mesh, user.matrix_spec)
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
-        return (x, logdet, status, a_work) if donate or returns_matrix else (x, logdet, status)
+        keep = c.donate or c.returns_matrix
+        return x, logdet, status, sign, piv_out, (a_work if keep else None)
 
-    return jax.jit(run, donate_argnums=(0,) if donate else ())
+    return jax.jit(run, donate_argnums=(0,) if c.donate else ())
 
 
 # The status of a symmetric routine whose matrix is not symmetric (Hermitian) (csrc/routines/).

@@ -1,7 +1,10 @@
 """`python -m jaxmg bench`: time a jaxmg solve on the devices present against JAX on one device.
 
-`--routine potrs` (Cholesky), `lu_solve` (pivoted LU) or `potri` (the inverse, against JAX's
-`cho_factor` + `cho_solve` with the identity). `cli()` runs the jaxmg timings in P
+`--routine potrs` (Cholesky), `lu_solve` (pivoted LU), `potri` (the inverse, against JAX's
+`cho_factor` + `cho_solve` with the identity), `inv` (against `jnp.linalg.inv`), `slogdet`
+(against `jnp.linalg.slogdet`) or `cho_solve` (the solve with a kept factor and `--nrhs`
+right-hand sides, against JAX's `cho_solve` with its kept factor; the factorization's time is
+recorded beside it). `cli()` runs the jaxmg timings in P
 processes (one per device, under `jaxmg launch`), then JAX's own `cho_factor` + `cho_solve` (or
 `lu_factor` + `lu_solve`) on one device in one process, merges both into one JSON file, prints a
 table and (with matplotlib) draws a plot next to the JSON.
@@ -32,6 +35,9 @@ FLOPS = {
     "potrs": lambda n: n**3 / 3,
     "lu_solve": lambda n: 2 * n**3 / 3,
     "potri": lambda n: n**3 / 3 + 2 * n**3,
+    "inv": lambda n: 2 * n**3 / 3 + 2 * n**3,
+    "slogdet": lambda n: 2 * n**3 / 3,
+    "cho_solve": lambda n: 0.0,  # the solve's flops (2 n^2 nrhs) are set per record
 }
 
 
@@ -44,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tile", default=None, help="T_A, or a comma-separated list to sweep")
     p.add_argument("--mesh", default=None, help="RxC process mesh (default: Px1)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--nrhs", type=int, default=None, help="right-hand sides (cho_solve: 16)")
     p.add_argument("--no-donate", dest="donate", action="store_false")
     p.add_argument(
         "--no-symmetry-check", dest="check_symmetry", action="store_false", help="potrs only"
@@ -93,10 +100,12 @@ def _sync(name):
 
 def _time_calls(gen, solve, b, repeats, name):
     """Seconds of 1 + repeats calls (the first compiles), each on a freshly generated matrix."""
+    import jax
+
     times = []
     for rep in range(repeats + 1):
         a = gen()
-        a.block_until_ready()
+        jax.block_until_ready(a)
         _sync(f"bench-{name}-{rep}")
         t0 = time.perf_counter()
         x, logdet = solve(a, b)
@@ -146,7 +155,7 @@ def _run_jaxmg(args) -> list[dict]:
         )
         try:
             gen = _kms(n, dtype, a_sh)
-            b = jax.device_put(jnp.ones((n, 1), dtype), b_sh)
+            b = jax.device_put(jnp.ones((n, args.nrhs), dtype), b_sh)
 
             def solve(a, b, tile=tile):
                 # Called directly (not under an outer jit) so that donate=True lets the
@@ -154,18 +163,44 @@ def _run_jaxmg(args) -> list[dict]:
                 kw = dict(T_A=tile, mesh=mesh, return_logdet=True, donate=args.donate)
                 if args.routine == "potri":
                     return jaxmg.potri(a, check_symmetry=args.check_symmetry, **kw)
+                if args.routine == "inv":
+                    return jaxmg.inv(a, **kw)
+                if args.routine == "slogdet":
+                    kw.pop("return_logdet")
+                    sign, logdet = jaxmg.slogdet(a, **kw)
+                    return sign, logdet
                 if args.routine == "potrs":
                     kw["check_symmetry"] = args.check_symmetry
                 return getattr(jaxmg, args.routine)(a, b, **kw)
 
-            times, logdet = _time_calls(gen, solve, b, args.repeats, f"{n}-{dtype_name}-{tile}")
+            name = f"{n}-{dtype_name}-{tile}"
+            if args.routine == "cho_solve":
+                # The factorization, timed as potrs times its calls; then the solves with it.
+                def factor(a, b, tile=tile):
+                    f = jaxmg.cho_factor(a, T_A=tile, mesh=mesh, donate=args.donate)
+                    return f.matrix, f
+
+                ftimes, kept = _time_calls(gen, factor, b, args.repeats, name + "-factor")
+                rec["factor_seconds"] = min(ftimes[1:])
+                times, _ = _time_calls(
+                    lambda kept=kept: kept,
+                    lambda f, b: (jaxmg.cho_solve(f, b), f),
+                    b,
+                    args.repeats,
+                    name,
+                )
+                logdet = kept.logdet
+                rec["nrhs"] = args.nrhs
+                rec["solve_over_factor"] = min(times[1:]) / rec["factor_seconds"]
+            else:
+                times, logdet = _time_calls(gen, solve, b, args.repeats, name)
             ld = float(np.asarray(logdet.addressable_data(0)))
             eps = float(np.finfo(dtype).eps)
             rec.update(
                 seconds=min(times[1:]),
                 compile_and_first_s=times[0],
                 all_s=times,
-                tflops=FLOPS[args.routine](n) / min(times[1:]) / 1e12,
+                tflops=_flops(args, n) / min(times[1:]) / 1e12,
                 logdet_rel_err=abs(ld - _exact_logdet(n)) / abs(_exact_logdet(n)),
                 logdet_ok=abs(ld - _exact_logdet(n)) <= 100 * n * eps * abs(_exact_logdet(n)),
                 tile=tile,
@@ -200,10 +235,16 @@ def _run_baseline(args) -> list[dict]:
             rec = dict(engine="jax", devices=1, n=n, dtype=dtype_name)
             try:
                 gen = _kms(n, dtype, sharding)
-                b = jax.device_put(jnp.ones((n, 1), dtype), device)
+                b = jax.device_put(jnp.ones((n, args.nrhs), dtype), device)
 
                 @jax.jit
                 def solve(a, b):
+                    if args.routine == "inv":
+                        x = jnp.linalg.inv(a)
+                        return x, jnp.zeros((), x.real.dtype)
+                    if args.routine == "slogdet":
+                        sign, logdet = jnp.linalg.slogdet(a)
+                        return sign, logdet
                     if args.routine == "lu_solve":
                         f = lu_factor(a)
                         return lu_solve(f, b), jnp.sum(jnp.log(jnp.abs(jnp.diagonal(f[0]))))
@@ -212,11 +253,29 @@ def _run_baseline(args) -> list[dict]:
                         b = jnp.eye(a.shape[0], dtype=a.dtype)
                     return cho_solve(c, b), 2 * jnp.sum(jnp.log(jnp.diagonal(c[0])))
 
-                times, logdet = _time_calls(gen, solve, b, args.repeats, f"{n}-{dtype_name}")
+                name = f"{n}-{dtype_name}"
+                if args.routine == "cho_solve":
+                    factor = jax.jit(lambda a: cho_factor(a, lower=True)[0])
+                    ftimes, kept = _time_calls(
+                        gen, lambda a, b, f=factor: (f(a),) * 2, b, args.repeats, name + "-f"
+                    )
+                    rec["factor_seconds"] = min(ftimes[1:])
+                    kept_solve = jax.jit(lambda c, b: cho_solve((c, True), b))
+                    times, _ = _time_calls(
+                        lambda kept=kept: kept,
+                        lambda c, b, s=kept_solve: (s(c, b), c),
+                        b,
+                        args.repeats,
+                        name,
+                    )
+                    logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(kept)))
+                    rec["nrhs"] = args.nrhs
+                else:
+                    times, logdet = _time_calls(gen, solve, b, args.repeats, name)
                 rec.update(
                     seconds=min(times[1:]),
                     all_s=times,
-                    tflops=FLOPS[args.routine](n) / min(times[1:]) / 1e12,
+                    tflops=_flops(args, n) / min(times[1:]) / 1e12,
                     logdet_rel_err=abs(float(logdet) - _exact_logdet(n)) / abs(_exact_logdet(n)),
                     peak_bytes=_peak_bytes(),
                 )
@@ -225,6 +284,12 @@ def _run_baseline(args) -> list[dict]:
             _print_record(rec)
             records.append(rec)
     return records
+
+
+def _flops(args, n):
+    if args.routine == "cho_solve":
+        return 2.0 * n * n * args.nrhs
+    return FLOPS[args.routine](n)
 
 
 def _print_record(r):
@@ -308,6 +373,8 @@ def cli(argv: list[str]) -> int:
     args.sizes = [int(s) for s in str(args.sizes).split(",") if s]
     args.dtypes = [d for d in str(args.dtypes).split(",") if d]
     args.tiles = [int(t) for t in str(args.tile).split(",")] if args.tile else [None]
+    if args.nrhs is None:
+        args.nrhs = 16 if args.routine == "cho_solve" else 1
     if args.role:
         records = _run_jaxmg(args) if args.role == "jaxmg" else _run_baseline(args)
         part = os.environ.get("JAXMG_BENCH_PART")
@@ -327,6 +394,8 @@ def cli(argv: list[str]) -> int:
         ",".join(args.dtypes),
         "--repeats",
         str(args.repeats),
+        "--nrhs",
+        str(args.nrhs),
     ]
     if args.tile:
         passthrough += ["--tile", str(args.tile)]

@@ -40,6 +40,9 @@ def lu_solve(
 ):
     """Solves A x = b for a general nonsingular A sharded over a mesh, by pivoted LU.
 
+    `lu_solve(factor, b)` solves with the `LUFactor` of `jaxmg.lu_factor` instead (no
+    refactorization; the other arguments are the factor's).
+
     The matrix is factored where it lies (cuSOLVERMp on GPUs, ScaLAPACK on CPUs) with partial
     pivoting; nothing is gathered. Works inside and outside `jax.jit`, on every 1-D and 2-D mesh.
 
@@ -66,6 +69,16 @@ def lu_solve(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    from jaxmg.routines import factor as _factor  # (it builds on this module)
+
+    if isinstance(a, _factor.LUFactor):
+        defaults = (T_A, mesh, matrix_specs, in_specs, return_status, return_logdet, donate)
+        if defaults != (None, None, None, None, False, False, False) or pad is not True:
+            raise ValueError(
+                "lu_solve(factor, b) takes no other arguments: the factor keeps its plan "
+                "(its status and logabsdet are factor.status and factor.logabsdet)"
+            )
+        return _factor.lu_solve_factored(a, b)
     x, logdet, status = _routine.solve(
         ROUTINE,
         a,

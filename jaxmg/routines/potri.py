@@ -9,6 +9,7 @@ ROUTINE = _routine.SolveRoutine(
     symmetric=True,
     hand_transpose=_routine.never_transpose,
     returns_matrix=True,
+    takes_rhs=False,
 )
 
 

@@ -27,6 +27,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from factor_cases import factor_case, factor_failure_case  # noqa: E402
 from linalg_cases import (  # noqa: E402
     A_SPEC,
     B_SPEC,
@@ -117,6 +118,8 @@ def mesh_plan(mesh, tag):
         "singular": lambda routine, n: singular_case(mesh, routine, n, 8),
         "inverse": lambda **p: inverse_case(mesh, **p),
         "inverse-failure": lambda **p: inverse_failure_case(mesh, **p),
+        "factor": lambda **p: factor_case(mesh, **p),
+        "factor-failure": lambda **p: factor_failure_case(mesh, **p),
     }
     return {
         f"{tag}/{name}": (lambda k=kind, p=params: kinds[k](**p))

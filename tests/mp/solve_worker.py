@@ -22,6 +22,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 import jaxmg  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from factor_cases import factor_case, factor_failure_case  # noqa: E402
 from linalg_cases import (  # noqa: E402
     A_SPEC,
     B_SPEC,
@@ -228,6 +229,8 @@ KINDS = {
     "repeated": case_repeated,
     "inverse": lambda **p: inverse_case(mesh, **p),
     "inverse-failure": lambda **p: inverse_failure_case(mesh, **p),
+    "factor": lambda **p: factor_case(mesh, **p),
+    "factor-failure": lambda **p: factor_failure_case(mesh, **p),
     "potri-0x-call": case_potri_0x_call,
 }
 

@@ -676,15 +676,35 @@ Status Engine::Identity() {
 
 template <typename T>
 Status Engine::InverseOut(void* shard) {
-  // Y[er, ec] = M⁻¹[π(er), π(ec)] with M = Aᵀ (the shards read column-major): the entry of the
-  // inverse at row π(ec), column π(er) of the matrix, in this device's shard (row-major).
   StepTimer timer("InverseOut", stream_);
+  return MatrixOut<T>(local_b_, shard);
+}
+
+template <typename T>
+Status Engine::FactorOut(void* out, int64_t count) {
+  if (work_ == out) return Status();  // the engine worked in the shard: kept as it is
+  StepTimer timer("FactorOut", stream_);
+  if (state_.plan.strategy != layout::Strategy::kRelabel) return MatrixOut<T>(work_, out);
+  if (count != local_rows_ * local_cols_) {
+    return JAXMG_ERROR("the factor buffer has " + std::to_string(count) + " entries, not " +
+                       std::to_string(local_rows_ * local_cols_));
+  }
+  // The padded engine matrix.
+  JAXMG_CUDA(cudaMemcpyAsync(out, work_, sizeof(T) * count, cudaMemcpyDeviceToDevice, stream_));
+  return Status();
+}
+
+template <typename T>
+Status Engine::MatrixOut(const void* from, void* shard) {
+  // Y[er, ec] = Y_M[π(er), π(ec)] for the matrix Y_M that M (the shards read column-major) would
+  // give: the entry at row π(ec), column π(er) of the JAX matrix, in this device's shard
+  // (row-major). Padding is dropped.
   const layout::Plan& plan = state_.plan;
   const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;
   const int64_t sr = plan.rows.extent / plan.mesh_rows, sc = plan.cols.extent / plan.mesh_cols;
   if (plan.strategy != layout::Strategy::kRelabel) {
     // Back from block-cyclic tiles to the block layout.
-    return Redistribute<T>(local_b_, /*to_tiles=*/false, shard);
+    return Redistribute<T>(from, /*to_tiles=*/false, shard);
   }
   std::vector<int64_t> col_orig(static_cast<size_t>(std::max<int64_t>(lc, 1)), -1);
   for (int64_t c = 0; c < lc; ++c) {
@@ -696,11 +716,94 @@ Status Engine::InverseOut(void* shard) {
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * col_orig.size(), &d_cols));
   JAXMG_CUDA(cudaMemcpyAsync(d_cols, col_orig.data(), sizeof(int64_t) * col_orig.size(),
                              cudaMemcpyHostToDevice, stream_));
-  JAXMG_CUDA(cuda::ScatterMatrix(KernelType<T>(), local_b_, lr, lc, state_.d_rhs_map[0],
+  JAXMG_CUDA(cuda::ScatterMatrix(KernelType<T>(), from, lr, lc, state_.d_rhs_map[0],
                                  static_cast<const int64_t*>(d_cols),
                                  static_cast<int64_t>(ctx_.mesh_u) * sr,
                                  static_cast<int64_t>(ctx_.mesh_v) * sc, sc, shard, stream_));
   // col_orig is pageable: the copy has read it when cudaMemcpyAsync returned.
+  return Status();
+}
+
+template <typename T>
+Status Engine::Adopt(const void* factor, int64_t count) {
+  const layout::Plan& plan = state_.plan;
+  if (plan.strategy == layout::Strategy::kRelabel) {
+    // FactorOut left the engine-local matrix itself: read it where it is.
+    local_rows_ = layout::EngineLocalExtent(plan, plan.rows, ctx_.myrow);
+    local_cols_ = layout::EngineLocalExtent(plan, plan.cols, ctx_.mycol);
+    if (count != local_rows_ * local_cols_) {
+      return JAXMG_ERROR("the factor has " + std::to_string(count) + " entries here, the engine " +
+                         std::to_string(local_rows_ * local_cols_));
+    }
+    JAXMG_SOLVER(cusolverMpSetStream(ctx_.handle, stream_));
+    JAXMG_RETURN_IF_ERROR(Small());
+    work_ = const_cast<void*>(factor);
+    return desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), plan.engine_cols(), plan.tile,
+                          plan.tile, std::max<int64_t>(local_rows_, 1));
+  }
+  // Redistributed: Prepare reads the JAX layout and writes a copy of its own.
+  if (count != plan.rows.shard * plan.cols.shard)
+    return JAXMG_ERROR("the factor has the wrong size");
+  return Prepare<T>(const_cast<void*>(factor));
+}
+
+Status Engine::Pivots(std::vector<int64_t>* out) {
+  if (own_lu_) {
+    *out = own_pivots_;
+    return Status();
+  }
+  return EnginePivots(out);
+}
+
+Status Engine::PivotsOut(int32_t* out) {
+  std::vector<int64_t> piv;
+  JAXMG_RETURN_IF_ERROR(Pivots(&piv));
+  std::vector<int32_t> narrow(piv.begin(), piv.end());
+  // Pageable: the copy has read `narrow` when cudaMemcpyAsync returns.
+  JAXMG_CUDA(cudaMemcpyAsync(out, narrow.data(), sizeof(int32_t) * narrow.size(),
+                             cudaMemcpyHostToDevice, stream_));
+  return Status();
+}
+
+Status Engine::PivotsIn(const int32_t* in) {
+  // The kept pivots go to the solve that applies them on the host (LuSolveWithPivots), as the
+  // engine's own LU does.
+  const int64_t n = state_.plan.engine_rows();
+  std::vector<int32_t> narrow(static_cast<size_t>(n));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(narrow.data(), in, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  own_pivots_.assign(narrow.begin(), narrow.end());
+  own_lu_ = true;
+  return Status();
+}
+
+template <typename T>
+Status Engine::SignLogDet(void* sign, void* logabsdet) {
+  using R = RealOf<T>;
+  // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries (one kernel,
+  // one all-reduce); the pivots' and the relabeling's parities on the host.
+  const layout::Plan& plan = state_.plan;
+  void* sums = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(4 * sizeof(double), &sums));
+  JAXMG_CUDA(cuda::DiagSums(KernelType<T>(), work_, local_rows_, local_cols_, plan.tile, ctx_.nprow,
+                            ctx_.npcol, ctx_.myrow, ctx_.mycol, static_cast<double*>(sums),
+                            stream_));
+  JAXMG_NCCL(ncclAllReduce(sums, sums, 4, ncclDouble, ncclSum, ctx_.comm, stream_));
+  double host[4];
+  JAXMG_CUDA(cudaMemcpyAsync(host, sums, sizeof(host), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  std::vector<int64_t> piv;
+  JAXMG_RETURN_IF_ERROR(Pivots(&piv));
+  int64_t swaps = 0;
+  for (size_t i = 0; i < piv.size(); ++i) swaps += piv[i] != static_cast<int64_t>(i) + 1;
+  const int parity = static_cast<int>((swaps + layout::RelabelParity(plan)) % 2);
+  const T s = SignOf<T>(host[1], parity, host[2] > 0, host[3] > 0);
+  const R nan = std::numeric_limits<R>::quiet_NaN(), inf = std::numeric_limits<R>::infinity();
+  const R l = host[3] > 0 ? nan : host[2] > 0 ? -inf : static_cast<R>(host[0]);
+  // Pageable: each copy has read its source when cudaMemcpyAsync returns.
+  JAXMG_CUDA(cudaMemcpyAsync(sign, &s, sizeof(T), cudaMemcpyHostToDevice, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(logabsdet, &l, sizeof(R), cudaMemcpyHostToDevice, stream_));
   return Status();
 }
 

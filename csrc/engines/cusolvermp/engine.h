@@ -64,6 +64,14 @@ class Engine {
   template <typename T>
   Status InverseOut(void* shard);
   template <typename T>
+  Status FactorOut(void* out, int64_t count);
+  template <typename T>
+  Status Adopt(const void* factor, int64_t count);
+  Status PivotsOut(int32_t* out);
+  Status PivotsIn(const int32_t* in);
+  template <typename T>
+  Status SignLogDet(void* sign, void* logabsdet);
+  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
   // NCCL collectives complete on the stream without the host: nothing left to progress.
@@ -84,6 +92,12 @@ class Engine {
   template <typename T>
   Status Lu1D(int* info);
   Status EnginePivots(std::vector<int64_t>* out);
+  // The global 1-based pivots of the factorization held (own LU, cuSOLVERMp's, or kept).
+  Status Pivots(std::vector<int64_t>* out);
+  // The shard := engine matrix `from` in the JAX layout (undoing relabeling, padding or
+  // redistribution).
+  template <typename T>
+  Status MatrixOut(const void* from, void* shard);
   template <typename T>
   Status LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv);
   template <typename T>

@@ -258,20 +258,38 @@ Status Engine::Identity() {
 
 template <typename T>
 Status Engine::InverseOut(void* shard) {
-  // Y[er, ec] = M⁻¹[π(er), π(ec)] with M = Aᵀ (the shards read column-major): the entry of the
-  // inverse at row π(ec), column π(er) of the matrix, in this device's shard (row-major).
+  return MatrixOut<T>(local_b_.data(), desc_b_, shard);
+}
+
+template <typename T>
+Status Engine::FactorOut(void* out, int64_t count) {
+  if (work_ == out) return Status();  // the engine worked in the shard: kept as it is
+  if (plan_->strategy != layout::Strategy::kRelabel) return MatrixOut<T>(work_, desc_a_, out);
+  if (count != local_rows_ * local_cols_) {
+    return JAXMG_ERROR("the factor buffer has " + std::to_string(count) + " entries, not " +
+                       std::to_string(local_rows_ * local_cols_));
+  }
+  std::memcpy(out, work_, sizeof(T) * static_cast<size_t>(count));  // the padded engine matrix
+  return Status();
+}
+
+template <typename T>
+Status Engine::MatrixOut(const void* from, const Descriptor& desc, void* shard) {
+  // Y[er, ec] = Y_M[π(er), π(ec)] for the matrix Y_M that M (the shards read column-major) would
+  // give: the entry at row π(ec), column π(er) of the JAX matrix, in this device's shard
+  // (row-major). Padding is dropped.
   const layout::Plan& plan = *plan_;
   const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;
   const int64_t n = plan.rows.extent, sr = n / plan.mesh_rows,
                 sc = plan.cols.extent / plan.mesh_cols;
-  const T* y = As<T>(local_b_.data());
+  const T* y = static_cast<const T*>(from);
   T* out = As<T>(shard);
   if (plan.strategy != layout::Strategy::kRelabel) {
     Descriptor block;
     JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, plan.rows.extent, plan.cols.extent,
                                          plan.rows.shard, plan.cols.shard, plan.rows.shard,
                                          &block));
-    return Gemr2d<T>(plan.rows.extent, plan.cols.extent, y, desc_b_, out, block, *grid_);
+    return Gemr2d<T>(plan.rows.extent, plan.cols.extent, y, desc, out, block, *grid_);
   }
   const int64_t row0 = u_ * sr, col0 = v_ * sc;
   std::vector<int64_t> col_orig(static_cast<size_t>(lc));
@@ -289,7 +307,7 @@ Status Engine::InverseOut(void* shard) {
       const int64_t i = col_orig[c];
       if (i < 0) continue;
       if (i < row0 || i >= row0 + sr || j < col0 || j >= col0 + sc) {
-        return JAXMG_ERROR("inverse entry (" + std::to_string(i) + ", " + std::to_string(j) +
+        return JAXMG_ERROR("matrix entry (" + std::to_string(i) + ", " + std::to_string(j) +
                            ") is not in this shard (rows " + std::to_string(row0) + "+" +
                            std::to_string(sr) + ", columns " + std::to_string(col0) + "+" +
                            std::to_string(sc) + ")");
@@ -297,6 +315,85 @@ Status Engine::InverseOut(void* shard) {
       out[(i - row0) * sc + (j - col0)] = y[r + c * lr];
     }
   }
+  return Status();
+}
+
+template <typename T>
+Status Engine::Adopt(const void* factor, int64_t count) {
+  const layout::Plan& plan = *plan_;
+  if (plan.strategy == layout::Strategy::kRelabel) {
+    // FactorOut left the engine-local matrix itself: read it where it is.
+    if (count != local_rows_ * local_cols_) {
+      return JAXMG_ERROR("the factor has " + std::to_string(count) + " entries here, the engine " +
+                         std::to_string(local_rows_ * local_cols_));
+    }
+    work_ = const_cast<void*>(factor);
+    return MakeDescriptor(*grid_, plan.engine_rows(), plan.engine_cols(), plan.tile, plan.tile,
+                          local_rows_, &desc_a_);
+  }
+  // Redistributed: Prepare reads the JAX layout and writes its own copy.
+  if (count != plan.rows.shard * plan.cols.shard)
+    return JAXMG_ERROR("the factor has the wrong size");
+  return Prepare<T>(const_cast<void*>(factor));
+}
+
+Status Engine::PivotsOut(int32_t* out) {
+  // p?getrf's pivots are tied to the local rows (replicated over process columns): process
+  // column 0 writes its rows' entries, summed over the grid.
+  const int64_t n = plan_->engine_rows(), t = plan_->tile;
+  std::vector<int> piv(static_cast<size_t>(n), 0);
+  if (grid_->mycol == 0) {
+    for (int64_t r = 0; r < local_rows_; ++r) {
+      const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+      if (g < n) piv[g] = ipiv_[r];
+    }
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceIntSum(*grid_, piv.data(), n));
+  std::copy(piv.begin(), piv.end(), out);
+  return Status();
+}
+
+Status Engine::PivotsIn(const int32_t* in) {
+  const int64_t n = plan_->engine_rows(), t = plan_->tile;
+  ipiv_.assign(static_cast<size_t>(local_rows_ + t), 0);
+  for (int64_t r = 0; r < local_rows_; ++r) {
+    const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+    if (in[g] < g + 1 || in[g] > n) return JAXMG_ERROR("a kept pivot is out of range");
+    ipiv_[r] = in[g];
+  }
+  return Status();
+}
+
+template <typename T>
+Status Engine::SignLogDet(void* sign, void* logabsdet) {
+  using R = RealOf<T>;
+  // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries; and the row
+  // interchanges of this process's rows (process column 0 only).
+  const int64_t t = plan_->tile, n = plan_->engine_rows();
+  double sums[5] = {0, 0, 0, 0, 0};
+  ForEachLocalDiagonal<T>([&](int64_t, const T& d) {
+    const double m = static_cast<double>(std::abs(d));
+    if (!std::isfinite(m)) {
+      sums[3] += 1;
+    } else if (m == 0.0) {
+      sums[2] += 1;
+    } else {
+      sums[0] += std::log(m);
+      sums[1] += Arg(d);
+    }
+  });
+  if (grid_->mycol == 0) {
+    for (int64_t r = 0; r < local_rows_; ++r) {
+      const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+      if (g < n && ipiv_[r] != g + 1) sums[4] += 1;
+    }
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(*grid_, sums, 5));
+  const int parity =
+      (static_cast<int64_t>(std::llround(sums[4])) + layout::RelabelParity(*plan_)) % 2;
+  *As<T>(sign) = SignOf<T>(sums[1], parity, sums[2] > 0, sums[3] > 0);
+  const R nan = std::numeric_limits<R>::quiet_NaN(), inf = std::numeric_limits<R>::infinity();
+  *As<R>(logabsdet) = sums[3] > 0 ? nan : sums[2] > 0 ? -inf : static_cast<R>(sums[0]);
   return Status();
 }
 

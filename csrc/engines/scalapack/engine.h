@@ -44,6 +44,14 @@ class Engine {
   template <typename T>
   Status InverseOut(void* shard);
   template <typename T>
+  Status FactorOut(void* out, int64_t count);
+  template <typename T>
+  Status Adopt(const void* factor, int64_t count);
+  Status PivotsOut(int32_t* out);
+  Status PivotsIn(const int32_t* in);
+  template <typename T>
+  Status SignLogDet(void* sign, void* logabsdet);
+  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
   Status Finish(const Status& result);
@@ -55,6 +63,9 @@ class Engine {
   void ForEachLocalDiagonal(Fn&& fn) const;
   template <typename Fn>
   void ForEachRhsEntry(Axis axis, Fn&& fn) const;
+  // The shard := engine matrix `from` (distributed as `desc`) in the JAX layout.
+  template <typename T>
+  Status MatrixOut(const void* from, const Descriptor& desc, void* shard);
 
   const layout::Plan* plan_ = nullptr;
   const Grid* grid_ = nullptr;

@@ -419,6 +419,16 @@ template Status AllreduceSum<double>(const Grid&, double*, int64_t);
 template Status AllreduceSum<std::complex<float>>(const Grid&, std::complex<float>*, int64_t);
 template Status AllreduceSum<std::complex<double>>(const Grid&, std::complex<double>*, int64_t);
 
+Status AllreduceIntSum(const Grid& grid, int* data, int64_t count) {
+  constexpr int64_t kChunk = int64_t{1} << 30;
+  for (int64_t off = 0; off < count; off += kChunk) {
+    const int c = static_cast<int>(std::min(kChunk, count - off));
+    JAXMG_RETURN_IF_ERROR(MpiCheck(
+        MPI_Allreduce(MPI_IN_PLACE, data + off, c, MPI_INT, MPI_SUM, grid.comm), "MPI_Allreduce"));
+  }
+  return Status();
+}
+
 Status AllreduceMax(const Grid& grid, int* value) {
   return MpiCheck(MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MAX, grid.comm),
                   "MPI_Allreduce");

@@ -72,5 +72,6 @@ Status Gemr2d(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,
 template <typename T>
 Status AllreduceSum(const Grid& grid, T* data, int64_t count);
 Status AllreduceMax(const Grid& grid, int* value);
+Status AllreduceIntSum(const Grid& grid, int* data, int64_t count);
 
 }  // namespace jaxmg::scalapack

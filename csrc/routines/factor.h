@@ -1,0 +1,78 @@
+// Factor once, solve many: cho_factor / cho_solve and lu_factor / lu_solve with a kept factor.
+//
+// A factor routine leaves the factored engine matrix in its result a_work (FactorOut): in the
+// shard itself where the engine worked there (a_work aliases a), the padded engine-local matrix
+// where the engine padded (a_work is then larger than the shard: padded rows of an LU factor
+// are pivoted like any other, so they cannot be dropped), or back in the JAX layout where it
+// redistributed; LU's pivots in `pivots_out`, and log |det| and the status as the solves do. A
+// solve routine reads that factor (never writes it: `a` is read-only) through Adopt, and
+// solves as potrs and lu_solve do.
+#pragma once
+
+#include "ffi/solve.h"
+#include "routines/lu_solve.h"
+#include "routines/potrs.h"
+
+namespace jaxmg::routines {
+
+struct ChoFactor {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    bool factored = false;
+    JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a_out, io.a_out_count, &factored)));
+    if (!factored) return Status();
+    return e.template FactorOut<T>(io.a_out, io.a_out_count);
+  }
+};
+
+struct ChoSolve {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count));
+    JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/true));
+    JAXMG_RETURN_IF_ERROR(e.template Potrs<T>());
+    return e.template RhsOut<T>(io.x, Axis::kCols, /*conj=*/true);
+  }
+};
+
+struct LuFactor {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    if (io.pivots_out_count != e.plan().engine_rows()) {
+      return JAXMG_ERROR("lu_factor: the pivots buffer has " + std::to_string(io.pivots_out_count) +
+                         " entries, the engine matrix " + std::to_string(e.plan().engine_rows()));
+    }
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    int info = 0;
+    JAXMG_RETURN_IF_ERROR(e.template Getrf<T>(&info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    JAXMG_RETURN_IF_ERROR(e.template SignLogDet<T>(io.sign, io.logdet));
+    JAXMG_RETURN_IF_ERROR(e.PivotsOut(io.pivots_out));
+    if (info != 0) return e.template FillNan<T>(io.a_out, io.a_out_count);
+    return e.template FactorOut<T>(io.a_out, io.a_out_count);
+  }
+};
+
+struct LuSolveFactored {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    if (io.pivots_in_count != e.plan().engine_rows()) {
+      return JAXMG_ERROR("lu_solve: the factor's pivots have " +
+                         std::to_string(io.pivots_in_count) + " entries, the engine matrix " +
+                         std::to_string(e.plan().engine_rows()));
+    }
+    JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count));
+    JAXMG_RETURN_IF_ERROR(e.PivotsIn(io.pivots_in));
+    return LuSolve::Solve<E, T>(e, attrs, io);
+  }
+};
+
+}  // namespace jaxmg::routines

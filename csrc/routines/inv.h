@@ -1,0 +1,35 @@
+// inv: the inverse of a general nonsingular matrix, in the matrix's own sharding (the result
+// aliases `a`), through pivoted LU.
+//
+// The engine redistributes (jaxmg/routines/inv.py asks for it), so it holds M, the shards read
+// column-major, with no relabeling: M = Aᵀ. It solves M Y = I with the identity distributed like
+// M (never gathered), and writes Y = A⁻ᵀ back into the block layout: read row-major, that is
+// A⁻¹. (With relabeling, B = Π_r M Π_cᵀ and B⁻¹ = Π_c M⁻¹ Π_rᵀ: an entry would belong to another
+// device whenever Π_r ≠ Π_c.)
+#pragma once
+
+#include "ffi/solve.h"
+
+namespace jaxmg::routines {
+
+struct Inv {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    if (e.plan().strategy != layout::Strategy::kRedistribute) {
+      return JAXMG_ERROR("inv runs on a redistributed matrix");
+    }
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    int info = 0;
+    JAXMG_RETURN_IF_ERROR(e.template Getrf<T>(&info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(1.0, info == 0, io.logdet));
+    if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
+    JAXMG_RETURN_IF_ERROR(e.template Identity<T>());
+    JAXMG_RETURN_IF_ERROR(e.template Getrs<T>(/*transpose=*/false));
+    return e.template InverseOut<T>(io.a);
+  }
+};
+
+}  // namespace jaxmg::routines

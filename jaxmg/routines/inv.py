@@ -1,0 +1,66 @@
+"""inv: the inverse of a distributed general matrix, through pivoted LU."""
+
+from __future__ import annotations
+
+from jaxmg._core import routine as _routine
+
+# The engine redistributes the matrix (no relabeling): with independent row and column
+# relabelings, an entry of the inverse would belong to another device (csrc/routines/inv.h).
+ROUTINE = _routine.SolveRoutine(
+    name="inv",
+    symmetric=False,
+    hand_transpose=_routine.never_transpose,
+    returns_matrix=True,
+    takes_rhs=False,
+    redistribute=True,
+)
+
+
+def inv(
+    a,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_status=False,
+    return_logdet=False,
+    pad=True,
+    donate=False,
+):
+    """The inverse of a general nonsingular A sharded over a mesh.
+
+    A distributed LU factorization with partial pivoting, then the solve with the identity
+    distributed like A (never gathered); the inverse comes back with a's sharding (in a's
+    buffers with donate=True). The engine copies the matrix into block-cyclic tiles and back
+    (p?gemr2d, cublasMpGemr2D): one more matrix of memory than jaxmg.potri.
+
+    Args:
+      a: (N, N) float32, float64, complex64 or complex128 array, sharded over a 1-D or 2-D mesh.
+      T_A, mesh, matrix_specs, in_specs, pad, donate: as for `jaxmg.lu_solve`.
+      return_status: also return an int32 status: 0 on success, k > 0 when the matrix is
+        singular (a pivot is exactly zero) or a factor's diagonal entry is not finite.
+      return_logdet: also return log |det A|, from the same factorization.
+
+    Returns:
+      The inverse (a's shape, dtype and sharding); with return_logdet and/or return_status,
+      (inverse[, logdet][, status]). When A is singular the inverse and logdet are NaN on every
+      device.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
+    """
+    inverse, logdet, status = _routine.solve(
+        ROUTINE,
+        a,
+        None,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+    )
+    return _routine.assemble(
+        inverse, logdet, status, return_logdet=return_logdet, return_status=return_status
+    )
