@@ -31,10 +31,10 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  int64_t thread, int64_t check_symmetry) {
   SolveAttrs attrs;
   SolveIo io;
-  Status s =
-      ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status, sign,
-                           pivots_out, n, mesh_rows, mesh_cols, tile, pad, force_redistribute,
-                           transposed, ranks, thread, check_symmetry, &attrs, &io);
+  Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
+                                  sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
+                                  force_redistribute, transposed, ranks, thread, check_symmetry,
+                                  ReadsFactor<R>::value, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];

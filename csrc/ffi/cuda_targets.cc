@@ -40,10 +40,10 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                  int64_t check_symmetry, int64_t context) {
   SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
-  Status s =
-      ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status, sign,
-                           pivots_out, n, mesh_rows, mesh_cols, tile, pad, force_redistribute,
-                           transposed, ranks, thread, check_symmetry, &attrs, &io);
+  Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
+                                  sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
+                                  force_redistribute, transposed, ranks, thread, check_symmetry,
+                                  ReadsFactor<R>::value, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
   s = mp::FindContext(context, &ctx);

@@ -57,6 +57,7 @@
 #include <complex>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -133,13 +134,13 @@ auto BindSolve(Binding binding) {
       .template Arg<ffi::AnyBuffer>()         // a: local shard (n/Pr x n/Pc)
       .template Arg<ffi::AnyBuffer>()         // b: local rows (n/Pr x nrhs)
       .template Arg<ffi::Buffer<ffi::S32>>()  // (u, v): this shard's mesh position
-      .template Arg<ffi::Buffer<ffi::S32>>()  // pivots of a kept LU factor, or empty
-      .template Ret<ffi::AnyBuffer>()         // a_work: aliases a, or empty (a read-only)
+      .template Arg<ffi::Buffer<ffi::S32>>()  // pivots of a kept LU factor (else one unused)
+      .template Ret<ffi::AnyBuffer>()         // a_work: aliases a, or a buffer of its own
       .template Ret<ffi::AnyBuffer>()         // x: like b
       .template Ret<ffi::AnyBuffer>()         // logdet (log |det| for LU): real scalar
       .template Ret<ffi::Buffer<ffi::S32>>()  // status
       .template Ret<ffi::AnyBuffer>()         // sign of det (LU routines): scalar of a's dtype
-      .template Ret<ffi::Buffer<ffi::S32>>()  // pivots out (LU factor), or empty
+      .template Ret<ffi::Buffer<ffi::S32>>()  // pivots out (LU factor; else one unused)
       .template Attr<int64_t>("n")
       .template Attr<int64_t>("mesh_rows")
       .template Attr<int64_t>("mesh_cols")
@@ -154,19 +155,17 @@ auto BindSolve(Binding binding) {
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
 // is read by the caller: on the CPU it is host memory, on the GPU device memory).
-inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
-                         ::xla::ffi::Buffer<::xla::ffi::S32> position,
-                         ::xla::ffi::Buffer<::xla::ffi::S32> pivots_in,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
-                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
-                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out,
-                         int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
-                         int64_t force_redistribute, int64_t transposed,
-                         ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
-                         int64_t check_symmetry, SolveAttrs* attrs, SolveIo* io) {
+inline Status CheckSolve(
+    const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
+    ::xla::ffi::Buffer<::xla::ffi::S32> position, ::xla::ffi::Buffer<::xla::ffi::S32> pivots_in,
+    ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work, ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
+    ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
+    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
+    ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
+    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out, int64_t n,
+    int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
+    int64_t transposed, ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
+    int64_t check_symmetry, bool reads_factor, SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
   attrs->n = n;
@@ -195,10 +194,9 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
   const auto a_dims = a.dimensions(), b_dims = b.dimensions(), x_dims = x->dimensions();
   const int64_t shard_rows = attrs->n / attrs->mesh_rows;
   const int64_t shard_cols = attrs->n / attrs->mesh_cols;
-  // A kept factor (a_work empty: a is only read) may be a padded engine matrix: the engine
-  // checks its size.
-  const bool factor_in = a_work->element_count() == 0 && a.element_count() != 0;
-  if (a_dims.size() != 2 || (!factor_in && (a_dims[0] != shard_rows || a_dims[1] != shard_cols))) {
+  // A kept factor may be a padded engine matrix: the engine checks its size (Adopt).
+  if (a_dims.size() != 2 ||
+      (!reads_factor && (a_dims[0] != shard_rows || a_dims[1] != shard_cols))) {
     return fail("the shard of a is not (n/mesh_rows, n/mesh_cols)");
   }
   if (b_dims.size() != 2 || b_dims[0] != shard_rows || x_dims.size() != 2 ||
@@ -212,7 +210,8 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
   attrs->nrhs = b_dims[1];
   io->a_out = a_work->untyped_data();
   io->a_out_count = static_cast<int64_t>(a_work->element_count());
-  const bool aliased = io->a_out_count == static_cast<int64_t>(a.element_count());
+  // Aliased (XLA hands the same buffer), or an output of its own (a factor, or unused).
+  const bool aliased = io->a_out == a.untyped_data();
   io->a = aliased ? io->a_out : const_cast<void*>(a.untyped_data());
   io->a_in = io->a;
   io->sign = sign->untyped_data();
@@ -231,6 +230,13 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
 }
 
 }  // namespace ffi_util
+
+// Whether routine R reads a kept factor as `a` (R::kReadsFactor, false when absent).
+template <class R, class = void>
+struct ReadsFactor : std::false_type {};
+template <class R>
+struct ReadsFactor<R, std::void_t<decltype(R::kReadsFactor)>>
+    : std::bool_constant<R::kReadsFactor> {};
 
 // Runs routine R (a struct with `static constexpr layout::Symmetry kSymmetry` and
 // `template <class E, class T> static Status Run(E&, const SolveAttrs&, const SolveIo&)`) on

@@ -5,7 +5,7 @@
 // where the engine padded (a_work is then larger than the shard: padded rows of an LU factor
 // are pivoted like any other, so they cannot be dropped), or back in the JAX layout where it
 // redistributed; LU's pivots in `pivots_out`, and log |det| and the status as the solves do. A
-// solve routine reads that factor (never writes it: `a` is read-only) through Adopt, and
+// solve routine reads that factor (never writes it: `a` is not aliased) through Adopt, and
 // solves as potrs and lu_solve do.
 #pragma once
 
@@ -29,6 +29,7 @@ struct ChoFactor {
 
 struct ChoSolve {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
+  static constexpr bool kReadsFactor = true;
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
@@ -61,6 +62,7 @@ struct LuFactor {
 
 struct LuSolveFactored {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
+  static constexpr bool kReadsFactor = true;
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {

@@ -311,8 +311,10 @@ def _build(c: _Call):
     def local(a_blk, b_blk, piv_in):
         position = jnp.stack([_axis_index(placement.row_axis), _axis_index(placement.col_axis)])
         real = jnp.finfo(a_blk.dtype).dtype
+        # No zero-sized buffers in the call (XLA:GPU's compiler crashed on them): an unused
+        # result or pivot array has one element.
         if c.reads_factor:
-            work_shape = (0,)
+            work_shape = (1,)
         elif c.factor_order:
             work_shape = (
                 c.factor_order // placement.mesh_rows,
@@ -328,7 +330,7 @@ def _build(c: _Call):
                 jax.ShapeDtypeStruct((), real),
                 jax.ShapeDtypeStruct((), jnp.int32),
                 jax.ShapeDtypeStruct((), a_blk.dtype),
-                jax.ShapeDtypeStruct((c.pivots_out,), jnp.int32),
+                jax.ShapeDtypeStruct((max(c.pivots_out, 1),), jnp.int32),
             ),
             has_side_effect=True,
             input_output_aliases={0: 0} if work_shape == a_blk.shape else {},
@@ -362,10 +364,10 @@ def _build(c: _Call):
     )
 
     def run(a, b, piv_in):
-        if b is None:
-            b = jnp.zeros((n, 0), a.dtype)
+        if b is None:  # an unused right-hand side of one column
+            b = jnp.zeros((n, 1), a.dtype)
         if piv_in is None:
-            piv_in = jnp.zeros((c.pivots_in,), jnp.int32)
+            piv_in = jnp.zeros((max(c.pivots_in, 1),), jnp.int32)
         b2 = b.reshape(n, 1) if c.b_ndim == 1 else b
         if c.reads_factor:
             a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
