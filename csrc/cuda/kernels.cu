@@ -142,6 +142,17 @@ __device__ inline double ArgOf(Cplx<R> v) {
   return atan2(static_cast<double>(v.im), static_cast<double>(v.re));
 }
 
+template <typename T>
+__global__ void NonFiniteColumnKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int npcol,
+                                      int mycol, int32_t* out) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < lr * lc;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (isfinite(static_cast<double>(Traits<T>::Abs(a[idx])))) continue;
+    const int64_t gc = CyclicGlobal(idx / lr, t, npcol, mycol);
+    atomicMin(out, static_cast<int32_t>(min(gc + 1, int64_t{INT32_MAX})));
+  }
+}
+
 // One block, as LogDiagKernel: four sums (see DiagSums).
 template <typename T>
 __global__ void DiagSumsKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,
@@ -338,6 +349,16 @@ cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t 
     using R = typename Traits<T>::Real;
     LogDiagKernel<T><<<1, kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t, nprow, npcol,
                                                  myrow, mycol, static_cast<R*>(sum));
+  });
+}
+
+cudaError_t NonFiniteColumn(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int npcol,
+                            int mycol, int32_t* out, cudaStream_t stream) {
+  if (lr * lc == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    NonFiniteColumnKernel<T><<<Blocks(lr * lc), kThreads, 0, stream>>>(static_cast<const T*>(a), lr,
+                                                                       lc, t, npcol, mycol, out);
   });
 }
 

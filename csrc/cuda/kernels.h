@@ -38,6 +38,11 @@ cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_
 cudaError_t LogDiagSum(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
                        int npcol, int myrow, int mycol, void* sum, cudaStream_t stream);
 
+// *out = min(*out, 1 + the smallest engine-global column of a non-finite local entry) (a stays
+// at its value when every entry is finite). Grid-stride over the whole local matrix.
+cudaError_t NonFiniteColumn(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int npcol,
+                            int mycol, int32_t* out, cudaStream_t stream);
+
 // out[0..3] (doubles) = over the local entries of the global diagonal (as LogDiagSum): the sum of
 // log|d| and of arg d (0 or π for reals) over finite nonzero entries, the number of zeros, the
 // number of non-finite entries.

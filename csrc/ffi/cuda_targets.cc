@@ -62,7 +62,7 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
   const mp::PlanState* state = nullptr;
   if (s.ok()) s = ctx->GetPlan(R::kSymmetry, n, tile, attrs.pad, attrs.force_redistribute, &state);
   if (!s.ok()) return ffi_util::ToFfi(s);
-  mp::Engine engine(*ctx, *state, stream, scratch, position.typed_data());
+  mp::Engine engine(*ctx, *state, stream, scratch, position.typed_data(), attrs.transposed);
   return ffi_util::ToFfi(RunSolve<R>(engine, a.element_type(), target, attrs, io));
 }
 

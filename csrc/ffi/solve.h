@@ -22,7 +22,9 @@
 //   Status LogAbsDiag<T>(double scale, bool ok, void* out)
 //                                         out = scale * Σ log|diag| (collective), NaN if !ok
 //   Status RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj)
-//                                         c[i] = conj?(b[orig(i)]), orig from the plan's axis
+//                                         c[i] = conj?(b[orig(i)]), orig from the plan's axis;
+//                                         b's rows are split over the mesh's rows, or over its
+//                                         columns when attrs.transposed (the caller's layout)
 //   Status RhsOut<T>(void* x, Axis axis, bool conj)
 //                                         x[orig(i)] = conj?(z[i]) (this shard's rows)
 //   Status Identity<T>()                  the right-hand side := the identity, distributed like
@@ -199,9 +201,12 @@ inline Status CheckSolve(
       (!reads_factor && (a_dims[0] != shard_rows || a_dims[1] != shard_cols))) {
     return fail("the shard of a is not (n/mesh_rows, n/mesh_cols)");
   }
-  if (b_dims.size() != 2 || b_dims[0] != shard_rows || x_dims.size() != 2 ||
-      x_dims[0] != b_dims[0] || x_dims[1] != b_dims[1]) {
-    return fail("b and x must be (n/mesh_rows, nrhs)");
+  // b and x keep the caller's row sharding: over the engine mesh's columns when the matrix was
+  // handed transposed (no XLA collective moves them before the call).
+  const int64_t rhs_rows = attrs->transposed ? shard_cols : shard_rows;
+  if (b_dims.size() != 2 || b_dims[0] != rhs_rows || x_dims.size() != 2 || x_dims[0] != b_dims[0] ||
+      x_dims[1] != b_dims[1]) {
+    return fail("b and x must be (n/mesh_rows, nrhs), or (n/mesh_cols, nrhs) when transposed");
   }
   if (position.element_count() != 2) return fail("position must hold (u, v)");
   if (logdet->element_count() != 1 || status->element_count() != 1) {
@@ -224,7 +229,7 @@ inline Status CheckSolve(
   io->logdet = logdet->untyped_data();
   io->status = status->typed_data();
   io->nrhs = b_dims[1];
-  io->x_count = shard_rows * b_dims[1];
+  io->x_count = rhs_rows * b_dims[1];
   io->a_count = static_cast<int64_t>(a.element_count());
   return Status();
 }

@@ -355,11 +355,15 @@ def _build(c: _Call):
         return x, logdet, status, sign, piv_out, a_work
 
     work_spec = P() if c.reads_factor else placement.matrix_spec
+    # b and x keep the caller's row sharding (over the engine mesh's columns when transposed):
+    # resharding them would put an XLA collective before the call, which could pair with a
+    # peer's unrelated collective. The engine reads them where they are.
+    rhs_spec = P(placement.col_axis, None) if transposed else placement.rhs_spec
     call = jax.shard_map(
         local,
         mesh=placement.mesh,
-        in_specs=(placement.matrix_spec, placement.rhs_spec, P()),
-        out_specs=(placement.rhs_spec, P(), P(), P(), P(), work_spec),
+        in_specs=(placement.matrix_spec, rhs_spec, P()),
+        out_specs=(rhs_spec, P(), P(), P(), P(), work_spec),
         check_vma=False,
     )
 
@@ -376,7 +380,7 @@ def _build(c: _Call):
         if transpose_here:  # aᵀ (aᴴ = a for symmetric routines), sharded the other way
             a = jnp.conj(a.T) if c.symmetric and jnp.iscomplexobj(a) else a.T
             a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
-        b2 = _mesh.constrain(b2, placement.mesh, placement.rhs_spec)
+        b2 = _mesh.constrain(b2, placement.mesh, rhs_spec)
         x, logdet, status, sign, piv_out, a_work = call(a, b2, piv_in)
         x = _mesh.constrain(x, user.mesh, user.rhs_spec)
         x = x.reshape(n) if c.b_ndim == 1 else x

@@ -92,6 +92,9 @@ class StepTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// NonFinite's value when every entry is finite (its buffer is set with the byte 0x7f).
+constexpr int32_t kNoColumn = 0x7f7f7f7f;
+
 // Columns redistributed per Gemr2D call: bounded so that the engine's workspace stays small.
 constexpr size_t kRedistributeChunkBytes = size_t{1} << 30;
 
@@ -277,6 +280,14 @@ Status Engine::Prepare(void* shard) {
 }
 
 template <typename T>
+Status Engine::NonFinite(int32_t* column) {
+  JAXMG_CUDA(cudaMemsetAsync(column, 0x7f, sizeof(int32_t), stream_));  // kNoColumn
+  JAXMG_CUDA(cuda::NonFiniteColumn(KernelType<T>(), work_, local_rows_, local_cols_,
+                                   state_.plan.tile, ctx_.npcol, ctx_.mycol, column, stream_));
+  return Status();
+}
+
+template <typename T>
 Status Engine::Agree(bool failed, int* info) {
   // The local status: the engine's info when positive; else (the engine gave up without an order:
   // cuSOLVERMp returns INTERNAL_ERROR or EXECUTION_FAILED for some matrices that are not positive
@@ -287,16 +298,21 @@ Status Engine::Agree(bool failed, int* info) {
   const layout::Plan& plan = state_.plan;
   JAXMG_CUDA(cuda::DiagCheck(KernelType<T>(), work_, local_rows_, local_cols_, plan.tile,
                              ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, small_ + 3, stream_));
+  JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 8));
   int32_t* host = ctx_.pinned;
   JAXMG_CUDA(cudaMemcpyAsync(host, small_, 4 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(
       cudaMemcpyAsync(host + 4, position_, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(host + 6, small_ + 8, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   int32_t local = host[0] > 0 ? host[0] : 0;
   if (local == 0 && failed) {
     local = static_cast<int32_t>(std::min<int64_t>(plan.engine_rows() + 1, INT32_MAX));
   }
   if (local == 0) local = host[3];
+  // A non-finite entry anywhere in the factor (a NaN that pivoting kept off the diagonal).
+  if (host[6] != kNoColumn && (local == 0 || host[6] < local)) local = host[6];
   host[0] = local;
   host[1] = (host[4] != ctx_.mesh_u || host[5] != ctx_.mesh_v) ? 1 : 0;
   JAXMG_CUDA(cudaMemcpyAsync(small_, host, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
@@ -620,7 +636,10 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
-  const int64_t shard_rows = n / plan.mesh_rows;
+  // This shard's block of b: split over the mesh's rows, or its columns when transposed.
+  const int64_t block = rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u;
+  const int64_t shard_rows = n / (rhs_by_cols_ ? plan.mesh_cols : plan.mesh_rows);
+  const bool holder = (rhs_by_cols_ ? ctx_.mesh_u : ctx_.mesh_v) == 0;
   nrhs_ = nrhs;
   rhs_local_cols_ = CyclicLocalExtent(nrhs, t, ctx_.mycol, ctx_.npcol);
   JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * rhs_local_cols_, 1), &local_b_));
@@ -628,8 +647,8 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
   JAXMG_RETURN_IF_ERROR(Scratch(full_bytes, &full_));
   // The whole right-hand side on every rank (it is small): the shards of mesh column 0, summed.
   JAXMG_CUDA(cudaMemsetAsync(full_, 0, full_bytes, stream_));
-  if (ctx_.mesh_v == 0) {
-    char* mine = static_cast<char*>(full_) + es * ctx_.mesh_u * shard_rows * nrhs;
+  if (holder) {
+    char* mine = static_cast<char*>(full_) + es * block * shard_rows * nrhs;
     JAXMG_CUDA(cudaMemcpyAsync(mine, b, es * shard_rows * nrhs, cudaMemcpyDeviceToDevice, stream_));
   }
   const size_t reals = static_cast<size_t>(n * nrhs * Scalar<T>::kParts);
@@ -647,7 +666,8 @@ Status Engine::RhsOut(void* x, Axis axis, bool conj) {
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t n = plan.rows.extent, t = plan.tile, nrhs = nrhs_;
-  const int64_t shard_rows = n / plan.mesh_rows;
+  const int64_t block = rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u;
+  const int64_t shard_rows = n / (rhs_by_cols_ ? plan.mesh_cols : plan.mesh_rows);
   const size_t full_bytes = es * n * nrhs;
   JAXMG_CUDA(cudaMemsetAsync(full_, 0, full_bytes, stream_));
   JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), local_b_, nrhs,
@@ -655,7 +675,7 @@ Status Engine::RhsOut(void* x, Axis axis, bool conj) {
                               rhs_local_cols_, t, ctx_.npcol, ctx_.mycol, conj, full_, stream_));
   const size_t reals = static_cast<size_t>(n * nrhs * Scalar<T>::kParts);
   JAXMG_NCCL(ncclAllReduce(full_, full_, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
-  const char* mine = static_cast<const char*>(full_) + es * ctx_.mesh_u * shard_rows * nrhs;
+  const char* mine = static_cast<const char*>(full_) + es * block * shard_rows * nrhs;
   JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * shard_rows * nrhs, cudaMemcpyDeviceToDevice, stream_));
   return Status();
 }
@@ -789,6 +809,17 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
   JAXMG_CUDA(cuda::DiagSums(KernelType<T>(), work_, local_rows_, local_cols_, plan.tile, ctx_.nprow,
                             ctx_.npcol, ctx_.myrow, ctx_.mycol, static_cast<double*>(sums),
                             stream_));
+  // A non-finite entry anywhere in the factor counts, not only on the diagonal.
+  JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 8));
+  int32_t column = kNoColumn;
+  JAXMG_CUDA(
+      cudaMemcpyAsync(&column, small_ + 8, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  if (column != kNoColumn) {
+    const double one = 1.0;  // pageable: read when cudaMemcpyAsync returns
+    JAXMG_CUDA(cudaMemcpyAsync(static_cast<double*>(sums) + 3, &one, sizeof(double),
+                               cudaMemcpyHostToDevice, stream_));
+  }
   JAXMG_NCCL(ncclAllReduce(sums, sums, 4, ncclDouble, ncclSum, ctx_.comm, stream_));
   double host[4];
   JAXMG_CUDA(cudaMemcpyAsync(host, sums, sizeof(host), cudaMemcpyDeviceToHost, stream_));

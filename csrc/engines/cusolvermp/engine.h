@@ -35,9 +35,15 @@ class Engine {
  public:
   // position: this shard's (u, v) in device memory; checked against the context in the first
   // status agreement, so every rank learns of a mismatch together.
+  // rhs_by_cols: b and x are split over the mesh's columns (the matrix was handed transposed).
   Engine(Context& ctx, const PlanState& state, cudaStream_t stream,
-         ::xla::ffi::ScratchAllocator& scratch, const int32_t* position)
-      : ctx_(ctx), state_(state), stream_(stream), scratch_(scratch), position_(position) {}
+         ::xla::ffi::ScratchAllocator& scratch, const int32_t* position, bool rhs_by_cols)
+      : ctx_(ctx),
+        state_(state),
+        stream_(stream),
+        scratch_(scratch),
+        position_(position),
+        rhs_by_cols_(rhs_by_cols) {}
 
   const layout::Plan& plan() const { return state_.plan; }
 
@@ -102,6 +108,10 @@ class Engine {
   Status LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv);
   template <typename T>
   Status PivotRhs(const std::vector<int64_t>& piv, bool reverse);
+  // *column (device) := 1 + the first engine column with a non-finite entry of the local
+  // matrix, or kNoColumn.
+  template <typename T>
+  Status NonFinite(int32_t* column);
   // Status agreement (see engine.cc); returns the agreed info.
   template <typename T>
   Status Agree(bool failed, int* info);
@@ -111,6 +121,7 @@ class Engine {
   cudaStream_t stream_;
   ::xla::ffi::ScratchAllocator& scratch_;
   const int32_t* position_;
+  bool rhs_by_cols_;
   int64_t local_rows_ = 0, local_cols_ = 0;
   void* work_ = nullptr;  // the engine-local matrix (the shard itself, or scratch)
   Descriptor desc_a_;
@@ -118,7 +129,7 @@ class Engine {
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   int32_t* small_ = nullptr;  // [0..1]: agreement, [2]: solve info, [3]: diagonal check, then
-                              // 16 bytes for a sum
+                              // 16 bytes for a sum, [8]: first non-finite column
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   void* local_b_ = nullptr;
   Descriptor desc_b_;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "common/scalar.h"
 #include "common/symmetry.h"
@@ -38,6 +39,28 @@ void Engine::ForEachLocalDiagonal(Fn&& fn) const {
     const int64_t r = (gc / t / grid_->nprow) * t + gc % t;
     if (r < lr) fn(gc, a[r + c * lr]);
   }
+}
+
+// This shard's block of b and x: (block index, rows per block, whether this shard is the one
+// copy that contributes to the whole right-hand side).
+std::tuple<int64_t, int64_t, bool> Engine::RhsBlock() const {
+  const int64_t n = plan_->rows.extent;
+  if (rhs_by_cols_) return {v_, n / plan_->mesh_cols, u_ == 0};
+  return {u_, n / plan_->mesh_rows, v_ == 0};
+}
+
+// 1 + the smallest engine-global column holding a non-finite local entry, or 0.
+template <typename T>
+int64_t Engine::FirstNonFiniteColumn() const {
+  const T* a = As<T>(work_);
+  for (int64_t c = 0; c < local_cols_; ++c) {  // increasing global order
+    for (int64_t r = 0; r < local_rows_; ++r) {
+      if (!std::isfinite(static_cast<double>(std::abs(a[r + c * local_rows_])))) {
+        return CyclicGlobal(c, plan_->tile, grid_->npcol, grid_->mycol) + 1;
+      }
+    }
+  }
+  return 0;
 }
 
 // fn(local entry index, index into the whole n x nrhs right-hand side) for each local entry of
@@ -84,6 +107,7 @@ Status Engine::Create(const SolveAttrs& attrs, const layout::Plan& plan,
     }
   }
   out->plan_ = &plan;
+  out->rhs_by_cols_ = attrs.transposed;
   out->u_ = attrs.u;
   out->v_ = attrs.v;
   JAXMG_RETURN_IF_ERROR(GetGrid(grid_ranks, nprow, npcol, &out->grid_));
@@ -156,6 +180,9 @@ Status Engine::Agree(int* info) {
       const double m = static_cast<double>(std::abs(d));
       if (first == 0 && (!(m > 0.0) || !std::isfinite(m))) first = g + 1;
     });
+    // A non-finite entry anywhere in the factor (a NaN that pivoting kept off the diagonal).
+    const int64_t column = FirstNonFiniteColumn<T>();
+    if (column > 0 && (first == 0 || column < first)) first = column;
     *info = static_cast<int>(std::min<int64_t>(first, std::numeric_limits<int>::max()));
   }
   return AllreduceMax(*grid_, info);
@@ -210,13 +237,12 @@ template <typename T>
 Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
   const layout::Plan& plan = *plan_;
   const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
-  const int64_t shard_rows = n / plan.mesh_rows;
   nrhs_ = nrhs;
-  // The whole right-hand side on every rank (it is small): the shards of mesh column 0, summed.
+  // The whole right-hand side on every rank (it is small): the shards of one mesh column (one
+  // mesh row when b is split over the mesh's columns), summed.
+  const auto [block, rows, holder] = RhsBlock();
   std::vector<T> full(static_cast<size_t>(n * nrhs), T(0));
-  if (v_ == 0) {
-    std::memcpy(full.data() + u_ * shard_rows * nrhs, b, sizeof(T) * shard_rows * nrhs);
-  }
+  if (holder) std::memcpy(full.data() + block * rows * nrhs, b, sizeof(T) * rows * nrhs);
   JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
   rhs_local_cols_ = CyclicLocalExtent(nrhs, t, grid_->mycol, grid_->npcol);
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * rhs_local_cols_, 1)), 0);
@@ -229,12 +255,12 @@ template <typename T>
 Status Engine::RhsOut(void* x, Axis axis, bool conj) {
   const layout::Plan& plan = *plan_;
   const int64_t n = plan.rows.extent, nrhs = nrhs_;
-  const int64_t shard_rows = n / plan.mesh_rows;
+  const auto [block, rows, holder] = RhsBlock();
   std::vector<T> full(static_cast<size_t>(n * nrhs), T(0));
   const T* local = As<T>(local_b_.data());
   ForEachRhsEntry(axis, [&](int64_t l, int64_t w) { full[w] = conj ? Conj(local[l]) : local[l]; });
   JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
-  std::memcpy(x, full.data() + u_ * shard_rows * nrhs, sizeof(T) * shard_rows * nrhs);
+  std::memcpy(x, full.data() + block * rows * nrhs, sizeof(T) * rows * nrhs);
   return Status();
 }
 
@@ -382,6 +408,7 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
       sums[1] += Arg(d);
     }
   });
+  if (FirstNonFiniteColumn<T>() > 0) sums[3] += 1;  // anywhere, not only on the diagonal
   if (grid_->mycol == 0) {
     for (int64_t r = 0; r < local_rows_; ++r) {
       const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);

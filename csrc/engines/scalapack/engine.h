@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "engines/scalapack/scalapack.h"
@@ -61,6 +62,9 @@ class Engine {
   Status Agree(int* info);
   template <typename T, typename Fn>
   void ForEachLocalDiagonal(Fn&& fn) const;
+  template <typename T>
+  int64_t FirstNonFiniteColumn() const;
+  std::tuple<int64_t, int64_t, bool> RhsBlock() const;
   template <typename Fn>
   void ForEachRhsEntry(Axis axis, Fn&& fn) const;
   // The shard := engine matrix `from` (distributed as `desc`) in the JAX layout.
@@ -70,6 +74,7 @@ class Engine {
   const layout::Plan* plan_ = nullptr;
   const Grid* grid_ = nullptr;
   int u_ = 0, v_ = 0;
+  bool rhs_by_cols_ = false;  // b and x split over the mesh's columns (matrix handed transposed)
   int64_t local_rows_ = 0, local_cols_ = 0;
   void* work_ = nullptr;     // the engine-local matrix (the shard itself, or owned_)
   std::vector<char> owned_;  // padded or redistributed copy
