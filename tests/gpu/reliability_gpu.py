@@ -36,6 +36,7 @@ def launch(name, script, args, limit, env=None):
     job = {
         "rc": proc.returncode,
         "seconds": round(time.monotonic() - t0, 2),
+        "ended_at": time.time(),
         "stderr_tail": "\n".join(
             line for line in proc.stderr.splitlines()[-40:] if "Gloo" not in line
         )[-3000:],
@@ -147,7 +148,7 @@ if fuzz_cases is not None and want("fuzz"):
     verdict("fuzz", not bad, json.dumps(bad)[:1500])
 
 if want("kill"):
-    kill_n = os.environ.get("KILL_N", "16384")
+    kill_n = os.environ.get("KILL_N", "8192")
     job = launch(
         "kill",
         "kill_worker.py",
@@ -162,8 +163,13 @@ if want("kill"):
             stat = Path(f"/proc/{pid}/stat")
             if stat.exists() and stat.read_text().split(") ")[-1][0] != "Z":
                 alive.append(pid)
-    ok = job["rc"] != 0 and job["seconds"] < 60 and "call 1" in logs[1] and not alive
-    verdict("kill", ok, json.dumps({"logs": logs, "alive": alive})[:800])
+    # From the kill (the victim's second call + KILL_DELAY) to the job's end: the matrices'
+    # generation before the first call is not part of it.
+    lines = [line.split() for line in logs[1].splitlines() if line.startswith("call 1 ")]
+    killed_at = float(lines[0][2]) + float(os.environ.get("KILL_DELAY", "1.0")) if lines else 0
+    job["after_kill_s"] = round(job["ended_at"] - killed_at, 2) if lines else None
+    ok = job["rc"] != 0 and bool(lines) and job["after_kill_s"] < 60 and not alive
+    verdict("kill", ok, json.dumps({"logs": logs, "alive": alive, "after": job["after_kill_s"]}))
 
 RESULTS["summary"] = {k: v.get("verdict") for k, v in RESULTS["jobs"].items()}
 json.dump(RESULTS, open(out_dir / "reliability.json", "w"), indent=1)

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import jax
@@ -32,7 +33,7 @@ a, b = place(spd(n, np.float64, 3), mesh, A_SPEC), place(rhs(n, 1, np.float64, 3
 log = open(f"{prefix}.{me}.log", "a", buffering=1)
 log.write(f"pid {os.getpid()}\n")
 for i in range(1000):
-    log.write(f"call {i}\n")
+    log.write(f"call {i} {time.time():.3f}\n")
     if me == victim and i == 1:
         threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
     jaxmg.potrs(a, b, T_A=64).block_until_ready()

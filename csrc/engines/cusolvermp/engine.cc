@@ -174,6 +174,7 @@ Status Engine::Small() {
   JAXMG_RETURN_IF_ERROR(Scratch(64, &small));
   small_ = static_cast<int32_t*>(small);
   JAXMG_CUDA(cudaMemsetAsync(small_, 0, 64, stream_));
+  JAXMG_CUDA(cudaMemsetAsync(small_ + 8, 0x7f, 2 * sizeof(int32_t), stream_));  // kNoColumn
   return Status();
 }
 
@@ -304,8 +305,9 @@ Status Engine::Agree(bool failed, int* info) {
   JAXMG_CUDA(
       cudaMemcpyAsync(host + 4, position_, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(
-      cudaMemcpyAsync(host + 6, small_ + 8, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+      cudaMemcpyAsync(host + 6, small_ + 8, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  host[6] = std::min(host[6], host[7]);  // the factor's scan, the input's (Getrf; else kNoColumn)
   int32_t local = host[0] > 0 ? host[0] : 0;
   if (local == 0 && failed) {
     local = static_cast<int32_t>(std::min<int64_t>(plan.engine_rows() + 1, INT32_MAX));
@@ -349,6 +351,10 @@ Status Engine::Potrf(int* info) {
 template <typename T>
 Status Engine::Getrf(int* info) {
   StepTimer timer("Getrf", stream_);
+  // The input is scanned first: pivoting can keep a NaN off the diagonal, and the LU libraries
+  // do not all carry it into the factor.
+  JAXMG_RETURN_IF_ERROR(Small());
+  JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 9));
   if (UseOwnLu()) return Lu1D<T>(info);
   const int64_t n = state_.plan.engine_rows();
   void* p = nullptr;
@@ -811,11 +817,11 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
                             stream_));
   // A non-finite entry anywhere in the factor counts, not only on the diagonal.
   JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 8));
-  int32_t column = kNoColumn;
+  int32_t columns[2] = {kNoColumn, kNoColumn};  // the factor's scan, the input's (Getrf)
   JAXMG_CUDA(
-      cudaMemcpyAsync(&column, small_ + 8, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+      cudaMemcpyAsync(columns, small_ + 8, sizeof(columns), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  if (column != kNoColumn) {
+  if (columns[0] != kNoColumn || columns[1] != kNoColumn) {
     const double one = 1.0;  // pageable: read when cudaMemcpyAsync returns
     JAXMG_CUDA(cudaMemcpyAsync(static_cast<double*>(sums) + 3, &one, sizeof(double),
                                cudaMemcpyHostToDevice, stream_));

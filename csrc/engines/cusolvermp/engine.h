@@ -130,6 +130,7 @@ class Engine {
   size_t workspace_bytes_ = 0;
   int32_t* small_ = nullptr;  // [0..1]: agreement, [2]: solve info, [3]: diagonal check, then
                               // 16 bytes for a sum, [8]: first non-finite column
+                              // of the factor, [9]: of the input (Getrf)
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   void* local_b_ = nullptr;
   Descriptor desc_b_;

@@ -181,8 +181,9 @@ Status Engine::Agree(int* info) {
       if (first == 0 && (!(m > 0.0) || !std::isfinite(m))) first = g + 1;
     });
     // A non-finite entry anywhere in the factor (a NaN that pivoting kept off the diagonal).
-    const int64_t column = FirstNonFiniteColumn<T>();
-    if (column > 0 && (first == 0 || column < first)) first = column;
+    for (const int64_t column : {FirstNonFiniteColumn<T>(), input_nonfinite_}) {
+      if (column > 0 && (first == 0 || column < first)) first = column;
+    }
     *info = static_cast<int>(std::min<int64_t>(first, std::numeric_limits<int>::max()));
   }
   return AllreduceMax(*grid_, info);
@@ -199,6 +200,8 @@ template <typename T>
 Status Engine::Getrf(int* info) {
   *info = 0;
   ipiv_.assign(static_cast<size_t>(local_rows_ + plan_->tile), 0);
+  // The input is scanned first: pivoting can keep a NaN off the diagonal.
+  input_nonfinite_ = FirstNonFiniteColumn<T>();
   JAXMG_RETURN_IF_ERROR(
       scalapack::Getrf<T>(plan_->engine_rows(), As<T>(work_), desc_a_, ipiv_.data(), info));
   return Agree<T>(info);
@@ -408,7 +411,8 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
       sums[1] += Arg(d);
     }
   });
-  if (FirstNonFiniteColumn<T>() > 0) sums[3] += 1;  // anywhere, not only on the diagonal
+  // Anywhere in the factor or the input, not only on the diagonal.
+  if (FirstNonFiniteColumn<T>() > 0 || input_nonfinite_ > 0) sums[3] += 1;
   if (grid_->mycol == 0) {
     for (int64_t r = 0; r < local_rows_; ++r) {
       const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);

@@ -80,6 +80,7 @@ class Engine {
   std::vector<char> owned_;  // padded or redistributed copy
   Descriptor desc_a_{};
   std::vector<int> ipiv_;
+  int64_t input_nonfinite_ = 0;  // FirstNonFiniteColumn of the matrix before Getrf
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   std::vector<char> local_b_;  // local_rows_ x rhs_local_cols_, column-major
   Descriptor desc_b_{};
