@@ -49,10 +49,8 @@ struct LuFactor {
       return JAXMG_ERROR("lu_factor: the pivots buffer has " + std::to_string(io.pivots_out_count) +
                          " entries, the engine matrix " + std::to_string(e.plan().engine_rows()));
     }
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Getrf<T>(&info));  // agreed by every rank
-    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &info)));
     JAXMG_RETURN_IF_ERROR(e.template SignLogDet<T>(io.sign, io.logdet));
     JAXMG_RETURN_IF_ERROR(e.PivotsOut(io.pivots_out));
     if (info != 0) return e.template FillNan<T>(io.a_out, io.a_out_count);

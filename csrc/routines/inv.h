@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ffi/solve.h"
+#include "routines/lu_solve.h"
 
 namespace jaxmg::routines {
 
@@ -20,10 +21,8 @@ struct Inv {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("inv runs on a redistributed matrix");
     }
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Getrf<T>(&info));  // agreed by every rank
-    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &info)));
     JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(1.0, info == 0, io.logdet));
     if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
     JAXMG_RETURN_IF_ERROR(e.template Identity<T>());

@@ -14,12 +14,20 @@ namespace jaxmg::routines {
 struct LuSolve {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
+  // The engine matrix from the shard, pivoted LU, the status written; *info agreed by every
+  // rank. Shared by inv, slogdet and lu_factor.
+  template <class E, class T>
+  static Status Factor(E& e, const SolveIo& io, int* info) {
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    *info = 0;
+    JAXMG_RETURN_IF_ERROR(e.template Getrf<T>(info));
+    return e.WriteStatus(*info, io.status);
+  }
+
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Getrf<T>(&info));  // agreed by every rank
-    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    JAXMG_RETURN_IF_ERROR((Factor<E, T>(e, io, &info)));
     JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(1.0, info == 0, io.logdet));
     if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
     return Solve<E, T>(e, attrs, io);

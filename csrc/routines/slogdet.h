@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ffi/solve.h"
+#include "routines/lu_solve.h"
 
 namespace jaxmg::routines {
 
@@ -15,10 +16,8 @@ struct Slogdet {
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Getrf<T>(&info));  // agreed by every rank
-    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &info)));
     return e.template SignLogDet<T>(io.sign, io.logdet);
   }
 };
