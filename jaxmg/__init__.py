@@ -4,6 +4,7 @@ A matrix sharded over a JAX mesh is factored and solved where it lies, across de
 processes, from inside jax.jit: cuSOLVERMp over NCCL on GPUs, ScaLAPACK over MPI on CPUs.
 """
 
+from jaxmg import linalg
 from jaxmg._core import native as _native
 from jaxmg.routines.factor import CholeskyFactor, LUFactor, cho_factor, cho_solve, lu_factor
 from jaxmg.routines.inv import inv
@@ -20,6 +21,7 @@ __all__ = [
     "cho_factor",
     "cho_solve",
     "inv",
+    "linalg",
     "lu_factor",
     "lu_solve",
     "potri",

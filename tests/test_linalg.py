@@ -1,0 +1,21 @@
+"""jaxmg.linalg: jax.numpy/SciPy-style names over the distributed routines (2 and 4 processes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mpirun import mpirun_available, run_cases
+
+pytestmark = pytest.mark.skipif(not mpirun_available(), reason="needs Open MPI (scripts/setup.sh)")
+
+WORKER = Path(__file__).parent / "mp" / "linalg_worker.py"
+
+
+@pytest.mark.parametrize("mesh", [(2, 1), (2, 2)], ids=["2x1", "2x2"])
+def test_linalg_names_match_numpy(tmp_path, mesh):
+    out = run_cases(mesh[0] * mesh[1], WORKER, [str(mesh[0]), str(mesh[1])], tmp_path, 300)
+    names = {r["case"] for r in out["records"]}
+    assert names == {"solve", "solve_batched", "inv", "slogdet", "cho", "lu"}
+    for r in out["records"]:
+        assert r["ok"], r
