@@ -60,11 +60,13 @@ JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve, LuSolve)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potri, Potri)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_inv, Inv)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_inv_t, InvTransposed)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_slogdet, Slogdet)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_cho_factor, ChoFactor)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_cho_solve, ChoSolve)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_factor, LuFactor)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored, LuSolveFactored)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored_t, LuSolveFactoredTransposed)
 #undef JAXMG_CPU_SOLVE_TARGET
 
 extern "C" {

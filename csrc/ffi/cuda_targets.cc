@@ -80,11 +80,13 @@ JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potrs, Potrs)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve, LuSolve)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potri, Potri)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_inv, Inv)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_inv_t, InvTransposed)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_slogdet, Slogdet)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_cho_factor, ChoFactor)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_cho_solve, ChoSolve)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_factor, LuFactor)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve_factored, LuSolveFactored)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve_factored_t, LuSolveFactoredTransposed)
 #undef JAXMG_CUDA_SOLVE_TARGET
 
 namespace {

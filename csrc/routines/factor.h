@@ -58,7 +58,10 @@ struct LuFactor {
   }
 };
 
-struct LuSolveFactored {
+// The solve with a kept LU factor: A x = b, or Aᵀ x = b (kTranspose: the transposed solve a
+// derivative rule needs).
+template <bool kTranspose>
+struct LuSolveKept {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
   static constexpr bool kReadsFactor = true;
 
@@ -71,8 +74,10 @@ struct LuSolveFactored {
     }
     JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count));
     JAXMG_RETURN_IF_ERROR(e.PivotsIn(io.pivots_in));
-    return LuSolve::Solve<E, T>(e, attrs, io);
+    return LuSolve::Solve<E, T>(e, attrs, io, kTranspose);
   }
 };
+using LuSolveFactored = LuSolveKept<false>;
+using LuSolveFactoredTransposed = LuSolveKept<true>;
 
 }  // namespace jaxmg::routines

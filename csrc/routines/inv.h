@@ -13,7 +13,10 @@
 
 namespace jaxmg::routines {
 
-struct Inv {
+// kTranspose: the transpose of the inverse, A⁻ᵀ (M Y = I solved as Mᵀ Y = I), which the
+// derivative of log |det A| needs elementwise against dA, in a's sharding.
+template <bool kTranspose>
+struct InvOf {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>
@@ -26,9 +29,11 @@ struct Inv {
     JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(1.0, info == 0, io.logdet));
     if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
     JAXMG_RETURN_IF_ERROR(e.template Identity<T>());
-    JAXMG_RETURN_IF_ERROR(e.template Getrs<T>(/*transpose=*/false));
+    JAXMG_RETURN_IF_ERROR(e.template Getrs<T>(kTranspose));
     return e.template InverseOut<T>(io.a);
   }
 };
+using Inv = InvOf<false>;
+using InvTransposed = InvOf<true>;
 
 }  // namespace jaxmg::routines

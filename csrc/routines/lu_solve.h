@@ -33,10 +33,11 @@ struct LuSolve {
     return Solve<E, T>(e, attrs, io);
   }
 
-  // The solve with the factors held (shared with the solve from a kept factor, factor.h).
+  // The solve with the factors held (shared with the solves from a kept factor, factor.h):
+  // A x = b, or Aᵀ x = b with `transpose` (M = Aᵀ: Aᵀ x = b <=> B (Π_c x) = Π_r b).
   template <class E, class T>
-  static Status Solve(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    const bool holds_transpose = !attrs.transposed;
+  static Status Solve(E& e, const SolveAttrs& attrs, const SolveIo& io, bool transpose = false) {
+    const bool holds_transpose = !attrs.transposed != transpose;
     JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(
         io.b, io.nrhs, holds_transpose ? Axis::kCols : Axis::kRows, /*conj=*/false));
     JAXMG_RETURN_IF_ERROR(e.template Getrs<T>(holds_transpose));

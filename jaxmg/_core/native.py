@@ -28,11 +28,13 @@ ROUTINES = (
     "lu_solve",
     "potri",
     "inv",
+    "inv_t",
     "slogdet",
     "cho_factor",
     "cho_solve",
     "lu_factor",
     "lu_solve_factored",
+    "lu_solve_factored_t",
 )
 _ENGINE_NAMES = {"cpu": "scalapack", "cuda": "cusolvermp"}
 _PLATFORMS = {"cpu": "cpu", "cuda": "CUDA"}

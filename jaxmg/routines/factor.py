@@ -108,6 +108,15 @@ LU_SOLVE = _routine.SolveRoutine(
 )
 
 
+LU_SOLVE_T = _routine.SolveRoutine(
+    name="lu_solve_factored_t",
+    symmetric=False,
+    hand_transpose=_routine.never_transpose,
+    reads_factor=True,
+    pivots_in=True,
+)
+
+
 def cho_factor(
     a,
     T_A=None,
@@ -207,3 +216,10 @@ def lu_solve_factored(factor: LUFactor, b):
         kept=(p.placement, p.user, p.tile, p.pad, factor.pivots, p.n),
     )
     return r.x
+
+
+def lu_solve_transposed(factor: LUFactor, b):
+    """Solves Aᵀ x = b (not conjugated) with a kept LU factor (derivative rules use it)."""
+    p = factor.plan
+    kept = (p.placement, p.user, p.tile, p.pad, factor.pivots, p.n)
+    return _routine.call(LU_SOLVE_T, factor.matrix, b, kept=kept).x

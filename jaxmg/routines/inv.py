@@ -16,6 +16,24 @@ ROUTINE = _routine.SolveRoutine(
 )
 
 
+# The transpose of the inverse, A⁻ᵀ, in a's sharding (for derivatives of log |det A|).
+TRANSPOSED = _routine.SolveRoutine(
+    name="inv_t",
+    symmetric=False,
+    hand_transpose=_routine.never_transpose,
+    returns_matrix=True,
+    takes_rhs=False,
+    redistribute=True,
+)
+
+
+def inverse_transposed(a, **kwargs):
+    """A⁻ᵀ (not conjugated) with a's sharding: the inverse's entries where dA's are, so that
+    tr(A⁻¹ dA) = Σ A⁻ᵀ ⊙ dA needs no transpose of a distributed matrix."""
+    x, _, _ = _routine.solve(TRANSPOSED, a, None, **kwargs)
+    return x
+
+
 def inv(
     a,
     T_A=None,

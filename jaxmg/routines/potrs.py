@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
-import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 
 # The engine's process grid is the mesh transposed (docs/layout.md). cuSOLVERMp is faster on
 # grids at least as tall as wide (1.02 s vs 1.15 s at N = 65536 on 2 H200s), so on meshes taller
@@ -86,97 +84,33 @@ def potrs(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    opts = _Options(T_A, mesh, matrix_specs, in_specs, bool(pad), bool(check_symmetry))
+    opts = _rules.options(
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=bool(pad),
+        check_symmetry=bool(check_symmetry),
+    )
     x, logdet, status = _differentiable(bool(return_logdet))(opts, bool(donate), a, b)
     return _routine.assemble(
         x, logdet, status, return_logdet=return_logdet, return_status=return_status
     )
 
 
-@dataclass(frozen=True)
-class _Options:
-    """potrs's arguments other than the arrays (static under differentiation)."""
-
-    T_A: object
-    mesh: object
-    matrix_specs: object
-    in_specs: object
-    pad: bool
-    check_symmetry: bool
-
-    def kwargs(self):
-        return dict(
-            T_A=self.T_A,
-            mesh=self.mesh,
-            matrix_specs=self.matrix_specs,
-            in_specs=self.in_specs,
-            pad=self.pad,
-            check_symmetry=self.check_symmetry,
-        )
-
-
-def _primal(opts, donate, a, b):
-    return _routine.solve(ROUTINE, a, b, donate=donate, **opts.kwargs())
-
-
 @functools.cache
 def _differentiable(with_logdet: bool):
-    """potrs with differentiation rules: (opts, donate, a, b) -> (x, logdet, status). Without
-    logdet, its tangent is not computed (it would cost an inverse) and reads as zero: the
-    routine does not return it then."""
-    fn = jax.custom_jvp(_primal, nondiff_argnums=(0, 1))
-
-    @fn.defjvp
-    def _jvp(opts, donate, primals, tangents):
-        # Jitted, so that the rule's inner functions close over tracers, not over arrays that
-        # span other processes' devices.
-        return _jvp_rule(opts, with_logdet)(*primals, *tangents)
-
-    return fn
-
-
-@functools.cache
-def _jvp_rule(opts, with_logdet: bool):
     from jaxmg.routines import factor as _factor
     from jaxmg.routines import potri as _potri
 
-    @jax.jit
-    def rule(a, b, da, db):
-        kw = opts.kwargs()
-        f = _factor.cho_factor(a, **kw)
-        x = _factor.cho_solve(f, b)
-        matvec = functools.partial(_matvec, f.plan.user)
-        dx = jax.lax.custom_linear_solve(
-            lambda v: matvec(a, v),
-            db - matvec(da, x),
-            solve=lambda _, r: _factor.cho_solve(f, r),
-            # A⁻ᵀ = conj(A⁻¹) for Hermitian A.
-            transpose_solve=lambda _, r: jnp.conj(_factor.cho_solve(f, jnp.conj(r))),
-        )
-        if with_logdet:
-            inverse = _potri.potri(a, **kw)
-            # tr(A⁻¹ dA) = Σ (A⁻ᵀ ⊙ dA), A⁻ᵀ = conj(A⁻¹); real for Hermitian dA.
-            dlogdet = jnp.real(jnp.sum(jnp.conj(inverse) * da)).astype(f.logdet.dtype)
-        else:
-            dlogdet = jnp.zeros_like(f.logdet)
-        status_tangent = np.zeros((), dtype=jax.dtypes.float0)
-        return (x, f.logdet, f.status), (dx, dlogdet, status_tangent)
-
-    return rule
-
-
-def _matvec(placement, m, v):
-    """m @ v for m sharded like a and v (rows) like b: v's rows are moved to m's column axis
-    first (a collective of vector size; explicit mesh axes need it said), the result's rows
-    lie like b's."""
-    from jax.sharding import AxisType, NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    from jaxmg._core import placement as _mesh
-
-    mesh = placement.mesh
-    v = _mesh.constrain(v, mesh, P(placement.col_axis))
-    out = P(placement.row_axis, *([None] * (v.ndim - 1)))
-    if AxisType.Explicit in tuple(mesh.axis_types):
-        return jnp.matmul(m, v, out_sharding=NamedSharding(mesh, out))
-    return _mesh.constrain(jnp.matmul(m, v), mesh, out)
+    rule = _rules.SolveRule(
+        primal=lambda a, b, donate, **kw: _routine.solve(ROUTINE, a, b, donate=donate, **kw),
+        factor=_factor.cho_factor,
+        solve=_factor.cho_solve,
+        # A⁻ᵀ = conj(A⁻¹) for Hermitian A.
+        solve_t=lambda f, r: jnp.conj(_factor.cho_solve(f, jnp.conj(r))),
+        logdet=lambda f: (f.logdet, f.status),
+        placement=lambda f: f.plan.user,
+        inverse_t=lambda a, **kw: jnp.conj(_potri.potri(a, **kw)),
+    )
+    return _rules.differentiable_solve(rule, with_logdet)

@@ -1,4 +1,5 @@
-"""Derivatives of potrs (x and logdet) through jaxmg's own routines, on one mesh: jax.test_util
+"""Derivatives of potrs, lu_solve (x and log-determinant) and slogdet through jaxmg's own
+routines, on one mesh: jax.test_util
 check_grads (finite differences, forward and reverse mode, order 1) of scalar losses of a few
 replicated parameters that move a sharded Hermitian matrix and right-hand side; and the
 compiled gradient holds no collective of matrix size.
@@ -25,6 +26,7 @@ from jax.test_util import check_grads  # noqa: E402
 import jaxmg  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from factor_cases import signed_general  # noqa: E402
 from linalg_cases import A_SPEC, B_SPEC, place, rhs, spd  # noqa: E402
 
 rows, cols, out_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -37,32 +39,38 @@ COLLECTIVE = re.compile(
 )
 
 
-def hermitian_directions(n, dtype, seed):
+def directions(n, dtype, seed, hermitian):
     rng = np.random.default_rng(seed)
     s1 = rng.standard_normal((n, n))
     s2 = rng.standard_normal((n, n))
-    s1, s2 = (s1 + s1.T) / 2, (s2 + s2.T) / 2
+    if hermitian:
+        s1, s2 = (s1 + s1.T) / 2, (s2 + s2.T) / 2
     if np.issubdtype(dtype, np.complexfloating):
         h = rng.standard_normal((n, n))
-        s2 = s2 + 1j * (h - h.T) / 2
+        s2 = s2 + 1j * ((h - h.T) / 2 if hermitian else h)
     return s1.astype(dtype), s2.astype(dtype)
 
 
-@functools.partial(jax.jit, static_argnums=(7, 8, 9))
-def loss(theta, a0, s1, s2, b0, c, w, with_logdet, tile, vector_b):
-    """Re(Σ w ⊙ x) (+ logdet) with A = a0 + θ0 s1 + θ1 s2, b = b0 + θ2 c."""
+@functools.partial(jax.jit, static_argnums=(7, 8, 9, 10))
+def loss(theta, a0, s1, s2, b0, c, w, routine, with_logdet, tile, vector_b):
+    """Re(Σ w ⊙ x) (+ log-determinant) with A = a0 + θ0 s1 + θ1 s2, b = b0 + θ2 c; for
+    slogdet, logabsdet + Re((0.3 + 0.7i) sign)."""
     a = a0 + theta[0] * s1 + theta[1] * s2
     b = b0 + theta[2] * c
+    if routine == "slogdet":
+        sign, logabsdet = jaxmg.slogdet(a, T_A=tile)
+        return logabsdet + jnp.real((0.3 + 0.7j) * sign) + 0 * jnp.sum(jnp.real(b))
+    fn = getattr(jaxmg, routine)
     if with_logdet:
-        x, logdet = jaxmg.potrs(a, b, T_A=tile, return_logdet=True)
+        x, logdet = fn(a, b, T_A=tile, return_logdet=True)
         return jnp.real(jnp.sum(w * x)) + logdet
-    return jnp.real(jnp.sum(w * jaxmg.potrs(a, b, T_A=tile)))
+    return jnp.real(jnp.sum(w * fn(a, b, T_A=tile)))
 
 
-def case(dtype_name, with_logdet, tile, vector_b):
+def case(routine, dtype_name, with_logdet, tile, vector_b):
     dtype = np.dtype(dtype_name).type
-    a0 = spd(N, dtype, 1)
-    s1, s2 = hermitian_directions(N, dtype, 3)
+    a0 = spd(N, dtype, 1) if routine == "potrs" else signed_general(N, dtype, 1)
+    s1, s2 = directions(N, dtype, 3, hermitian=routine == "potrs")
     k = 0 if vector_b else 2
     b_spec = jax.sharding.PartitionSpec("pr") if vector_b else B_SPEC
     arrays = [place(m, mesh, A_SPEC) for m in (a0, s1, s2)]
@@ -70,11 +78,12 @@ def case(dtype_name, with_logdet, tile, vector_b):
     theta = np.array([0.01, -0.02, 0.3])
 
     def f(t):
-        return loss(t, *arrays, with_logdet, tile, vector_b)
+        return loss(t, *arrays, routine, with_logdet, tile, vector_b)
 
     check_grads(f, (theta,), order=1, modes=("fwd", "rev"), atol=1e-6, rtol=1e-6, eps=1e-5)
-    grad_fn = jax.jit(jax.grad(loss), static_argnums=(7, 8, 9))
-    hlo = grad_fn.lower(theta, *arrays, with_logdet, tile, vector_b).compile().as_text()
+    grad_fn = jax.jit(jax.grad(loss), static_argnums=(7, 8, 9, 10))
+    statics = (routine, with_logdet, tile, vector_b)
+    hlo = grad_fn.lower(theta, *arrays, *statics).compile().as_text()
     sizes = [
         int(np.prod([int(d) for d in m.group(1).split(",") if d])) for m in COLLECTIVE.finditer(hlo)
     ]
@@ -84,19 +93,23 @@ def case(dtype_name, with_logdet, tile, vector_b):
     )
 
 
+CASES = [
+    (routine, dtype_name, with_logdet, tile, vector_b)
+    for routine in ("potrs", "lu_solve")
+    for dtype_name in ("float64", "complex128")
+    for with_logdet in (True, False)
+    for tile, vector_b in ((5, False), (None, True))
+] + [("slogdet", d, True, tile, False) for d in ("float64", "complex128") for tile in (5, None)]
+
 records = []
-for dtype_name in ("float64", "complex128"):
-    for with_logdet in (True, False):
-        for tile, vector_b in ((5, False), (None, True)):
-            name = f"potrs-grad/{dtype_name}/logdet={with_logdet}/T{tile}/vector={vector_b}"
-            try:
-                rec = case(dtype_name, with_logdet, tile, vector_b)
-            except Exception as e:  # noqa: BLE001 - recorded, asserted by the test
-                rec = dict(
-                    ok=False,
-                    error=f"{type(e).__name__}: {e}"[:2000],
-                    trace=traceback.format_exc()[-3000:],
-                )
-            records.append(dict(case=name, **rec))
+for routine, dtype_name, with_logdet, tile, vector_b in CASES:
+    name = f"{routine}-grad/{dtype_name}/logdet={with_logdet}/T{tile}/vector={vector_b}"
+    try:
+        rec = case(routine, dtype_name, with_logdet, tile, vector_b)
+    except Exception as e:  # noqa: BLE001 - recorded, asserted by the test
+        rec = dict(
+            ok=False, error=f"{type(e).__name__}: {e}"[:2000], trace=traceback.format_exc()[-3000:]
+        )
+    records.append(dict(case=name, **rec))
 if jax.process_index() == 0:
     Path(out_path).write_text(json.dumps(dict(mesh=[rows, cols], records=records), indent=1))
