@@ -1,4 +1,5 @@
-"""jaxmg.linalg: jax.numpy/SciPy-style names over the distributed routines (2 and 4 processes)."""
+"""jaxmg.linalg (jax.numpy/SciPy-style names) and jax.vmap over the distributed routines, on 2
+and 4 processes."""
 
 from __future__ import annotations
 
@@ -16,6 +17,17 @@ WORKER = Path(__file__).parent / "mp" / "linalg_worker.py"
 def test_linalg_names_match_numpy(tmp_path, mesh):
     out = run_cases(mesh[0] * mesh[1], WORKER, [str(mesh[0]), str(mesh[1])], tmp_path, 300)
     names = {r["case"] for r in out["records"]}
-    assert names == {"solve", "solve_batched", "inv", "slogdet", "cho", "lu"}
+    assert names == {
+        "solve",
+        "solve_batched",
+        "inv",
+        "slogdet",
+        "cho",
+        "lu",
+        "vmap_potrs",
+        "vmap_lu_solve_in_jit",
+        "vmap_slogdet",
+        "vmap_grad",
+    }
     for r in out["records"]:
         assert r["ok"], r

@@ -224,7 +224,7 @@ def call(
             factor_order=factor_order,
         )
     )
-    x, logdet, status, sign, piv_out, a_work = fn(a, b, pivots)
+    x, logdet, status, sign, piv_out, a_work = _batchable(fn, a, b, pivots)
     return Result(
         x=x,
         matrix=a_work,
@@ -238,6 +238,33 @@ def call(
     )
 
 
+def _batchable(fn, *args):
+    """fn(*args), with a batching rule for jax.vmap: one call per batch element (each with the
+    same plan: the elements have the shapes the plan was made for), results stacked."""
+    present = [i for i, x in enumerate(args) if x is not None]
+
+    def full(xs):
+        out = [None] * len(args)
+        for i, x in zip(present, xs, strict=True):
+            out[i] = x
+        return out
+
+    @jax.custom_batching.custom_vmap
+    def call(*xs):
+        return fn(*full(xs))
+
+    @call.def_vmap
+    def _loop(axis_size, in_batched, *xs):
+        outs = [
+            call(*(x[k] if batched else x for x, batched in zip(xs, in_batched, strict=True)))
+            for k in range(axis_size)
+        ]
+        stacked = jax.tree.map(lambda *parts: jnp.stack(parts), *outs)
+        return stacked, jax.tree.map(lambda _: True, stacked)
+
+    return call(*(args[i] for i in present))
+
+
 def _thread_tag(a) -> int:
     """The calling thread's tag in the call agreement: a stable hash of its name for a call made
     outside jit (the processes' threads of the same name are paired; calls of different threads
@@ -246,6 +273,16 @@ def _thread_tag(a) -> int:
     if isinstance(a, jax.core.Tracer):
         return 0
     return zlib.crc32(threading.current_thread().name.encode()) + 1
+
+
+def check_operands(a, b=None) -> None:
+    """The checks of a and b that need only their shapes and dtypes, on the arrays as given
+    (before a transformation converts them: without jax_enable_x64 a float64 NumPy array
+    becomes float32)."""
+    n = _mesh.check_square_matrix(a)
+    dtype = _mesh.check_dtype(a)
+    if b is not None:
+        _check_rhs(b, n, dtype)
 
 
 def _matrix_spec(matrix_specs, in_specs):

@@ -86,6 +86,7 @@ def lu_solve(
                 "(its status and logabsdet are factor.status and factor.logabsdet)"
             )
         return _factor.lu_solve_factored(a, b)
+    _routine.check_operands(a, b)
     opts = _rules.options(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )

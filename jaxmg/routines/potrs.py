@@ -84,6 +84,7 @@ def potrs(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    _routine.check_operands(a, b)
     opts = _rules.options(
         T_A=T_A,
         mesh=mesh,

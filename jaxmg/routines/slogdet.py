@@ -57,6 +57,7 @@ def slogdet(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    _routine.check_operands(a)
     opts = _rules.options(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )

@@ -1,5 +1,6 @@
 """jaxmg.linalg against NumPy on one mesh: solve (one matrix and a batch), inv, slogdet,
-cho_factor + cho_solve and lu_factor + lu_solve in SciPy's call shapes.
+cho_factor + cho_solve and lu_factor + lu_solve in SciPy's call shapes; and jax.vmap over the
+routines (potrs, lu_solve under jit, slogdet, the gradient of potrs).
 
 Usage: mpirun -n P python linalg_worker.py ROWS COLS OUT.json
 """
@@ -14,6 +15,7 @@ import jax
 jax.distributed.initialize()
 jax.config.update("jax_enable_x64", True)
 
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
@@ -25,6 +27,7 @@ from linalg_cases import A_SPEC, B_SPEC, gather, local_scalars, place, rhs, spd 
 
 rows, cols, out_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 mesh = jax.make_mesh((rows, cols), ("pr", "pc"))
+jax.set_mesh(mesh)
 N = 24
 a = signed_general(N, np.float64, 4)
 h = spd(N, np.float64, 4)
@@ -67,6 +70,44 @@ def case_cho():
 def case_lu():
     f = jaxmg.linalg.lu_factor(ap)
     return err(gather(jaxmg.linalg.lu_solve(f, bp)), np.linalg.solve(a, b))
+
+
+BATCH = np.stack([spd(N, np.float64, s) for s in (1, 2, 3)])
+GENERAL = np.stack([signed_general(N, np.float64, s) for s in (1, 2, 3)])
+RHS = np.stack([rhs(N, 2, np.float64, s) for s in (1, 2, 3)])
+
+
+def batch_args():
+    spec_a, spec_b = P(None, "pr", "pc"), P(None, "pr")
+    return place(BATCH, mesh, spec_a), place(GENERAL, mesh, spec_a), place(RHS, mesh, spec_b)
+
+
+def case_vmap_potrs():
+    a, _, b = batch_args()
+    x = jax.vmap(lambda m, v: jaxmg.potrs(m, v, T_A=5))(a, b)
+    return err(gather(x), np.linalg.solve(BATCH, RHS))
+
+
+def case_vmap_lu_solve_in_jit():
+    _, g, b = batch_args()
+    return err(gather(jax.jit(jax.vmap(jaxmg.lu_solve))(g, b)), np.linalg.solve(GENERAL, RHS))
+
+
+def case_vmap_slogdet():
+    _, g, _ = batch_args()
+    sign, logabsdet = jax.vmap(jaxmg.slogdet)(g)
+    ref = np.linalg.slogdet(GENERAL)
+    return max(err(gather(sign), ref.sign), err(gather(logabsdet), ref.logabsdet))
+
+
+def case_vmap_grad():
+    a, _, b = batch_args()
+    grad = jax.vmap(jax.grad(lambda m, v: jnp.sum(jaxmg.potrs(m, v)[:, 0])))(a, b)
+    # d/dA Σ_i (A⁻¹ b)_{i0} = −A⁻ᵀ 1 x₀ᵀ
+    x = np.linalg.solve(BATCH, RHS)
+    ones = np.linalg.solve(np.transpose(BATCH, (0, 2, 1)), np.ones((3, N, 1)))[:, :, 0]
+    ref = -np.einsum("bi,bj->bij", ones, x[:, :, 0])
+    return err(gather(grad), ref)
 
 
 records = []
