@@ -154,3 +154,13 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_program_that_exits_with_calls_running_ends(tmp_path):
+    """jaxmg calls still running at exit (never waited for): the processes wait for them before
+    MPI_Finalize, and the job ends with status 0 (it hung in MPI_Finalize before)."""
+    from mpirun import run_mpi
+
+    proc = run_mpi(2, MP / "exit_worker.py", [], timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert proc.stdout.count("leaving with the results unread") == 2

@@ -151,8 +151,18 @@ def start_mpi() -> ctypes.CDLL:
     err = _error_buffer()
     if lib.jaxmg_mpi_init(err, len(err)) != 0:
         raise RuntimeError(f"jaxmg could not initialize MPI: {err.value.decode()}")
-    atexit.register(lib.jaxmg_mpi_finalize)
+    atexit.register(_finalize_mpi, lib)
     return lib
+
+
+def _finalize_mpi(lib: ctypes.CDLL) -> None:
+    """At exit: first wait for the computations still running (jaxmg calls are side effects,
+    so jax.effects_barrier waits for them; one may be inside MPI on another thread), then
+    MPI_Finalize. A program that ends without waiting for its last results hung here."""
+    try:
+        jax.effects_barrier()
+    finally:
+        lib.jaxmg_mpi_finalize()
 
 
 def start_mpi_if_launched() -> None:
