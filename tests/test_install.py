@@ -61,13 +61,14 @@ SOLVE = textwrap.dedent(
     x = np.asarray(multihost_utils.process_allgather(x, tiled=True))
     residual = np.linalg.norm(a @ x - b) / (np.linalg.norm(a, 2) * np.linalg.norm(x))
     logdet_err = abs(float(np.asarray(logdet.addressable_data(0))) - np.linalg.slogdet(a)[1])
-    if jax.process_index() == 0:
-        print("RESULT", json.dumps({
-            "processes": jax.process_count(),
-            "jaxmg": jaxmg.__file__,
-            "residual": float(residual),
-            "logdet_err": float(logdet_err),
-        }))
+    if jax.process_index() == 0:  # a file: the ranks' stdout lines can interleave
+        with open("result.json", "w") as f:
+            json.dump({
+                "processes": jax.process_count(),
+                "jaxmg": jaxmg.__file__,
+                "residual": float(residual),
+                "logdet_err": float(logdet_err),
+            }, f)
     """
 )
 
@@ -163,11 +164,11 @@ def test_pip_install_in_a_fresh_venv_then_a_distributed_solve(tmp_path):
     run_env = clean_env(JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
     run_env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     proc = run_killable(cmd, SOLVE_TIMEOUT, cwd=run_dir, env=run_env)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, (
+    out = run_dir / "result.json"
+    assert proc.returncode == 0 and out.exists(), (
         f"the solve failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     )
-    result = json.loads(lines[0].removeprefix("RESULT "))
+    result = json.loads(out.read_text())
     assert result["processes"] == 2
     assert Path(result["jaxmg"]).resolve().is_relative_to(Path(site).resolve()), result["jaxmg"]
     assert result["residual"] < 1e-12, result
