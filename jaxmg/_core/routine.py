@@ -98,41 +98,12 @@ def transpose_when(*, always: set[str], by_shape: set[str], tall: bool):
     return decide
 
 
-def solve(
-    routine: SolveRoutine,
-    a,
-    b,
-    *,
-    T_A=None,
-    mesh=None,
-    matrix_specs=None,
-    in_specs=None,
-    pad=True,
-    donate=False,
-    check_symmetry=False,
-):
-    """Runs `routine` on (a, b); returns (x, logdet, status), x shaped like b; for a routine that
-    returns a matrix (b is None), (the new matrix in a's sharding, logdet, status).
-
-    check_symmetry: (symmetric routines) the engine compares uᴴ A v with conj(vᴴ A u) for fixed
-    probe vectors u, v first (each device multiplies its shard; sums of vector size over the
-    processes; csrc/common/symmetry.h) and returns NaN with status NOT_SYMMETRIC on every device
-    when they differ beyond rounding.
-
-    Raises ValueError/TypeError for bad arguments before any work, identically on every process.
-    """
-    r = call(
-        routine,
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        donate=donate,
-        check_symmetry=check_symmetry,
-    )
+def solve(routine: SolveRoutine, a, b, **kwargs):
+    """Runs `routine` on (a, b) (keywords as for `call`); returns (x, logdet, status), x shaped
+    like b; for a routine that returns a matrix (b is None), (the new matrix in a's sharding,
+    logdet, status). Raises ValueError/TypeError for bad arguments before any work, identically
+    on every process."""
+    r = call(routine, a, b, **kwargs)
     return (r.matrix if routine.returns_matrix else r.x), r.logdet, r.status
 
 
@@ -152,6 +123,10 @@ def call(
 ) -> Result:
     """Runs `routine` and returns every output it has (a `Result`).
 
+    check_symmetry: (symmetric routines) the engine compares uᴴ A v with conj(vᴴ A u) for fixed
+    probe vectors u, v first (each device multiplies its shard; sums of vector size over the
+    processes; csrc/common/symmetry.h) and returns NaN with status NOT_SYMMETRIC on every device
+    when they differ beyond rounding.
     kept: for routines that read a kept factor, (engine placement, user placement, tile, pad,
       pivots or None, order) of the factor `a`; T_A, mesh, specs and pad are then the factor's.
     """
