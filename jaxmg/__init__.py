@@ -11,6 +11,7 @@ from jaxmg.routines.inv import inv
 from jaxmg.routines.lu_solve import lu_solve
 from jaxmg.routines.potri import potri
 from jaxmg.routines.potrs import potrs
+from jaxmg.routines.qr import least_squares, qr
 from jaxmg.routines.slogdet import slogdet
 
 _native.start_mpi_if_launched()
@@ -23,9 +24,11 @@ __all__ = [
     "inv",
     "linalg",
     "lu_factor",
+    "least_squares",
     "lu_solve",
     "potri",
     "potrs",
+    "qr",
     "slogdet",
 ]
 __version__ = "0.1.0"

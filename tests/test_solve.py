@@ -182,3 +182,30 @@ def test_inv_slogdet_and_factor_failures(results, mesh):
 def test_potri_jaxmg_0x_call_unchanged(results, mesh):
     r = results(mesh)["potri/jaxmg-0.x-call"]
     assert "error" not in r and r["ok"], r
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+@pytest.mark.parametrize("routine", ["qr", "lstsq"])
+def test_qr_and_least_squares(results, mesh, routine):
+    """qr (‖QR − A‖/‖A‖ and ‖QᴴQ − I‖ within 10 m eps, exact zeros below R's diagonal, Q in a's
+    sharding) and least_squares (normal-equation residual within 10 m eps, x's shape), four
+    dtypes, tiles that divide and pad, square and tall matrices, a user's jit, donation, one
+    right-hand side and a vector b; statuses agreed by every rank."""
+    records = results(mesh)
+    names = [n for n, kind, p in cpu_plan(*mesh) if kind == "qr" and p["routine"] == routine]
+    assert len(names) >= 10
+    for name in names:
+        _check(records[name])
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_qr_and_least_squares_failures(results, mesh):
+    """NaN input and a rank-deficient least-squares problem: NaN outputs and one status > 0 on
+    every rank; M < N or b with the wrong rows: a ValueError before any work."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "qr-failure"]
+    assert len(names) == 5
+    for name in names:
+        r = records[name]
+        assert "error" not in r, r
+        assert r["ok"], r

@@ -106,8 +106,8 @@ __global__ void ScatterRhsKernel(const T* local_b, int64_t nrhs, const int64_t* 
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = idx % lr, c = idx / lr;
     const int64_t g = row_global[r];
-    if (g < 0) continue;
     const int64_t j = CyclicGlobal(c, t, npcol, mycol);
+    if (g < 0 || j >= nrhs) continue;
     full[g * nrhs + j] = conj ? Traits<T>::Conj(local_b[idx]) : local_b[idx];
   }
 }
@@ -190,12 +190,12 @@ __global__ void DiagSumsKernel(const T* a, int64_t lr, int64_t lc, int64_t t, in
 // finite, or 0 when there is none.
 template <typename T>
 __global__ void DiagCheckKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,
-                                int myrow, int mycol, int32_t* out) {
+                                int myrow, int mycol, int64_t limit, int32_t* out) {
   __shared__ int64_t first[kThreads];
   int64_t best = INT64_MAX;
   for (int64_t c = threadIdx.x; c < lc; c += blockDim.x) {
     const int64_t gc = CyclicGlobal(c, t, npcol, mycol);
-    if ((gc / t) % nprow != myrow) continue;
+    if (gc >= limit || (gc / t) % nprow != myrow) continue;
     const int64_t r = (gc / t / nprow) * t + gc % t;
     if (r >= lr) continue;
     const double d = static_cast<double>(Traits<T>::Abs(a[r + c * lr]));
@@ -383,11 +383,12 @@ cudaError_t RowSwaps(Dtype dt, void* a, int64_t ld, int64_t begin, int64_t end, 
 }
 
 cudaError_t DiagCheck(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
-                      int npcol, int myrow, int mycol, int32_t* out, cudaStream_t stream) {
+                      int npcol, int myrow, int mycol, int64_t limit, int32_t* out,
+                      cudaStream_t stream) {
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
     DiagCheckKernel<T><<<1, kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t, nprow,
-                                                   npcol, myrow, mycol, out);
+                                                   npcol, myrow, mycol, limit, out);
   });
 }
 

@@ -28,7 +28,7 @@ cudaError_t GatherRhs(Dtype dt, const void* full, int64_t nrhs, const int64_t* r
                       void* local_b, cudaStream_t stream);
 
 // The reverse: full[row_global[r] * nrhs + j(c)] = conj?(local_b[r + c * lr]) where
-// row_global[r] >= 0 (other entries of full untouched).
+// row_global[r] >= 0 and j(c) < nrhs (other entries of full untouched).
 cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_t* row_global,
                        int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, bool conj,
                        void* full, cudaStream_t stream);
@@ -56,10 +56,11 @@ cudaError_t RowSwaps(Dtype dt, void* a, int64_t ld, int64_t begin, int64_t end, 
                      int64_t skip_end, int64_t row0, const int64_t* piv, int64_t count,
                      cudaStream_t stream);
 
-// *out = the smallest 1-based engine-global index of a local diagonal entry of a block-cyclic
-// matrix that is zero or not finite, or 0 when there is none.
+// *out = the smallest 1-based engine-global index (below `limit`) of a local diagonal entry of a
+// block-cyclic matrix that is zero or not finite, or 0 when there is none.
 cudaError_t DiagCheck(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
-                      int npcol, int myrow, int mycol, int32_t* out, cudaStream_t stream);
+                      int npcol, int myrow, int mycol, int64_t limit, int32_t* out,
+                      cudaStream_t stream);
 
 // *out = ok ? scale * *sum : NaN (real type of dt).
 cudaError_t FinishLogdet(Dtype dt, const void* sum, double scale, bool ok, void* out,

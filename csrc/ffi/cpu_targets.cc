@@ -11,6 +11,7 @@
 #include "routines/lu_solve.h"
 #include "routines/potri.h"
 #include "routines/potrs.h"
+#include "routines/qr.h"
 #include "routines/slogdet.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -28,19 +29,20 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  ffi::Result<ffi::AnyBuffer> sign, ffi::Result<ffi::Buffer<ffi::S32>> pivots_out,
                  int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
                  int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
-                 int64_t thread, int64_t check_symmetry) {
+                 int64_t thread, int64_t check_symmetry, int64_t cols) {
   SolveAttrs attrs;
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
                                   sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
                                   force_redistribute, transposed, ranks, thread, check_symmetry,
-                                  ReadsFactor<R>::value, &attrs, &io);
+                                  cols, ReadsFactor<R>::value, Rectangular<R>::value, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];
   layout::Plan plan;
-  s = layout::MakePlan(R::kSymmetry, n, static_cast<int>(mesh_rows), static_cast<int>(mesh_cols),
-                       tile, attrs.pad, attrs.force_redistribute, &plan);
+  s = layout::MakePlan(R::kSymmetry, n, cols, static_cast<int>(mesh_rows),
+                       static_cast<int>(mesh_cols), tile, attrs.pad, attrs.force_redistribute,
+                       &plan);
   if (!s.ok()) return ffi_util::ToFfi(s);
   auto lock = sl::EngineLock();
   sl::Engine engine;
@@ -67,6 +69,8 @@ JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_cho_solve, ChoSolve)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_factor, LuFactor)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored, LuSolveFactored)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored_t, LuSolveFactoredTransposed)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_qr, Qr)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_least_squares, LeastSquares)
 #undef JAXMG_CPU_SOLVE_TARGET
 
 extern "C" {

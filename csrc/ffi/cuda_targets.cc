@@ -19,6 +19,7 @@
 #include "routines/lu_solve.h"
 #include "routines/potri.h"
 #include "routines/potrs.h"
+#include "routines/qr.h"
 #include "routines/slogdet.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -37,13 +38,13 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                  ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, int64_t n, int64_t mesh_rows,
                  int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
                  int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
-                 int64_t check_symmetry, int64_t context) {
+                 int64_t check_symmetry, int64_t cols, int64_t context) {
   SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
                                   sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
                                   force_redistribute, transposed, ranks, thread, check_symmetry,
-                                  ReadsFactor<R>::value, &attrs, &io);
+                                  cols, ReadsFactor<R>::value, Rectangular<R>::value, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
   s = mp::FindContext(context, &ctx);
@@ -60,7 +61,8 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
     s = mp::AgreeOnCall(*ctx, fp.values, fp.names);
   }
   const mp::PlanState* state = nullptr;
-  if (s.ok()) s = ctx->GetPlan(R::kSymmetry, n, tile, attrs.pad, attrs.force_redistribute, &state);
+  if (s.ok())
+    s = ctx->GetPlan(R::kSymmetry, n, cols, tile, attrs.pad, attrs.force_redistribute, &state);
   if (!s.ok()) return ffi_util::ToFfi(s);
   mp::Engine engine(*ctx, *state, stream, scratch, position.typed_data(), attrs.transposed);
   return ffi_util::ToFfi(RunSolve<R>(engine, a.element_type(), target, attrs, io));
@@ -87,6 +89,8 @@ JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_cho_solve, ChoSolve)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_factor, LuFactor)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve_factored, LuSolveFactored)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve_factored_t, LuSolveFactoredTransposed)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_qr, Qr)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_least_squares, LeastSquares)
 #undef JAXMG_CUDA_SOLVE_TARGET
 
 namespace {

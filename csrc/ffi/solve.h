@@ -47,6 +47,23 @@
 //                                         after Getrf: det B's phase and log |det B| (collective);
 //                                         sign 0 and -inf for an exactly singular B, NaN for a
 //                                         non-finite factor; the relabeling's parity included
+//   Status Geqrf<T>(int* info)            QR of the engine matrix's leading cols.extent columns
+//                                         (all its rows); info: 1 + the first column holding a
+//                                         non-finite entry, or 0, agreed by every rank
+//   Status Orgqr<T>()                     the engine matrix := Q of that factorization (its
+//                                         leading cols.extent columns)
+//   Status Gels<T>(int* info)             least squares min ‖B z − c‖ with the right-hand side
+//                                         held; info as Geqrf's, or 1 + the first exactly zero
+//                                         diagonal entry of R (rank deficient), agreed
+//   Status LeadingRowsOut<T>(bool from_matrix, void* x, int64_t x_rows)
+//                                         x (row-major) := this shard's x_rows of the first
+//                                         cols.extent rows, in engine order, of the engine
+//                                         matrix's leading cols.extent columns (from_matrix: R)
+//                                         or of the right-hand side (a least-squares solution);
+//                                         x_rows is all of them or the block of the caller's
+//                                         right-hand-side layout (collective)
+//   Status WorkOut<T>(void* shard)        the shard := the engine matrix in the JAX layout
+//                                         (nothing to do where the engine worked in the shard)
 //   Status FillNan<T>(void* x, int64_t count)
 //   Status WriteStatus(int info, int32_t* status)
 //   Status Finish(const Status& result)   the end of every call, reached by every rank that ran
@@ -75,6 +92,7 @@ enum class Axis : int { kRows = 0, kCols = 1 };
 // Attributes every solve target takes, in binding order (after the buffers).
 struct SolveAttrs {
   int64_t n = 0, mesh_rows = 1, mesh_cols = 1, tile = 1;
+  int64_t cols = 0;  // the columns of the matrix handed (n for the square routines)
   bool pad = true;
   bool force_redistribute = false;  // redistribute even where relabeling would do
   bool transposed = false;          // the JAX matrix handed is aᵀ (aᴴ): the engine holds a
@@ -97,10 +115,10 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
   for (const char* c = target; *c; ++c)
     routine = (routine ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
   return CallFingerprint{
-      {static_cast<int64_t>(routine >> 1), dtype, a.n, a.nrhs, a.mesh_rows, a.mesh_cols, a.tile,
-       a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry},
-      {"routine", "dtype", "matrix order", "right-hand sides", "mesh rows", "mesh columns", "tile",
-       "pad", "redistribution", "transposition",
+      {static_cast<int64_t>(routine >> 1), dtype, a.n, a.cols, a.nrhs, a.mesh_rows, a.mesh_cols,
+       a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry},
+      {"routine", "dtype", "matrix rows", "matrix columns", "right-hand sides", "mesh rows",
+       "mesh columns", "tile", "pad", "redistribution", "transposition",
        "calling thread (a jaxmg call made outside jit carries its Python "
        "thread's name; calls of several threads pair by that name)",
        "symmetry check"}};
@@ -120,6 +138,7 @@ struct SolveIo {
   int32_t* status = nullptr;
   int64_t nrhs = 0;
   int64_t x_count = 0;   // elements of this shard of x
+  int64_t x_rows = 0;    // rows of this shard of x (b's, except for rectangular routines)
   int64_t a_count = 0;   // elements of this shard of a
   void* sign = nullptr;  // scalar of a's dtype
   const int32_t* pivots_in = nullptr;
@@ -152,25 +171,30 @@ auto BindSolve(Binding binding) {
       .template Attr<int64_t>("transposed")
       .template Attr<ffi::Span<const int64_t>>("ranks")  // MPI rank per mesh position, or empty
       .template Attr<int64_t>("thread")
-      .template Attr<int64_t>("check_symmetry");
+      .template Attr<int64_t>("check_symmetry")
+      .template Attr<int64_t>("cols");  // columns of the matrix handed (rectangular routines)
 }
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
 // is read by the caller: on the CPU it is host memory, on the GPU device memory).
-inline Status CheckSolve(
-    const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
-    ::xla::ffi::Buffer<::xla::ffi::S32> position, ::xla::ffi::Buffer<::xla::ffi::S32> pivots_in,
-    ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work, ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
-    ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
-    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
-    ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
-    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out, int64_t n,
-    int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
-    int64_t transposed, ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
-    int64_t check_symmetry, bool reads_factor, SolveAttrs* attrs, SolveIo* io) {
+inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
+                         ::xla::ffi::Buffer<::xla::ffi::S32> position,
+                         ::xla::ffi::Buffer<::xla::ffi::S32> pivots_in,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
+                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
+                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out,
+                         int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
+                         int64_t force_redistribute, int64_t transposed,
+                         ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
+                         int64_t check_symmetry, int64_t cols, bool reads_factor, bool rectangular,
+                         SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
   attrs->n = n;
+  attrs->cols = cols;
   attrs->mesh_rows = mesh_rows;
   attrs->mesh_cols = mesh_cols;
   attrs->tile = tile;
@@ -181,7 +205,8 @@ inline Status CheckSolve(
   attrs->thread = thread;
   attrs->check_symmetry = check_symmetry != 0;
   auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
-  if (attrs->mesh_rows <= 0 || attrs->mesh_cols <= 0 || attrs->n < 0) {
+  if (attrs->mesh_rows <= 0 || attrs->mesh_cols <= 0 || attrs->n < 0 || attrs->cols < 0 ||
+      (!rectangular && attrs->cols != attrs->n)) {
     return fail("bad mesh or order");
   }
   if (!attrs->ranks.empty() &&
@@ -195,18 +220,27 @@ inline Status CheckSolve(
   if (sign->element_count() != 1) return fail("sign must be a scalar");
   const auto a_dims = a.dimensions(), b_dims = b.dimensions(), x_dims = x->dimensions();
   const int64_t shard_rows = attrs->n / attrs->mesh_rows;
-  const int64_t shard_cols = attrs->n / attrs->mesh_cols;
+  const int64_t shard_cols = attrs->cols / attrs->mesh_cols;
   // A kept factor may be a padded engine matrix: the engine checks its size (Adopt).
   if (a_dims.size() != 2 ||
       (!reads_factor && (a_dims[0] != shard_rows || a_dims[1] != shard_cols))) {
-    return fail("the shard of a is not (n/mesh_rows, n/mesh_cols)");
+    return fail("the shard of a is not (n/mesh_rows, cols/mesh_cols)");
   }
   // b and x keep the caller's row sharding: over the engine mesh's columns when the matrix was
   // handed transposed (no XLA collective moves them before the call).
   const int64_t rhs_rows = attrs->transposed ? shard_cols : shard_rows;
-  if (b_dims.size() != 2 || b_dims[0] != rhs_rows || x_dims.size() != 2 || x_dims[0] != b_dims[0] ||
-      x_dims[1] != b_dims[1]) {
-    return fail("b and x must be (n/mesh_rows, nrhs), or (n/mesh_cols, nrhs) when transposed");
+  if (b_dims.size() != 2 || b_dims[0] != rhs_rows || x_dims.size() != 2) {
+    return fail("b must be (n/mesh_rows, nrhs), or (cols/mesh_cols, nrhs) when transposed");
+  }
+  if (!rectangular && (x_dims[0] != b_dims[0] || x_dims[1] != b_dims[1])) {
+    return fail("x must have b's shape");
+  }
+  // A rectangular routine's x has n rows (the matrix handed is n x cols, the engine's cols x n):
+  // split like b's, or all of them on every device.
+  const int64_t x_split = attrs->n / (attrs->transposed ? attrs->mesh_cols : attrs->mesh_rows);
+  if (rectangular && x_dims[0] != x_split && x_dims[0] != attrs->n) {
+    return fail("x must have n/" + std::string(attrs->transposed ? "mesh_cols" : "mesh_rows") +
+                " or n rows");
   }
   if (position.element_count() != 2) return fail("position must hold (u, v)");
   if (logdet->element_count() != 1 || status->element_count() != 1) {
@@ -229,7 +263,8 @@ inline Status CheckSolve(
   io->logdet = logdet->untyped_data();
   io->status = status->typed_data();
   io->nrhs = b_dims[1];
-  io->x_count = rhs_rows * b_dims[1];
+  io->x_rows = x_dims[0];
+  io->x_count = x_dims[0] * x_dims[1];
   io->a_count = static_cast<int64_t>(a.element_count());
   return Status();
 }
@@ -242,6 +277,14 @@ struct ReadsFactor : std::false_type {};
 template <class R>
 struct ReadsFactor<R, std::void_t<decltype(R::kReadsFactor)>>
     : std::bool_constant<R::kReadsFactor> {};
+
+// Whether routine R takes a rectangular matrix (R::kRectangular, false when absent): the matrix
+// handed is n x cols and x has n rows (see CheckSolve).
+template <class R, class = void>
+struct Rectangular : std::false_type {};
+template <class R>
+struct Rectangular<R, std::void_t<decltype(R::kRectangular)>>
+    : std::bool_constant<R::kRectangular> {};
 
 // Runs routine R (a struct with `static constexpr layout::Symmetry kSymmetry` and
 // `template <class E, class T> static Status Run(E&, const SolveAttrs&, const SolveIo&)`) on
@@ -293,4 +336,9 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::FactorOut<T>(void*, int64_t);               \
   template Status Engine::Adopt<T>(const void*, int64_t);             \
   template Status Engine::SignLogDet<T>(void*, void*);                \
+  template Status Engine::Geqrf<T>(int*);                             \
+  template Status Engine::Orgqr<T>();                                 \
+  template Status Engine::Gels<T>(int*);                              \
+  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);    \
+  template Status Engine::WorkOut<T>(void*);                          \
   template Status Engine::FillNan<T>(void*, int64_t);

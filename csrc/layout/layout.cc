@@ -98,6 +98,7 @@ Status MakeSymmetricPlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, 
   }
   Plan p;
   p.symmetry = Symmetry::kSymmetric;
+  p.identity_padding = true;
   p.tile = tile;
   p.mesh_rows = mesh_rows;
   p.mesh_cols = mesh_cols;
@@ -151,8 +152,15 @@ Status MakeSymmetricPlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, 
 }
 
 Status MakeGeneralPlan(int64_t jax_rows, int64_t jax_cols, int mesh_rows, int mesh_cols,
-                       int64_t tile, bool allow_pad, Plan* plan, bool force_redistribute) {
+                       int64_t tile, bool allow_pad, Plan* plan, bool force_redistribute,
+                       bool ordered_cols) {
   JAXMG_RETURN_IF_ERROR(CheckCommon(jax_rows, jax_cols, mesh_rows, mesh_cols, tile));
+  if (ordered_cols && mesh_rows > 1 && !force_redistribute) {
+    return JAXMG_ERROR(
+        "a routine whose columns keep their order redistributes a matrix whose "
+        "columns are split over " +
+        std::to_string(mesh_rows) + " processes");
+  }
   Plan p;
   p.symmetry = Symmetry::kGeneral;
   p.tile = tile;
@@ -177,8 +185,12 @@ Status MakeGeneralPlan(int64_t jax_rows, int64_t jax_cols, int mesh_rows, int me
   p.strategy = Strategy::kRelabel;
   // A square matrix is cut into the same pieces on both axes, so padded rows and columns
   // coincide (identity on the padded diagonal); a rectangular one per axis.
+  // Ordered columns: one piece (on one process), padded at its end.
   int64_t row_pieces = mesh_cols, col_pieces = mesh_rows;
-  if (jax_rows == jax_cols) row_pieces = col_pieces = std::lcm(mesh_rows, mesh_cols);
+  if (jax_rows == jax_cols && !ordered_cols) {
+    row_pieces = col_pieces = std::lcm(mesh_rows, mesh_cols);
+    p.identity_padding = true;
+  }
   JAXMG_RETURN_IF_ERROR(PadAxis(tile, row_pieces, allow_pad, &p.rows, &p.padded));
   JAXMG_RETURN_IF_ERROR(PadAxis(tile, col_pieces, allow_pad, &p.cols, &p.padded));
   NaturalRelabel(tile, &p.rows);
@@ -187,12 +199,14 @@ Status MakeGeneralPlan(int64_t jax_rows, int64_t jax_cols, int mesh_rows, int me
   return Status();
 }
 
-Status MakePlan(Symmetry symmetry, int64_t n, int mesh_rows, int mesh_cols, int64_t tile,
-                bool allow_pad, bool force_redistribute, Plan* plan) {
+Status MakePlan(Symmetry symmetry, int64_t rows, int64_t cols, int mesh_rows, int mesh_cols,
+                int64_t tile, bool allow_pad, bool force_redistribute, Plan* plan) {
   if (symmetry == Symmetry::kSymmetric) {
-    return MakeSymmetricPlan(n, mesh_rows, mesh_cols, tile, allow_pad, plan, force_redistribute);
+    if (rows != cols) return JAXMG_ERROR("a symmetric routine takes a square matrix");
+    return MakeSymmetricPlan(rows, mesh_rows, mesh_cols, tile, allow_pad, plan, force_redistribute);
   }
-  return MakeGeneralPlan(n, n, mesh_rows, mesh_cols, tile, allow_pad, plan, force_redistribute);
+  return MakeGeneralPlan(rows, cols, mesh_rows, mesh_cols, tile, allow_pad, plan,
+                         force_redistribute, symmetry == Symmetry::kOrderedColumns);
 }
 
 int64_t EngineLocalExtent(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord) {
@@ -301,7 +315,7 @@ void PrepareLocal(const SymmetricPlan& plan, int mesh_u, int mesh_v, const T* sh
     const int64_t col0 = static_cast<int64_t>(mesh_u) * out_cols;
     for (int64_t r = 0; r < out_rows; ++r) {
       const int64_t g = row0 + r;
-      if (plan.rows.extent != plan.cols.extent) break;  // rectangular: zeros only
+      if (!plan.identity_padding) break;  // zeros only
       if (g % rps < rse || g < col0 || g >= col0 + out_cols) continue;
       out[r + (g - col0) * out_rows] = T(1);
     }

@@ -44,6 +44,10 @@ enum class Symmetry : int {
   kSymmetric = 0,
   // General routines (getrf, geqrf, ...): independent Π_r, Π_c. Relabels on every grid.
   kGeneral = 1,
+  // General routines whose columns keep their order (QR: a column permutation changes R). The
+  // rows relabel and pad as for kGeneral; the columns are one piece padded at its end, so they
+  // must lie on one process (mesh_rows == 1), or the plan redistributes.
+  kOrderedColumns = 2,
 };
 
 // One axis of the engine grid.
@@ -75,6 +79,9 @@ struct Plan {
   int64_t tile = 0;  // T
   int mesh_rows = 1, mesh_cols = 1;
   bool padded = false;
+  // Padded diagonal entries are 1 (square plans, whose padded rows and columns coincide: the
+  // padded matrix stays nonsingular); zero elsewhere, and everywhere for the other plans.
+  bool identity_padding = false;
   AxisPlan rows;  // engine rows: procs = mesh_cols, mesh coordinate v
   AxisPlan cols;  // engine cols: procs = mesh_rows, mesh coordinate u
 
@@ -98,11 +105,13 @@ Status MakeSymmetricPlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, 
 // (engine rows = jax_cols over mesh_cols, engine cols = jax_rows over mesh_rows). Square
 // matrices are padded with identity on the diagonal (pieces of the same size on both axes).
 Status MakeGeneralPlan(int64_t jax_rows, int64_t jax_cols, int mesh_rows, int mesh_cols,
-                       int64_t tile, bool allow_pad, Plan* plan, bool force_redistribute = false);
+                       int64_t tile, bool allow_pad, Plan* plan, bool force_redistribute = false,
+                       bool ordered_cols = false);
 
-// Either of the two, by symmetry (square n x n).
-Status MakePlan(Symmetry symmetry, int64_t n, int mesh_rows, int mesh_cols, int64_t tile,
-                bool allow_pad, bool force_redistribute, Plan* plan);
+// The plan of a routine of this symmetry on the JAX matrix handed to it, `rows` x `cols`
+// (square for the symmetric routines).
+Status MakePlan(Symmetry symmetry, int64_t rows, int64_t cols, int mesh_rows, int mesh_cols,
+                int64_t tile, bool allow_pad, bool force_redistribute, Plan* plan);
 
 // Number of engine-local rows (cols) held by grid coordinate `grid_coord` on that axis.
 int64_t EngineLocalExtent(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord);

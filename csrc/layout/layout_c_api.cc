@@ -14,7 +14,7 @@ using jaxmg::layout::Symmetry;
 // kind: bit 0 = general (else symmetric), bit 1 = force the redistribution.
 Status MakePlan(int64_t n, int mesh_rows, int mesh_cols, int64_t tile, int allow_pad, int kind,
                 Plan* plan) {
-  return jaxmg::layout::MakePlan((kind & 1) ? Symmetry::kGeneral : Symmetry::kSymmetric, n,
+  return jaxmg::layout::MakePlan((kind & 1) ? Symmetry::kGeneral : Symmetry::kSymmetric, n, n,
                                  mesh_rows, mesh_cols, tile, allow_pad != 0, (kind & 2) != 0, plan);
 }
 

@@ -25,6 +25,8 @@ _LIBRARIES = {
 # the symbol's name.
 ROUTINES = (
     "potrs",
+    "qr",
+    "least_squares",
     "lu_solve",
     "potri",
     "inv",

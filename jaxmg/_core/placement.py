@@ -241,6 +241,22 @@ def check_square_matrix(a, what: str = "a") -> int:
     return shape[0]
 
 
+def check_tall_matrix(a, what: str = "a") -> tuple[int, int]:
+    """(M, N) of a 2-D matrix with M >= N >= 1."""
+    shape = tuple(a.shape)
+    if len(shape) != 2:
+        raise ValueError(f"{what} must be a 2-D matrix, got shape {shape}")
+    m, n = shape
+    if m < n:
+        raise ValueError(
+            f"{what} is {m} x {n}, wider than tall: this routine takes M >= N (factor the "
+            f"transpose, {what}.T, for a wide matrix)"
+        )
+    if n == 0:
+        raise ValueError(f"{what} has no columns (shape {shape})")
+    return m, n
+
+
 def check_dtype(a, what: str = "a") -> np.dtype:
     dtype = np.dtype(a.dtype)
     if dtype.type not in SUPPORTED_DTYPES:
@@ -251,13 +267,20 @@ def check_dtype(a, what: str = "a") -> np.dtype:
     return dtype
 
 
-def check_divisible(n: int, placement: MatrixPlacement) -> None:
+def check_divisible(n: int, placement: MatrixPlacement, cols: int | None = None) -> None:
+    """n rows (and `cols` columns, n when None) divisible by the devices over them."""
     multiple = int(np.lcm(placement.mesh_rows, placement.mesh_cols))
-    for count, axis in ((placement.mesh_rows, "rows"), (placement.mesh_cols, "columns")):
-        if n % count:
+    square = cols is None
+    for extent, count, axis in (
+        (n, placement.mesh_rows, "rows"),
+        (n if square else cols, placement.mesh_cols, "columns"),
+    ):
+        if extent % count:
+            what = f"the matrix order {extent}" if square else f"the {extent} matrix {axis}"
+            to = multiple if square else count
             raise ValueError(
-                f"the matrix order {n} is not divisible by the {count} devices over its {axis}; "
-                f"pad the matrix to a multiple of {multiple}"
+                f"{what} is not divisible by the {count} devices over its {axis}; "
+                f"pad the matrix to a multiple of {to}"
             )
 
 
@@ -308,6 +331,35 @@ def choose_tile(
     if pad:
         return target
     return max(d for d in range(1, target + 1) if shard % d == 0)
+
+
+def choose_rectangular_tile(
+    m: int, n: int, placement: MatrixPlacement, tile: int | None, pad: bool, redistribute: bool
+) -> int:
+    """The tile of a routine on an M x N matrix (M >= N) whose columns keep their order (QR):
+    `tile` checked, or a default that avoids padding. Relabeled, the rows are cut into one piece
+    per device over them (M / mesh rows) and the N columns are one piece padded at its end, so
+    the default divides both where it can; redistributed, nothing is padded."""
+    target = TILE_TARGET[placement.platform]
+    piece = m // placement.mesh_rows
+    if tile is not None:
+        if isinstance(tile, bool) or not isinstance(tile, int | np.integer) or tile <= 0:
+            raise ValueError(f"T_A must be a positive integer, got {tile!r}")
+        tile = int(tile)
+        if not redistribute and not pad and (piece % tile or n % tile):
+            common = [d for d in range(1, min(piece, n) + 1) if piece % d == 0 and n % d == 0]
+            raise ValueError(
+                f"T_A={tile} does not divide both the row shard {piece} and the {n} columns and "
+                f"pad=False; use a common divisor such as {common[-1]}, or pass pad=True"
+            )
+        return min(tile, n) if redistribute else min(tile, piece, n)
+    if redistribute:
+        return min(target, n)
+    top = min(target, piece, n)
+    common = [d for d in range(1, top + 1) if piece % d == 0 and n % d == 0]
+    if common[-1] >= top // 4 or not pad:
+        return common[-1]  # no padding
+    return top
 
 
 def engine_order(n: int, placement: MatrixPlacement, tile: int, redistribute: bool) -> int:

@@ -49,6 +49,9 @@ class SolveRoutine:
     redistribute: the engine always redistributes the matrix (no relabeling).
     keeps_factor: the matrix returned is a factor kept for solves: where the engine pads, it
       is the padded engine-local matrix (a larger array, sharded like a), not a's buffer.
+    rectangular: the routine takes an M x N matrix, M >= N (QR, least squares); the engine is
+      handed aᵀ (its columns keep their order: redistributed when they are split over devices);
+      b has M rows and x has N, with `solution_cols` columns (0: b's).
     """
 
     name: str
@@ -61,6 +64,8 @@ class SolveRoutine:
     pivots_out: bool = False
     redistribute: bool = False
     keeps_factor: bool = False
+    rectangular: bool = False
+    solution_cols: Callable[[int, int], int] | None = None  # (N, nrhs) -> columns of x
 
 
 @dataclass(frozen=True)
@@ -130,10 +135,13 @@ def call(
     kept: for routines that read a kept factor, (engine placement, user placement, tile, pad,
       pivots or None, order) of the factor `a`; T_A, mesh, specs and pad are then the factor's.
     """
-    n = _mesh.check_square_matrix(a) if kept is None else kept[5]
+    if routine.rectangular:
+        m, n = _mesh.check_tall_matrix(a)
+    else:
+        m = n = _mesh.check_square_matrix(a) if kept is None else kept[5]
     dtype = _mesh.check_dtype(a)
     if routine.takes_rhs:
-        _check_rhs(b, n, dtype)
+        _check_rhs(b, m, dtype)
     else:
         b = None  # the call takes an empty right-hand side (made inside the jitted function)
     if kept is not None:
@@ -142,7 +150,7 @@ def call(
         pivots = None
         matrix_specs = _matrix_spec(matrix_specs, in_specs)
         placement = _mesh.resolve_placement(a, mesh, matrix_specs)
-        _mesh.check_divisible(n, placement)
+        _mesh.check_divisible(m, placement, cols=n)
     real = np.finfo(dtype).dtype
     if n == 0:
         return Result(
@@ -156,7 +164,11 @@ def call(
             user=placement,
         )
     redistribute = routine.redistribute or os.environ.get(REDISTRIBUTE_ENV, "") == "always"
-    if kept is None:
+    if routine.rectangular:
+        # The columns keep their order: on one device column, or redistributed.
+        redistribute = redistribute or placement.mesh_cols > 1
+        tile = _mesh.choose_rectangular_tile(m, n, placement, T_A, pad, redistribute)
+    elif kept is None:
         tile = _mesh.choose_tile(
             n, placement, T_A, pad, symmetric=routine.symmetric and not routine.redistribute
         )
@@ -165,18 +177,23 @@ def call(
     _native.engine(placement.platform)
     if kept is None:
         engine_placement = placement
-        if routine.hand_transpose(placement, bool(donate)):
+        if routine.rectangular or routine.hand_transpose(placement, bool(donate)):
             engine_placement = _mesh.transposed(placement)
     context = None
     if placement.platform == "cuda":
         context = _gpu.context_for(engine_placement, routine.symmetric, redistribute)
     check_symmetry = bool(check_symmetry and routine.symmetric)
-    order = _mesh.engine_order(n, engine_placement, tile, redistribute)
+    order = n
+    if not routine.rectangular:
+        order = _mesh.engine_order(n, engine_placement, tile, redistribute)
     big = max(engine_placement.mesh_rows, engine_placement.mesh_cols)
     small = min(engine_placement.mesh_rows, engine_placement.mesh_cols)
     relabels = not redistribute and (big % small == 0 or not routine.symmetric)
     # A factor of a padded plan is the padded engine-local matrix (csrc/routines/factor.h).
     factor_order = order if routine.keeps_factor and relabels and order != n else 0
+    solution_cols = 0
+    if routine.solution_cols is not None:
+        solution_cols = routine.solution_cols(n, 1 if b is None or b.ndim == 1 else b.shape[1])
     fn = _build(
         _Call(
             name=routine.name,
@@ -184,6 +201,8 @@ def call(
             user=placement,
             placement=engine_placement,
             n=n,
+            cols=m,
+            solution_cols=solution_cols,
             tile=tile,
             pad=bool(pad),
             redistribute=redistribute,
@@ -300,6 +319,8 @@ class _Call:
     user: _mesh.MatrixPlacement  # the placement of b and x (and of a, unless reads_factor)
     placement: _mesh.MatrixPlacement  # the engine's placement of a
     n: int
+    cols: int  # the columns of the matrix handed (M of a rectangular a, which is handed aᵀ)
+    solution_cols: int  # columns of x when it is not shaped like b (rectangular routines)
     tile: int
     pad: bool
     redistribute: bool
@@ -318,6 +339,7 @@ class _Call:
 @functools.cache
 def _build(c: _Call):
     placement, user, n = c.placement, c.user, c.n
+    rhs_rows = c.cols  # b's rows: the engine matrix's
     # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
     ranks = np.asarray(placement.process_ids or (), dtype=np.int64)
@@ -328,6 +350,11 @@ def _build(c: _Call):
     transpose_here = transposed and not c.reads_factor
     # The GPU handlers take one more attribute: their context id.
     extra_attrs = {} if c.context is None else {"context": np.int64(c.context)}
+
+    # x: shaped like b, or (rectangular routines) n x solution_cols, its rows split like b's
+    # where they divide, else whole on every device.
+    rhs_procs = placement.mesh_cols if transposed else placement.mesh_rows
+    x_split = n % rhs_procs == 0
 
     def local(a_blk, b_blk, piv_in):
         position = jnp.stack([_axis_index(placement.row_axis), _axis_index(placement.col_axis)])
@@ -343,11 +370,14 @@ def _build(c: _Call):
             )
         else:
             work_shape = a_blk.shape
+        x_shape = b_blk.shape
+        if c.solution_cols:
+            x_shape = (n // rhs_procs if x_split else n, c.solution_cols)
         call = jax.ffi.ffi_call(
             target,
             (
                 jax.ShapeDtypeStruct(work_shape, a_blk.dtype),
-                jax.ShapeDtypeStruct(b_blk.shape, b_blk.dtype),
+                jax.ShapeDtypeStruct(x_shape, b_blk.dtype),
                 jax.ShapeDtypeStruct((), real),
                 jax.ShapeDtypeStruct((), jnp.int32),
                 jax.ShapeDtypeStruct((), a_blk.dtype),
@@ -371,6 +401,7 @@ def _build(c: _Call):
             ranks=ranks,
             thread=np.int64(c.thread),
             check_symmetry=np.int64(c.check_symmetry),
+            cols=np.int64(c.cols),
             **extra_attrs,
         )
         return x, logdet, status, sign, piv_out, a_work
@@ -380,20 +411,21 @@ def _build(c: _Call):
     # resharding them would put an XLA collective before the call, which could pair with a
     # peer's unrelated collective. The engine reads them where they are.
     rhs_spec = P(placement.col_axis, None) if transposed else placement.rhs_spec
+    x_spec = rhs_spec if not c.solution_cols or x_split else P()
     call = jax.shard_map(
         local,
         mesh=placement.mesh,
         in_specs=(placement.matrix_spec, rhs_spec, P()),
-        out_specs=(rhs_spec, P(), P(), P(), P(), work_spec),
+        out_specs=(x_spec, P(), P(), P(), P(), work_spec),
         check_vma=False,
     )
 
     def run(a, b, piv_in):
         if b is None:  # an unused right-hand side of one column
-            b = jnp.zeros((n, 1), a.dtype)
+            b = jnp.zeros((rhs_rows, 1), a.dtype)
         if piv_in is None:
             piv_in = jnp.zeros((max(c.pivots_in, 1),), jnp.int32)
-        b2 = b.reshape(n, 1) if c.b_ndim == 1 else b
+        b2 = b.reshape(rhs_rows, 1) if c.b_ndim == 1 else b
         if c.reads_factor:
             a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
         else:
@@ -403,10 +435,13 @@ def _build(c: _Call):
             a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
         b2 = _mesh.constrain(b2, placement.mesh, rhs_spec)
         x, logdet, status, sign, piv_out, a_work = call(a, b2, piv_in)
-        x = _mesh.constrain(x, user.mesh, user.rhs_spec)
+        if x_spec == rhs_spec:
+            x = _mesh.constrain(x, user.mesh, user.rhs_spec)
         x = x.reshape(n) if c.b_ndim == 1 else x
         if c.returns_matrix and not transposed and not c.factor_order:
             a_work = _mesh.constrain(a_work, user.mesh, user.matrix_spec)
+        elif c.returns_matrix and c.solution_cols:  # a rectangular routine's matrix: back to a's
+            a_work = _mesh.constrain(a_work.T, user.mesh, user.matrix_spec)
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
         keep = c.donate or c.returns_matrix
         return x, logdet, status, sign, piv_out, (a_work if keep else None)

@@ -44,6 +44,7 @@ from linalg_cases import (  # noqa: E402
     solve_case,
     spd,
 )
+from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import gpu_plan  # noqa: E402
 
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}
@@ -120,6 +121,8 @@ def mesh_plan(mesh, tag):
         "inverse-failure": lambda **p: inverse_failure_case(mesh, **p),
         "factor": lambda **p: factor_case(mesh, **p),
         "factor-failure": lambda **p: factor_failure_case(mesh, **p),
+        "qr": lambda **p: qr_case(mesh, **p),
+        "qr-failure": lambda **p: qr_failure_case(mesh, **p),
     }
     return {
         f"{tag}/{name}": (lambda k=kind, p=params: kinds[k](**p))

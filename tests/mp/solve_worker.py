@@ -42,6 +42,7 @@ from linalg_cases import (  # noqa: E402
     spd,
 )
 from linalg_cases import place as _place  # noqa: E402
+from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import cpu_plan  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -232,6 +233,8 @@ KINDS = {
     "inverse-failure": lambda **p: inverse_failure_case(mesh, **p),
     "factor": lambda **p: factor_case(mesh, **p),
     "factor-failure": lambda **p: factor_failure_case(mesh, **p),
+    "qr": lambda **p: qr_case(mesh, **p),
+    "qr-failure": lambda **p: qr_failure_case(mesh, **p),
     "potri-0x-call": case_potri_0x_call,
 }
 

@@ -72,7 +72,7 @@ Status RankOfMeshPosition(layout::Symmetry symmetry, bool force_redistribute, in
   layout::Plan plan;
   const int64_t n = static_cast<int64_t>(mesh_rows) * mesh_cols;
   JAXMG_RETURN_IF_ERROR(
-      layout::MakePlan(symmetry, n, mesh_rows, mesh_cols, 1, true, force_redistribute, &plan));
+      layout::MakePlan(symmetry, n, n, mesh_rows, mesh_cols, 1, true, force_redistribute, &plan));
   *nprow = plan.grid_rows();
   *npcol = plan.grid_cols();
   const int i = plan.rows.grid_of_mesh[v], j = plan.cols.grid_of_mesh[u];
@@ -291,17 +291,17 @@ Status FindContext(int64_t id, Context** out) {
   return Status();
 }
 
-Status Context::GetPlan(layout::Symmetry symmetry, int64_t n, int64_t tile, bool pad,
+Status Context::GetPlan(layout::Symmetry symmetry, int64_t n, int64_t cols, int64_t tile, bool pad,
                         bool force_redistribute, const PlanState** out) {
-  auto key = std::make_tuple(n, tile, pad, static_cast<int>(symmetry), force_redistribute);
+  auto key = std::make_tuple(n, cols, tile, pad, static_cast<int>(symmetry), force_redistribute);
   auto it = plans.find(key);
   if (it != plans.end()) {
     *out = it->second.get();
     return Status();
   }
   auto s = std::make_unique<PlanState>();
-  JAXMG_RETURN_IF_ERROR(
-      layout::MakePlan(symmetry, n, mesh_rows, mesh_cols, tile, pad, force_redistribute, &s->plan));
+  JAXMG_RETURN_IF_ERROR(layout::MakePlan(symmetry, n, cols, mesh_rows, mesh_cols, tile, pad,
+                                         force_redistribute, &s->plan));
   const layout::Plan& plan = s->plan;
   if (plan.grid_rows() != nprow || plan.grid_cols() != npcol ||
       plan.rows.grid_of_mesh[mesh_v] != myrow || plan.cols.grid_of_mesh[mesh_u] != mycol) {
@@ -311,12 +311,16 @@ Status Context::GetPlan(layout::Symmetry symmetry, int64_t n, int64_t tile, bool
   }
   const int64_t lr = layout::EngineLocalExtent(plan, plan.rows, myrow);
   JAXMG_CUDA(cudaSetDevice(device));
-  for (int axis = 0; axis < 2; ++axis) {
+  for (int axis = 0; axis < 3; ++axis) {
     const layout::AxisPlan& map = axis == 0 ? plan.rows : plan.cols;
     std::vector<int64_t> rows(static_cast<size_t>(lr));
     for (int64_t r = 0; r < lr; ++r) {
       const int64_t engine = layout::CyclicGlobal(r, plan.tile, nprow, myrow);
-      rows[r] = layout::EngineGlobalToOriginal(plan, map, engine).value;
+      if (axis == 2) {  // the leading rows (engine order), as many as the matrix has columns
+        rows[r] = engine < plan.cols.extent ? engine : -1;
+      } else {
+        rows[r] = layout::EngineGlobalToOriginal(plan, map, engine).value;
+      }
     }
     JAXMG_CUDA(cudaMalloc(&s->d_rhs_map[axis], sizeof(int64_t) * std::max<int64_t>(lr, 1)));
     JAXMG_CUDA(

@@ -55,8 +55,10 @@ Status BlasMpCheck(cublasMpStatus_t s, const char* what);
 struct PlanState {
   layout::Plan plan;
   // For each local row r of this process row: the original global index (or -1) of engine
-  // index CyclicGlobal(r) through the plan's rows axis ([0]) and columns axis ([1]).
-  int64_t* d_rhs_map[2] = {nullptr, nullptr};
+  // index CyclicGlobal(r) through the plan's rows axis ([0]) and columns axis ([1]); [2]: the
+  // engine index itself when it is below the matrix's column count (the leading rows: R of a
+  // QR factorization, a least-squares solution), else -1.
+  int64_t* d_rhs_map[3] = {nullptr, nullptr, nullptr};
   std::vector<int64_t> row_perm;  // LocalTilePermutation of rows (identity when not needed)
   std::vector<int64_t> col_perm;
 };
@@ -92,7 +94,8 @@ struct Context {
   cudaEvent_t agree_end = nullptr;
   std::string poisoned;
   std::vector<char> host_work;  // engine host workspace
-  std::map<std::tuple<int64_t, int64_t, bool, int, bool>, std::unique_ptr<PlanState>> plans;
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool, int, bool>, std::unique_ptr<PlanState>>
+      plans;
   std::mutex mu;  // one call at a time per context
 
   Context() = default;
@@ -100,9 +103,9 @@ struct Context {
   Context& operator=(const Context&) = delete;
   ~Context();
 
-  // The plan of (n, tile, pad, symmetry, force_redistribute), made once. Fails when the plan's
-  // grid map is not this context's.
-  Status GetPlan(layout::Symmetry symmetry, int64_t n, int64_t tile, bool pad,
+  // The plan of (n x cols, tile, pad, symmetry, force_redistribute), made once. Fails when the
+  // plan's grid map is not this context's.
+  Status GetPlan(layout::Symmetry symmetry, int64_t n, int64_t cols, int64_t tile, bool pad,
                  bool force_redistribute, const PlanState** out);
 };
 

@@ -254,8 +254,8 @@ Status Engine::Prepare(void* shard) {
       JAXMG_CUDA(cuda::PadCopy(KernelType<T>(), shard, plan.rows.shard, plan.cols.shard, work_, lr,
                                lc, plan.rows.piece, plan.rows.padded_piece, plan.cols.piece,
                                plan.cols.padded_piece, static_cast<int64_t>(ctx_.mesh_v) * lr,
-                               static_cast<int64_t>(ctx_.mesh_u) * lc,
-                               plan.rows.extent == plan.cols.extent, stream_));
+                               static_cast<int64_t>(ctx_.mesh_u) * lc, plan.identity_padding,
+                               stream_));
     }
     if (plan.rows.local_permutation || plan.cols.local_permutation) {
       void* p = nullptr;
@@ -289,7 +289,7 @@ Status Engine::NonFinite(int32_t* column) {
 }
 
 template <typename T>
-Status Engine::Agree(bool failed, int* info) {
+Status Engine::Agree(bool failed, int* info, int64_t diag_limit) {
   // The local status: the engine's info when positive; else (the engine gave up without an order:
   // cuSOLVERMp returns INTERNAL_ERROR or EXECUTION_FAILED for some matrices that are not positive
   // definite) n + 1; else the first diagonal entry of the factor that is zero or not finite (NaN
@@ -298,7 +298,9 @@ Status Engine::Agree(bool failed, int* info) {
   // every rank before anyone branches.
   const layout::Plan& plan = state_.plan;
   JAXMG_CUDA(cuda::DiagCheck(KernelType<T>(), work_, local_rows_, local_cols_, plan.tile,
-                             ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, small_ + 3, stream_));
+                             ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol,
+                             diag_limit < 0 ? plan.engine_rows() : diag_limit, small_ + 3,
+                             stream_));
   JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 8));
   int32_t* host = ctx_.pinned;
   JAXMG_CUDA(cudaMemcpyAsync(host, small_, 4 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
@@ -727,7 +729,9 @@ Status Engine::MatrixOut(const void* from, void* shard) {
   // (row-major). Padding is dropped.
   const layout::Plan& plan = state_.plan;
   const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;
-  const int64_t sr = plan.rows.extent / plan.mesh_rows, sc = plan.cols.extent / plan.mesh_cols;
+  // The shard of the matrix handed: cols.extent x rows.extent, in blocks of cols.shard rows and
+  // rows.shard columns.
+  const int64_t sr = plan.cols.shard, sc = plan.rows.shard;
   if (plan.strategy != layout::Strategy::kRelabel) {
     // Back from block-cyclic tiles to the block layout.
     return Redistribute<T>(from, /*to_tiles=*/false, shard);
@@ -842,6 +846,107 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
   JAXMG_CUDA(cudaMemcpyAsync(sign, &s, sizeof(T), cudaMemcpyHostToDevice, stream_));
   JAXMG_CUDA(cudaMemcpyAsync(logabsdet, &l, sizeof(R), cudaMemcpyHostToDevice, stream_));
   return Status();
+}
+
+template <typename T>
+Status Engine::Geqrf(int* info) {
+  StepTimer timer("Geqrf", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (local_cols_ + plan.tile), &tau_));
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(ctx_.handle, m, n, work_, 1, 1, desc_a_.get(),
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGeqrf(ctx_.handle, m, n, work_, 1, 1, desc_a_.get(), tau_, DataTypeOf<T>(),
+                               d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_));
+  return Agree<T>(false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
+}
+
+template <typename T>
+Status Engine::Orgqr() {
+  StepTimer timer("Orgqr", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(ctx_.handle, m, n, n, work_, 1, 1, desc_a_.get(), tau_,
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpOrgqr(ctx_.handle, m, n, n, work_, 1, 1, desc_a_.get(), tau_,
+                               DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_ + 2));
+  return Status();
+}
+
+template <typename T>
+Status Engine::Gels(int* info) {
+  StepTimer timer("Gels", stream_);
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
+  // Every process column holds at least one tile of the right-hand side: zero columns are
+  // appended where there are fewer (their solutions, zero, are never read).
+  const int64_t held = std::max<int64_t>(nrhs_, t * ctx_.npcol);
+  if (held != nrhs_) {
+    const int64_t lc = CyclicLocalExtent(held, t, ctx_.mycol, ctx_.npcol);
+    void* wide = nullptr;
+    JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &wide));
+    JAXMG_CUDA(cudaMemsetAsync(wide, 0, es * lr * lc, stream_));
+    // Global column j keeps its local index: the cyclic map does not depend on the width.
+    if (lr * rhs_local_cols_ > 0) {
+      JAXMG_CUDA(cudaMemcpyAsync(wide, local_b_, es * lr * rhs_local_cols_,
+                                 cudaMemcpyDeviceToDevice, stream_));
+    }
+    local_b_ = wide;
+    rhs_local_cols_ = lc;
+    JAXMG_RETURN_IF_ERROR(
+        desc_b_.Create(ctx_, DataTypeOf<T>(), m, held, t, t, std::max<int64_t>(lr, 1)));
+  }
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGels_bufferSize(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1,
+                                         desc_a_.get(), local_b_, 1, 1, desc_b_.get(),
+                                         DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGels(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1, desc_a_.get(),
+                              local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(), d_work,
+                              workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
+                              small_));
+  return Agree<T>(false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
+}
+
+template <typename T>
+Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
+  StepTimer timer("LeadingRowsOut", stream_);
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.cols.extent, cols = from_matrix ? n : nrhs_;
+  const int64_t lc = from_matrix ? local_cols_ : rhs_local_cols_;
+  // Every entry is held by one process: the sum over the grid assembles the n x cols rows.
+  void* full = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(es * n * cols, &full));
+  JAXMG_CUDA(cudaMemsetAsync(full, 0, es * n * cols, stream_));
+  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), from_matrix ? work_ : local_b_, cols,
+                              state_.d_rhs_map[2], local_rows_, lc, plan.tile, ctx_.npcol,
+                              ctx_.mycol, /*conj=*/false, full, stream_));
+  const size_t reals = static_cast<size_t>(n * cols * Scalar<T>::kParts);
+  JAXMG_NCCL(ncclAllReduce(full, full, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  const int64_t block = x_rows == n ? 0 : (rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u);
+  const char* mine = static_cast<const char*>(full) + es * block * x_rows * cols;
+  JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * x_rows * cols, cudaMemcpyDeviceToDevice, stream_));
+  return Status();
+}
+
+template <typename T>
+Status Engine::WorkOut(void* shard) {
+  // In place (a relabeled plan without padding; general plans permute no local tiles): the
+  // engine-local array is the shard.
+  if (work_ == shard) return Status();
+  StepTimer timer("WorkOut", stream_);
+  return MatrixOut<T>(work_, shard);
 }
 
 template <typename T>

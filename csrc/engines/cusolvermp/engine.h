@@ -78,6 +78,16 @@ class Engine {
   template <typename T>
   Status SignLogDet(void* sign, void* logabsdet);
   template <typename T>
+  Status Geqrf(int* info);
+  template <typename T>
+  Status Orgqr();
+  template <typename T>
+  Status Gels(int* info);
+  template <typename T>
+  Status LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows);
+  template <typename T>
+  Status WorkOut(void* shard);
+  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
   // NCCL collectives complete on the stream without the host: nothing left to progress.
@@ -112,9 +122,10 @@ class Engine {
   // matrix, or kNoColumn.
   template <typename T>
   Status NonFinite(int32_t* column);
-  // Status agreement (see engine.cc); returns the agreed info.
+  // Status agreement (see engine.cc); returns the agreed info. The diagonal check covers the
+  // global diagonal below diag_limit (-1: all of it; 0: none).
   template <typename T>
-  Status Agree(bool failed, int* info);
+  Status Agree(bool failed, int* info, int64_t diag_limit = -1);
 
   Context& ctx_;
   const PlanState& state_;
@@ -126,6 +137,7 @@ class Engine {
   void* work_ = nullptr;  // the engine-local matrix (the shard itself, or scratch)
   Descriptor desc_a_;
   int64_t* ipiv_ = nullptr;
+  void* tau_ = nullptr;  // the Householder scalars of a QR factorization
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   int32_t* small_ = nullptr;  // [0..1]: agreement, [2]: solve info, [3]: diagonal check, then

@@ -309,8 +309,9 @@ Status Engine::MatrixOut(const void* from, const Descriptor& desc, void* shard) 
   // (row-major). Padding is dropped.
   const layout::Plan& plan = *plan_;
   const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;
-  const int64_t n = plan.rows.extent, sr = n / plan.mesh_rows,
-                sc = plan.cols.extent / plan.mesh_cols;
+  // The shard of the matrix handed: cols.extent x rows.extent, in blocks of cols.shard rows
+  // and rows.shard columns.
+  const int64_t sr = plan.cols.shard, sc = plan.rows.shard;
   const T* y = static_cast<const T*>(from);
   T* out = As<T>(shard);
   if (plan.strategy != layout::Strategy::kRelabel) {
@@ -426,6 +427,74 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
   const R nan = std::numeric_limits<R>::quiet_NaN(), inf = std::numeric_limits<R>::infinity();
   *As<R>(logabsdet) = sums[3] > 0 ? nan : sums[2] > 0 ? -inf : static_cast<R>(sums[0]);
   return Status();
+}
+
+template <typename T>
+Status Engine::AgreeQr(bool rank_fails, int* info) {
+  int64_t first = FirstNonFiniteColumn<T>();
+  if (rank_fails) {
+    const int64_t n = plan_->cols.extent;
+    ForEachLocalDiagonal<T>([&](int64_t g, const T& d) {
+      if (g < n && std::abs(d) == RealOf<T>(0) && (first == 0 || g < first)) first = g + 1;
+    });
+  }
+  *info = static_cast<int>(std::min<int64_t>(first, std::numeric_limits<int>::max()));
+  return AllreduceMax(*grid_, info);
+}
+
+template <typename T>
+Status Engine::Geqrf(int* info) {
+  *info = 0;
+  tau_.assign(sizeof(T) * static_cast<size_t>(local_cols_ + plan_->tile), 0);
+  JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(plan_->engine_rows(), plan_->cols.extent, As<T>(work_),
+                                            desc_a_, As<T>(tau_.data()), info));
+  return AgreeQr<T>(/*rank_fails=*/false, info);
+}
+
+template <typename T>
+Status Engine::Orgqr() {
+  int info = 0;
+  return scalapack::Orgqr<T>(plan_->engine_rows(), plan_->cols.extent, As<T>(work_), desc_a_,
+                             As<T>(tau_.data()), &info);
+}
+
+template <typename T>
+Status Engine::Gels(int* info) {
+  *info = 0;
+  JAXMG_RETURN_IF_ERROR(scalapack::Gels<T>(plan_->engine_rows(), plan_->cols.extent, nrhs_,
+                                           As<T>(work_), desc_a_, As<T>(local_b_.data()), desc_b_,
+                                           info));
+  return AgreeQr<T>(/*rank_fails=*/true, info);
+}
+
+template <typename T>
+Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
+  const int64_t n = plan_->cols.extent, t = plan_->tile, lr = local_rows_;
+  const int64_t cols = from_matrix ? n : nrhs_;
+  const int64_t lc = from_matrix ? local_cols_ : rhs_local_cols_;
+  const T* local = from_matrix ? As<T>(work_) : As<T>(local_b_.data());
+  // Every entry is held by one process: the sum over the grid assembles the n x cols rows.
+  std::vector<T> full(static_cast<size_t>(n * cols), T(0));
+  for (int64_t r = 0; r < lr; ++r) {
+    const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+    if (g >= n) continue;
+    for (int64_t c = 0; c < lc; ++c) {
+      const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+      if (gc < cols) full[g * cols + gc] = local[r + c * lr];
+    }
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * cols));
+  const int64_t block = x_rows == n ? 0 : (rhs_by_cols_ ? v_ : u_);
+  std::memcpy(x, full.data() + block * x_rows * cols, sizeof(T) * x_rows * cols);
+  return Status();
+}
+
+template <typename T>
+Status Engine::WorkOut(void* shard) {
+  // In place (a relabeled plan without padding; general plans permute no local tiles): the
+  // engine-local array is the shard.
+  if (work_ == shard) return Status();
+  return MatrixOut<T>(work_, desc_a_, shard);
 }
 
 template <typename T>

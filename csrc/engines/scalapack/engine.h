@@ -53,6 +53,16 @@ class Engine {
   template <typename T>
   Status SignLogDet(void* sign, void* logabsdet);
   template <typename T>
+  Status Geqrf(int* info);
+  template <typename T>
+  Status Orgqr();
+  template <typename T>
+  Status Gels(int* info);
+  template <typename T>
+  Status LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows);
+  template <typename T>
+  Status WorkOut(void* shard);
+  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
   Status Finish(const Status& result);
@@ -60,6 +70,10 @@ class Engine {
  private:
   template <typename T>
   Status Agree(int* info);
+  // The status of a QR factorization held: 1 + the first column with a non-finite entry or,
+  // with rank_fails, an exactly zero diagonal entry of R; agreed (max).
+  template <typename T>
+  Status AgreeQr(bool rank_fails, int* info);
   template <typename T, typename Fn>
   void ForEachLocalDiagonal(Fn&& fn) const;
   template <typename T>
@@ -80,6 +94,7 @@ class Engine {
   std::vector<char> owned_;  // padded or redistributed copy
   Descriptor desc_a_{};
   std::vector<int> ipiv_;
+  std::vector<char> tau_;        // the Householder scalars of a QR factorization
   int64_t input_nonfinite_ = 0;  // FirstNonFiniteColumn of the matrix before Getrf
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   std::vector<char> local_b_;  // local_rows_ x rhs_local_cols_, column-major

@@ -38,6 +38,21 @@ JAXMG_DECLARE_POTRF(pd, double)
 JAXMG_DECLARE_POTRF(pc, std::complex<float>)
 JAXMG_DECLARE_POTRF(pz, std::complex<double>)
 #undef JAXMG_DECLARE_POTRF
+
+// QR: p?orgqr is p?ungqr for the complex types.
+#define JAXMG_DECLARE_QR(p, T, gqr)                                                                \
+  void p##geqrf_(const int* m, const int* n, T* a, const int* ia, const int* ja, const int* desca, \
+                 T* tau, T* work, const int* lwork, int* info);                                    \
+  void p##gqr##_(const int* m, const int* n, const int* k, T* a, const int* ia, const int* ja,     \
+                 const int* desca, const T* tau, T* work, const int* lwork, int* info);            \
+  void p##gels_(const char* trans, const int* m, const int* n, const int* nrhs, T* a,              \
+                const int* ia, const int* ja, const int* desca, T* b, const int* ib,               \
+                const int* jb, const int* descb, T* work, const int* lwork, int* info);
+JAXMG_DECLARE_QR(ps, float, orgqr)
+JAXMG_DECLARE_QR(pd, double, orgqr)
+JAXMG_DECLARE_QR(pc, std::complex<float>, ungqr)
+JAXMG_DECLARE_QR(pz, std::complex<double>, ungqr)
+#undef JAXMG_DECLARE_QR
 }
 
 namespace jaxmg::scalapack {
@@ -398,6 +413,71 @@ JAXMG_DEFINE_ROUTINES(pd, double)
 JAXMG_DEFINE_ROUTINES(pc, std::complex<float>)
 JAXMG_DEFINE_ROUTINES(pz, std::complex<double>)
 #undef JAXMG_DEFINE_ROUTINES
+
+namespace {
+// The workspace a query (lwork = -1) asked for: its first entry's real part.
+template <typename T>
+Status QueriedWork(const T& query, std::vector<T>* work, int* lwork) {
+  const double size = static_cast<double>(std::real(query));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(static_cast<int64_t>(size) + 1, "workspace", lwork));
+  work->assign(static_cast<size_t>(*lwork), T(0));
+  return Status();
+}
+}  // namespace
+
+#define JAXMG_DEFINE_QR(p, T, gqr)                                                                 \
+  template <>                                                                                      \
+  Status Geqrf<T>(int64_t m, int64_t n, T* a, const Descriptor& desc, T* tau, int* info) {         \
+    int im, in, one = 1, lwork = -1;                                                               \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                             \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                          \
+    T query(0);                                                                                    \
+    std::vector<T> work;                                                                           \
+    p##geqrf_(&im, &in, a, &one, &one, desc.desc, tau, &query, &lwork, info);                      \
+    if (*info == 0) JAXMG_RETURN_IF_ERROR(QueriedWork(query, &work, &lwork));                      \
+    if (*info == 0) p##geqrf_(&im, &in, a, &one, &one, desc.desc, tau, work.data(), &lwork, info); \
+    if (*info < 0) return JAXMG_ERROR(#p "geqrf: illegal argument " + std::to_string(-*info));     \
+    return Status();                                                                               \
+  }                                                                                                \
+  template <>                                                                                      \
+  Status Orgqr<T>(int64_t m, int64_t n, T* a, const Descriptor& desc, const T* tau, int* info) {   \
+    int im, in, one = 1, lwork = -1;                                                               \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                             \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                          \
+    T query(0);                                                                                    \
+    std::vector<T> work;                                                                           \
+    p##gqr##_(&im, &in, &in, a, &one, &one, desc.desc, tau, &query, &lwork, info);                 \
+    if (*info == 0) JAXMG_RETURN_IF_ERROR(QueriedWork(query, &work, &lwork));                      \
+    if (*info == 0) {                                                                              \
+      p##gqr##_(&im, &in, &in, a, &one, &one, desc.desc, tau, work.data(), &lwork, info);          \
+    }                                                                                              \
+    if (*info < 0) return JAXMG_ERROR(#p #gqr ": illegal argument " + std::to_string(-*info));     \
+    return Status();                                                                               \
+  }                                                                                                \
+  template <>                                                                                      \
+  Status Gels<T>(int64_t m, int64_t n, int64_t nrhs, T* a, const Descriptor& desc_a, T* b,         \
+                 const Descriptor& desc_b, int* info) {                                            \
+    int im, in, ir, one = 1, lwork = -1;                                                           \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                             \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                          \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                              \
+    T query(0);                                                                                    \
+    std::vector<T> work;                                                                           \
+    p##gels_("N", &im, &in, &ir, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, &query,   \
+             &lwork, info);                                                                        \
+    if (*info == 0) JAXMG_RETURN_IF_ERROR(QueriedWork(query, &work, &lwork));                      \
+    if (*info == 0) {                                                                              \
+      p##gels_("N", &im, &in, &ir, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc,         \
+               work.data(), &lwork, info);                                                         \
+    }                                                                                              \
+    if (*info < 0) return JAXMG_ERROR(#p "gels: illegal argument " + std::to_string(-*info));      \
+    return Status();                                                                               \
+  }
+JAXMG_DEFINE_QR(ps, float, orgqr)
+JAXMG_DEFINE_QR(pd, double, orgqr)
+JAXMG_DEFINE_QR(pc, std::complex<float>, ungqr)
+JAXMG_DEFINE_QR(pz, std::complex<double>, ungqr)
+#undef JAXMG_DEFINE_QR
 
 template <typename T>
 Status AllreduceSum(const Grid& grid, T* data, int64_t count) {

@@ -64,6 +64,16 @@ Status Getrf(int64_t n, T* a, const Descriptor& desc, int* ipiv, int* info);
 template <typename T>
 Status Getrs(char trans, int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a,
              const int* ipiv, T* b, const Descriptor& desc_b, int* info);
+// QR of the m x n matrix (tau: LOCc(n) entries); Q's first n columns from it (k = n
+// reflectors); least squares min ‖A x − b‖ for m >= n (x in b's first n rows; A is left
+// holding its QR factors).
+template <typename T>
+Status Geqrf(int64_t m, int64_t n, T* a, const Descriptor& desc, T* tau, int* info);
+template <typename T>
+Status Orgqr(int64_t m, int64_t n, T* a, const Descriptor& desc, const T* tau, int* info);
+template <typename T>
+Status Gels(int64_t m, int64_t n, int64_t nrhs, T* a, const Descriptor& desc_a, T* b,
+            const Descriptor& desc_b, int* info);
 template <typename T>
 Status Gemr2d(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,
               const Descriptor& desc_b, const Grid& grid);

@@ -1,0 +1,56 @@
+// qr and least_squares: Householder QR of a tall matrix A (M x N, M >= N) and the
+// least-squares solve min ‖A x − b‖ through it.
+//
+// jaxmg/routines/qr.py hands aᵀ (a transpose local to each device), so the engine matrix (the
+// shards read column-major) is A itself: rows relabeled (B = Π_r A; a row permutation of A
+// permutes the rows of Q and leaves R unchanged, and padded zero rows give zero rows of Q), the
+// columns in their order (kOrderedColumns: a column permutation would change R), padded only at
+// their end, beyond the N columns factored.
+//   B = (Π_r Q) R:  Q comes back through the plan (WorkOut: Π_r undone, padding dropped), in the
+//   layout of aᵀ (read row-major, Qᵀ), which qr.py transposes back; R is the first N rows of
+//   the factored B in engine order (LeadingRowsOut), taken before Orgqr overwrites them.
+//   least squares: min ‖B x − Π_r b‖ has the same x, the first N rows of the solved right-hand
+//   side.
+#pragma once
+
+#include "ffi/solve.h"
+
+namespace jaxmg::routines {
+
+struct Qr {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
+  static constexpr bool kRectangular = true;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    int info = 0;
+    JAXMG_RETURN_IF_ERROR(e.template Geqrf<T>(&info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    if (info != 0) {
+      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
+      return e.template FillNan<T>(io.a, io.a_count);
+    }
+    JAXMG_RETURN_IF_ERROR(e.template LeadingRowsOut<T>(/*from_matrix=*/true, io.x, io.x_rows));
+    JAXMG_RETURN_IF_ERROR(e.template Orgqr<T>());
+    return e.template WorkOut<T>(io.a);
+  }
+};
+
+struct LeastSquares {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
+  static constexpr bool kRectangular = true;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/false));
+    int info = 0;
+    JAXMG_RETURN_IF_ERROR(e.template Gels<T>(&info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
+    return e.template LeadingRowsOut<T>(/*from_matrix=*/false, io.x, io.x_rows);
+  }
+};
+
+}  // namespace jaxmg::routines

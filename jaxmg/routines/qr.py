@@ -1,0 +1,136 @@
+"""qr and least_squares: Householder QR of a distributed tall matrix, and least squares by it."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxmg._core import placement as _mesh
+from jaxmg._core import routine as _routine
+
+# The engine is handed aᵀ (a transpose local to each device), so it holds A itself, and factors
+# it where it lies: the rows relabeled, the columns in their order (on one device column; a
+# matrix whose columns are split over devices is redistributed). csrc/routines/qr.h.
+QR = _routine.SolveRoutine(
+    name="qr",
+    symmetric=False,
+    hand_transpose=_routine.never_transpose,  # (rectangular routines are always handed aᵀ)
+    returns_matrix=True,
+    takes_rhs=False,
+    rectangular=True,
+    solution_cols=lambda n, nrhs: n,  # R: N x N
+)
+LEAST_SQUARES = _routine.SolveRoutine(
+    name="least_squares",
+    symmetric=False,
+    hand_transpose=_routine.never_transpose,
+    rectangular=True,
+    solution_cols=lambda n, nrhs: nrhs,  # x: N x K
+)
+
+
+def qr(
+    a,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_status=False,
+    pad=True,
+    donate=False,
+):
+    """The reduced QR factorization A = Q R of an M x N matrix (M >= N) sharded over a mesh.
+
+    Householder QR where the matrix lies (cuSOLVERMp on GPUs, ScaLAPACK on CPUs); nothing is
+    gathered. Works inside and outside `jax.jit`, on every 1-D and 2-D mesh.
+
+    Args:
+      a: (M, N) float32, float64, complex64 or complex128 array, M >= N, sharded over a 1-D or
+        2-D mesh (rows over one mesh axis, columns over another or replicated). Columns split
+        over devices are redistributed to the engine's tiles (one more copy of the matrix).
+      T_A: block-cyclic tile size. None picks one that avoids padding.
+      mesh, matrix_specs, in_specs, pad: as for `jaxmg.potrs`.
+      return_status: also return an int32 status: 0 on success, k > 0 when column k - 1 of the
+        factorization met a NaN or an infinity.
+      donate: let jaxmg reuse a's buffer.
+
+    Returns:
+      (Q, R), or (Q, R, status) with return_status. Q is M x N with orthonormal columns, in a's
+      sharding; R is N x N upper triangular (its lower triangle exact zeros), in a's
+      matrix spec where N divides over the mesh (rows over a's row axis otherwise, or whole on
+      every device when they do not divide either). A rank-deficient A is factored all the
+      same (R then has zeros on its diagonal); with NaN or Inf in A, Q and R are NaN on every
+      device.
+
+    Raises:
+      ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before
+        any work.
+    """
+    r = _routine.call(
+        QR,
+        a,
+        None,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+    )
+    user, n = r.user, a.shape[1]
+    # Exact zeros below the diagonal (the engine leaves its Householder vectors there); all NaN
+    # when the factorization failed.
+    rows = jax.lax.broadcasted_iota(jnp.int32, r.x.shape, 0)
+    cols = jax.lax.broadcasted_iota(jnp.int32, r.x.shape, 1)
+    upper = jnp.where((rows > cols) & (r.status == 0), jnp.zeros((), r.x.dtype), r.x)
+    if n % user.mesh_rows == 0 and n % user.mesh_cols == 0:
+        upper = _mesh.constrain(upper, user.mesh, user.matrix_spec)
+    return (r.matrix, upper, r.status) if return_status else (r.matrix, upper)
+
+
+def least_squares(
+    a,
+    b,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_status=False,
+    pad=True,
+    donate=False,
+):
+    """The least-squares solution x = argmin ‖A x − b‖₂ for an M x N matrix A (M >= N).
+
+    One distributed QR factorization and the solve with R (cuSOLVERMp's or ScaLAPACK's gels);
+    the matrix is never gathered. Any number of right-hand-side columns.
+
+    Args:
+      a: (M, N) array, M >= N, sharded as for `jaxmg.qr`.
+      b: (M,) or (M, K) array of a's dtype; its rows are read in a's row sharding.
+      T_A, mesh, matrix_specs, in_specs, pad, donate: as for `jaxmg.qr`.
+      return_status: also return an int32 status: 0 on success, k > 0 when A is rank deficient
+        (R[k-1, k-1] exactly zero) or column k - 1 met a NaN or an infinity.
+
+    Returns:
+      x, (N,) or (N, K) as b, rows sharded like b's where N divides over them (else whole on
+      every device); (x, status) with return_status. When the status is not 0, x is NaN on
+      every device.
+
+    Raises:
+      ValueError, TypeError: on bad shapes (M < N, b's rows not M), dtypes, specs, meshes or
+        tiles, before any work.
+    """
+    r = _routine.call(
+        LEAST_SQUARES,
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+    )
+    return (r.x, r.status) if return_status else r.x
