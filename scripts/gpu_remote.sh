@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU round trip, the part that runs ON the GPU machine (see scripts/gpu_roundtrip.sh).
-#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench sweep reliability launch
+#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench qrbench sweep
+#                                           reliability launch
 #                                           (default: info multi readme single bench)
 # Needs the carried .gpu/lib/libjaxmg_cuda.so and, in .gpu/wheels, the wheels of
 # nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
@@ -43,6 +44,12 @@ rm -rf "$GPU_LIBS" && mkdir -p "$GPU_LIBS"
 for w in "$CUSOLVERMP_WHEEL" "$CUBLASMP_WHEEL"; do
   "$PY" -m zipfile -e "$w" "$GPU_LIBS" || exit 1
 done
+# JAXMg 1.4.1 (the benchmarks' peer), when carried: unzipped beside them (bench/peer_jaxmg1.py).
+PEER_WHEEL=$(ls .gpu/wheels/jaxmg-1.4.1-*.whl 2>/dev/null | head -1)
+if [ -n "$PEER_WHEEL" ]; then
+  "$PY" -m zipfile -e "$PEER_WHEEL" "$GPU_LIBS/peer" || exit 1
+  export JAXMG_PEER_PATH=$GPU_LIBS/peer JAXMG_PEER_LIBS=$GPU_LIBS
+fi
 SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 LIBS=$GPU_LIBS/nvidia/cu13/lib:$GPU_LIBS/nvidia/cublasmp/cu13/lib
 for d in "$SITE"/nvidia/*/lib; do LIBS=$LIBS:$d; done
@@ -109,6 +116,17 @@ for stage in $STAGES; do
         ${BENCH_MESH:+--mesh $BENCH_MESH} --baseline-max "${BENCH_BASELINE:-65536}" \
         --timeout "${T_BENCH:-330}" --out "$OUT/${BENCH_NAME:-potrs_h200x2}.json" 2>&1 \
         | grep -v Gloo ;;
+    qrbench)
+      # qr and least_squares on both GPUs against JAX on one and JAXMg 1.4.1 on the same two:
+      # QR_CASES of routine:sizes:cols:nrhs (cols empty: square).
+      for spec in ${QR_CASES:-qr:16384,32768:: least_squares:32768:8192:16 least_squares:65536:16384:16 least_squares:32768:8192:1024}; do
+        IFS=: read -r routine sizes cols nrhs <<< "$spec"
+        XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_QR:-400} \
+          "$PY" -m jaxmg bench -n 2 --routine "$routine" --sizes "$sizes" ${cols:+--cols $cols} \
+          ${nrhs:+--nrhs $nrhs} --dtypes float64 --repeats 2 ${JAXMG_PEER_PATH:+--peer} \
+          --timeout "${T_QR:-400}" --out "$OUT/${routine}_${sizes%%,*}${cols:+x$cols}${nrhs:+_k$nrhs}.json" 2>&1 \
+          | grep -v Gloo
+      done ;;
     sweep)
       # Tile and mesh sweep for potrs at one size (no baseline).
       for mesh in ${SWEEP_MESHES:-2x1 1x2}; do

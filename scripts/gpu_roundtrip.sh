@@ -8,11 +8,12 @@
 #   scripts/gpu_roundtrip.sh collect F  # results file from the device -> bench/results/
 #
 # Layout (all git-ignored, /.gpu/ is in .gitignore and .git/info/exclude):
-#   .gpu/wheels/  carried to the GPU machine (no network there), about 56 MB:
+#   .gpu/wheels/  carried to the GPU machine (no network there), about 60 MB:
 #                 nvidia-cusolvermp-cu13 0.9.1 and nvidia-cublasmp-cu13 0.10 (unzipped there: the
 #                 unpacked libraries are over the 64 MiB carry limit), and NCCL 2.29.7 built for
 #                 H200 (../shared/wheels; installed there into the image's venv, replacing its
-#                 NCCL 2.28.9, since cuBLASMp needs NCCL >= 2.29 and XLA must load the same one)
+#                 NCCL 2.28.9, since cuBLASMp needs NCCL >= 2.29 and XLA must load the same one),
+#                 and JAXMg 1.4.1 (the benchmarks' peer, unzipped there)
 #   .gpu/lib/     libjaxmg_cuda.so (carried)
 #   build/gpu-deps/  build-only headers and libraries (never carried; build/ is git-ignored)
 #
@@ -59,6 +60,14 @@ mkdir -p .gpu/wheels .gpu/lib build/gpu-deps
 PYTHON=$PY JAXMG_NCCL_WHEEL=$NCCL_WHEEL scripts/build_cuda.sh
 cp "$CACHE"/nvidia_cusolvermp_cu13-0.9.1.9318.post1-*.whl "$CACHE"/nvidia_cublasmp_cu13-0.10.0.3695-*.whl \
   "$NCCL_WHEEL" .gpu/wheels/
+# JAXMg 1.4.1, the peer of the benchmarks (bench/peer_jaxmg1.py), about 3.6 MB.
+PEER_WHEEL=$(ls "$CACHE"/jaxmg-1.4.1-*.whl 2>/dev/null | head -1 || true)
+if [ -z "$PEER_WHEEL" ]; then
+  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 jaxmg==1.4.1 -d "$CACHE"
+  PEER_WHEEL=$(ls "$CACHE"/jaxmg-1.4.1-*.whl | head -1)
+fi
+cp "$PEER_WHEEL" .gpu/wheels/
 cp build/cuda/libjaxmg_cuda.so .gpu/lib/
 # The fuzz cases of tests/test_fuzz.py, drawn here (hypothesis is not on the GPU machine).
 (cd tests && "$PY" -c "import json, test_fuzz; json.dump(test_fuzz.draw_cases(2), open('../.gpu/fuzz_cases.json', 'w'))")
@@ -77,7 +86,7 @@ Run on the GPU machine with the device tool:
   kind:    nvidia-h200-x2
   carry:   [".gpu"]   (only .gpu/wheels and .gpu/lib, about 57 MB)
   command: set -o pipefail; bash scripts/gpu_remote.sh 2>&1 | tee \$OUT/log.txt   (timeout_s 600)
-  (stages: info multi readme single bench sweep reliability; e.g. bash scripts/gpu_remote.sh multi readme)
+  (stages: info multi readme single bench qrbench sweep reliability launch; e.g. bash scripts/gpu_remote.sh multi readme)
 Then: scripts/gpu_roundtrip.sh collect <files_at>/gpu_results.json
       (-> bench/results/gpu_tests_h200x2_<commit>.json with "commit" and "dirty")
 MSG

@@ -2,15 +2,20 @@
 
 `--routine potrs` (Cholesky), `lu_solve` (pivoted LU), `potri` (the inverse, against JAX's
 `cho_factor` + `cho_solve` with the identity), `inv` (against `jnp.linalg.inv`), `slogdet`
-(against `jnp.linalg.slogdet`) or `cho_solve` (the solve with a kept factor and `--nrhs`
+(against `jnp.linalg.slogdet`), `cho_solve` (the solve with a kept factor and `--nrhs`
 right-hand sides, against JAX's `cho_solve` with its kept factor; the factorization's time is
-recorded beside it). `cli()` runs the jaxmg timings in P
-processes (one per device, under `jaxmg launch`), then JAX's own `cho_factor` + `cho_solve` (or
-`lu_factor` + `lu_solve`) on one device in one process, merges both into one JSON file, prints a
-table and (with matplotlib) draws a plot next to the JSON.
+recorded beside it), `qr` (against `jnp.linalg.qr`) or `least_squares` (against JAX's QR, Qᴴb
+and the triangular solve), on N x `--cols` matrices (default square). `--peer` also times
+JAXMg 1.x, from the folder JAXMG_PEER_PATH, on the same devices (bench/peer_jaxmg1.py).
+`cli()` runs the jaxmg timings in P processes (one per device, under `jaxmg launch`), then
+JAX's own routine (`cho_factor` + `cho_solve`, `lu_factor` + `lu_solve`, ...) on one device in
+one process, merges them into one JSON file, prints a table and (with matplotlib) draws a plot
+next to the JSON.
 
 Matrix: A[i, j] = r**|i - j| with r = 0.5 (Kac-Murdock-Szego: SPD, cond(A) <= 9, exact
-log det A = (N - 1) log(1 - r**2)), generated on the devices, each device its own shard.
+log det A = (N - 1) log(1 - r**2)), generated on the devices, each device its own shard; its
+first N x cols columns for qr and least_squares (whose check values are |R[0, 0]| = ‖A[:, 0]‖
+and, for b = A[:, 0], x = e₀).
 Time: best of `--repeats` warm calls, each on a freshly generated matrix (potrs may overwrite it
 with --donate). Peak memory: XLA's allocator peak on device 0 of each process (cumulative over the
 run, cases run in increasing size), next to the shard size; cuSOLVERMp's and NCCL's own buffers
@@ -39,11 +44,18 @@ FLOPS = {
     "slogdet": lambda n: 2 * n**3 / 3,
     "cho_solve": lambda n: 0.0,  # the solve's flops (2 n^2 nrhs) are set per record
 }
+# M x N routines: Householder QR and Q (geqrf + orgqr), QR and the solve (geqrf, ormqr, trsm).
+RECT_FLOPS = {
+    "qr": lambda m, n: 4 * m * n * n - 4 * n**3 / 3,
+    "least_squares": lambda m, n: 2 * m * n * n - 2 * n**3 / 3,
+}
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m jaxmg bench", description=__doc__.split("\n")[0])
-    p.add_argument("--routine", choices=sorted(FLOPS), default="potrs")
+    p.add_argument("--routine", choices=sorted(FLOPS | RECT_FLOPS), default="potrs")
+    p.add_argument("--cols", type=int, default=None, help="qr, least_squares: N (default: M)")
+    p.add_argument("--peer", action="store_true", help="also time JAXMg 1.x (JAXMG_PEER_PATH)")
     p.add_argument("-n", "--processes", type=int, default=None, help="default: GPUs, else 2")
     p.add_argument("--sizes", default="2048,4096", help="comma-separated N (default 2048,4096)")
     p.add_argument("--dtypes", default="float64,float32")
@@ -59,17 +71,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-max", type=int, default=None, help="largest N for the baseline")
     p.add_argument("--out", default="bench/results/potrs.json")
     p.add_argument("--timeout", type=float, default=1800)
-    p.add_argument("--role", choices=["jaxmg", "baseline"], default=None, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--role", choices=["jaxmg", "baseline", "peer"], default=None, help=argparse.SUPPRESS
+    )
     return p
 
 
-def _kms(n, dtype, sharding):
+def _kms(n, dtype, sharding, cols=None):
     import jax
     import jax.numpy as jnp
 
     def gen():
-        i = jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
-        j = jax.lax.broadcasted_iota(jnp.int32, (n, n), 1)
+        i = jax.lax.broadcasted_iota(jnp.int32, (n, cols or n), 0)
+        j = jax.lax.broadcasted_iota(jnp.int32, (n, cols or n), 1)
         return jnp.exp(jnp.abs(i - j).astype(jnp.float32) * math.log(R)).astype(dtype)
 
     return jax.jit(gen, out_shardings=sharding)
@@ -119,6 +133,50 @@ def _exact_logdet(n):
     return (n - 1) * math.log(1 - R * R)
 
 
+def _rectangular(args, n):
+    """(M, N) of a qr / least_squares case of size n, or None for the square routines."""
+    if args.routine not in RECT_FLOPS:
+        return None
+    return n, args.cols or n
+
+
+def _first_column(m, dtype, nrhs, sharding):
+    """b = A[:, 0] (r**i) in every column: the least-squares solution is e₀."""
+    import jax
+    import jax.numpy as jnp
+
+    def gen():
+        i = jax.lax.broadcasted_iota(jnp.int32, (m, nrhs), 0)
+        return jnp.exp(i.astype(jnp.float32) * math.log(R)).astype(dtype)
+
+    return jax.jit(gen, out_shardings=sharding)()
+
+
+def _check_value(args, m):
+    """The exact value of the scalar a qr / least_squares case returns: ‖A[:, 0]‖, or 1."""
+    if args.routine == "qr":
+        return math.sqrt((1 - R ** (2 * m)) / (1 - R * R))
+    return 1.0
+
+
+def _rect_record(args, rec, m, n, check, times, dtype, procs):
+    import numpy as np
+
+    eps = float(np.finfo(dtype).eps)
+    exact = _check_value(args, m)
+    rec.update(
+        cols=n,
+        seconds=min(times[1:]),
+        compile_and_first_s=times[0],
+        all_s=times,
+        tflops=RECT_FLOPS[args.routine](m, n) / min(times[1:]) / 1e12,
+        check_rel_err=abs(abs(check) - exact) / exact,
+        check_ok=abs(abs(check) - exact) <= 100 * m * eps * exact,
+        shard_bytes=m * n * dtype.itemsize // procs,
+        peak_bytes=_peak_bytes(),
+    )
+
+
 def _run_jaxmg(args) -> list[dict]:
     import jax
 
@@ -154,6 +212,27 @@ def _run_jaxmg(args) -> list[dict]:
             symmetry_check=args.check_symmetry and args.routine in ("potrs", "potri"),
         )
         try:
+            if rect := _rectangular(args, n):
+                m, cols = rect
+                gen = _kms(m, dtype, a_sh, cols)
+                b = _first_column(m, dtype, args.nrhs, b_sh)
+
+                def run(a, b, tile=tile):
+                    kw = dict(T_A=tile, mesh=mesh, donate=args.donate)
+                    if args.routine == "qr":
+                        q, r = jaxmg.qr(a, **kw)
+                        return q, r[0, 0]
+                    x = jaxmg.least_squares(a, b, **kw)
+                    return x, x[0, 0]
+
+                times, check = _time_calls(gen, run, b, args.repeats, f"{n}-{dtype_name}-{tile}")
+                rec["donate"] = args.donate
+                _rect_record(args, rec, m, cols, complex(check), times, dtype, procs)
+                if jax.process_index() == 0:
+                    _print_record(rec)
+                records.append(rec)
+                _sync(f"bench-done-{n}-{dtype_name}-{tile}")
+                continue
             gen = _kms(n, dtype, a_sh)
             b = jax.device_put(jnp.ones((n, args.nrhs), dtype), b_sh)
 
@@ -234,6 +313,24 @@ def _run_baseline(args) -> list[dict]:
             dtype = np.dtype(dtype_name)
             rec = dict(engine="jax", devices=1, n=n, dtype=dtype_name)
             try:
+                if rect := _rectangular(args, n):
+                    m, cols = rect
+                    gen = _kms(m, dtype, sharding, cols)
+                    b = _first_column(m, dtype, args.nrhs, sharding)
+
+                    @jax.jit
+                    def run(a, b):
+                        q, r = jnp.linalg.qr(a)
+                        if args.routine == "qr":
+                            return q, r[0, 0]
+                        x = jax.scipy.linalg.solve_triangular(r, q.conj().T @ b)
+                        return x, x[0, 0]
+
+                    times, check = _time_calls(gen, run, b, args.repeats, f"{n}-{dtype_name}")
+                    _rect_record(args, rec, m, cols, complex(check), times, dtype, 1)
+                    _print_record(rec)
+                    records.append(rec)
+                    continue
                 gen = _kms(n, dtype, sharding)
                 b = jax.device_put(jnp.ones((n, args.nrhs), dtype), device)
 
@@ -311,10 +408,15 @@ def table(records: list[dict]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     base = {(r["dtype"], r["n"]): r for r in records if r["engine"] == "jax"}
+    peer = {(r["dtype"], r["n"]): r for r in records if r["engine"] == "jaxmg-1.x"}
+    if peer:
+        rows[0] += " JAXMg 1.x (s) |"
+        rows[1] += "---|"
     jaxmg = [r for r in records if r["engine"] == "jaxmg"]
     for r in sorted(jaxmg, key=lambda r: (r["dtype"], r["n"], str(r["mesh"]), r["tile"] or 0)):
         mesh = "x".join(map(str, r["mesh"]))
-        head = f"| {r['dtype']} | {r['n']} | {mesh} | {r.get('tile') or 'auto'} |"
+        size = f"{r['n']} x {r['cols']}" if r.get("cols") else r["n"]
+        head = f"| {r['dtype']} | {size} | {mesh} | {r.get('tile') or 'auto'} |"
         if "error" in r:
             rows.append(f"{head} {r['error'][:60]} | | | | | |")
             continue
@@ -326,6 +428,10 @@ def table(records: list[dict]) -> str:
             f"{head} {r['seconds']:.4f} | {r['tflops']:.2f} | {bs} | {ratio} | "
             f"{r['peak_bytes'] / 2**30:.2f} | {r['shard_bytes'] / 2**30:.2f} |"
         )
+        if peer:
+            p = peer.get((r["dtype"], r["n"]), {})
+            seconds = f"{p['seconds']:.4f}" if "seconds" in p else p.get("error", "—")[:40]
+            rows[-1] += f" {seconds} |"
     return "\n".join(rows)
 
 
@@ -375,6 +481,8 @@ def cli(argv: list[str]) -> int:
     args.tiles = [int(t) for t in str(args.tile).split(",")] if args.tile else [None]
     if args.nrhs is None:
         args.nrhs = 16 if args.routine == "cho_solve" else 1
+    if args.role == "peer":
+        return 0  # (bench/peer_jaxmg1.py runs JAXMg 1.x: it cannot share this package's name)
     if args.role:
         records = _run_jaxmg(args) if args.role == "jaxmg" else _run_baseline(args)
         part = os.environ.get("JAXMG_BENCH_PART")
@@ -407,15 +515,22 @@ def cli(argv: list[str]) -> int:
         passthrough.append("--no-symmetry-check")
     if args.baseline_max:
         passthrough += ["--baseline-max", str(args.baseline_max)]
+    if args.cols:
+        passthrough += ["--cols", str(args.cols)]
     records = []
     parts = [("jaxmg", out.with_suffix(".jaxmg.part"))]
+    if args.peer:
+        parts.append(("peer", out.with_suffix(".peer.part")))
     if args.baseline:
         parts.append(("baseline", out.with_suffix(".baseline.part")))
     for role, part in parts:
         part.unlink(missing_ok=True)
         env = dict(os.environ, JAXMG_BENCH_PART=str(part))
         inner = [sys.executable, "-m", "jaxmg", "bench", *passthrough, "--role", role]
-        if role == "jaxmg":
+        if role == "peer":
+            script = Path(__file__).resolve().parents[2] / "bench" / "peer_jaxmg1.py"
+            inner = [sys.executable, str(script), *passthrough]
+        if role in ("jaxmg", "peer"):
             launch = [
                 "-m",
                 "jaxmg",
