@@ -851,6 +851,50 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
 template <typename T>
 Status Engine::Geqrf(int* info) {
   StepTimer timer("Geqrf", stream_);
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>());
+  return Agree<T>(false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
+}
+
+// Least squares as Gels computes it, from its pieces: QR (Geqrf), c := Qᴴ c (Ormqr), then
+// R z = c[:n] (cuBLASMp Trsm). cuSOLVERMp 0.9.1's Gels answers NOT_SUPPORTED on grids of several
+// process columns, where these pieces run. `cols`: the right-hand side's columns held.
+template <typename T>
+Status Engine::QrSolve(int64_t cols, int* info) {
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>());
+  const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpOrmqr_bufferSize(ctx_.handle, CUBLAS_SIDE_LEFT, adjoint, m, cols, n, work_,
+                                          1, 1, desc_a_.get(), tau_, local_b_, 1, 1, desc_b_.get(),
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpOrmqr(ctx_.handle, CUBLAS_SIDE_LEFT, adjoint, m, cols, n, work_, 1, 1,
+                               desc_a_.get(), tau_, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
+                               d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_ + 2));
+  BlasDescriptor da, db;
+  const int64_t ld = std::max<int64_t>(lr, 1);
+  JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), m, plan.engine_cols(), t, t, ld));
+  JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), m, cols, t, t, ld));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const cublasComputeType_t compute =
+      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const T one(1);
+  JAXMG_BLASMP(cublasMpTrsm_bufferSize(
+      ctx_.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n,
+      cols, &one, work_, 1, 1, da.get(), local_b_, 1, 1, db.get(), compute, &dev, &host));
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                            CUBLAS_DIAG_NON_UNIT, n, cols, &one, work_, 1, 1, da.get(), local_b_, 1,
+                            1, db.get(), compute, d_work, workspace_bytes_, ctx_.host_work.data(),
+                            ctx_.host_work.size()));
+  return Agree<T>(false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
+}
+
+template <typename T>
+Status Engine::QrFactor() {
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (local_cols_ + plan.tile), &tau_));
@@ -862,7 +906,7 @@ Status Engine::Geqrf(int* info) {
   JAXMG_SOLVER(cusolverMpGeqrf(ctx_.handle, m, n, work_, 1, 1, desc_a_.get(), tau_, DataTypeOf<T>(),
                                d_work, workspace_bytes_, ctx_.host_work.data(),
                                ctx_.host_work.size(), small_));
-  return Agree<T>(false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
+  return Status();
 }
 
 template <typename T>
@@ -905,6 +949,7 @@ Status Engine::Gels(int* info) {
     JAXMG_RETURN_IF_ERROR(
         desc_b_.Create(ctx_, DataTypeOf<T>(), m, held, t, t, std::max<int64_t>(lr, 1)));
   }
+  if (ctx_.npcol > 1) return QrSolve<T>(held, info);
   size_t dev = 0, host = 0;
   JAXMG_SOLVER(cusolverMpGels_bufferSize(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1,
                                          desc_a_.get(), local_b_, 1, 1, desc_b_.get(),

@@ -105,6 +105,11 @@ class Engine {
   // A device workspace of at least `bytes` (reused across the steps of the call).
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
   bool UseOwnLu() const;
+  // Householder QR of the engine matrix's leading cols.extent columns (tau_), no agreement.
+  template <typename T>
+  Status QrFactor();
+  template <typename T>
+  Status QrSolve(int64_t cols, int* info);
   template <typename T>
   Status Lu1D(int* info);
   Status EnginePivots(std::vector<int64_t>* out);
