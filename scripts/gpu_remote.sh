@@ -118,15 +118,17 @@ for stage in $STAGES; do
         | grep -v Gloo ;;
     qrbench)
       # qr and least_squares on both GPUs against JAX on one and JAXMg 1.4.1 on the same two:
-      # QR_CASES of routine:sizes:cols:nrhs (cols empty: square).
+      # QR_CASES of routine:sizes:cols:nrhs:tiles (cols empty: square; tiles empty: automatic).
       for spec in ${QR_CASES:-qr:16384,32768:: least_squares:32768:8192:16 least_squares:65536:16384:16 least_squares:32768:8192:1024}; do
-        IFS=: read -r routine sizes cols nrhs <<< "$spec"
+        IFS=: read -r routine sizes cols nrhs tiles <<< "$spec"
         XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_QR:-400} \
           "$PY" -m jaxmg bench -n 2 --routine "$routine" --sizes "$sizes" ${cols:+--cols $cols} \
-          ${nrhs:+--nrhs $nrhs} --dtypes float64 --repeats 2 ${JAXMG_PEER_PATH:+--peer} \
-          --timeout "${T_QR:-400}" --out "$OUT/${routine}_${sizes%%,*}${cols:+x$cols}${nrhs:+_k$nrhs}.json" 2>&1 \
+          ${nrhs:+--nrhs $nrhs} ${tiles:+--tile $tiles} --dtypes float64 --repeats 2 \
+          ${JAXMG_PEER_PATH:+--peer} --timeout "${T_QR:-400}" \
+          --out "$OUT/${routine}_${sizes%%,*}${cols:+x$cols}${nrhs:+_k$nrhs}${tiles:+_T${tiles//,/-}}.json" 2>&1 \
           | grep -v Gloo
-      done ;;
+      done
+      rm -f "$OUT"/*.png ;;  # (at most 8 files come back)
     sweep)
       # Tile and mesh sweep for potrs at one size (no baseline).
       for mesh in ${SWEEP_MESHES:-2x1 1x2}; do

@@ -141,15 +141,13 @@ def _rectangular(args, n):
 
 
 def _first_column(m, dtype, nrhs, sharding):
-    """b = A[:, 0] (r**i) in every column: the least-squares solution is e₀."""
+    """b = A[:, 0] (r**i) in every column: the least-squares solution is e₀. Made on the host
+    (small; a generator of it compiles to a replicated constant)."""
     import jax
-    import jax.numpy as jnp
+    import numpy as np
 
-    def gen():
-        i = jax.lax.broadcasted_iota(jnp.int32, (m, nrhs), 0)
-        return jnp.exp(i.astype(jnp.float32) * math.log(R)).astype(dtype)
-
-    return jax.jit(gen, out_shardings=sharding)()
+    host = np.repeat((R ** np.arange(m)).astype(dtype)[:, None], nrhs, axis=1)
+    return jax.make_array_from_callback((m, nrhs), sharding, lambda idx: host[idx])
 
 
 def _check_value(args, m):

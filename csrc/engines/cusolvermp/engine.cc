@@ -855,42 +855,69 @@ Status Engine::Geqrf(int* info) {
   return Agree<T>(false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
 }
 
-// Least squares as Gels computes it, from its pieces: QR (Geqrf), c := Qᴴ c (Ormqr), then
-// R z = c[:n] (cuBLASMp Trsm). cuSOLVERMp 0.9.1's Gels answers NOT_SUPPORTED on grids of several
-// process columns, where these pieces run. `cols`: the right-hand side's columns held.
+// Least squares on grids of several process columns, where cuSOLVERMp 0.9.1's Gels and Ormqr
+// answer NOT_SUPPORTED (its Geqrf and Orgqr run): QR; R's n rows on every rank (LeadingRows);
+// Q formed (Orgqr); c = Qᴴ b from each rank's local columns of Q and its rows of b (one local
+// gemm; the n x nrhs sum over the grid); then R x = c on every rank (one local trsm, O(n² nrhs)).
+// The solution, whole on every rank, is what LeadingRowsOut then hands out.
 template <typename T>
-Status Engine::QrSolve(int64_t cols, int* info) {
+Status Engine::QrSolve(int* info) {
+  StepTimer timer("QrSolve", stream_);
   const layout::Plan& plan = state_.plan;
-  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, lc = local_cols_;
+  const int64_t k = nrhs_;
   JAXMG_RETURN_IF_ERROR(QrFactor<T>());
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/n));  // zero on R's diagonal
+  if (*info != 0) return Status();
+  void* r = nullptr;
+  JAXMG_RETURN_IF_ERROR(LeadingRows<T>(/*from_matrix=*/true, &r));  // n x n, row-major
+  JAXMG_RETURN_IF_ERROR(Orgqr<T>());
+  // This rank's rows of b, all k columns: (lr x k) column-major.
+  void *rows = nullptr, *part = nullptr, *c = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * k, 1), &rows));
+  JAXMG_CUDA(cuda::GatherRhs(KernelType<T>(), full_, k, state_.d_rhs_map[0], lr, k, t, 1, 0,
+                             /*conj=*/false, rows, stream_));
+  // part (lc x k) = Q_localᴴ rows; row i of part is the engine column of local column i.
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lc * k, 1), &part));
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
+  int ilr = 0, ilc = 0, ik = 0, in = 0;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &ilr));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(lc, "local columns", &ilc));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(k, "right-hand sides", &ik));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
+  const T one(1), zero(0);
   const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpOrmqr_bufferSize(ctx_.handle, CUBLAS_SIDE_LEFT, adjoint, m, cols, n, work_,
-                                          1, 1, desc_a_.get(), tau_, local_b_, 1, 1, desc_b_.get(),
-                                          DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpOrmqr(ctx_.handle, CUBLAS_SIDE_LEFT, adjoint, m, cols, n, work_, 1, 1,
-                               desc_a_.get(), tau_, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
-                               d_work, workspace_bytes_, ctx_.host_work.data(),
-                               ctx_.host_work.size(), small_ + 2));
-  BlasDescriptor da, db;
-  const int64_t ld = std::max<int64_t>(lr, 1);
-  JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), m, plan.engine_cols(), t, t, ld));
-  JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), m, cols, t, t, ld));
-  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasComputeType_t compute =
-      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
-  const T one(1);
-  JAXMG_BLASMP(cublasMpTrsm_bufferSize(
-      ctx_.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n,
-      cols, &one, work_, 1, 1, da.get(), local_b_, 1, 1, db.get(), compute, &dev, &host));
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                            CUBLAS_DIAG_NON_UNIT, n, cols, &one, work_, 1, 1, da.get(), local_b_, 1,
-                            1, db.get(), compute, d_work, workspace_bytes_, ctx_.host_work.data(),
-                            ctx_.host_work.size()));
-  return Agree<T>(false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
+  if (lc > 0 && k > 0) {
+    JAXMG_RETURN_IF_ERROR(CublasCheck(
+        lb->gemm[Scalar<T>::kIndex](blas, adjoint, CUBLAS_OP_N, ilc, ik, ilr, &one, work_,
+                                    std::max(ilr, 1), rows, std::max(ilr, 1), &zero, part, ilc),
+        "cublas gemm (Qᴴ b)"));
+  }
+  std::vector<int64_t> col_global(static_cast<size_t>(std::max<int64_t>(lc, 1)), -1);
+  for (int64_t i = 0; i < lc; ++i) {
+    const int64_t g = layout::CyclicGlobal(i, t, ctx_.npcol, ctx_.mycol);
+    col_global[i] = g < n ? g : -1;
+  }
+  void* d_cols = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * col_global.size(), &d_cols));
+  JAXMG_CUDA(cudaMemcpyAsync(d_cols, col_global.data(), sizeof(int64_t) * col_global.size(),
+                             cudaMemcpyHostToDevice, stream_));
+  JAXMG_RETURN_IF_ERROR(Scratch(es * n * k, &c));  // c (n x k) row-major: cᵀ column-major
+  JAXMG_CUDA(cudaMemsetAsync(c, 0, es * n * k, stream_));
+  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), part, k, static_cast<const int64_t*>(d_cols), lc, k,
+                              t, 1, 0, /*conj=*/false, c, stream_));
+  const size_t reals = static_cast<size_t>(n * k * Scalar<T>::kParts);
+  JAXMG_NCCL(ncclAllReduce(c, c, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  // R x = c  <=>  xᵀ = cᵀ R⁻ᵀ: with r read column-major (Rᵀ, lower), cᵀ := cᵀ (Rᵀ)⁻¹ in place.
+  JAXMG_RETURN_IF_ERROR(CublasCheck(
+      lb->trsm[Scalar<T>::kIndex](blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                  CUBLAS_DIAG_NON_UNIT, ik, in, &one, r, in, c, std::max(ik, 1)),
+      "cublas trsm (R x = Qᴴ b)"));
+  solution_ = c;  // col_global is pageable: the copy has read it when cudaMemcpyAsync returned
+  return Status();
 }
 
 template <typename T>
@@ -931,6 +958,7 @@ Status Engine::Gels(int* info) {
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
+  if (ctx_.npcol > 1) return QrSolve<T>(info);
   // Every process column holds at least one tile of the right-hand side: zero columns are
   // appended where there are fewer (their solutions, zero, are never read).
   const int64_t held = std::max<int64_t>(nrhs_, t * ctx_.npcol);
@@ -949,7 +977,6 @@ Status Engine::Gels(int* info) {
     JAXMG_RETURN_IF_ERROR(
         desc_b_.Create(ctx_, DataTypeOf<T>(), m, held, t, t, std::max<int64_t>(lr, 1)));
   }
-  if (ctx_.npcol > 1) return QrSolve<T>(held, info);
   size_t dev = 0, host = 0;
   JAXMG_SOLVER(cusolverMpGels_bufferSize(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1,
                                          desc_a_.get(), local_b_, 1, 1, desc_b_.get(),
@@ -964,21 +991,29 @@ Status Engine::Gels(int* info) {
 }
 
 template <typename T>
-Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
-  StepTimer timer("LeadingRowsOut", stream_);
+Status Engine::LeadingRows(bool from_matrix, void** out) {
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t n = plan.cols.extent, cols = from_matrix ? n : nrhs_;
   const int64_t lc = from_matrix ? local_cols_ : rhs_local_cols_;
   // Every entry is held by one process: the sum over the grid assembles the n x cols rows.
-  void* full = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(es * n * cols, &full));
-  JAXMG_CUDA(cudaMemsetAsync(full, 0, es * n * cols, stream_));
+  JAXMG_RETURN_IF_ERROR(Scratch(es * n * cols, out));
+  JAXMG_CUDA(cudaMemsetAsync(*out, 0, es * n * cols, stream_));
   JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), from_matrix ? work_ : local_b_, cols,
                               state_.d_rhs_map[2], local_rows_, lc, plan.tile, ctx_.npcol,
-                              ctx_.mycol, /*conj=*/false, full, stream_));
+                              ctx_.mycol, /*conj=*/false, *out, stream_));
   const size_t reals = static_cast<size_t>(n * cols * Scalar<T>::kParts);
-  JAXMG_NCCL(ncclAllReduce(full, full, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  JAXMG_NCCL(ncclAllReduce(*out, *out, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  return Status();
+}
+
+template <typename T>
+Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
+  StepTimer timer("LeadingRowsOut", stream_);
+  const size_t es = sizeof(T);
+  const int64_t n = state_.plan.cols.extent, cols = from_matrix ? n : nrhs_;
+  void* full = from_matrix ? nullptr : solution_;  // (QrSolve's, whole on every rank)
+  if (full == nullptr) JAXMG_RETURN_IF_ERROR(LeadingRows<T>(from_matrix, &full));
   const int64_t block = x_rows == n ? 0 : (rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u);
   const char* mine = static_cast<const char*>(full) + es * block * x_rows * cols;
   JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * x_rows * cols, cudaMemcpyDeviceToDevice, stream_));

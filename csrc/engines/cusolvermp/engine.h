@@ -109,7 +109,11 @@ class Engine {
   template <typename T>
   Status QrFactor();
   template <typename T>
-  Status QrSolve(int64_t cols, int* info);
+  Status QrSolve(int* info);
+  // *out (device, row-major) := the first cols.extent rows in engine order of the factored
+  // matrix's leading columns (from_matrix) or of the right-hand side, whole on every rank.
+  template <typename T>
+  Status LeadingRows(bool from_matrix, void** out);
   template <typename T>
   Status Lu1D(int* info);
   Status EnginePivots(std::vector<int64_t>* out);
@@ -151,8 +155,9 @@ class Engine {
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   void* local_b_ = nullptr;
   Descriptor desc_b_;
-  void* full_ = nullptr;  // n x nrhs, row-major: the whole right-hand side
-  bool own_lu_ = false;   // the factors come from Lu1D, with its pivots in own_pivots_
+  void* full_ = nullptr;      // n x nrhs, row-major: the whole right-hand side
+  void* solution_ = nullptr;  // a least-squares solution whole on every rank (QrSolve)
+  bool own_lu_ = false;       // the factors come from Lu1D, with its pivots in own_pivots_
   std::vector<int64_t> own_pivots_;
 };
 
