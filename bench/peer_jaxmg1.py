@@ -96,11 +96,11 @@ for n in [int(s) for s in args.sizes.split(",") if s]:
         if cols != n:
             rec["cols"] = cols
         try:
-            gen, b = kms(m, cols, dtype), first_column(m, dtype, args.nrhs)
+            gen = kms(m, cols, dtype)
             times = []
             for rep in range(args.repeats + 1):
-                a = gen()
-                jax.block_until_ready(a)
+                a, b = gen(), first_column(m, dtype, args.nrhs)  # (JAXMg 1.x donates both)
+                jax.block_until_ready((a, b))
                 multihost_utils.sync_global_devices(f"peer-{n}-{dtype_name}-{rep}")
                 t0 = time.perf_counter()
                 x, check = call(a, b)

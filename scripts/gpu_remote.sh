@@ -123,9 +123,10 @@ for stage in $STAGES; do
         IFS=: read -r routine sizes cols nrhs tiles <<< "$spec"
         XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_QR:-400} \
           "$PY" -m jaxmg bench -n 2 --routine "$routine" --sizes "$sizes" ${cols:+--cols $cols} \
-          ${nrhs:+--nrhs $nrhs} ${tiles:+--tile $tiles} --dtypes float64 --repeats 2 \
+          ${nrhs:+--nrhs $nrhs} ${tiles:+--tile $tiles} ${BENCH_MESH:+--mesh $BENCH_MESH} \
+          --dtypes float64 --repeats 2 \
           ${JAXMG_PEER_PATH:+--peer} --timeout "${T_QR:-400}" \
-          --out "$OUT/${routine}_${sizes%%,*}${cols:+x$cols}${nrhs:+_k$nrhs}${tiles:+_T${tiles//,/-}}.json" 2>&1 \
+          --out "$OUT/${routine}_${sizes%%,*}${cols:+x$cols}${nrhs:+_k$nrhs}${tiles:+_T${tiles//,/-}}${BENCH_MESH:+_$BENCH_MESH}.json" 2>&1 \
           | grep -v Gloo
       done
       rm -f "$OUT"/*.png ;;  # (at most 8 files come back)
