@@ -14,8 +14,8 @@ next to the JSON.
 
 Matrix: A[i, j] = r**|i - j| with r = 0.5 (Kac-Murdock-Szego: SPD, cond(A) <= 9, exact
 log det A = (N - 1) log(1 - r**2)), generated on the devices, each device its own shard; its
-first N x cols columns for qr and least_squares (whose check values are |R[0, 0]| = ‖A[:, 0]‖
-and, for b = A[:, 0], x = e₀).
+first N x cols columns for qr and least_squares (whose checks are |R[0, 0]| = ‖A[:, 0]‖ and,
+for b = A[:, 0], x = e₀).
 Time: best of `--repeats` warm calls, each on a freshly generated matrix (potrs may overwrite it
 with --donate). Peak memory: XLA's allocator peak on device 0 of each process (cumulative over the
 run, cases run in increasing size), next to the shard size; cuSOLVERMp's and NCCL's own buffers
@@ -150,18 +150,23 @@ def _first_column(m, dtype, nrhs, sharding):
     return jax.make_array_from_callback((m, nrhs), sharding, lambda idx: host[idx])
 
 
-def _check_value(args, m):
-    """The exact value of the scalar a qr / least_squares case returns: ‖A[:, 0]‖, or 1."""
-    if args.routine == "qr":
-        return math.sqrt((1 - R ** (2 * m)) / (1 - R * R))
-    return 1.0
+def _check_value(args, gen):
+    """The value of the scalar a qr / least_squares case returns: ‖A[:, 0]‖ of the generated
+    matrix (made in float32 precision), or 1."""
+    if args.routine != "qr":
+        return 1.0
+    import jax.numpy as jnp
+
+    a = gen()
+    ref = float(jnp.linalg.norm(a[:, 0]))
+    del a
+    return ref
 
 
-def _rect_record(args, rec, m, n, check, times, dtype, procs):
+def _rect_record(args, rec, m, n, check, exact, times, dtype, procs):
     import numpy as np
 
     eps = float(np.finfo(dtype).eps)
-    exact = _check_value(args, m)
     rec.update(
         cols=n,
         seconds=min(times[1:]),
@@ -225,7 +230,8 @@ def _run_jaxmg(args) -> list[dict]:
 
                 times, check = _time_calls(gen, run, b, args.repeats, f"{n}-{dtype_name}-{tile}")
                 rec["donate"] = args.donate
-                _rect_record(args, rec, m, cols, complex(check), times, dtype, procs)
+                exact = _check_value(args, gen)
+                _rect_record(args, rec, m, cols, complex(check), exact, times, dtype, procs)
                 if jax.process_index() == 0:
                     _print_record(rec)
                 records.append(rec)
@@ -325,7 +331,8 @@ def _run_baseline(args) -> list[dict]:
                         return x, x[0, 0]
 
                     times, check = _time_calls(gen, run, b, args.repeats, f"{n}-{dtype_name}")
-                    _rect_record(args, rec, m, cols, complex(check), times, dtype, 1)
+                    exact = _check_value(args, gen)
+                    _rect_record(args, rec, m, cols, complex(check), exact, times, dtype, 1)
                     _print_record(rec)
                     records.append(rec)
                     continue
