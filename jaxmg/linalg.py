@@ -6,7 +6,8 @@ distributed routine on `a` where it lies (its sharding picks the mesh; `T_A`, `m
 `matrix_specs` may be passed through as keywords). Leading batch dimensions are looped over
 (one distributed call per matrix, each with the same plan).
 
-Not here yet: eigh, eigvalsh, qr, lstsq, svd, polar.
+Not here yet: eigh, eigvalsh, svd, polar; and lstsq, whose rank and singular values need an SVD
+(`jaxmg.least_squares` gives its solution).
 """
 
 from __future__ import annotations
@@ -18,15 +19,18 @@ import jax.numpy as jnp
 from jaxmg.routines import factor as _factor
 from jaxmg.routines import inv as _inv
 from jaxmg.routines import lu_solve as _lu
+from jaxmg.routines import qr as _qr
 from jaxmg.routines import slogdet as _slogdet
 
 __all__ = [
+    "QRResult",
     "SlogdetResult",
     "cho_factor",
     "cho_solve",
     "inv",
     "lu_factor",
     "lu_solve",
+    "qr",
     "slogdet",
     "solve",
 ]
@@ -35,6 +39,11 @@ __all__ = [
 class SlogdetResult(NamedTuple):
     sign: object
     logabsdet: object
+
+
+class QRResult(NamedTuple):
+    Q: object
+    R: object
 
 
 def _batched(fn, a, *rest):
@@ -61,6 +70,21 @@ def inv(a, **kwargs):
 def slogdet(a, **kwargs):
     """(sign, logabsdet) (`jnp.linalg.slogdet`), through pivoted LU (`jaxmg.slogdet`)."""
     return _batched(lambda m: SlogdetResult(*_slogdet.slogdet(m, **kwargs)), a)
+
+
+def qr(a, mode="reduced", **kwargs):
+    """(Q, R) of the reduced QR factorization (`jnp.linalg.qr`, M >= N; `mode="r"`: R alone),
+    Q in a's sharding (`jaxmg.qr`)."""
+    if mode not in ("reduced", "r"):
+        raise ValueError(
+            f"jaxmg.linalg.qr computes mode='reduced' or mode='r' (M >= N), not {mode!r}"
+        )
+
+    def one(m):
+        q, r = _qr.qr(m, **kwargs)
+        return r if mode == "r" else QRResult(q, r)
+
+    return _batched(one, a)
 
 
 def cho_factor(a, lower=False, **kwargs):

@@ -72,6 +72,20 @@ def case_lu():
     return err(gather(jaxmg.linalg.lu_solve(f, bp)), np.linalg.solve(a, b))
 
 
+def case_qr():
+    t = np.random.default_rng(3).standard_normal((2 * N, N))
+    q, r = jaxmg.linalg.qr(place(t, mesh, A_SPEC))
+    only_r = jaxmg.linalg.qr(place(t, mesh, A_SPEC), mode="r")
+    qg, rg = gather(q), gather(r)
+    return max(err(qg @ rg, t), err(qg.T @ qg, np.eye(N)), err(np.abs(gather(only_r)), np.abs(rg)))
+
+
+def case_qr_batched():
+    t = np.random.default_rng(4).standard_normal((2, 2 * N, N))
+    q, r = jaxmg.linalg.qr(place(t, mesh, P(None, "pr", "pc")))
+    return err(np.einsum("bij,bjk->bik", gather(q), gather(r)), t)
+
+
 BATCH = np.stack([spd(N, np.float64, s) for s in (1, 2, 3)])
 GENERAL = np.stack([signed_general(N, np.float64, s) for s in (1, 2, 3)])
 RHS = np.stack([rhs(N, 2, np.float64, s) for s in (1, 2, 3)])
