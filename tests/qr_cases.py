@@ -10,6 +10,8 @@ keeps at a few eps whatever the conditioning.
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
 from jax.sharding import PartitionSpec as P
@@ -39,12 +41,19 @@ def _tolerance(m, dtype):
 def qr_case(mesh, routine, dtype_name, m, n, tile, k=3, variant=""):
     """qr: reconstruction, orthogonality, R upper triangular, Q in a's sharding; least_squares:
     normal-equation residual, x's shape. variant: "jit" (inside a user's jit), "donate",
-    "rank-deficient" (qr of a matrix with a zero column: still a valid factorization)."""
+    "rank-deficient" (qr of a matrix with a zero column: still a valid factorization),
+    "chunked" (R and x gathered in chunks of 5 rows)."""
     import jaxmg
 
     dtype = DTYPES[dtype_name]
     tol = _tolerance(m, dtype)
     rec = dict(n=n, m=m, eps=float(np.finfo(dtype).eps), tol=tol)
+    if variant == "chunked":  # R's rows gathered 5 at a time (several chunks per block)
+        os.environ["JAXMG_ROWS_PER_CHUNK"] = "5"
+        try:
+            return qr_case(mesh, routine, dtype_name, m, n, tile, k)
+        finally:
+            del os.environ["JAXMG_ROWS_PER_CHUNK"]
     donate = variant == "donate"
     a = tall(m, n, dtype, m + n, zero_column=n // 2 if variant == "rank-deficient" else None)
     ap = place(a, mesh, A_SPEC)
@@ -158,8 +167,9 @@ def qr_plan(m, tiles=(None, 4, 5), lstsq_tiles=(None, 5)):
             add("lstsq", dtype_name, m, n, tile, k=3)
     add("qr", "float64", m, m, 5)
     add("qr", "complex128", m, m, None)
-    for variant in ("jit", "donate", "rank-deficient"):
+    for variant in ("jit", "donate", "rank-deficient", "chunked"):
         add("qr", "float64", m, n, 4, variant=variant)
+    add("lstsq", "complex128", m, n, 5, k=3, variant="chunked")
     add("lstsq", "float64", m, n, 4, k=0)
     add("lstsq", "complex128", m, n, 4, k=1)
     add("lstsq", "float64", m, m, 5, k=2)

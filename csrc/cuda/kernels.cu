@@ -100,15 +100,15 @@ __global__ void GatherRhsKernel(const T* full, int64_t nrhs, const int64_t* row_
 template <typename T>
 __global__ void ScatterRhsKernel(const T* local_b, int64_t nrhs, const int64_t* row_global,
                                  int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol,
-                                 bool conj, T* full) {
+                                 bool conj, T* full, int64_t row_begin, int64_t row_end) {
   const int64_t total = lr * lbc;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = idx % lr, c = idx / lr;
     const int64_t g = row_global[r];
     const int64_t j = CyclicGlobal(c, t, npcol, mycol);
-    if (g < 0 || j >= nrhs) continue;
-    full[g * nrhs + j] = conj ? Traits<T>::Conj(local_b[idx]) : local_b[idx];
+    if (g < row_begin || g >= row_end || j >= nrhs) continue;
+    full[(g - row_begin) * nrhs + j] = conj ? Traits<T>::Conj(local_b[idx]) : local_b[idx];
   }
 }
 
@@ -332,13 +332,13 @@ cudaError_t GatherRhs(Dtype dt, const void* full, int64_t nrhs, const int64_t* r
 
 cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_t* row_global,
                        int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, bool conj,
-                       void* full, cudaStream_t stream) {
+                       void* full, cudaStream_t stream, int64_t row_begin, int64_t row_end) {
   if (lr * lbc == 0) return cudaSuccess;
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
     ScatterRhsKernel<T><<<Blocks(lr * lbc), kThreads, 0, stream>>>(
         static_cast<const T*>(local_b), nrhs, row_global, lr, lbc, t, npcol, mycol, conj,
-        static_cast<T*>(full));
+        static_cast<T*>(full), row_begin, row_end);
   });
 }
 

@@ -27,11 +27,12 @@ cudaError_t GatherRhs(Dtype dt, const void* full, int64_t nrhs, const int64_t* r
                       int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, bool conj,
                       void* local_b, cudaStream_t stream);
 
-// The reverse: full[row_global[r] * nrhs + j(c)] = conj?(local_b[r + c * lr]) where
-// row_global[r] >= 0 and j(c) < nrhs (other entries of full untouched).
+// The reverse: full[(row_global[r] - row_begin) * nrhs + j(c)] = conj?(local_b[r + c * lr])
+// where row_begin <= row_global[r] < row_end and j(c) < nrhs (other entries untouched).
 cudaError_t ScatterRhs(Dtype dt, const void* local_b, int64_t nrhs, const int64_t* row_global,
                        int64_t lr, int64_t lbc, int64_t t, int npcol, int mycol, bool conj,
-                       void* full, cudaStream_t stream);
+                       void* full, cudaStream_t stream, int64_t row_begin = 0,
+                       int64_t row_end = INT64_MAX);
 
 // *sum (real type of dt) = sum of log|a[r + c * lr]| over the local entries of the global
 // diagonal of a block-cyclic matrix (tile t, grid nprow x npcol, this process at myrow, mycol).

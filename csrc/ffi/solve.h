@@ -80,6 +80,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/chunk.h"
 #include "ffi/dispatch.h"
 #include "layout/layout.h"
 #include "xla/ffi/api/ffi.h"
@@ -116,12 +117,13 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
     routine = (routine ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
   return CallFingerprint{
       {static_cast<int64_t>(routine >> 1), dtype, a.n, a.cols, a.nrhs, a.mesh_rows, a.mesh_cols,
-       a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry},
+       a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry,
+       RowsPerChunkOverride()},
       {"routine", "dtype", "matrix rows", "matrix columns", "right-hand sides", "mesh rows",
        "mesh columns", "tile", "pad", "redistribution", "transposition",
        "calling thread (a jaxmg call made outside jit carries its Python "
        "thread's name; calls of several threads pair by that name)",
-       "symmetry check"}};
+       "symmetry check", "JAXMG_ROWS_PER_CHUNK"}};
 }
 
 // The buffers of one call.

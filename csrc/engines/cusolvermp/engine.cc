@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/chunk.h"
 #include "common/scalar.h"
 #include "common/symmetry.h"
 #include "cuda/kernels.h"
@@ -1010,13 +1011,36 @@ Status Engine::LeadingRows(bool from_matrix, void** out) {
 template <typename T>
 Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
   StepTimer timer("LeadingRowsOut", stream_);
+  const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t n = state_.plan.cols.extent, cols = from_matrix ? n : nrhs_;
-  void* full = from_matrix ? nullptr : solution_;  // (QrSolve's, whole on every rank)
-  if (full == nullptr) JAXMG_RETURN_IF_ERROR(LeadingRows<T>(from_matrix, &full));
-  const int64_t block = x_rows == n ? 0 : (rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u);
-  const char* mine = static_cast<const char*>(full) + es * block * x_rows * cols;
-  JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * x_rows * cols, cudaMemcpyDeviceToDevice, stream_));
+  const int64_t n = plan.cols.extent, cols = from_matrix ? n : nrhs_;
+  const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u);
+  if (!from_matrix && solution_ != nullptr) {  // QrSolve's, whole on every rank
+    const char* mine = static_cast<const char*>(solution_) + es * first * cols;
+    JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * x_rows * cols, cudaMemcpyDeviceToDevice, stream_));
+    return Status();
+  }
+  // Chunks of rows (bounded scratch: R alone is n x n): each entry is held by one process, so
+  // the sum over the grid assembles a chunk on every rank, which keeps its part of its block.
+  const int64_t lc = from_matrix ? local_cols_ : rhs_local_cols_;
+  const int64_t chunk = RowsPerChunk(kRedistributeChunkBytes, es * cols, n);
+  void* part = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(es * chunk * cols, &part));
+  for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+    const int64_t r1 = std::min(n, r0 + chunk);
+    JAXMG_CUDA(cudaMemsetAsync(part, 0, es * (r1 - r0) * cols, stream_));
+    JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), from_matrix ? work_ : local_b_, cols,
+                                state_.d_rhs_map[2], local_rows_, lc, plan.tile, ctx_.npcol,
+                                ctx_.mycol, /*conj=*/false, part, stream_, r0, r1));
+    const size_t reals = static_cast<size_t>((r1 - r0) * cols * Scalar<T>::kParts);
+    JAXMG_NCCL(ncclAllReduce(part, part, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+    const int64_t lo = std::max(r0, first), hi = std::min(r1, first + x_rows);
+    if (lo < hi) {
+      JAXMG_CUDA(cudaMemcpyAsync(static_cast<char*>(x) + es * (lo - first) * cols,
+                                 static_cast<const char*>(part) + es * (lo - r0) * cols,
+                                 es * (hi - lo) * cols, cudaMemcpyDeviceToDevice, stream_));
+    }
+  }
   return Status();
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include "common/chunk.h"
 #include "common/scalar.h"
 #include "common/symmetry.h"
 
@@ -473,19 +474,30 @@ Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
   const int64_t cols = from_matrix ? n : nrhs_;
   const int64_t lc = from_matrix ? local_cols_ : rhs_local_cols_;
   const T* local = from_matrix ? As<T>(work_) : As<T>(local_b_.data());
-  // Every entry is held by one process: the sum over the grid assembles the n x cols rows.
-  std::vector<T> full(static_cast<size_t>(n * cols), T(0));
-  for (int64_t r = 0; r < lr; ++r) {
-    const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
-    if (g >= n) continue;
-    for (int64_t c = 0; c < lc; ++c) {
-      const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
-      if (gc < cols) full[g * cols + gc] = local[r + c * lr];
+  const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? v_ : u_);
+  // Chunks of rows (R alone is n x n): each entry is held by one process, so the sum over the
+  // grid assembles a chunk on every rank, which keeps its part of its block.
+  const int64_t chunk = RowsPerChunk(int64_t{1} << 28, sizeof(T) * cols, n);
+  std::vector<T> part(static_cast<size_t>(chunk * cols));
+  T* out = As<T>(x);
+  for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+    const int64_t r1 = std::min(n, r0 + chunk);
+    std::fill(part.begin(), part.end(), T(0));
+    for (int64_t r = 0; r < lr; ++r) {
+      const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+      if (g < r0 || g >= r1) continue;
+      for (int64_t c = 0; c < lc; ++c) {
+        const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+        if (gc < cols) part[(g - r0) * cols + gc] = local[r + c * lr];
+      }
+    }
+    JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, part.data(), (r1 - r0) * cols));
+    const int64_t lo = std::max(r0, first), hi = std::min(r1, first + x_rows);
+    if (lo < hi) {
+      std::memcpy(out + (lo - first) * cols, part.data() + (lo - r0) * cols,
+                  sizeof(T) * (hi - lo) * cols);
     }
   }
-  JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * cols));
-  const int64_t block = x_rows == n ? 0 : (rhs_by_cols_ ? v_ : u_);
-  std::memcpy(x, full.data() + block * x_rows * cols, sizeof(T) * x_rows * cols);
   return Status();
 }
 
