@@ -24,6 +24,8 @@ def test_linalg_names_match_numpy(tmp_path, mesh):
         "slogdet",
         "cho",
         "lu",
+        "qr",
+        "qr_batched",
         "vmap_potrs",
         "vmap_lu_solve_in_jit",
         "vmap_slogdet",
