@@ -118,14 +118,16 @@ for stage in $STAGES; do
         | grep -v Gloo ;;
     qrbench)
       # qr and least_squares on both GPUs against JAX on one and JAXMg 1.4.1 on the same two:
-      # QR_CASES of routine:sizes:cols:nrhs:tiles (cols empty: square; tiles empty: automatic).
+      # QR_CASES of routine:sizes:cols:nrhs:tiles (cols empty: square; tiles empty: automatic);
+      # QR_PEER=0 leaves JAXMg out, QR_EXTRA adds bench options (e.g. --no-baseline).
       for spec in ${QR_CASES:-qr:16384,32768:: least_squares:32768:8192:16 least_squares:65536:16384:16 least_squares:32768:8192:1024}; do
         IFS=: read -r routine sizes cols nrhs tiles <<< "$spec"
         XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_QR:-400} \
           "$PY" -m jaxmg bench -n 2 --routine "$routine" --sizes "$sizes" ${cols:+--cols $cols} \
           ${nrhs:+--nrhs $nrhs} ${tiles:+--tile $tiles} ${BENCH_MESH:+--mesh $BENCH_MESH} \
           --dtypes float64 --repeats 2 \
-          ${JAXMG_PEER_PATH:+--peer} --timeout "${T_QR:-400}" \
+          $([ "${QR_PEER:-1}" = 1 ] && [ -n "${JAXMG_PEER_PATH:-}" ] && echo --peer) ${QR_EXTRA:-} \
+          --timeout "${T_QR:-400}" \
           --out "$OUT/${routine}_${sizes%%,*}${cols:+x$cols}${nrhs:+_k$nrhs}${tiles:+_T${tiles//,/-}}${BENCH_MESH:+_$BENCH_MESH}.json" 2>&1 \
           | grep -v Gloo
       done
