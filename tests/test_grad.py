@@ -17,9 +17,10 @@ def test_solve_and_log_determinant_gradients(tmp_path, mesh):
     """check_grads (finite differences, forward and reverse mode) of Re(Σ w ⊙ x) and of
     Re(Σ w ⊙ x) + log-determinant for potrs and lu_solve, and of slogdet's logabsdet and sign,
     float64 and complex128, a matrix and a vector b, a tile that pads and the automatic one;
-    the compiled gradient moves no matrix (largest collective < one shard)."""
+    the compiled gradient moves no matrix (largest collective < one shard); and second
+    derivatives (order 2, both modes) of potrs's x and x + logdet and of lu_solve's."""
     out = run_cases(mesh[0] * mesh[1], WORKER, [str(mesh[0]), str(mesh[1])], tmp_path, 600)
-    assert len(out["records"]) == 20
+    assert len(out["records"]) == 24
     for r in out["records"]:
         assert "error" not in r, f"{r['case']}: {r['error']}\n{r.get('trace', '')}"
         assert r["ok"], r

@@ -83,26 +83,84 @@ def differentiable_solve(rule: SolveRule, with_logdet: bool):
 
 @functools.cache
 def _solve_jvp(rule: SolveRule, opts: Options, with_logdet: bool):
+    """The rule. Every output it returns is itself differentiable, so the rule can be
+    differentiated again (second and higher orders): the factorization is made of a with its
+    derivative stopped and is used only as the solver of `custom_linear_solve`, whose
+    derivatives come from its matrix-vector product with a itself; log |det A| is
+    `_logdet_at(a, value)`, whose derivative is Re tr(A⁻¹ dA) through a differentiable A⁻ᵀ."""
+
     @jax.jit
     def jvp(a, b, da, db):
         kw = opts.kwargs()
-        f = rule.factor(a, **kw)
-        x = rule.solve(f, b)
+        f = rule.factor(jax.lax.stop_gradient(a), **kw)
         mv = functools.partial(matvec, rule.placement(f))
-        dx = jax.lax.custom_linear_solve(
-            lambda v: mv(a, v),
-            db - mv(da, x),
-            solve=lambda _, r: rule.solve(f, r),
-            transpose_solve=lambda _, r: rule.solve_t(f, r),
-        )
-        logdet, status = rule.logdet(f)
+
+        def solve(r):
+            return jax.lax.custom_linear_solve(
+                lambda v: mv(a, v),
+                r,
+                solve=lambda _, r: rule.solve(f, r),
+                transpose_solve=lambda _, r: rule.solve_t(f, r),
+            )
+
+        x = solve(b)
+        dx = solve(db - mv(da, x))
+        value, status = rule.logdet(f)
         if with_logdet:
-            dlogdet = jnp.real(trace_inverse(rule.inverse_t(a, **kw), da)).astype(logdet.dtype)
+            inverse_t = _inverse_t_fn(rule, opts)
+            logdet = _logdet_fn(inverse_t)(a, jax.lax.stop_gradient(value))
+            dlogdet = jnp.real(trace_inverse(inverse_t(a), da)).astype(value.dtype)
         else:
-            dlogdet = jnp.zeros_like(logdet)
+            logdet, dlogdet = value, jnp.zeros_like(value)
         return (x, logdet, status), (dx, dlogdet, float0())
 
     return jvp
+
+
+@functools.cache
+def _inverse_t_fn(rule: SolveRule, opts: Options):
+    """A⁻ᵀ in a's sharding, differentiable to any order: d(A⁻ᵀ) = −A⁻ᵀ dAᵀ A⁻ᵀ (two matrix
+    products: their collectives, of matrix size, appear only in second and higher
+    derivatives)."""
+
+    @jax.custom_jvp
+    def inverse_t(a):
+        return rule.inverse_t(a, **opts.kwargs())
+
+    @inverse_t.defjvp
+    def _jvp(primals, tangents):
+        (a,), (da,) = primals, tangents
+        x = inverse_t(a)
+        placement = _mesh_placement_of(rule, opts, a)
+        return x, -matmat(placement, matmat(placement, x, da.T), x)
+
+    return inverse_t
+
+
+def _mesh_placement_of(rule: SolveRule, opts: Options, a):
+    kw = opts.kwargs()
+    spec = kw.get("matrix_specs") if kw.get("matrix_specs") is not None else kw.get("in_specs")
+    if isinstance(spec, tuple):
+        spec = spec[0]
+    return _mesh.resolve_placement(a, kw.get("mesh"), spec)
+
+
+@functools.cache
+def _logdet_fn(inverse_t):
+    """log |det A| given its value (computed by the factorization): the value, with the
+    derivative Re tr(A⁻¹ dA) = Re Σ (A⁻ᵀ ⊙ dA), itself differentiable through `inverse_t`."""
+
+    @jax.custom_jvp
+    def logdet_at(a, value):
+        return value
+
+    @logdet_at.defjvp
+    def _jvp(primals, tangents):
+        (a, value), (da, _) = primals, tangents
+        d = jnp.real(trace_inverse(inverse_t(a), da)).astype(value.dtype)
+        return logdet_at(a, value), d
+
+    return logdet_at
 
 
 def trace_inverse(inverse_t, da):
@@ -113,6 +171,15 @@ def trace_inverse(inverse_t, da):
 def float0():
     """The tangent of an integer output (a status)."""
     return np.zeros((), dtype=jax.dtypes.float0)
+
+
+def matmat(placement, m1, m2):
+    """m1 @ m2 for two matrices sharded like a, the product sharded like a (XLA moves what it
+    needs: used by second derivatives only)."""
+    mesh, spec = placement.mesh, placement.matrix_spec
+    if AxisType.Explicit in tuple(mesh.axis_types):
+        return jnp.matmul(m1, m2, out_sharding=NamedSharding(mesh, spec))
+    return _mesh.constrain(jnp.matmul(m1, m2), mesh, spec)
 
 
 def matvec(placement, m, v):
