@@ -13,6 +13,7 @@ from jaxmg.routines.potri import potri
 from jaxmg.routines.potrs import potrs
 from jaxmg.routines.qr import least_squares, qr
 from jaxmg.routines.slogdet import slogdet
+from jaxmg.routines.syevd import syevd
 
 _native.start_mpi_if_launched()
 
@@ -30,5 +31,6 @@ __all__ = [
     "potrs",
     "qr",
     "slogdet",
+    "syevd",
 ]
 __version__ = "0.1.0"

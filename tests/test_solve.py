@@ -209,3 +209,29 @@ def test_qr_and_least_squares_failures(results, mesh):
         r = records[name]
         assert "error" not in r, r
         assert r["ok"], r
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_syevd(results, mesh):
+    """syevd: eigenvalues (ascending, whole on every device) within 10 n eps ‖A‖ of
+    numpy.linalg.eigvalsh, ‖A V − V diag(w)‖ and ‖VᴴV − I‖ within 10 n eps, V in a's sharding;
+    four dtypes, tiles, eigenvalues only, a user's jit, donation, degenerate and clustered
+    spectra; statuses agreed by every rank."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "eigh"]
+    assert len(names) >= 15
+    for name in names:
+        _check(records[name])
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_syevd_failures(results, mesh):
+    """A matrix that is not Hermitian (status -1) or holds NaN (status > 0): NaN eigenvalues
+    and eigenvectors on every rank, one status."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "eigh-failure"]
+    assert len(names) == 2
+    for name in names:
+        r = records[name]
+        assert "error" not in r, r
+        assert r["ok"], r

@@ -13,6 +13,7 @@
 #include "routines/potrs.h"
 #include "routines/qr.h"
 #include "routines/slogdet.h"
+#include "routines/syevd.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jaxmg {
@@ -32,10 +33,10 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  int64_t thread, int64_t check_symmetry, int64_t cols) {
   SolveAttrs attrs;
   SolveIo io;
-  Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
-                                  sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
-                                  force_redistribute, transposed, ranks, thread, check_symmetry,
-                                  cols, ReadsFactor<R>::value, Rectangular<R>::value, &attrs, &io);
+  Status s = ffi_util::CheckSolve(
+      target, a, b, position, pivots_in, a_work, x, logdet, status, sign, pivots_out, n, mesh_rows,
+      mesh_cols, tile, pad, force_redistribute, transposed, ranks, thread, check_symmetry, cols,
+      ReadsFactor<R>::value, Rectangular<R>::value, OwnSolution<R>::value, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];
@@ -71,6 +72,8 @@ JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored, LuSolveFactored)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored_t, LuSolveFactoredTransposed)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_qr, Qr)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_least_squares, LeastSquares)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_syevd, Syevd)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_eigvalsh, Eigvalsh)
 #undef JAXMG_CPU_SOLVE_TARGET
 
 extern "C" {

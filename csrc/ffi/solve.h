@@ -62,6 +62,14 @@
 //                                         or of the right-hand side (a least-squares solution);
 //                                         x_rows is all of them or the block of the caller's
 //                                         right-hand-side layout (collective)
+//   Status Eigh<T>(bool vectors, void* x, int* info)
+//                                         (a redistributed Hermitian engine matrix, lower
+//                                         triangle) its eigenvalues, ascending, into the n
+//                                         entries of x (real parts), the same on every rank; with
+//                                         `vectors` the eigenvectors kept; info agreed: > 0 for no
+//                                         convergence or a non-finite entry (then nothing solved)
+//   Status VectorsOut<T>(void* shard)     the shard := its part of the eigenvector matrix in the
+//                                         JAX layout (columns are eigenvectors)
 //   Status WorkOut<T>(void* shard)        the shard := the engine matrix in the JAX layout
 //                                         (nothing to do where the engine worked in the shard)
 //   Status FillNan<T>(void* x, int64_t count)
@@ -192,7 +200,7 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
                          int64_t force_redistribute, int64_t transposed,
                          ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
                          int64_t check_symmetry, int64_t cols, bool reads_factor, bool rectangular,
-                         SolveAttrs* attrs, SolveIo* io) {
+                         bool own_solution, SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
   attrs->n = n;
@@ -234,13 +242,13 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
   if (b_dims.size() != 2 || b_dims[0] != rhs_rows || x_dims.size() != 2) {
     return fail("b must be (n/mesh_rows, nrhs), or (cols/mesh_cols, nrhs) when transposed");
   }
-  if (!rectangular && (x_dims[0] != b_dims[0] || x_dims[1] != b_dims[1])) {
+  if (!own_solution && (x_dims[0] != b_dims[0] || x_dims[1] != b_dims[1])) {
     return fail("x must have b's shape");
   }
   // A rectangular routine's x has n rows (the matrix handed is n x cols, the engine's cols x n):
   // split like b's, or all of them on every device.
   const int64_t x_split = attrs->n / (attrs->transposed ? attrs->mesh_cols : attrs->mesh_rows);
-  if (rectangular && x_dims[0] != x_split && x_dims[0] != attrs->n) {
+  if (own_solution && x_dims[0] != x_split && x_dims[0] != attrs->n) {
     return fail("x must have n/" + std::string(attrs->transposed ? "mesh_cols" : "mesh_rows") +
                 " or n rows");
   }
@@ -287,6 +295,14 @@ struct Rectangular : std::false_type {};
 template <class R>
 struct Rectangular<R, std::void_t<decltype(R::kRectangular)>>
     : std::bool_constant<R::kRectangular> {};
+
+// Whether routine R's x is its own (R::kOwnSolution, or a rectangular routine): n rows split
+// like b's or whole on every device, not b's shape (eigenvalues, R, least-squares solutions).
+template <class R, class = void>
+struct OwnSolution : Rectangular<R> {};
+template <class R>
+struct OwnSolution<R, std::void_t<decltype(R::kOwnSolution)>>
+    : std::bool_constant<R::kOwnSolution || Rectangular<R>::value> {};
 
 // Runs routine R (a struct with `static constexpr layout::Symmetry kSymmetry` and
 // `template <class E, class T> static Status Run(E&, const SolveAttrs&, const SolveIo&)`) on
@@ -343,4 +359,6 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::Gels<T>(int*);                              \
   template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);    \
   template Status Engine::WorkOut<T>(void*);                          \
+  template Status Engine::Eigh<T>(bool, void*, int*);                 \
+  template Status Engine::VectorsOut<T>(void*);                       \
   template Status Engine::FillNan<T>(void*, int64_t);

@@ -16,19 +16,26 @@ struct Potrs {
   // The symmetry check (when asked) and the Cholesky factorization with its status and
   // log-determinant; *factored is false (and nan_count entries of nan_out are NaN) when the
   // matrix is not Hermitian or not positive definite. Shared by potri.
+  // With attrs.check_symmetry: *rejected (agreed) when the matrix is not Hermitian, with the
+  // status kNotSymmetric and nan_count entries of nan_out NaN. Shared by syevd.
+  template <class E, class T>
+  static Status RejectAsymmetric(E& e, const SolveAttrs& attrs, const SolveIo& io, void* nan_out,
+                                 int64_t nan_count, bool* rejected) {
+    *rejected = false;
+    if (!attrs.check_symmetry) return Status();
+    JAXMG_RETURN_IF_ERROR(e.template Asymmetric<T>(io.a, rejected));  // agreed
+    if (!*rejected) return Status();
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(kNotSymmetric, io.status));
+    return e.template FillNan<T>(nan_out, nan_count);
+  }
+
   template <class E, class T>
   static Status Factor(E& e, const SolveAttrs& attrs, const SolveIo& io, void* nan_out,
                        int64_t nan_count, bool* factored) {
     *factored = false;
-    if (attrs.check_symmetry) {
-      bool asymmetric = false;
-      JAXMG_RETURN_IF_ERROR(e.template Asymmetric<T>(io.a, &asymmetric));  // agreed
-      if (asymmetric) {
-        JAXMG_RETURN_IF_ERROR(e.WriteStatus(kNotSymmetric, io.status));
-        JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(2.0, false, io.logdet));
-        return e.template FillNan<T>(nan_out, nan_count);
-      }
-    }
+    bool rejected = false;
+    JAXMG_RETURN_IF_ERROR((RejectAsymmetric<E, T>(e, attrs, io, nan_out, nan_count, &rejected)));
+    if (rejected) return e.template LogAbsDiag<T>(2.0, false, io.logdet);
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
     JAXMG_RETURN_IF_ERROR(e.template Potrf<T>(&info));  // agreed by every rank

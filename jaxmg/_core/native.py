@@ -27,6 +27,8 @@ ROUTINES = (
     "potrs",
     "qr",
     "least_squares",
+    "syevd",
+    "eigvalsh",
     "lu_solve",
     "potri",
     "inv",

@@ -321,8 +321,8 @@ def choose_tile(
     target = TILE_TARGET[placement.platform]
     if placement.platform == "cuda" and n >= 65536:
         target = 2048  # measured on 2 x H200 at N = 65536: 2048 beats 1024 by 2-7 %
-    if not relabel:
-        return min(target, n)
+    if not relabel:  # redistributed: every process holds at least one tile
+        return max(1, min(target, n // big))
     if shard <= target:
         return shard
     divisors = [d for d in range(target // 4, target + 1) if d > 0 and shard % d == 0]

@@ -52,6 +52,8 @@ class SolveRoutine:
     rectangular: the routine takes an M x N matrix, M >= N (QR, least squares); the engine is
       handed aᵀ (its columns keep their order: redistributed when they are split over devices);
       b has M rows and x has N, with `solution_cols` columns (0: b's).
+    solution_cols: x's columns given N and b's columns, when x is not shaped like b; its rows
+      are split like b's where N divides, or whole on every device with `solution_whole`.
     """
 
     name: str
@@ -66,6 +68,7 @@ class SolveRoutine:
     keeps_factor: bool = False
     rectangular: bool = False
     solution_cols: Callable[[int, int], int] | None = None  # (N, nrhs) -> columns of x
+    solution_whole: bool = False  # x (solution_cols) whole on every device (eigenvalues)
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,7 @@ def call(
             n=n,
             cols=m,
             solution_cols=solution_cols,
+            solution_whole=routine.solution_whole,
             tile=tile,
             pad=bool(pad),
             redistribute=redistribute,
@@ -321,6 +325,7 @@ class _Call:
     n: int
     cols: int  # the columns of the matrix handed (M of a rectangular a, which is handed aᵀ)
     solution_cols: int  # columns of x when it is not shaped like b (rectangular routines)
+    solution_whole: bool  # that x whole on every device
     tile: int
     pad: bool
     redistribute: bool
@@ -354,7 +359,7 @@ def _build(c: _Call):
     # x: shaped like b, or (rectangular routines) n x solution_cols, its rows split like b's
     # where they divide, else whole on every device.
     rhs_procs = placement.mesh_cols if transposed else placement.mesh_rows
-    x_split = n % rhs_procs == 0
+    x_split = n % rhs_procs == 0 and not c.solution_whole
 
     def local(a_blk, b_blk, piv_in):
         position = jnp.stack([_axis_index(placement.row_axis), _axis_index(placement.col_axis)])

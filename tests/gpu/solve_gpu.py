@@ -27,6 +27,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from eigh_cases import eigh_case, eigh_failure_case  # noqa: E402
 from factor_cases import factor_case, factor_failure_case  # noqa: E402
 from linalg_cases import (  # noqa: E402
     A_SPEC,
@@ -123,6 +124,8 @@ def mesh_plan(mesh, tag):
         "factor-failure": lambda **p: factor_failure_case(mesh, **p),
         "qr": lambda **p: qr_case(mesh, **p),
         "qr-failure": lambda **p: qr_failure_case(mesh, **p),
+        "eigh": lambda **p: eigh_case(mesh, **p),
+        "eigh-failure": lambda **p: eigh_failure_case(mesh, **p),
     }
     return {
         f"{tag}/{name}": (lambda k=kind, p=params: kinds[k](**p))

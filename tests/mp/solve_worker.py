@@ -22,6 +22,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 import jaxmg  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from eigh_cases import eigh_case, eigh_failure_case  # noqa: E402
 from factor_cases import factor_case, factor_failure_case  # noqa: E402
 from linalg_cases import (  # noqa: E402
     A_SPEC,
@@ -235,6 +236,8 @@ KINDS = {
     "factor-failure": lambda **p: factor_failure_case(mesh, **p),
     "qr": lambda **p: qr_case(mesh, **p),
     "qr-failure": lambda **p: qr_failure_case(mesh, **p),
+    "eigh": lambda **p: eigh_case(mesh, **p),
+    "eigh-failure": lambda **p: eigh_failure_case(mesh, **p),
     "potri-0x-call": case_potri_0x_call,
 }
 

@@ -510,6 +510,44 @@ Status Engine::WorkOut(void* shard) {
 }
 
 template <typename T>
+Status Engine::Eigh(bool vectors, void* x, int* info) {
+  using R = RealOf<T>;
+  const layout::Plan& plan = *plan_;
+  if (plan.strategy != layout::Strategy::kRedistribute) {
+    return JAXMG_ERROR("the eigensolver runs on a redistributed matrix");
+  }
+  const int64_t n = plan.engine_rows(), lr = local_rows_, lc = local_cols_;
+  // A non-finite input is agreed on first: the solver is not run on it.
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
+  std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
+  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
+  desc_b_ = desc_a_;
+  nrhs_ = n;
+  rhs_local_cols_ = lc;
+  *info = bad;
+  if (bad == 0) {
+    JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, As<T>(work_), desc_a_, w.data(),
+                                             As<T>(local_b_.data()), desc_b_, info));
+    for (int64_t i = 0; i < n && *info == 0; ++i) {
+      if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
+    }
+    JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
+  }
+  T* out = As<T>(x);
+  for (int64_t i = 0; i < n; ++i) out[i] = T(w[i]);
+  return Status();
+}
+
+template <typename T>
+Status Engine::VectorsOut(void* shard) {
+  // work_ (the redistributed copy, no longer needed) := Zᴴ, then back to the block layout.
+  JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(plan_->engine_rows(), As<T>(local_b_.data()), desc_b_,
+                                              As<T>(work_), desc_a_));
+  return MatrixOut<T>(work_, desc_a_, shard);
+}
+
+template <typename T>
 Status Engine::FillNan(void* x, int64_t count) {
   std::fill(As<T>(x), As<T>(x) + count, T(std::numeric_limits<RealOf<T>>::quiet_NaN()));
   return Status();

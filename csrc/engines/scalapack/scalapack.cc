@@ -48,6 +48,38 @@ JAXMG_DECLARE_POTRF(pz, std::complex<double>)
   void p##gels_(const char* trans, const int* m, const int* n, const int* nrhs, T* a,              \
                 const int* ia, const int* ja, const int* desca, T* b, const int* ib,               \
                 const int* jb, const int* descb, T* work, const int* lwork, int* info);
+// Hermitian eigenproblems: p?syevd / p?syev (real), p?heevd / p?heev (complex, with rwork); the
+// transposes p?tran (real) and p?tranc (complex, conjugated).
+#define JAXMG_DECLARE_EIG_REAL(p, T)                                                         \
+  void p##syevd_(const char* jobz, const char* uplo, const int* n, T* a, const int* ia,      \
+                 const int* ja, const int* desca, T* w, T* z, const int* iz, const int* jz,  \
+                 const int* descz, T* work, const int* lwork, int* iwork, const int* liwork, \
+                 int* info);                                                                 \
+  void p##syev_(const char* jobz, const char* uplo, const int* n, T* a, const int* ia,       \
+                const int* ja, const int* desca, T* w, T* z, const int* iz, const int* jz,   \
+                const int* descz, T* work, const int* lwork, int* info);                     \
+  void p##tran_(const int* m, const int* n, const T* alpha, const T* a, const int* ia,       \
+                const int* ja, const int* desca, const T* beta, T* c, const int* ic,         \
+                const int* jc, const int* descc);
+#define JAXMG_DECLARE_EIG_COMPLEX(p, T, R)                                                  \
+  void p##heevd_(const char* jobz, const char* uplo, const int* n, T* a, const int* ia,     \
+                 const int* ja, const int* desca, R* w, T* z, const int* iz, const int* jz, \
+                 const int* descz, T* work, const int* lwork, R* rwork, const int* lrwork,  \
+                 int* iwork, const int* liwork, int* info);                                 \
+  void p##heev_(const char* jobz, const char* uplo, const int* n, T* a, const int* ia,      \
+                const int* ja, const int* desca, R* w, T* z, const int* iz, const int* jz,  \
+                const int* descz, T* work, const int* lwork, R* rwork, const int* lrwork,   \
+                int* info);                                                                 \
+  void p##tranc_(const int* m, const int* n, const T* alpha, const T* a, const int* ia,     \
+                 const int* ja, const int* desca, const T* beta, T* c, const int* ic,       \
+                 const int* jc, const int* descc);
+JAXMG_DECLARE_EIG_REAL(ps, float)
+JAXMG_DECLARE_EIG_REAL(pd, double)
+JAXMG_DECLARE_EIG_COMPLEX(pc, std::complex<float>, float)
+JAXMG_DECLARE_EIG_COMPLEX(pz, std::complex<double>, double)
+#undef JAXMG_DECLARE_EIG_REAL
+#undef JAXMG_DECLARE_EIG_COMPLEX
+
 JAXMG_DECLARE_QR(ps, float, orgqr)
 JAXMG_DECLARE_QR(pd, double, orgqr)
 JAXMG_DECLARE_QR(pc, std::complex<float>, ungqr)
@@ -473,6 +505,110 @@ Status QueriedWork(const T& query, std::vector<T>* work, int* lwork) {
     if (*info < 0) return JAXMG_ERROR(#p "gels: illegal argument " + std::to_string(-*info));      \
     return Status();                                                                               \
   }
+#define JAXMG_DEFINE_EIG_REAL(p, T)                                                                \
+  template <>                                                                                      \
+  Status Eigh<T>(bool vectors, int64_t n, int64_t local_rows, int64_t local_cols, T* a,            \
+                 const Descriptor& desc, RealOf<T>* w, T* z, const Descriptor& descz, int* info) { \
+    int in, one = 1, lwork = -1, liwork = -1, iquery = 0;                                          \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
+    T query(0);                                                                                    \
+    std::vector<T> work;                                                                           \
+    if (vectors) {                                                                                 \
+      p##syevd_("V", "L", &in, a, &one, &one, desc.desc, w, z, &one, &one, descz.desc, &query,     \
+                &lwork, &iquery, &liwork, info);                                                   \
+      /* The documented minimum when the query answers less (it does for some tiles). */           \
+      const int64_t nb = desc.desc[5], np = local_rows + nb, nq = local_cols + nb;                 \
+      const int64_t floor =                                                                        \
+          std::max(1 + 6 * n + 2 * np * nq, 3 * n + std::max(nb * (np + 1), 3 * nb)) + 2 * n;      \
+      query = std::max(query, static_cast<T>(floor));                                              \
+      if (*info == 0) JAXMG_RETURN_IF_ERROR(QueriedWork(query, &work, &lwork));                    \
+      liwork = std::max(iquery, 1);                                                                \
+      std::vector<int> iwork(static_cast<size_t>(liwork));                                         \
+      if (*info == 0) {                                                                            \
+        p##syevd_("V", "L", &in, a, &one, &one, desc.desc, w, z, &one, &one, descz.desc,           \
+                  work.data(), &lwork, iwork.data(), &liwork, info);                               \
+      }                                                                                            \
+    } else {                                                                                       \
+      p##syev_("N", "L", &in, a, &one, &one, desc.desc, w, z, &one, &one, descz.desc, &query,      \
+               &lwork, info);                                                                      \
+      if (*info == 0) JAXMG_RETURN_IF_ERROR(QueriedWork(query, &work, &lwork));                    \
+      if (*info == 0) {                                                                            \
+        p##syev_("N", "L", &in, a, &one, &one, desc.desc, w, z, &one, &one, descz.desc,            \
+                 work.data(), &lwork, info);                                                       \
+      }                                                                                            \
+    }                                                                                              \
+    if (*info < 0) return JAXMG_ERROR(#p "syev(d): illegal argument " + std::to_string(-*info));   \
+    return Status();                                                                               \
+  }                                                                                                \
+  template <>                                                                                      \
+  Status Adjoint<T>(int64_t n, const T* a, const Descriptor& desca, T* c,                          \
+                    const Descriptor& descc) {                                                     \
+    int in, one = 1;                                                                               \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
+    const T alpha(1), beta(0);                                                                     \
+    p##tran_(&in, &in, &alpha, a, &one, &one, desca.desc, &beta, c, &one, &one, descc.desc);       \
+    return Status();                                                                               \
+  }
+#define JAXMG_DEFINE_EIG_COMPLEX(p, T)                                                             \
+  template <>                                                                                      \
+  Status Eigh<T>(bool vectors, int64_t n, int64_t local_rows, int64_t local_cols, T* a,            \
+                 const Descriptor& desc, RealOf<T>* w, T* z, const Descriptor& descz, int* info) { \
+    using R = RealOf<T>;                                                                           \
+    int in, one = 1, lwork = -1, lrwork = -1, liwork = -1, iquery = 0;                             \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
+    T query(0);                                                                                    \
+    R rquery(0);                                                                                   \
+    std::vector<T> work;                                                                           \
+    std::vector<R> rwork;                                                                          \
+    auto sized = [&](int* count) {                                                                 \
+      return CheckedInt(static_cast<int64_t>(rquery) + 1, "real workspace", count);                \
+    };                                                                                             \
+    if (vectors) {                                                                                 \
+      p##heevd_("V", "L", &in, a, &one, &one, desc.desc, w, z, &one, &one, descz.desc, &query,     \
+                &lwork, &rquery, &lrwork, &iquery, &liwork, info);                                 \
+      /* The documented minima when the query answers less. */                                     \
+      const int64_t nb = desc.desc[5], np = local_rows + nb, nq = local_cols + nb;                 \
+      query = T(std::max<double>(std::real(query), static_cast<double>(n + (np + nq + nb) * nb))); \
+      rquery = std::max<R>(rquery, static_cast<R>(1 + 9 * n + 3 * np * nq));                       \
+      if (*info == 0) JAXMG_RETURN_IF_ERROR(QueriedWork(query, &work, &lwork));                    \
+      if (*info == 0) JAXMG_RETURN_IF_ERROR(sized(&lrwork));                                       \
+      rwork.assign(static_cast<size_t>(std::max(lrwork, 1)), R(0));                                \
+      liwork = std::max(iquery, 1);                                                                \
+      std::vector<int> iwork(static_cast<size_t>(liwork));                                         \
+      if (*info == 0) {                                                                            \
+        p##heevd_("V", "L", &in, a, &one, &one, desc.desc, w, z, &one, &one, descz.desc,           \
+                  work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork, info);        \
+      }                                                                                            \
+    } else {                                                                                       \
+      p##heev_("N", "L", &in, a, &one, &one, desc.desc, w, z, &one, &one, descz.desc, &query,      \
+               &lwork, &rquery, &lrwork, info);                                                    \
+      if (*info == 0) JAXMG_RETURN_IF_ERROR(QueriedWork(query, &work, &lwork));                    \
+      if (*info == 0) JAXMG_RETURN_IF_ERROR(sized(&lrwork));                                       \
+      rwork.assign(static_cast<size_t>(std::max(lrwork, 1)), R(0));                                \
+      if (*info == 0) {                                                                            \
+        p##heev_("N", "L", &in, a, &one, &one, desc.desc, w, z, &one, &one, descz.desc,            \
+                 work.data(), &lwork, rwork.data(), &lrwork, info);                                \
+      }                                                                                            \
+    }                                                                                              \
+    if (*info < 0) return JAXMG_ERROR(#p "heev(d): illegal argument " + std::to_string(-*info));   \
+    return Status();                                                                               \
+  }                                                                                                \
+  template <>                                                                                      \
+  Status Adjoint<T>(int64_t n, const T* a, const Descriptor& desca, T* c,                          \
+                    const Descriptor& descc) {                                                     \
+    int in, one = 1;                                                                               \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
+    const T alpha(1), beta(0);                                                                     \
+    p##tranc_(&in, &in, &alpha, a, &one, &one, desca.desc, &beta, c, &one, &one, descc.desc);      \
+    return Status();                                                                               \
+  }
+JAXMG_DEFINE_EIG_REAL(ps, float)
+JAXMG_DEFINE_EIG_REAL(pd, double)
+JAXMG_DEFINE_EIG_COMPLEX(pc, std::complex<float>)
+JAXMG_DEFINE_EIG_COMPLEX(pz, std::complex<double>)
+#undef JAXMG_DEFINE_EIG_REAL
+#undef JAXMG_DEFINE_EIG_COMPLEX
+
 JAXMG_DEFINE_QR(ps, float, orgqr)
 JAXMG_DEFINE_QR(pd, double, orgqr)
 JAXMG_DEFINE_QR(pc, std::complex<float>, ungqr)

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/scalar.h"
 #include "common/status.h"
 
 namespace jaxmg::scalapack {
@@ -74,6 +75,16 @@ Status Orgqr(int64_t m, int64_t n, T* a, const Descriptor& desc, const T* tau, i
 template <typename T>
 Status Gels(int64_t m, int64_t n, int64_t nrhs, T* a, const Descriptor& desc_a, T* b,
             const Descriptor& desc_b, int* info);
+// Eigenvalues (ascending, replicated: w) and, with `vectors`, eigenvectors (z) of the
+// Hermitian n x n matrix held in a's lower triangle (a is overwritten); local_rows/cols: this
+// process's extents (for the workspace: p?syevd's query answers less than it needs for some
+// tiles, which ends in an illegal-argument message from p?ormtr and wrong vectors).
+template <typename T>
+Status Eigh(bool vectors, int64_t n, int64_t local_rows, int64_t local_cols, T* a,
+            const Descriptor& desc, RealOf<T>* w, T* z, const Descriptor& descz, int* info);
+// c := aᴴ (aᵀ for real types), n x n.
+template <typename T>
+Status Adjoint(int64_t n, const T* a, const Descriptor& desca, T* c, const Descriptor& descc);
 template <typename T>
 Status Gemr2d(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,
               const Descriptor& desc_b, const Grid& grid);

@@ -1,0 +1,44 @@
+// syevd and eigvalsh: the eigenvalues (ascending) and eigenvectors of a Hermitian matrix.
+//
+// The engine redistributes (jaxmg/routines/syevd.py asks for it): relabeling would be harmless
+// to the eigenvalues, but its padding would add eigenvalues of its own and the eigenvectors'
+// rows and columns would need different maps. The engine matrix M is what the shards hold read
+// column-major, Aᵀ = conj(A): its eigenvectors are conj(V). The shard is written back as the
+// engine matrix's conjugate transpose Zᴴ, read row-major: conj(Z) = V, eigenvectors in columns
+// (VectorsOut). The eigenvalues come in x (n x 1, whole on every device, real parts).
+#pragma once
+
+#include "ffi/solve.h"
+#include "routines/potrs.h"
+
+namespace jaxmg::routines {
+
+template <bool kVectors>
+struct SyevdOf {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
+  static constexpr bool kOwnSolution = true;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    if (e.plan().strategy != layout::Strategy::kRedistribute) {
+      return JAXMG_ERROR("syevd runs on a redistributed matrix");
+    }
+    bool rejected = false;
+    JAXMG_RETURN_IF_ERROR(
+        (Potrs::RejectAsymmetric<E, T>(e, attrs, io, io.x, io.x_count, &rejected)));
+    if (rejected) return kVectors ? e.template FillNan<T>(io.a, io.a_count) : Status();
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    int info = 0;
+    JAXMG_RETURN_IF_ERROR(e.template Eigh<T>(kVectors, io.x, &info));  // agreed
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    if (info != 0) {
+      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
+      return kVectors ? e.template FillNan<T>(io.a, io.a_count) : Status();
+    }
+    return kVectors ? e.template VectorsOut<T>(io.a) : Status();
+  }
+};
+using Syevd = SyevdOf<true>;
+using Eigvalsh = SyevdOf<false>;
+
+}  // namespace jaxmg::routines

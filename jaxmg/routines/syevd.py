@@ -1,0 +1,79 @@
+"""syevd: eigenvalues and eigenvectors of a distributed Hermitian matrix."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from jaxmg._core import routine as _routine
+
+# The engine redistributes the matrix into block-cyclic tiles (relabeling's padding would add
+# eigenvalues) and writes the eigenvectors back into a's sharding (csrc/routines/syevd.h).
+_COMMON = dict(
+    symmetric=True,
+    hand_transpose=_routine.never_transpose,
+    takes_rhs=False,
+    redistribute=True,
+    solution_cols=lambda n, nrhs: 1,  # the eigenvalues
+    solution_whole=True,
+)
+SYEVD = _routine.SolveRoutine(name="syevd", returns_matrix=True, **_COMMON)
+EIGVALSH = _routine.SolveRoutine(name="eigvalsh", **_COMMON)
+
+
+def syevd(
+    a,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_eigenvectors=True,
+    return_status=False,
+    pad=True,
+    donate=False,
+    check_symmetry=True,
+):
+    """Eigenvalues and eigenvectors of a Hermitian (real symmetric) A sharded over a mesh.
+
+    The divide-and-conquer eigensolver of the engine (cuSOLVERMp's Syevd on GPUs, ScaLAPACK's
+    p?syevd / p?heevd on CPUs) on the matrix copied into block-cyclic tiles; nothing is
+    gathered. With return_eigenvectors=False only the eigenvalues are computed (cuSOLVERMp's
+    values-only path; ScaLAPACK's p?syev / p?heev).
+
+    Args:
+      a: (N, N) float32, float64, complex64 or complex128 array, Hermitian, sharded over a 1-D or
+        2-D mesh.
+      T_A, mesh, matrix_specs, in_specs, pad, donate, check_symmetry: as for `jaxmg.potrs` (the
+        matrix is checked for symmetry first unless check_symmetry=False; the engine reads its
+        lower triangle).
+      return_eigenvectors: also compute and return the eigenvectors.
+      return_status: also return an int32 status: 0 on success, k > 0 when the eigensolver did
+        not converge or the matrix holds NaN or Inf, -1 when it is not Hermitian.
+
+    Returns:
+      (w, V), or w without eigenvectors; with return_status, (w, V, status) or (w, status). w:
+      (N,) real eigenvalues in ascending order, the same on every device; V: (N, N) with the
+      eigenvectors in its columns (A V = V diag(w)), in a's sharding. On failure w and V are NaN
+      on every device.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
+    """
+    routine = SYEVD if return_eigenvectors else EIGVALSH
+    r = _routine.call(
+        routine,
+        a,
+        None,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
+    w = jnp.real(r.x[:, 0])
+    out = (w, r.matrix) if return_eigenvectors else (w,)
+    if return_status:
+        out += (r.status,)
+    return out[0] if len(out) == 1 else out

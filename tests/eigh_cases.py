@@ -1,0 +1,127 @@
+"""Cases of syevd (eigenvalues and eigenvectors of a Hermitian matrix), shared by the CPU and GPU
+workers; each returns a record with "ok".
+
+Matrices are the same NumPy arrays on every process; results are gathered and compared in
+complex128 with tolerances scaled by n * eps * ‖A‖: eigenvalues against numpy.linalg.eigvalsh,
+the residual ‖A V − V diag(w)‖, orthogonality ‖VᴴV − I‖, on random, clustered and degenerate
+spectra.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from linalg_cases import A_SPEC, DTYPES, gather, local_scalars, place
+
+
+def eigh_name(dtype_name, n, tile, variant=""):
+    return f"syevd/{dtype_name}/n{n}/T{tile}" + (f"/{variant}" if variant else "")
+
+
+def hermitian(n, dtype, seed, spectrum=None):
+    """A random Hermitian matrix, or Q diag(spectrum) Qᴴ for a random unitary Q."""
+    rng = np.random.default_rng(seed + 23)
+    x = rng.standard_normal((n, n))
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal((n, n))
+    if spectrum is None:
+        return ((x + x.conj().T) / 2).astype(dtype)
+    q, _ = np.linalg.qr(x)
+    return ((q * spectrum) @ q.conj().T).astype(dtype)
+
+
+def spectrum_of(kind, n):
+    """ "degenerate": three eigenvalues, each n/3 times; "clustered": 1 + 1e-9 k and -1 - 1e-9 k."""
+    if kind == "degenerate":
+        return np.repeat([-2.0, 1.0, 3.0], -(-n // 3))[:n]
+    if kind == "clustered":
+        k = np.arange(n // 2)
+        return np.concatenate([1 + 1e-9 * k, -1 - 1e-9 * k[: n - n // 2]])
+    return None
+
+
+def eigh_case(mesh, dtype_name, n, tile, variant=""):
+    """variant: "values" (eigenvalues only), "jit", "donate", "degenerate", "clustered"."""
+    import jaxmg
+
+    dtype = DTYPES[dtype_name]
+    eps = float(np.finfo(dtype).eps)
+    spectrum = spectrum_of(variant, n)
+    a = hermitian(n, dtype, n, spectrum)
+    a64 = a.astype(np.complex128)
+    norm = np.linalg.norm(a64, 2)
+    tol = 10 * n * eps
+    ap = place(a, mesh, A_SPEC)
+    spec = ap.sharding.spec
+    vectors = variant != "values"
+
+    def fn(m):
+        return jaxmg.syevd(
+            m, T_A=tile, return_eigenvectors=vectors, return_status=True, donate=variant == "donate"
+        )
+
+    out = jax.jit(fn)(ap) if variant == "jit" else fn(ap)
+    w, status = out[0], out[-1]
+    wg = gather(w)
+    ref = np.linalg.eigvalsh(a64)
+    statuses = [int(np.real(s)) for s in local_scalars(status)[:, 0]]
+    rec = dict(n=n, eps=eps, tol=tol, statuses=statuses, w_shape=list(w.shape))
+    rec["eigenvalue_error"] = float(np.abs(wg - ref).max() / norm)
+    ok = rec["eigenvalue_error"] <= tol and statuses == [0] * len(statuses)
+    ok = ok and rec["w_shape"] == [n] and bool(np.all(np.diff(wg) >= 0))
+    if vectors:
+        v = out[1]
+        vg = gather(v).astype(np.complex128)
+        rec.update(
+            residual=float(np.linalg.norm(a64 @ vg - vg * wg) / norm),
+            orthogonality=float(np.linalg.norm(vg.conj().T @ vg - np.eye(n))),
+            v_spec=str(v.sharding.spec),
+        )
+        ok = ok and rec["residual"] <= tol and rec["orthogonality"] <= tol
+        ok = ok and v.sharding.spec == spec
+    rec["ok"] = bool(ok)
+    return rec
+
+
+def eigh_failure_case(mesh, kind, n, tile):
+    """kind: "not-hermitian" (status -1) or "nan" (status > 0): NaN w and V on every rank."""
+    import jaxmg
+
+    a = hermitian(n, np.float64, 7)
+    if kind == "not-hermitian":
+        a[0, n - 1] += 1.0
+    else:
+        a[n // 2, n // 3] = np.nan
+        a[n // 3, n // 2] = np.nan
+    w, v, status = jaxmg.syevd(place(a, mesh, A_SPEC), T_A=tile, return_status=True)
+    statuses = [int(np.real(s)) for s in local_scalars(status)[:, 0]]
+    want = -1 if kind == "not-hermitian" else None
+    all_nan = np.isnan(gather(w)).all() and np.isnan(gather(v)).all()
+    rec = dict(statuses=statuses, all_nan=bool(all_nan))
+    agreed = len(set(statuses)) == 1
+    rec["ok"] = rec["all_nan"] and agreed and (statuses[0] == want if want else statuses[0] > 0)
+    return rec
+
+
+def eigh_plan(n, tiles=(None, 4, 5)):
+    """[(name, kind, params)]: four dtypes x tiles, eigenvalues only, a user's jit, donation,
+    degenerate and clustered spectra, failures."""
+    from solve_plan import DTYPE_NAMES
+
+    plan = []
+
+    def add(dtype_name, tile, variant=""):
+        params = dict(dtype_name=dtype_name, n=n, tile=tile, variant=variant)
+        plan.append((eigh_name(dtype_name, n, tile, variant), "eigh", params))
+
+    for dtype_name in DTYPE_NAMES:
+        for tile in tiles:
+            add(dtype_name, tile)
+    add("float64", 5, "values")
+    add("complex128", 4, "values")
+    for variant in ("jit", "donate", "degenerate", "clustered"):
+        add("float64", 4, variant)
+    add("complex128", 5, "degenerate")
+    for kind in ("not-hermitian", "nan"):
+        plan.append((f"syevd/{kind}", "eigh-failure", dict(kind=kind, n=n, tile=4)))
+    return plan
