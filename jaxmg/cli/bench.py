@@ -4,7 +4,8 @@
 `cho_factor` + `cho_solve` with the identity), `inv` (against `jnp.linalg.inv`), `slogdet`
 (against `jnp.linalg.slogdet`), `cho_solve` (the solve with a kept factor and `--nrhs`
 right-hand sides, against JAX's `cho_solve` with its kept factor; the factorization's time is
-recorded beside it), `qr` (against `jnp.linalg.qr`) or `least_squares` (against JAX's QR, Qᴴb
+recorded beside it), `syevd` / `eigvalsh` (against `jnp.linalg.eigh` / `eigvalsh`; checked by
+Σ w = tr A = N), `qr` (against `jnp.linalg.qr`) or `least_squares` (against JAX's QR, Qᴴb
 and the triangular solve), on N x `--cols` matrices (default square). `--peer` also times
 JAXMg 1.x, from the folder JAXMG_PEER_PATH, on the same devices (bench/peer_jaxmg1.py).
 `cli()` runs the jaxmg timings in P processes (one per device, under `jaxmg launch`), then
@@ -43,7 +44,12 @@ FLOPS = {
     "inv": lambda n: 2 * n**3 / 3 + 2 * n**3,
     "slogdet": lambda n: 2 * n**3 / 3,
     "cho_solve": lambda n: 0.0,  # the solve's flops (2 n^2 nrhs) are set per record
+    # tridiagonal reduction (4/3 n^3) and, with vectors, its back transformation (2 n^3)
+    "syevd": lambda n: 10 * n**3 / 3,
+    "eigvalsh": lambda n: 4 * n**3 / 3,
 }
+# Routines whose check is a trace: Σ w = tr A = N for the matrix's eigenvalues w.
+EIGEN = ("syevd", "eigvalsh")
 # M x N routines: Householder QR and Q (geqrf + orgqr), QR and the solve (geqrf, ormqr, trsm).
 RECT_FLOPS = {
     "qr": lambda m, n: 4 * m * n * n - 4 * n**3 / 3,
@@ -248,6 +254,12 @@ def _run_jaxmg(args) -> list[dict]:
                     return jaxmg.potri(a, check_symmetry=args.check_symmetry, **kw)
                 if args.routine == "inv":
                     return jaxmg.inv(a, **kw)
+                if args.routine in EIGEN:
+                    kw.pop("return_logdet")
+                    vectors = args.routine == "syevd"
+                    out = jaxmg.syevd(a, return_eigenvectors=vectors, **kw)
+                    w = out[0] if vectors else out
+                    return (out[1] if vectors else w), jax.numpy.sum(w)
                 if args.routine == "slogdet":
                     kw.pop("return_logdet")
                     sign, logdet = jaxmg.slogdet(a, **kw)
@@ -279,6 +291,10 @@ def _run_jaxmg(args) -> list[dict]:
                 times, logdet = _time_calls(gen, solve, b, args.repeats, name)
             ld = float(np.asarray(logdet.addressable_data(0)))
             eps = float(np.finfo(dtype).eps)
+            if args.routine in EIGEN:  # (the trace of the eigenvalues, not a log-determinant)
+                rec["check_rel_err"] = abs(ld - n) / n
+                rec["check_ok"] = abs(ld - n) <= 100 * n * eps * n
+                ld = _exact_logdet(n)
             rec.update(
                 seconds=min(times[1:]),
                 compile_and_first_s=times[0],
@@ -344,6 +360,12 @@ def _run_baseline(args) -> list[dict]:
                     if args.routine == "inv":
                         x = jnp.linalg.inv(a)
                         return x, jnp.zeros((), x.real.dtype)
+                    if args.routine == "syevd":
+                        w, v = jnp.linalg.eigh(a)
+                        return v, jnp.sum(w)
+                    if args.routine == "eigvalsh":
+                        w = jnp.linalg.eigvalsh(a)
+                        return w, jnp.sum(w)
                     if args.routine == "slogdet":
                         sign, logdet = jnp.linalg.slogdet(a)
                         return sign, logdet
@@ -374,6 +396,9 @@ def _run_baseline(args) -> list[dict]:
                     rec["nrhs"] = args.nrhs
                 else:
                     times, logdet = _time_calls(gen, solve, b, args.repeats, name)
+                if args.routine in EIGEN:  # the trace of the eigenvalues
+                    rec["check_rel_err"] = abs(float(logdet) - n) / n
+                    logdet = _exact_logdet(n)
                 rec.update(
                     seconds=min(times[1:]),
                     all_s=times,

@@ -1054,6 +1054,83 @@ Status Engine::WorkOut(void* shard) {
 }
 
 template <typename T>
+Status Engine::Eigh(bool vectors, void* x, int* info) {
+  StepTimer timer("Eigh", stream_);
+  using R = RealOf<T>;
+  const layout::Plan& plan = state_.plan;
+  if (plan.strategy != layout::Strategy::kRedistribute) {
+    return JAXMG_ERROR("the eigensolver runs on a redistributed matrix");
+  }
+  const size_t es = sizeof(T);
+  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, lc = local_cols_;
+  JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
+  // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
+  // check): the solver is not run on it.
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));
+  if (*info != 0) return Status();
+  void* w = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &local_b_));
+  JAXMG_RETURN_IF_ERROR(
+      desc_b_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+  nrhs_ = n;
+  rhs_local_cols_ = lc;
+  char jobz[2] = {vectors ? 'V' : 'N', 0};
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
+                                          desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(),
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpSyevd(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
+                               desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
+                               d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_));
+  // The status: the solver's info, else the first eigenvalue that is not finite; agreed.
+  std::vector<R> values(static_cast<size_t>(n));
+  int32_t solver_info = 0;
+  JAXMG_CUDA(cudaMemcpyAsync(values.data(), w, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(&solver_info, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  int64_t local = solver_info > 0 ? solver_info : 0;
+  for (int64_t i = 0; i < n && local == 0; ++i) {
+    if (!std::isfinite(static_cast<double>(values[i]))) local = i + 1;
+  }
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &local, 1));
+  *info = static_cast<int>(std::min<int64_t>(local, INT32_MAX));
+  // x := the eigenvalues, in the real parts (the imaginary parts stay 0).
+  JAXMG_CUDA(
+      cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
+  return Status();
+}
+
+template <typename T>
+Status Engine::VectorsOut(void* shard) {
+  StepTimer timer("VectorsOut", stream_);
+  // work_ (the redistributed copy, no longer needed) := Zᴴ (cuBLASMp Geadd), then back to the
+  // block layout.
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
+  BlasDescriptor dz, dw;
+  JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_CUDA(cudaMemsetAsync(work_, 0, sizeof(T) * local_rows_ * local_cols_, stream_));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  const T one(1), zero(0);
+  size_t dev = 0, host = 0;
+  JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &one, local_b_, 1, 1, dz.get(),
+                                        &zero, work_, 1, 1, dw.get(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, adjoint, n, n, &one, local_b_, 1, 1, dz.get(), &zero, work_,
+                             1, 1, dw.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                             ctx_.host_work.size()));
+  return MatrixOut<T>(work_, shard);
+}
+
+template <typename T>
 Status Engine::FillNan(void* x, int64_t count) {
   JAXMG_CUDA(cuda::FillNan(KernelType<T>(), x, count, stream_));
   return Status();

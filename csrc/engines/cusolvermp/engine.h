@@ -88,6 +88,10 @@ class Engine {
   template <typename T>
   Status WorkOut(void* shard);
   template <typename T>
+  Status Eigh(bool vectors, void* x, int* info);
+  template <typename T>
+  Status VectorsOut(void* shard);
+  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
   // NCCL collectives complete on the stream without the host: nothing left to progress.
