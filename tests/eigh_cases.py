@@ -68,7 +68,8 @@ def eigh_case(mesh, dtype_name, n, tile, variant=""):
     rec = dict(n=n, eps=eps, tol=tol, statuses=statuses, w_shape=list(w.shape))
     rec["eigenvalue_error"] = float(np.abs(wg - ref).max() / norm)
     ok = rec["eigenvalue_error"] <= tol and statuses == [0] * len(statuses)
-    ok = ok and rec["w_shape"] == [n] and bool(np.all(np.diff(wg) >= 0))
+    # Ascending, up to rounding inside a degenerate cluster.
+    ok = ok and rec["w_shape"] == [n] and bool(np.all(np.diff(wg) >= -tol * norm))
     if vectors:
         v = out[1]
         vg = gather(v).astype(np.complex128)
