@@ -6,8 +6,8 @@ distributed routine on `a` where it lies (its sharding picks the mesh; `T_A`, `m
 `matrix_specs` may be passed through as keywords). Leading batch dimensions are looped over
 (one distributed call per matrix, each with the same plan).
 
-Not here yet: eigh, eigvalsh, svd, polar; and lstsq, whose rank and singular values need an SVD
-(`jaxmg.least_squares` gives its solution).
+Not here yet: svd, polar, eigh's generalized problem, and lstsq, whose rank and singular values
+need an SVD (`jaxmg.least_squares` gives its solution).
 """
 
 from __future__ import annotations
@@ -21,12 +21,16 @@ from jaxmg.routines import inv as _inv
 from jaxmg.routines import lu_solve as _lu
 from jaxmg.routines import qr as _qr
 from jaxmg.routines import slogdet as _slogdet
+from jaxmg.routines import syevd as _syevd
 
 __all__ = [
+    "EighResult",
     "QRResult",
     "SlogdetResult",
     "cho_factor",
     "cho_solve",
+    "eigh",
+    "eigvalsh",
     "inv",
     "lu_factor",
     "lu_solve",
@@ -39,6 +43,11 @@ __all__ = [
 class SlogdetResult(NamedTuple):
     sign: object
     logabsdet: object
+
+
+class EighResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
 
 
 class QRResult(NamedTuple):
@@ -70,6 +79,24 @@ def inv(a, **kwargs):
 def slogdet(a, **kwargs):
     """(sign, logabsdet) (`jnp.linalg.slogdet`), through pivoted LU (`jaxmg.slogdet`)."""
     return _batched(lambda m: SlogdetResult(*_slogdet.slogdet(m, **kwargs)), a)
+
+
+def eigh(a, UPLO=None, symmetrize_input=True, **kwargs):
+    """(eigenvalues, eigenvectors) of a Hermitian matrix (`jnp.linalg.eigh`): eigenvalues
+    ascending, eigenvectors in the columns, in a's sharding (`jaxmg.syevd`). The engine reads
+    the lower triangle; `symmetrize_input` and `UPLO` are accepted for the call's shape (jaxmg
+    checks that a is Hermitian instead: NaN and status -1 when it is not)."""
+    if UPLO not in (None, "L"):
+        raise ValueError("jaxmg.linalg.eigh reads the lower triangle (UPLO='L')")
+    return _batched(lambda m: EighResult(*_syevd.syevd(m, **kwargs)), a)
+
+
+def eigvalsh(a, UPLO=None, **kwargs):
+    """The eigenvalues of a Hermitian matrix, ascending (`jnp.linalg.eigvalsh`): the
+    eigensolver's values-only path (`jaxmg.syevd(..., return_eigenvectors=False)`)."""
+    if UPLO not in (None, "L"):
+        raise ValueError("jaxmg.linalg.eigvalsh reads the lower triangle (UPLO='L')")
+    return _batched(lambda m: _syevd.syevd(m, return_eigenvectors=False, **kwargs), a)
 
 
 def qr(a, mode="reduced", **kwargs):

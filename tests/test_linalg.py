@@ -26,6 +26,8 @@ def test_linalg_names_match_numpy(tmp_path, mesh):
         "lu",
         "qr",
         "qr_batched",
+        "eigh",
+        "vmap_qr_lstsq_syevd",
         "vmap_potrs",
         "vmap_lu_solve_in_jit",
         "vmap_slogdet",

@@ -86,6 +86,29 @@ def case_qr_batched():
     return err(np.einsum("bij,bjk->bik", gather(q), gather(r)), t)
 
 
+def case_eigh():
+    w, v = jaxmg.linalg.eigh(hp)
+    wv = jaxmg.linalg.eigvalsh(hp)
+    ref = np.linalg.eigvalsh(h)
+    vg = gather(v)
+    return max(err(gather(w), ref), err(gather(wv), ref), err(h @ vg, vg * ref))
+
+
+def case_vmap_qr_lstsq_syevd():
+    t = np.random.default_rng(5).standard_normal((2, 2 * N, N))
+    tp = place(t, mesh, P(None, "pr", "pc"))
+    q, r = jax.vmap(jaxmg.qr)(tp)
+    y = np.random.default_rng(6).standard_normal((2, 2 * N, 2))
+    x = jax.vmap(jaxmg.least_squares)(tp, place(y, mesh, P(None, "pr")))
+    w = jax.vmap(lambda m: jaxmg.syevd(m, return_eigenvectors=False))(batch_args()[0])
+    xref = np.stack([np.linalg.lstsq(t[i], y[i], rcond=None)[0] for i in range(2)])
+    return max(
+        err(np.einsum("bij,bjk->bik", gather(q), gather(r)), t),
+        err(gather(x), xref),
+        err(gather(w), np.linalg.eigvalsh(BATCH)),
+    )
+
+
 BATCH = np.stack([spd(N, np.float64, s) for s in (1, 2, 3)])
 GENERAL = np.stack([signed_general(N, np.float64, s) for s in (1, 2, 3)])
 RHS = np.stack([rhs(N, 2, np.float64, s) for s in (1, 2, 3)])
