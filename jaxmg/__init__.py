@@ -8,12 +8,12 @@ from jaxmg import linalg
 from jaxmg._core import native as _native
 from jaxmg.routines.factor import CholeskyFactor, LUFactor, cho_factor, cho_solve, lu_factor
 from jaxmg.routines.inv import inv
-from jaxmg.routines.lu_solve import lu_solve
+from jaxmg.routines.lu_solve import lu_solve, lu_solve_shardmap_ctx
 from jaxmg.routines.potri import potri
-from jaxmg.routines.potrs import potrs
+from jaxmg.routines.potrs import potrs, potrs_shardmap_ctx
 from jaxmg.routines.qr import least_squares, qr
 from jaxmg.routines.slogdet import slogdet
-from jaxmg.routines.syevd import syevd
+from jaxmg.routines.syevd import syevd, syevd_shardmap_ctx
 
 _native.start_mpi_if_launched()
 
@@ -27,10 +27,13 @@ __all__ = [
     "lu_factor",
     "least_squares",
     "lu_solve",
+    "lu_solve_shardmap_ctx",
     "potri",
     "potrs",
+    "potrs_shardmap_ctx",
     "qr",
     "slogdet",
     "syevd",
+    "syevd_shardmap_ctx",
 ]
 __version__ = "0.1.0"

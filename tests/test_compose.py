@@ -1,6 +1,6 @@
 """jaxmg under jax.set_mesh (Auto and Explicit axes, eager and inside jit), a user's jit with
-donation, and tracing on an AbstractMesh, on real multi-process CPU jobs
-(tests/mp/compose_worker.py)."""
+donation, tracing on an AbstractMesh, and the *_shardmap_ctx routines on blocks inside a user's
+shard_map, on real multi-process CPU jobs (tests/mp/compose_worker.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ WORKER = Path(__file__).parent / "mp" / "compose_worker.py"
 def test_set_mesh_jit_donation_and_abstract_mesh(tmp_path, mesh):
     out = run_cases(mesh[0] * mesh[1], WORKER, [str(mesh[0]), str(mesh[1])], tmp_path, 300)
     names = {r["case"] for r in out["records"]}
-    assert names == {"set_mesh_auto", "set_mesh_explicit", "jit_donation", "abstract_mesh_trace"}
+    assert names == {
+        "set_mesh_auto",
+        "set_mesh_explicit",
+        "jit_donation",
+        "abstract_mesh_trace",
+        "shard_map_blocks",
+    }
     for r in out["records"]:
         assert r["ok"], r

@@ -128,8 +128,15 @@ def call(
     donate=False,
     check_symmetry=False,
     kept=None,
+    blocks=False,
 ) -> Result:
     """Runs `routine` and returns every output it has (a `Result`).
+
+    blocks: a and b are this device's blocks, inside the caller's `jax.shard_map` over `mesh`
+      with a sharded as `matrix_specs` (default: the mesh's first two axes) and b's rows like
+      a's; the results are blocks too (x's rows like b's, the matrix like a's, scalars the same
+      on every device). Routines that hand the engine aᵀ are not available there (the
+      transpose moves blocks between devices): ValueError.
 
     check_symmetry: (symmetric routines) the engine compares uᴴ A v with conj(vᴴ A u) for fixed
     probe vectors u, v first (each device multiplies its shard; sums of vector size over the
@@ -138,6 +145,14 @@ def call(
     kept: for routines that read a kept factor, (engine placement, user placement, tile, pad,
       pivots or None, order) of the factor `a`; T_A, mesh, specs and pad are then the factor's.
     """
+    local_blocks = None
+    if blocks:
+        if mesh is None:
+            raise ValueError("a call on blocks inside shard_map needs mesh=... (the shard_map's)")
+        local_blocks = (a, b)
+        matrix_specs = _matrix_spec(matrix_specs, in_specs)
+        in_specs = None
+        a, b, matrix_specs = _global_standins(a, b, mesh, matrix_specs)
     if routine.rectangular:
         m, n = _mesh.check_tall_matrix(a)
     else:
@@ -180,7 +195,14 @@ def call(
     _native.engine(placement.platform)
     if kept is None:
         engine_placement = placement
-        if routine.rectangular or routine.hand_transpose(placement, bool(donate)):
+        if local_blocks is not None and routine.rectangular:
+            raise ValueError(
+                f"{routine.name} hands the engine aᵀ, which moves blocks between devices: it "
+                "has no form on blocks inside shard_map; call it outside"
+            )
+        # (On blocks the engine takes a as it lies: the policy's in-place choice.)
+        hand_t = routine.hand_transpose(placement, bool(donate) or local_blocks is not None)
+        if routine.rectangular or hand_t:
             engine_placement = _mesh.transposed(placement)
     context = None
     if placement.platform == "cuda":
@@ -197,32 +219,33 @@ def call(
     solution_cols = 0
     if routine.solution_cols is not None:
         solution_cols = routine.solution_cols(n, 1 if b is None or b.ndim == 1 else b.shape[1])
-    fn = _build(
-        _Call(
-            name=routine.name,
-            symmetric=routine.symmetric,
-            user=placement,
-            placement=engine_placement,
-            n=n,
-            cols=m,
-            solution_cols=solution_cols,
-            solution_whole=routine.solution_whole,
-            tile=tile,
-            pad=bool(pad),
-            redistribute=redistribute,
-            b_ndim=2 if b is None else b.ndim,
-            donate=bool(donate),
-            context=context,
-            check_symmetry=check_symmetry,
-            thread=_thread_tag(a),
-            returns_matrix=routine.returns_matrix,
-            reads_factor=routine.reads_factor,
-            pivots_in=order if routine.pivots_in else 0,
-            pivots_out=order if routine.pivots_out else 0,
-            factor_order=factor_order,
-        )
+    c = _Call(
+        name=routine.name,
+        symmetric=routine.symmetric,
+        user=placement,
+        placement=engine_placement,
+        n=n,
+        cols=m,
+        solution_cols=solution_cols,
+        solution_whole=routine.solution_whole,
+        tile=tile,
+        pad=bool(pad),
+        redistribute=redistribute,
+        b_ndim=2 if b is None else b.ndim,
+        donate=bool(donate),
+        context=context,
+        check_symmetry=check_symmetry,
+        thread=0 if local_blocks is not None else _thread_tag(a),
+        returns_matrix=routine.returns_matrix,
+        reads_factor=routine.reads_factor,
+        pivots_in=order if routine.pivots_in else 0,
+        pivots_out=order if routine.pivots_out else 0,
+        factor_order=factor_order,
     )
-    if traced(a, b, pivots):
+    fn = _build(c) if local_blocks is None else None
+    if local_blocks is not None:
+        x, logdet, status, sign, piv_out, a_work = _on_blocks(c, *local_blocks)
+    elif traced(a, b, pivots):
         x, logdet, status, sign, piv_out, a_work = _batchable(fn, a, b, pivots)
     else:  # concrete arrays: no transformation to serve (saves ~0.2 ms a call)
         x, logdet, status, sign, piv_out, a_work = fn(a, b, pivots)
@@ -237,6 +260,41 @@ def call(
         user=placement,
         tile=tile,
     )
+
+
+def _global_standins(a_blk, b_blk, mesh, spec):
+    """Stand-ins (ShapeDtypeStruct) of the global a and b whose blocks a call on blocks was
+    given, and the matrix spec (default: the mesh's first two axes)."""
+    if spec is None:
+        names = mesh.axis_names
+        spec = P(names[0], names[1] if len(names) > 1 else None)
+    entries = tuple(spec) + (None,) * (2 - len(spec))
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
+
+    def size(entry):
+        names = entry if isinstance(entry, tuple) else (entry,)
+        return int(np.prod([sizes[x] for x in names if x is not None]))
+
+    if getattr(a_blk, "ndim", 0) != 2:
+        raise ValueError(f"a's block must be 2-D, got shape {tuple(getattr(a_blk, 'shape', ()))}")
+    rows, cols = size(entries[0]), size(entries[1])
+    a = jax.ShapeDtypeStruct((a_blk.shape[0] * rows, a_blk.shape[1] * cols), a_blk.dtype)
+    b = None
+    if b_blk is not None:
+        b = jax.ShapeDtypeStruct((b_blk.shape[0] * rows, *b_blk.shape[1:]), b_blk.dtype)
+    return a, b, spec
+
+
+def _on_blocks(c: _Call, a_blk, b_blk):
+    """The call on this device's blocks, inside the caller's shard_map."""
+    placement = c.placement
+    if b_blk is None:  # an unused right-hand side of one column
+        b_blk = jnp.zeros((c.cols // placement.mesh_rows, 1), a_blk.dtype)
+    b2 = b_blk.reshape(-1, 1) if c.b_ndim == 1 else b_blk
+    piv_in = jnp.zeros((max(c.pivots_in, 1),), jnp.int32)
+    x, logdet, status, sign, piv_out, a_work = _local(c)(a_blk, b2, piv_in)
+    x = x.reshape(-1) if c.b_ndim == 1 else x
+    return x, logdet, status, sign, piv_out, a_work
 
 
 def traced(*xs) -> bool:
@@ -342,24 +400,22 @@ class _Call:
 
 
 @functools.cache
-def _build(c: _Call):
-    placement, user, n = c.placement, c.user, c.n
-    rhs_rows = c.cols  # b's rows: the engine matrix's
+def _local(c: _Call):
+    """The function one device runs on its blocks, (a_blk, b_blk, pivots) -> (x, logdet,
+    status, sign, pivots, a_work): one FFI call, where the mesh's axes are manual (inside
+    `_build`'s shard_map, or a caller's own)."""
+    placement, n = c.placement, c.n
     # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
     ranks = np.asarray(placement.process_ids or (), dtype=np.int64)
     target = _native.target(placement.platform, c.name)
-    # A kept factor is already in the engine's placement; a new matrix handed to the engine
-    # transposed is transposed here.
-    transposed = placement is not user and placement != user
-    transpose_here = transposed and not c.reads_factor
     # The GPU handlers take one more attribute: their context id.
     extra_attrs = {} if c.context is None else {"context": np.int64(c.context)}
-
-    # x: shaped like b, or (rectangular routines) n x solution_cols, its rows split like b's
-    # where they divide, else whole on every device.
+    # x: shaped like b, or n x solution_cols, its rows split like b's where they divide, else
+    # whole on every device (_layout).
+    transposed, _, x_spec, _ = _layout(c)
     rhs_procs = placement.mesh_cols if transposed else placement.mesh_rows
-    x_split = n % rhs_procs == 0 and not c.solution_whole
+    x_split = x_spec != P()
 
     def local(a_blk, b_blk, piv_in):
         position = jnp.stack([_axis_index(placement.row_axis), _axis_index(placement.col_axis)])
@@ -411,12 +467,31 @@ def _build(c: _Call):
         )
         return x, logdet, status, sign, piv_out, a_work
 
+    return local
+
+
+def _layout(c: _Call):
+    """(transposed, b's spec, x's spec, rows of b) of a call."""
+    placement, user = c.placement, c.user
+    transposed = placement is not user and placement != user
+    rhs_procs = placement.mesh_cols if transposed else placement.mesh_rows
+    x_split = c.n % rhs_procs == 0 and not c.solution_whole
+    rhs_spec = P(placement.col_axis, None) if transposed else placement.rhs_spec
+    x_spec = rhs_spec if not c.solution_cols or x_split else P()
+    return transposed, rhs_spec, x_spec, c.cols
+
+
+@functools.cache
+def _build(c: _Call):
+    placement, user, n = c.placement, c.user, c.n
+    local = _local(c)
+    transposed, rhs_spec, x_spec, rhs_rows = _layout(c)
+    transpose_here = transposed and not c.reads_factor
+
     work_spec = P() if c.reads_factor else placement.matrix_spec
     # b and x keep the caller's row sharding (over the engine mesh's columns when transposed):
     # resharding them would put an XLA collective before the call, which could pair with a
     # peer's unrelated collective. The engine reads them where they are.
-    rhs_spec = P(placement.col_axis, None) if transposed else placement.rhs_spec
-    x_spec = rhs_spec if not c.solution_cols or x_split else P()
     call = jax.shard_map(
         local,
         mesh=placement.mesh,

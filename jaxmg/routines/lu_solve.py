@@ -96,6 +96,37 @@ def lu_solve(
     )
 
 
+def lu_solve_shardmap_ctx(
+    a,
+    b,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_status=False,
+    return_logdet=False,
+    pad=True,
+):
+    """lu_solve on this device's blocks, inside the caller's `jax.shard_map` over `mesh`
+    (as `jaxmg.potrs_shardmap_ctx`: a's block, b's block with rows like a's; x's block back).
+    The engine factors the blocks as they lie (no transpose). Not differentiable."""
+    r = _routine.call(
+        ROUTINE,
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        blocks=True,
+    )
+    return _routine.assemble(
+        r.x, r.logdet, r.status, return_logdet=return_logdet, return_status=return_status
+    )
+
+
 @functools.cache
 def _differentiable(with_logdet: bool):
     from jaxmg.routines import factor as _factor

@@ -79,7 +79,7 @@ def potrs(
     jaxmg's own distributed routines and never gather the matrix: dx = A⁻¹ (db − dA x) through
     `cho_factor` / `cho_solve` (one factorization, `lax.custom_linear_solve`), and
     d logdet = tr(A⁻¹ dA) through `potri`, which costs one more factorization and inverse
-    (only with return_logdet=True). Second derivatives are not supported yet.
+    (only with return_logdet=True); second and higher derivatives too.
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
@@ -96,6 +96,44 @@ def potrs(
     x, logdet, status = _differentiable(bool(return_logdet))(opts, bool(donate), a, b)
     return _routine.assemble(
         x, logdet, status, return_logdet=return_logdet, return_status=return_status
+    )
+
+
+def potrs_shardmap_ctx(
+    a,
+    b,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_logdet=False,
+    return_status=False,
+    pad=True,
+    check_symmetry=True,
+):
+    """potrs on this device's blocks, inside the caller's `jax.shard_map` over `mesh`.
+
+    a: this device's block of A (sharded as matrix_specs, default the mesh's first two axes);
+    b: its block of b (rows like a's rows). Returns x's block (rows like b's) and, as for
+    `potrs`, the log-determinant and status, the same on every device. One FFI call on the
+    blocks, no collective of XLA's. Not differentiable (call `potrs` outside shard_map for
+    derivatives).
+    """
+    r = _routine.call(
+        ROUTINE,
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        check_symmetry=check_symmetry,
+        blocks=True,
+    )
+    return _routine.assemble(
+        r.x, r.logdet, r.status, return_logdet=return_logdet, return_status=return_status
     )
 
 

@@ -59,9 +59,43 @@ def syevd(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    routine = SYEVD if return_eigenvectors else EIGVALSH
-    r = _routine.call(
-        routine,
+    vectors = return_eigenvectors
+    r = _call(a, T_A, mesh, matrix_specs, in_specs, vectors, pad, donate, check_symmetry)
+    return _result(r, vectors, return_status)
+
+
+def syevd_shardmap_ctx(
+    a,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_eigenvectors=True,
+    return_status=False,
+    pad=True,
+    check_symmetry=True,
+):
+    """syevd on this device's block of A, inside the caller's `jax.shard_map` over `mesh`: the
+    eigenvalues (the same on every device) and this device's block of V, as `jaxmg.syevd`."""
+    r = _call(
+        a,
+        T_A,
+        mesh,
+        matrix_specs,
+        in_specs,
+        return_eigenvectors,
+        pad,
+        False,
+        check_symmetry,
+        blocks=True,
+    )
+    return _result(r, return_eigenvectors, return_status)
+
+
+def _call(a, T_A, mesh, matrix_specs, in_specs, vectors, pad, donate, check_symmetry, blocks=False):
+    return _routine.call(
+        SYEVD if vectors else EIGVALSH,
         a,
         None,
         T_A=T_A,
@@ -71,9 +105,13 @@ def syevd(
         pad=pad,
         donate=donate,
         check_symmetry=check_symmetry,
+        blocks=blocks,
     )
+
+
+def _result(r, vectors, return_status):
     w = jnp.real(r.x[:, 0])
-    out = (w, r.matrix) if return_eigenvectors else (w,)
+    out = (w, r.matrix) if vectors else (w,)
     if return_status:
         out += (r.status,)
     return out[0] if len(out) == 1 else out

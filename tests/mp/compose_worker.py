@@ -93,6 +93,38 @@ def case_abstract_mesh_trace():
     return err(gather(x), x_ref)
 
 
+def case_shard_map_blocks():
+    """potrs, lu_solve and syevd on blocks inside a user's shard_map (in a jit)."""
+    from jax.sharding import PartitionSpec as P
+
+    mesh = mesh_of("auto")
+
+    def body(ab, bb):
+        x, logdet = jaxmg.potrs_shardmap_ctx(ab, bb, mesh=mesh, return_logdet=True)
+        y = jaxmg.lu_solve_shardmap_ctx(ab, bb, mesh=mesh)
+        w, v = jaxmg.syevd_shardmap_ctx(ab, mesh=mesh)
+        return x, logdet, y, w, v
+
+    fn = jax.jit(
+        jax.shard_map(
+            body,
+            mesh=mesh,
+            in_specs=(A_SPEC, B_SPEC),
+            out_specs=(B_SPEC, P(), B_SPEC, P(), A_SPEC),
+            check_vma=False,
+        )
+    )
+    x, logdet, y, w, v = fn(place(h, mesh, A_SPEC), place(b, mesh, B_SPEC))
+    vg, ref = gather(v), np.linalg.eigvalsh(h)
+    return max(
+        err(gather(x), x_ref),
+        abs(float(np.asarray(logdet.addressable_data(0))) - np.linalg.slogdet(h)[1]),
+        err(gather(y), x_ref),
+        err(gather(w), ref),
+        err(h @ vg, vg * ref),
+    )
+
+
 records = []
 for name, fn in list(globals().items()):
     if not name.startswith("case_"):
