@@ -65,7 +65,7 @@ def eigh_case(mesh, dtype_name, n, tile, variant=""):
     wg = gather(w)
     ref = np.linalg.eigvalsh(a64)
     statuses = [int(np.real(s)) for s in local_scalars(status)[:, 0]]
-    rec = dict(n=n, eps=eps, tol=tol, statuses=statuses, w_shape=list(w.shape))
+    rec = dict(n=n, eps=eps, tol=tol, residual_tol=tol, statuses=statuses, w_shape=list(w.shape))
     rec["eigenvalue_error"] = float(np.abs(wg - ref).max() / norm)
     ok = rec["eigenvalue_error"] <= tol and statuses == [0] * len(statuses)
     # Ascending, up to rounding inside a degenerate cluster.

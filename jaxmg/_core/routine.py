@@ -533,6 +533,15 @@ def _build(c: _Call):
 NOT_SYMMETRIC = -1
 
 
+def solve_blocks(routine: SolveRoutine, a, b, *, return_logdet=False, return_status=False, **kw):
+    """A solve routine on this device's blocks inside the caller's shard_map (call(...,
+    blocks=True)), with the routines' return structure."""
+    r = call(routine, a, b, blocks=True, **kw)
+    return assemble(
+        r.x, r.logdet, r.status, return_logdet=return_logdet, return_status=return_status
+    )
+
+
 def assemble(x, logdet, status, *, return_logdet: bool, return_status: bool):
     """(x[, logdet][, status]): the routines' fixed return structure."""
     out = (x,)

@@ -111,7 +111,7 @@ def lu_solve_shardmap_ctx(
     """lu_solve on this device's blocks, inside the caller's `jax.shard_map` over `mesh`
     (as `jaxmg.potrs_shardmap_ctx`: a's block, b's block with rows like a's; x's block back).
     The engine factors the blocks as they lie (no transpose). Not differentiable."""
-    r = _routine.call(
+    return _routine.solve_blocks(
         ROUTINE,
         a,
         b,
@@ -120,10 +120,8 @@ def lu_solve_shardmap_ctx(
         matrix_specs=matrix_specs,
         in_specs=in_specs,
         pad=pad,
-        blocks=True,
-    )
-    return _routine.assemble(
-        r.x, r.logdet, r.status, return_logdet=return_logdet, return_status=return_status
+        return_logdet=return_logdet,
+        return_status=return_status,
     )
 
 

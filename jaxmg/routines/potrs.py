@@ -120,7 +120,7 @@ def potrs_shardmap_ctx(
     blocks, no collective of XLA's. Not differentiable (call `potrs` outside shard_map for
     derivatives).
     """
-    r = _routine.call(
+    return _routine.solve_blocks(
         ROUTINE,
         a,
         b,
@@ -130,10 +130,8 @@ def potrs_shardmap_ctx(
         in_specs=in_specs,
         pad=pad,
         check_symmetry=check_symmetry,
-        blocks=True,
-    )
-    return _routine.assemble(
-        r.x, r.logdet, r.status, return_logdet=return_logdet, return_status=return_status
+        return_logdet=return_logdet,
+        return_status=return_status,
     )
 
 
