@@ -107,7 +107,7 @@ def _solve_jvp(rule: SolveRule, opts: Options, with_logdet: bool):
         dx = solve(db - mv(da, x))
         value, status = rule.logdet(f)
         if with_logdet:
-            inverse_t = _inverse_t_fn(rule, opts)
+            inverse_t = _inverse_t_fn(rule, opts, rule.placement(f))
             logdet = _logdet_fn(inverse_t)(a, jax.lax.stop_gradient(value))
             dlogdet = jnp.real(trace_inverse(inverse_t(a), da)).astype(value.dtype)
         else:
@@ -118,7 +118,7 @@ def _solve_jvp(rule: SolveRule, opts: Options, with_logdet: bool):
 
 
 @functools.cache
-def _inverse_t_fn(rule: SolveRule, opts: Options):
+def _inverse_t_fn(rule: SolveRule, opts: Options, placement):
     """A⁻ᵀ in a's sharding, differentiable to any order: d(A⁻ᵀ) = −A⁻ᵀ dAᵀ A⁻ᵀ (two matrix
     products: their collectives, of matrix size, appear only in second and higher
     derivatives)."""
@@ -131,18 +131,9 @@ def _inverse_t_fn(rule: SolveRule, opts: Options):
     def _jvp(primals, tangents):
         (a,), (da,) = primals, tangents
         x = inverse_t(a)
-        placement = _mesh_placement_of(rule, opts, a)
         return x, -matmat(placement, matmat(placement, x, da.T), x)
 
     return inverse_t
-
-
-def _mesh_placement_of(rule: SolveRule, opts: Options, a):
-    kw = opts.kwargs()
-    spec = kw.get("matrix_specs") if kw.get("matrix_specs") is not None else kw.get("in_specs")
-    if isinstance(spec, tuple):
-        spec = spec[0]
-    return _mesh.resolve_placement(a, kw.get("mesh"), spec)
 
 
 @functools.cache
