@@ -7,8 +7,10 @@ processes, from inside jax.jit: cuSOLVERMp over NCCL on GPUs, ScaLAPACK over MPI
 from jaxmg import linalg
 from jaxmg._core import native as _native
 from jaxmg.routines.factor import CholeskyFactor, LUFactor, cho_factor, cho_solve, lu_factor
+from jaxmg.routines.gesvd import gesvd
 from jaxmg.routines.inv import inv
 from jaxmg.routines.lu_solve import lu_solve, lu_solve_shardmap_ctx
+from jaxmg.routines.polar import polar
 from jaxmg.routines.potri import potri
 from jaxmg.routines.potrs import potrs, potrs_shardmap_ctx
 from jaxmg.routines.qr import least_squares, qr
@@ -22,12 +24,14 @@ __all__ = [
     "LUFactor",
     "cho_factor",
     "cho_solve",
+    "gesvd",
     "inv",
     "linalg",
     "lu_factor",
     "least_squares",
     "lu_solve",
     "lu_solve_shardmap_ctx",
+    "polar",
     "potri",
     "potrs",
     "potrs_shardmap_ctx",

@@ -235,3 +235,31 @@ def test_syevd_failures(results, mesh):
         r = records[name]
         assert "error" not in r, r
         assert r["ok"], r
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_gesvd_and_polar(results, mesh):
+    """gesvd: singular values (descending, whole on every device) within 10 max(M, N) eps ‖A‖
+    of numpy.linalg.svd, ‖U diag(s) Vh − A‖ and the orthogonality of U and Vh within
+    10 max(M, N) eps, U in a's sharding; values-only, U-only and Vh-only paths, a wide matrix,
+    a zero column, clustered values, a user's jit, donation. polar: ‖Up H − A‖, ‖UpᴴUp − I‖,
+    H Hermitian positive semi-definite and equal to NumPy's (AᴴA)^½; four dtypes, tiles that
+    divide and do not; statuses agreed by every rank."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "svd"]
+    assert len(names) >= 25
+    for name in names:
+        _check(records[name])
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_gesvd_and_polar_failures(results, mesh):
+    """NaN input: NaN outputs and one status > 0 on every rank; polar of a wide matrix and
+    gesvd's full_matrices on a non-square one: a ValueError before any work."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "svd-failure"]
+    assert len(names) == 4
+    for name in names:
+        r = records[name]
+        assert "error" not in r, r
+        assert r["ok"], r

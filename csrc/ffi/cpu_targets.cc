@@ -7,6 +7,7 @@
 #include "ffi/dispatch.h"
 #include "ffi/solve.h"
 #include "routines/factor.h"
+#include "routines/gesvd.h"
 #include "routines/inv.h"
 #include "routines/lu_solve.h"
 #include "routines/potri.h"
@@ -74,6 +75,12 @@ JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_qr, Qr)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_least_squares, LeastSquares)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_syevd, Syevd)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_eigvalsh, Eigvalsh)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd, Gesvd)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_u, GesvdU)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_vh, GesvdVh)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_values, GesvdValues)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_polar, Polar)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_polar_up, PolarUp)
 #undef JAXMG_CPU_SOLVE_TARGET
 
 extern "C" {

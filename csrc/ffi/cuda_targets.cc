@@ -15,6 +15,7 @@
 #include "ffi/dispatch.h"
 #include "ffi/solve.h"
 #include "routines/factor.h"
+#include "routines/gesvd.h"
 #include "routines/inv.h"
 #include "routines/lu_solve.h"
 #include "routines/potri.h"
@@ -94,6 +95,12 @@ JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_qr, Qr)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_least_squares, LeastSquares)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_syevd, Syevd)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_eigvalsh, Eigvalsh)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd, Gesvd)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_u, GesvdU)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_vh, GesvdVh)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_values, GesvdValues)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_polar, Polar)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_polar_up, PolarUp)
 #undef JAXMG_CUDA_SOLVE_TARGET
 
 namespace {

@@ -70,6 +70,20 @@
 //                                         convergence or a non-finite entry (then nothing solved)
 //   Status VectorsOut<T>(void* shard)     the shard := its part of the eigenvector matrix in the
 //                                         JAX layout (columns are eigenvectors)
+//   Status Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
+//                   int* info)            (a redistributed m x n engine matrix, m >= n) its
+//                                         singular values, descending, into the last of x's
+//                                         x_cols columns for x's rows (row-major; x_rows of the
+//                                         n, as for LeadingRowsOut); with vectors_u the engine
+//                                         matrix := U (m x n), with vectors_vt Vᴴ (n x n) kept
+//                                         as the square matrix; info agreed: > 0 for no
+//                                         convergence or a non-finite entry (nothing solved)
+//   Status Polar<T>(int* info)            (as Gesvd's) A = Up H: the engine matrix := Up, H
+//                                         (n x n, Hermitian) kept as the square matrix; info
+//                                         as Gesvd's
+//   Status SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols)
+//                                         columns 0..n-1 of x (row stride x_cols) := this
+//                                         shard's x_rows of the square matrix kept (collective)
 //   Status WorkOut<T>(void* shard)        the shard := the engine matrix in the JAX layout
 //                                         (nothing to do where the engine worked in the shard)
 //   Status FillNan<T>(void* x, int64_t count)
@@ -339,26 +353,29 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, std::complex<double>)
 
 // One element type.
-#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                      \
-  template Status Engine::Asymmetric<T>(const void*, bool*);          \
-  template Status Engine::Prepare<T>(void*);                          \
-  template Status Engine::Potrf<T>(int*);                             \
-  template Status Engine::Getrf<T>(int*);                             \
-  template Status Engine::Potrs<T>();                                 \
-  template Status Engine::Getrs<T>(bool);                             \
-  template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
-  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
-  template Status Engine::RhsOut<T>(void*, Axis, bool);               \
-  template Status Engine::Identity<T>();                              \
-  template Status Engine::InverseOut<T>(void*);                       \
-  template Status Engine::FactorOut<T>(void*, int64_t);               \
-  template Status Engine::Adopt<T>(const void*, int64_t);             \
-  template Status Engine::SignLogDet<T>(void*, void*);                \
-  template Status Engine::Geqrf<T>(int*);                             \
-  template Status Engine::Orgqr<T>();                                 \
-  template Status Engine::Gels<T>(int*);                              \
-  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);    \
-  template Status Engine::WorkOut<T>(void*);                          \
-  template Status Engine::Eigh<T>(bool, void*, int*);                 \
-  template Status Engine::VectorsOut<T>(void*);                       \
+#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                               \
+  template Status Engine::Asymmetric<T>(const void*, bool*);                   \
+  template Status Engine::Prepare<T>(void*);                                   \
+  template Status Engine::Potrf<T>(int*);                                      \
+  template Status Engine::Getrf<T>(int*);                                      \
+  template Status Engine::Potrs<T>();                                          \
+  template Status Engine::Getrs<T>(bool);                                      \
+  template Status Engine::LogAbsDiag<T>(double, bool, void*);                  \
+  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool);          \
+  template Status Engine::RhsOut<T>(void*, Axis, bool);                        \
+  template Status Engine::Identity<T>();                                       \
+  template Status Engine::InverseOut<T>(void*);                                \
+  template Status Engine::FactorOut<T>(void*, int64_t);                        \
+  template Status Engine::Adopt<T>(const void*, int64_t);                      \
+  template Status Engine::SignLogDet<T>(void*, void*);                         \
+  template Status Engine::Geqrf<T>(int*);                                      \
+  template Status Engine::Orgqr<T>();                                          \
+  template Status Engine::Gels<T>(int*);                                       \
+  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);             \
+  template Status Engine::WorkOut<T>(void*);                                   \
+  template Status Engine::Eigh<T>(bool, void*, int*);                          \
+  template Status Engine::VectorsOut<T>(void*);                                \
+  template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \
+  template Status Engine::Polar<T>(int*);                                      \
+  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);           \
   template Status Engine::FillNan<T>(void*, int64_t);

@@ -353,8 +353,8 @@ def choose_rectangular_tile(
                 f"pad=False; use a common divisor such as {common[-1]}, or pass pad=True"
             )
         return min(tile, n) if redistribute else min(tile, piece, n)
-    if redistribute:
-        return min(target, n)
+    if redistribute:  # at least one tile per process along the longer grid axis
+        return max(1, min(target, n // max(placement.mesh_rows, placement.mesh_cols)))
     top = min(target, piece, n)
     common = [d for d in range(1, top + 1) if piece % d == 0 and n % d == 0]
     if common[-1] >= top // 4 or not pad:

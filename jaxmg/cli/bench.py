@@ -5,9 +5,12 @@
 (against `jnp.linalg.slogdet`), `cho_solve` (the solve with a kept factor and `--nrhs`
 right-hand sides, against JAX's `cho_solve` with its kept factor; the factorization's time is
 recorded beside it), `syevd` / `eigvalsh` (against `jnp.linalg.eigh` / `eigvalsh`; checked by
-Σ w = tr A = N), `qr` (against `jnp.linalg.qr`) or `least_squares` (against JAX's QR, Qᴴb
-and the triangular solve), on N x `--cols` matrices (default square). `--peer` also times
-JAXMg 1.x, from the folder JAXMG_PEER_PATH, on the same devices (bench/peer_jaxmg1.py).
+Σ w = tr A = N), `gesvd` / `gesvd_values` (against `jnp.linalg.svd` with and without vectors;
+Σ s = tr A = N for this symmetric positive definite A), `polar` (against
+`jax.scipy.linalg.polar`, QDWH; tr H = tr A = N), `qr` (against `jnp.linalg.qr`) or
+`least_squares` (against JAX's QR, Qᴴb and the triangular solve), on N x `--cols` matrices
+(default square). `--peer` also times JAXMg 1.x, from the folder JAXMG_PEER_PATH, on the same
+devices (bench/peer_jaxmg1.py).
 `cli()` runs the jaxmg timings in P processes (one per device, under `jaxmg launch`), then
 JAX's own routine (`cho_factor` + `cho_solve`, `lu_factor` + `lu_solve`, ...) on one device in
 one process, merges them into one JSON file, prints a table and (with matplotlib) draws a plot
@@ -47,9 +50,15 @@ FLOPS = {
     # tridiagonal reduction (4/3 n^3) and, with vectors, its back transformation (2 n^3)
     "syevd": lambda n: 10 * n**3 / 3,
     "eigvalsh": lambda n: 4 * n**3 / 3,
+    # bidiagonalization (8/3 n^3) and, with U and V, their formation and update (~ 21 n^3 in all,
+    # Golub-Van Loan); polar counted as one SVD with vectors (its TF/s are SVD-equivalent)
+    "gesvd": lambda n: 21 * n**3,
+    "gesvd_values": lambda n: 8 * n**3 / 3,
+    "polar": lambda n: 21 * n**3,
 }
-# Routines whose check is a trace: Σ w = tr A = N for the matrix's eigenvalues w.
-EIGEN = ("syevd", "eigvalsh")
+# Routines whose check is a trace: Σ w = tr A = N for the matrix's eigenvalues w (its singular
+# values: A is symmetric positive definite; tr H = tr A for its polar factor H = A).
+EIGEN = ("syevd", "eigvalsh", "gesvd", "gesvd_values", "polar")
 # M x N routines: Householder QR and Q (geqrf + orgqr), QR and the solve (geqrf, ormqr, trsm).
 RECT_FLOPS = {
     "qr": lambda m, n: 4 * m * n * n - 4 * n**3 / 3,
@@ -254,6 +263,15 @@ def _run_jaxmg(args) -> list[dict]:
                     return jaxmg.potri(a, check_symmetry=args.check_symmetry, **kw)
                 if args.routine == "inv":
                     return jaxmg.inv(a, **kw)
+                if args.routine in ("gesvd", "gesvd_values"):
+                    kw.pop("return_logdet")
+                    vectors = args.routine == "gesvd"
+                    out = jaxmg.gesvd(a, compute_u=vectors, compute_vh=vectors, **kw)
+                    return (out[2] if vectors else out), jax.numpy.sum(out[1] if vectors else out)
+                if args.routine == "polar":
+                    kw.pop("return_logdet")
+                    up, h = jaxmg.polar(a, **kw)
+                    return up, jax.numpy.trace(h)
                 if args.routine in EIGEN:
                     kw.pop("return_logdet")
                     vectors = args.routine == "syevd"
@@ -366,6 +384,15 @@ def _run_baseline(args) -> list[dict]:
                     if args.routine == "eigvalsh":
                         w = jnp.linalg.eigvalsh(a)
                         return w, jnp.sum(w)
+                    if args.routine == "gesvd":
+                        u, sv, vh = jnp.linalg.svd(a, full_matrices=False)
+                        return vh, jnp.sum(sv)
+                    if args.routine == "gesvd_values":
+                        sv = jnp.linalg.svd(a, compute_uv=False)
+                        return sv, jnp.sum(sv)
+                    if args.routine == "polar":
+                        up, h = jax.scipy.linalg.polar(a)
+                        return up, jnp.trace(h)
                     if args.routine == "slogdet":
                         sign, logdet = jnp.linalg.slogdet(a)
                         return sign, logdet

@@ -47,6 +47,7 @@ from linalg_cases import (  # noqa: E402
 )
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import gpu_plan  # noqa: E402
+from svd_cases import svd_case, svd_failure_case  # noqa: E402
 
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}
 
@@ -126,6 +127,8 @@ def mesh_plan(mesh, tag):
         "qr-failure": lambda **p: qr_failure_case(mesh, **p),
         "eigh": lambda **p: eigh_case(mesh, **p),
         "eigh-failure": lambda **p: eigh_failure_case(mesh, **p),
+        "svd": lambda **p: svd_case(mesh, **p),
+        "svd-failure": lambda **p: svd_failure_case(mesh, **p),
     }
     return {
         f"{tag}/{name}": (lambda k=kind, p=params: kinds[k](**p))

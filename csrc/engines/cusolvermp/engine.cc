@@ -1008,40 +1008,64 @@ Status Engine::LeadingRows(bool from_matrix, void** out) {
   return Status();
 }
 
+int64_t Engine::FirstRow(int64_t x_rows) const {
+  const int64_t n = state_.plan.cols.extent;
+  return x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u);
+}
+
 template <typename T>
 Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
   StepTimer timer("LeadingRowsOut", stream_);
-  const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t n = plan.cols.extent, cols = from_matrix ? n : nrhs_;
-  const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u);
+  const int64_t cols = from_matrix ? state_.plan.cols.extent : nrhs_;
   if (!from_matrix && solution_ != nullptr) {  // QrSolve's, whole on every rank
-    const char* mine = static_cast<const char*>(solution_) + es * first * cols;
+    const char* mine = static_cast<const char*>(solution_) + es * FirstRow(x_rows) * cols;
     JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * x_rows * cols, cudaMemcpyDeviceToDevice, stream_));
     return Status();
   }
+  return RowsOut<T>(from_matrix ? work_ : local_b_, local_rows_,
+                    from_matrix ? local_cols_ : rhs_local_cols_, cols, x, x_rows, cols);
+}
+
+template <typename T>
+Status Engine::RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, void* x,
+                       int64_t x_rows, int64_t x_cols) {
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.cols.extent, first = FirstRow(x_rows);
   // Chunks of rows (bounded scratch: R alone is n x n): each entry is held by one process, so
   // the sum over the grid assembles a chunk on every rank, which keeps its part of its block.
-  const int64_t lc = from_matrix ? local_cols_ : rhs_local_cols_;
+  // (The leading-rows map d_rhs_map[2] is the cyclic map for the first ld <= local_rows_ rows.)
   const int64_t chunk = RowsPerChunk(kRedistributeChunkBytes, es * cols, n);
   void* part = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(es * chunk * cols, &part));
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {
     const int64_t r1 = std::min(n, r0 + chunk);
     JAXMG_CUDA(cudaMemsetAsync(part, 0, es * (r1 - r0) * cols, stream_));
-    JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), from_matrix ? work_ : local_b_, cols,
-                                state_.d_rhs_map[2], local_rows_, lc, plan.tile, ctx_.npcol,
-                                ctx_.mycol, /*conj=*/false, part, stream_, r0, r1));
+    JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), local, cols, state_.d_rhs_map[2], ld, lc,
+                                plan.tile, ctx_.npcol, ctx_.mycol, /*conj=*/false, part, stream_,
+                                r0, r1));
     const size_t reals = static_cast<size_t>((r1 - r0) * cols * Scalar<T>::kParts);
     JAXMG_NCCL(ncclAllReduce(part, part, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
     const int64_t lo = std::max(r0, first), hi = std::min(r1, first + x_rows);
     if (lo < hi) {
-      JAXMG_CUDA(cudaMemcpyAsync(static_cast<char*>(x) + es * (lo - first) * cols,
-                                 static_cast<const char*>(part) + es * (lo - r0) * cols,
-                                 es * (hi - lo) * cols, cudaMemcpyDeviceToDevice, stream_));
+      JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (lo - first) * x_cols, es * x_cols,
+                                   static_cast<const char*>(part) + es * (lo - r0) * cols,
+                                   es * cols, es * cols, hi - lo, cudaMemcpyDeviceToDevice,
+                                   stream_));
     }
   }
   return Status();
+}
+
+template <typename T>
+Status Engine::SquareMatrix() {
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.cols.extent, t = plan.tile;
+  square_rows_ = layout::CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow);
+  JAXMG_RETURN_IF_ERROR(
+      Scratch(sizeof(T) * std::max<int64_t>(square_rows_ * local_cols_, 1), &square_));
+  return desc_square_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1));
 }
 
 template <typename T>
@@ -1128,6 +1152,119 @@ Status Engine::VectorsOut(void* shard) {
                              1, 1, dw.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
                              ctx_.host_work.size()));
   return MatrixOut<T>(work_, shard);
+}
+
+namespace {
+struct GesvdOptions {
+  cusolverMpGesvdDescriptor_t d = nullptr;
+  ~GesvdOptions() {
+    if (d) cusolverMpGesvdDescriptorDestroy(d);
+  }
+};
+struct PolarOptions {
+  cusolverMpPolarDescriptor_t d = nullptr;
+  ~PolarOptions() {
+    if (d) cusolverMpPolarDescriptorDestroy(d);
+  }
+};
+}  // namespace
+
+template <typename T>
+Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
+                     int* info) {
+  StepTimer timer("Gesvd", stream_);
+  using R = RealOf<T>;
+  const layout::Plan& plan = state_.plan;
+  if (plan.strategy != layout::Strategy::kRedistribute) {
+    return JAXMG_ERROR("the SVD runs on a redistributed matrix");
+  }
+  const size_t es = sizeof(T);
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
+  const int64_t lr = local_rows_, lc = local_cols_;
+  JAXMG_CUDA(cudaMemsetAsync(x, 0, es * x_rows * x_cols, stream_));
+  // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
+  // check): the solver is not run on it.
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));
+  if (*info != 0) return Status();
+  void *s = nullptr, *u = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &s));
+  Descriptor desc_u;
+  if (vectors_u) {  // U (m x n) distributed like the matrix
+    JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &u));
+    JAXMG_RETURN_IF_ERROR(
+        desc_u.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(lr, 1)));
+  }
+  if (vectors_vt) JAXMG_RETURN_IF_ERROR(SquareMatrix<T>());
+  GesvdOptions options;
+  JAXMG_SOLVER(cusolverMpGesvdDescriptorCreate(&options.d));
+  const cusolverEigMode_t ju = vectors_u ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  const cusolverEigMode_t jvt = vectors_vt ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  cusolverMpMatrixDescriptor_t du = vectors_u ? desc_u.get() : nullptr;
+  cusolverMpMatrixDescriptor_t dvt = vectors_vt ? desc_square_.get() : nullptr;
+  void* vt = vectors_vt ? square_ : nullptr;
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGesvd_bufferSize(ctx_.handle, options.d, ju, jvt, m, n, work_, 1, 1,
+                                          desc_a_.get(), s, u, 1, 1, du, vt, 1, 1, dvt,
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGesvd(ctx_.handle, options.d, ju, jvt, m, n, work_, 1, 1, desc_a_.get(), s,
+                               u, 1, 1, du, vt, 1, 1, dvt, DataTypeOf<T>(), d_work,
+                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
+                               small_));
+  // The status: the solver's info, else the first singular value that is not finite; agreed.
+  std::vector<R> values(static_cast<size_t>(n));
+  int32_t solver_info = 0;
+  JAXMG_CUDA(cudaMemcpyAsync(values.data(), s, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(&solver_info, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  int64_t local = solver_info > 0 ? solver_info : 0;
+  for (int64_t i = 0; i < n && local == 0; ++i) {
+    if (!std::isfinite(static_cast<double>(values[i]))) local = i + 1;
+  }
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &local, 1));
+  *info = static_cast<int>(std::min<int64_t>(local, INT32_MAX));
+  // The singular values of x's rows into its last column (real parts).
+  JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
+                               static_cast<const char*>(s) + sizeof(R) * FirstRow(x_rows),
+                               sizeof(R), sizeof(R), x_rows, cudaMemcpyDeviceToDevice, stream_));
+  if (vectors_u) work_ = u;  // the engine matrix := U
+  return Status();
+}
+
+template <typename T>
+Status Engine::Polar(int* info) {
+  StepTimer timer("Polar", stream_);
+  const layout::Plan& plan = state_.plan;
+  if (plan.strategy != layout::Strategy::kRedistribute) {
+    return JAXMG_ERROR("the polar decomposition runs on a redistributed matrix");
+  }
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite input
+  if (*info != 0) return Status();
+  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>());
+  PolarOptions options;
+  JAXMG_SOLVER(cusolverMpPolarDescriptorCreate(&options.d));
+  // FULL: A is a general matrix (UPPER would say it is already triangular); H comes whole.
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpPolar_bufferSize(ctx_.handle, options.d, CUBLAS_FILL_MODE_FULL, m, n,
+                                          work_, 1, 1, desc_a_.get(), square_, 1, 1,
+                                          desc_square_.get(), DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpPolar(ctx_.handle, options.d, CUBLAS_FILL_MODE_FULL, m, n, work_, 1, 1,
+                               desc_a_.get(), square_, 1, 1, desc_square_.get(), DataTypeOf<T>(),
+                               d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_));
+  // The solver's info (no convergence), else a non-finite entry of Up; agreed.
+  return Agree<T>(false, info, /*diag_limit=*/0);
+}
+
+template <typename T>
+Status Engine::SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols) {
+  StepTimer timer("SquareRowsOut", stream_);
+  return RowsOut<T>(square_, square_rows_, local_cols_, state_.plan.cols.extent, x, x_rows, x_cols);
 }
 
 template <typename T>

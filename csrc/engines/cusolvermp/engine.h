@@ -92,6 +92,12 @@ class Engine {
   template <typename T>
   Status VectorsOut(void* shard);
   template <typename T>
+  Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
+  template <typename T>
+  Status Polar(int* info);
+  template <typename T>
+  Status SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols);
+  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
   // NCCL collectives complete on the stream without the host: nothing left to progress.
@@ -123,6 +129,17 @@ class Engine {
   Status EnginePivots(std::vector<int64_t>* out);
   // The global 1-based pivots of the factorization held (own LU, cuSOLVERMp's, or kept).
   Status Pivots(std::vector<int64_t>* out);
+  // x (row-major, row stride x_cols) := this shard's x_rows of the first cols.extent rows of the
+  // local block-cyclic matrix `local` (ld rows, lc columns, `cols` global columns), in columns
+  // 0..cols-1, gathered in chunks of rows (collective; see LeadingRowsOut).
+  template <typename T>
+  Status RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, void* x, int64_t x_rows,
+                 int64_t x_cols);
+  // The square matrix kept (cols.extent square, distributed like the engine matrix's columns).
+  template <typename T>
+  Status SquareMatrix();
+  // The first of x's rows this shard holds (x_rows of the cols.extent, or all of them).
+  int64_t FirstRow(int64_t x_rows) const;
   // The shard := engine matrix `from` in the JAX layout (undoing relabeling, padding or
   // redistribution).
   template <typename T>
@@ -161,7 +178,10 @@ class Engine {
   Descriptor desc_b_;
   void* full_ = nullptr;      // n x nrhs, row-major: the whole right-hand side
   void* solution_ = nullptr;  // a least-squares solution whole on every rank (QrSolve)
-  bool own_lu_ = false;       // the factors come from Lu1D, with its pivots in own_pivots_
+  void* square_ = nullptr;    // n x n: Vᴴ of an SVD, H of a polar decomposition
+  Descriptor desc_square_;
+  int64_t square_rows_ = 0;
+  bool own_lu_ = false;  // the factors come from Lu1D, with its pivots in own_pivots_
   std::vector<int64_t> own_pivots_;
 };
 

@@ -470,10 +470,15 @@ Status Engine::Gels(int* info) {
 
 template <typename T>
 Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
-  const int64_t n = plan_->cols.extent, t = plan_->tile, lr = local_rows_;
-  const int64_t cols = from_matrix ? n : nrhs_;
-  const int64_t lc = from_matrix ? local_cols_ : rhs_local_cols_;
-  const T* local = from_matrix ? As<T>(work_) : As<T>(local_b_.data());
+  const int64_t cols = from_matrix ? plan_->cols.extent : nrhs_;
+  return RowsOut<T>(from_matrix ? As<T>(work_) : As<T>(local_b_.data()), local_rows_,
+                    from_matrix ? local_cols_ : rhs_local_cols_, cols, x, x_rows, cols);
+}
+
+template <typename T>
+Status Engine::RowsOut(const T* local, int64_t ld, int64_t lc, int64_t cols, void* x,
+                       int64_t x_rows, int64_t x_cols) {
+  const int64_t n = plan_->cols.extent, t = plan_->tile;
   const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? v_ : u_);
   // Chunks of rows (R alone is n x n): each entry is held by one process, so the sum over the
   // grid assembles a chunk on every rank, which keeps its part of its block.
@@ -483,22 +488,112 @@ Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {
     const int64_t r1 = std::min(n, r0 + chunk);
     std::fill(part.begin(), part.end(), T(0));
-    for (int64_t r = 0; r < lr; ++r) {
+    for (int64_t r = 0; r < ld; ++r) {
       const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
       if (g < r0 || g >= r1) continue;
       for (int64_t c = 0; c < lc; ++c) {
         const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
-        if (gc < cols) part[(g - r0) * cols + gc] = local[r + c * lr];
+        if (gc < cols) part[(g - r0) * cols + gc] = local[r + c * ld];
       }
     }
     JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, part.data(), (r1 - r0) * cols));
     const int64_t lo = std::max(r0, first), hi = std::min(r1, first + x_rows);
-    if (lo < hi) {
-      std::memcpy(out + (lo - first) * cols, part.data() + (lo - r0) * cols,
-                  sizeof(T) * (hi - lo) * cols);
+    for (int64_t g = lo; g < hi; ++g) {
+      std::memcpy(out + (g - first) * x_cols, part.data() + (g - r0) * cols, sizeof(T) * cols);
     }
   }
   return Status();
+}
+
+template <typename T>
+Status Engine::SquareMatrix(std::vector<char>* storage, Descriptor* desc, int64_t* rows) {
+  const int64_t n = plan_->cols.extent, t = plan_->tile;
+  *rows = CyclicLocalExtent(n, t, grid_->myrow, grid_->nprow);
+  storage->assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(*rows * local_cols_, 1)), 0);
+  return MakeDescriptor(*grid_, n, n, t, t, std::max<int64_t>(*rows, 1), desc);
+}
+
+template <typename T>
+Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
+                     int* info) {
+  using R = RealOf<T>;
+  const layout::Plan& plan = *plan_;
+  if (plan.strategy != layout::Strategy::kRedistribute) {
+    return JAXMG_ERROR("the SVD runs on a redistributed matrix");
+  }
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
+  // A non-finite input is agreed on first: the solver is not run on it.
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
+  std::vector<R> s(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
+  // U (m x n) is distributed like the matrix; Vᴴ is n x n.
+  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(local_rows_ * local_cols_, 1)),
+                  0);
+  desc_b_ = desc_a_;
+  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&square_, &desc_square_, &square_rows_));
+  *info = bad;
+  if (bad == 0) {
+    JAXMG_RETURN_IF_ERROR(scalapack::Gesvd<T>(vectors_u, vectors_vt, m, n, As<T>(work_), desc_a_,
+                                              s.data(), As<T>(local_b_.data()), desc_b_,
+                                              As<T>(square_.data()), desc_square_, info));
+    for (int64_t i = 0; i < n && *info == 0; ++i) {
+      if (!std::isfinite(s[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
+    }
+    JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
+  }
+  // The singular values into x's last column, for x's rows.
+  const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? v_ : u_);
+  T* out = As<T>(x);
+  for (int64_t i = 0; i < x_rows; ++i) out[i * x_cols + x_cols - 1] = T(s[first + i]);
+  if (vectors_u) {  // the engine matrix := U
+    owned_.swap(local_b_);
+    work_ = owned_.data();
+  }
+  return Status();
+}
+
+template <typename T>
+Status Engine::Polar(int* info) {
+  // From the SVD A = U S Vᴴ: Up = U Vᴴ (the engine matrix), H = V S Vᴴ (kept).
+  std::vector<char> w;
+  int64_t rows = 0;
+  Descriptor desc_w;
+  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&w, &desc_w, &rows));
+  const int64_t n = plan_->cols.extent, m = plan_->engine_rows(), t = plan_->tile;
+  std::vector<T> s(static_cast<size_t>(n));
+  JAXMG_RETURN_IF_ERROR(Gesvd<T>(true, true, s.data(), n, 1, info));
+  if (*info != 0) return Status();
+  // w := S Vᴴ (each local row of Vᴴ scaled by its singular value).
+  const T* vt = As<T>(square_.data());
+  T* sv = As<T>(w.data());
+  for (int64_t c = 0; c < local_cols_; ++c) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+      sv[r + c * rows] = T(std::real(s[g])) * vt[r + c * rows];
+    }
+  }
+  const char adjoint = Scalar<T>::kParts == 2 ? 'C' : 'T';
+  const T one(1), zero(0);
+  // Up := U Vᴴ over the engine matrix (U was moved to local_b_'s old storage: owned_).
+  local_b_.swap(owned_);  // local_b_ = U
+  owned_.assign(local_b_.size(), 0);
+  work_ = owned_.data();
+  JAXMG_RETURN_IF_ERROR(scalapack::Gemm<T>('N', 'N', m, n, n, one, As<T>(local_b_.data()), desc_b_,
+                                           vt, desc_square_, zero, As<T>(work_), desc_a_));
+  // H := (Vᴴ)ᴴ (S Vᴴ) into the square matrix kept (Vᴴ no longer needed after: w is used).
+  std::vector<char> h;
+  Descriptor desc_h;
+  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&h, &desc_h, &rows));
+  JAXMG_RETURN_IF_ERROR(scalapack::Gemm<T>(adjoint, 'N', n, n, n, one, vt, desc_square_, sv, desc_w,
+                                           zero, As<T>(h.data()), desc_h));
+  square_.swap(h);
+  return Status();
+}
+
+template <typename T>
+Status Engine::SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols) {
+  const int64_t n = plan_->cols.extent;
+  return RowsOut<T>(As<T>(square_.data()), square_rows_, local_cols_, n, x, x_rows, x_cols);
 }
 
 template <typename T>

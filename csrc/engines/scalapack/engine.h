@@ -67,6 +67,12 @@ class Engine {
   template <typename T>
   Status VectorsOut(void* shard);
   template <typename T>
+  Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
+  template <typename T>
+  Status Polar(int* info);
+  template <typename T>
+  Status SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols);
+  template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
   Status Finish(const Status& result);
@@ -85,6 +91,16 @@ class Engine {
   std::tuple<int64_t, int64_t, bool> RhsBlock() const;
   template <typename Fn>
   void ForEachRhsEntry(Axis axis, Fn&& fn) const;
+  // x (row-major, row stride x_cols) := this shard's x_rows of the first cols.extent rows of the
+  // local block-cyclic matrix `local` (ld rows, lc columns, `cols` global columns), in columns
+  // 0..cols-1 (collective; see LeadingRowsOut).
+  template <typename T>
+  Status RowsOut(const T* local, int64_t ld, int64_t lc, int64_t cols, void* x, int64_t x_rows,
+                 int64_t x_cols);
+  // A cols.extent-square matrix distributed like the engine matrix's columns (local rows
+  // `*rows`): storage and descriptor.
+  template <typename T>
+  Status SquareMatrix(std::vector<char>* storage, Descriptor* desc, int64_t* rows);
   // The shard := engine matrix `from` (distributed as `desc`) in the JAX layout.
   template <typename T>
   Status MatrixOut(const void* from, const Descriptor& desc, void* shard);
@@ -103,6 +119,9 @@ class Engine {
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   std::vector<char> local_b_;  // local_rows_ x rhs_local_cols_, column-major
   Descriptor desc_b_{};
+  std::vector<char> square_;  // n x n: Vᴴ of an SVD, H of a polar decomposition
+  Descriptor desc_square_{};
+  int64_t square_rows_ = 0;
 };
 
 }  // namespace jaxmg::scalapack

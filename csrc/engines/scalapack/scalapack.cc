@@ -85,6 +85,22 @@ JAXMG_DECLARE_QR(pd, double, orgqr)
 JAXMG_DECLARE_QR(pc, std::complex<float>, ungqr)
 JAXMG_DECLARE_QR(pz, std::complex<double>, ungqr)
 #undef JAXMG_DECLARE_QR
+
+// SVD (p?gesvd; the complex ones take rwork) and the PBLAS product p?gemm.
+#define JAXMG_DECLARE_SVD(p, T, R, ...)                                                           \
+  void p##gesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, T* a,           \
+                 const int* ia, const int* ja, const int* desca, R* s, T* u, const int* iu,       \
+                 const int* ju, const int* descu, T* vt, const int* ivt, const int* jvt,          \
+                 const int* descvt, T* work, const int* lwork, __VA_ARGS__ int* info);            \
+  void p##gemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, \
+                const T* alpha, const T* a, const int* ia, const int* ja, const int* desca,       \
+                const T* b, const int* ib, const int* jb, const int* descb, const T* beta, T* c,  \
+                const int* ic, const int* jc, const int* descc);
+JAXMG_DECLARE_SVD(ps, float, float)
+JAXMG_DECLARE_SVD(pd, double, double)
+JAXMG_DECLARE_SVD(pc, std::complex<float>, float, float* rwork, )
+JAXMG_DECLARE_SVD(pz, std::complex<double>, double, double* rwork, )
+#undef JAXMG_DECLARE_SVD
 }
 
 namespace jaxmg::scalapack {
@@ -614,6 +630,99 @@ JAXMG_DEFINE_QR(pd, double, orgqr)
 JAXMG_DEFINE_QR(pc, std::complex<float>, ungqr)
 JAXMG_DEFINE_QR(pz, std::complex<double>, ungqr)
 #undef JAXMG_DEFINE_QR
+
+namespace {
+// p?gesvd for real (no rwork) and complex types; the workspace from a query, the complex
+// types' real workspace at least its documented 1 + 4 max(m, n).
+template <typename T>
+void CallGesvd(const char* ju, const char* jvt, const int* m, const int* n, T* a, const int* desca,
+               RealOf<T>* s, T* u, const int* descu, T* vt, const int* descvt, T* work,
+               const int* lwork, RealOf<T>* rwork, int* info);
+#define JAXMG_CALL_GESVD(p, T, ...)                                                              \
+  template <>                                                                                    \
+  void CallGesvd<T>(const char* ju, const char* jvt, const int* m, const int* n, T* a,           \
+                    const int* desca, RealOf<T>* s, T* u, const int* descu, T* vt,               \
+                    const int* descvt, T* work, const int* lwork, RealOf<T>* rwork, int* info) { \
+    const int one = 1;                                                                           \
+    p##gesvd_(ju, jvt, m, n, a, &one, &one, desca, s, u, &one, &one, descu, vt, &one, &one,      \
+              descvt, work, lwork, __VA_ARGS__ info);                                            \
+  }
+JAXMG_CALL_GESVD(ps, float)
+JAXMG_CALL_GESVD(pd, double)
+JAXMG_CALL_GESVD(pc, std::complex<float>, rwork, )
+JAXMG_CALL_GESVD(pz, std::complex<double>, rwork, )
+#undef JAXMG_CALL_GESVD
+
+template <typename T>
+void CallGemm(const char* ta, const char* tb, const int* m, const int* n, const int* k,
+              const T* alpha, const T* a, const int* desca, const T* b, const int* descb,
+              const T* beta, T* c, const int* descc);
+#define JAXMG_CALL_GEMM(p, T)                                                                   \
+  template <>                                                                                   \
+  void CallGemm<T>(const char* ta, const char* tb, const int* m, const int* n, const int* k,    \
+                   const T* alpha, const T* a, const int* desca, const T* b, const int* descb,  \
+                   const T* beta, T* c, const int* descc) {                                     \
+    const int one = 1;                                                                          \
+    p##gemm_(ta, tb, m, n, k, alpha, a, &one, &one, desca, b, &one, &one, descb, beta, c, &one, \
+             &one, descc);                                                                      \
+  }
+JAXMG_CALL_GEMM(ps, float)
+JAXMG_CALL_GEMM(pd, double)
+JAXMG_CALL_GEMM(pc, std::complex<float>)
+JAXMG_CALL_GEMM(pz, std::complex<double>)
+#undef JAXMG_CALL_GEMM
+}  // namespace
+
+template <typename T>
+Status Gesvd(bool vectors_u, bool vectors_vt, int64_t m, int64_t n, T* a, const Descriptor& desc,
+             RealOf<T>* s, T* u, const Descriptor& descu, T* vt, const Descriptor& descvt,
+             int* info) {
+  using R = RealOf<T>;
+  int im, in, lwork = -1;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
+  const char* ju = vectors_u ? "V" : "N";
+  const char* jvt = vectors_vt ? "V" : "N";
+  std::vector<R> rwork(static_cast<size_t>(1 + 4 * std::max(m, n)), R(0));
+  T query(0);
+  std::vector<T> work;
+  CallGesvd<T>(ju, jvt, &im, &in, a, desc.desc, s, u, descu.desc, vt, descvt.desc, &query, &lwork,
+               rwork.data(), info);
+  if (*info == 0) JAXMG_RETURN_IF_ERROR(QueriedWork(query, &work, &lwork));
+  if (*info == 0 && rwork[0] > static_cast<R>(rwork.size())) {
+    rwork.assign(static_cast<size_t>(rwork[0]) + 1, R(0));
+  }
+  if (*info == 0) {
+    CallGesvd<T>(ju, jvt, &im, &in, a, desc.desc, s, u, descu.desc, vt, descvt.desc, work.data(),
+                 &lwork, rwork.data(), info);
+  }
+  if (*info < 0) return JAXMG_ERROR("p?gesvd: illegal argument " + std::to_string(-*info));
+  return Status();
+}
+
+template <typename T>
+Status Gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+            const Descriptor& desca, const T* b, const Descriptor& descb, T beta, T* c,
+            const Descriptor& descc) {
+  int im, in, ik;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(k, "inner extent", &ik));
+  const char ta[2] = {transa, 0}, tb[2] = {transb, 0};
+  CallGemm<T>(ta, tb, &im, &in, &ik, &alpha, a, desca.desc, b, descb.desc, &beta, c, descc.desc);
+  return Status();
+}
+
+#define JAXMG_INSTANTIATE_SVD(T)                                                                 \
+  template Status Gesvd<T>(bool, bool, int64_t, int64_t, T*, const Descriptor&, RealOf<T>*, T*,  \
+                           const Descriptor&, T*, const Descriptor&, int*);                      \
+  template Status Gemm<T>(char, char, int64_t, int64_t, int64_t, T, const T*, const Descriptor&, \
+                          const T*, const Descriptor&, T, T*, const Descriptor&);
+JAXMG_INSTANTIATE_SVD(float)
+JAXMG_INSTANTIATE_SVD(double)
+JAXMG_INSTANTIATE_SVD(std::complex<float>)
+JAXMG_INSTANTIATE_SVD(std::complex<double>)
+#undef JAXMG_INSTANTIATE_SVD
 
 template <typename T>
 Status AllreduceSum(const Grid& grid, T* data, int64_t count) {

@@ -82,6 +82,17 @@ Status Gels(int64_t m, int64_t n, int64_t nrhs, T* a, const Descriptor& desc_a, 
 template <typename T>
 Status Eigh(bool vectors, int64_t n, int64_t local_rows, int64_t local_cols, T* a,
             const Descriptor& desc, RealOf<T>* w, T* z, const Descriptor& descz, int* info);
+// Singular values (descending, replicated: s) of the m x n matrix a (m >= n; a is destroyed) and,
+// with `vectors_u` / `vectors_vt`, the thin U (m x n, distributed like a) and Vᴴ (n x n).
+template <typename T>
+Status Gesvd(bool vectors_u, bool vectors_vt, int64_t m, int64_t n, T* a, const Descriptor& desc,
+             RealOf<T>* s, T* u, const Descriptor& descu, T* vt, const Descriptor& descvt,
+             int* info);
+// c := alpha op(a) op(b) + beta c (op: 'N', 'T' or 'C'), c m x n, k the inner extent.
+template <typename T>
+Status Gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+            const Descriptor& desca, const T* b, const Descriptor& descb, T beta, T* c,
+            const Descriptor& descc);
 // c := aᴴ (aᵀ for real types), n x n.
 template <typename T>
 Status Adjoint(int64_t n, const T* a, const Descriptor& desca, T* c, const Descriptor& descc);

@@ -1,0 +1,149 @@
+"""gesvd: the singular value decomposition of a distributed matrix."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from jaxmg._core import placement as _mesh
+from jaxmg._core import routine as _routine
+
+
+def _variant(name, u, vh):
+    # The engine is handed aᵀ, so it holds A (M x N, M >= N), redistributed into tiles of its
+    # exact extents; U comes back in a's sharding, Vᴴ and the singular values in x: N rows,
+    # Vᴴ in columns 0..N-1 and s in the last (csrc/routines/gesvd.h).
+    return _routine.SolveRoutine(
+        name=name,
+        symmetric=False,
+        hand_transpose=_routine.never_transpose,  # (rectangular routines are always handed aᵀ)
+        returns_matrix=u,
+        takes_rhs=False,
+        rectangular=True,
+        redistribute=True,
+        solution_cols=(lambda n, nrhs: n + 1) if vh else (lambda n, nrhs: 1),
+        solution_whole=not vh,  # s alone: whole on every device
+    )
+
+
+_VARIANTS = {
+    (True, True): _variant("gesvd", True, True),
+    (True, False): _variant("gesvd_u", True, False),
+    (False, True): _variant("gesvd_vh", False, True),
+    (False, False): _variant("gesvd_values", False, False),
+}
+
+
+def gesvd(
+    a,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    compute_u=True,
+    compute_vh=True,
+    full_matrices=False,
+    return_status=False,
+    pad=True,
+    donate=False,
+):
+    """The singular value decomposition A = U diag(s) Vh of an M x N matrix sharded over a mesh.
+
+    The engine's SVD (cuSOLVERMp's Gesvd on GPUs, ScaLAPACK's p?gesvd on CPUs) on the matrix
+    copied into block-cyclic tiles; nothing is gathered. Tall and wide matrices both work (a
+    wide one is decomposed through its conjugate transpose). Works inside and outside
+    `jax.jit`, on every 1-D and 2-D mesh.
+
+    Args:
+      a: (M, N) float32, float64, complex64 or complex128 array sharded over a 1-D or 2-D mesh.
+      T_A: block-cyclic tile size. None picks one.
+      mesh, matrix_specs, in_specs, pad, donate: as for `jaxmg.qr`.
+      compute_u, compute_vh: also compute (and return) U and Vh; without them the engine skips
+        the vectors.
+      full_matrices: U (M x M) and Vh (N x N) in full; only square matrices, where it is the
+        reduced decomposition (ValueError otherwise).
+      return_status: also return an int32 status: 0 on success, k > 0 when the engine did not
+        converge or A holds NaN or Inf.
+
+    Returns:
+      (U, s, Vh), (U, s), (s, Vh) or s, as selected, with the status appended when
+      return_status. K = min(M, N): U is M x K with orthonormal columns, s (K,) real,
+      descending and the same on every device, Vh K x N with orthonormal rows. U and Vh are in
+      a's matrix spec where their extents divide over the mesh (rows over a's row axis
+      otherwise, or whole on every device). On failure every output is NaN on every device.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
+    """
+    shape = tuple(a.shape)
+    if len(shape) != 2:
+        raise ValueError(f"a must be a 2-D matrix, got shape {shape}")
+    m, n = shape
+    if full_matrices and m != n:
+        raise ValueError(
+            f"full_matrices=True on a {m} x {n} matrix is not supported (the full U or Vh would "
+            "need a basis of the complement); use full_matrices=False"
+        )
+    compute_u, compute_vh = bool(compute_u), bool(compute_vh)
+    if m >= n:
+        u, s, vh, status = _tall(
+            a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate
+        )
+    else:  # A = (Aᴴ)ᴴ = (U' s Vh')ᴴ: U = Vh'ᴴ, Vh = U'ᴴ
+        _mesh.check_dtype(a)
+        placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
+        spec = placement.matrix_spec
+        at = jnp.conj(a.T) if jnp.iscomplexobj(a) else a.T
+        u_t, s, vh_t, status = _tall(
+            at,
+            T_A,
+            placement.mesh,
+            P(spec[1], spec[0]),
+            None,
+            compute_vh,
+            compute_u,
+            pad,
+            donate,
+        )
+        u = None if vh_t is None else _adjoint(vh_t, placement, (m, m))
+        vh = None if u_t is None else _adjoint(u_t, placement, (m, n))
+    out = (u,) if compute_u else ()
+    out += (s,)
+    out += (vh,) if compute_vh else ()
+    if return_status:
+        out += (status,)
+    return out[0] if len(out) == 1 else out
+
+
+def _adjoint(x, placement, shape):
+    y = jnp.conj(x.T) if jnp.iscomplexobj(x) else x.T
+    return _place(y, placement, shape)
+
+
+def _place(x, placement, shape):
+    """x in the placement's matrix spec where its extents divide over the mesh."""
+    rows, cols = shape
+    if rows % placement.mesh_rows == 0 and cols % placement.mesh_cols == 0:
+        return _mesh.constrain(x, placement.mesh, placement.matrix_spec)
+    return x
+
+
+def _tall(a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate):
+    """(U or None, s, Vh or None, status) of a tall a."""
+    r = _routine.call(
+        _VARIANTS[(compute_u, compute_vh)],
+        a,
+        None,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+    )
+    n = a.shape[1]
+    s = jnp.real(r.x[:, -1])
+    s = _mesh.constrain(s, r.user.mesh, P())
+    vh = _place(r.x[:, :n], r.user, (n, n)) if compute_vh else None
+    return (r.matrix if compute_u else None), s, vh, r.status
