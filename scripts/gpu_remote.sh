@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU round trip, the part that runs ON the GPU machine (see scripts/gpu_roundtrip.sh).
-#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench qrbench sweep
-#                                           reliability launch
+#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench qrbench spectral
+#                                           sweep reliability launch
 #                                           (default: info multi readme single bench)
 # Needs the carried .gpu/lib/libjaxmg_cuda.so and, in .gpu/wheels, the wheels of
 # nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
@@ -132,6 +132,35 @@ for stage in $STAGES; do
           | grep -v Gloo
       done
       rm -f "$OUT"/*.png ;;  # (at most 8 files come back)
+    spectral)
+      # Tile choice, then timings. SPEC_CASES of routine:sweep_n:sizes:flags. A sweep over
+      # SPEC_TILES at sweep_n (jaxmg alone, float64, one warm call) picks the fastest tile
+      # (empty sweep_n: the last one picked); then `sizes` with it, against JAX on one GPU
+      # (flag "base") and JAXMg 1.4.1 on both (flag "peer").
+      best=
+      for spec in ${SPEC_CASES:-polar:16384:: syevd:16384:32768:base,peer eigvalsh::32768:peer}; do
+        IFS=: read -r routine sweep_n sizes flags <<< "$spec"
+        if [ -n "$sweep_n" ]; then
+          sweep_out=$OUT/${routine}_tiles_$sweep_n.json
+          XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_SPEC:-300} \
+            "$PY" -m jaxmg bench -n 2 --routine "$routine" --sizes "$sweep_n" \
+            --tile "${SPEC_TILES:-256,512,1024}" --dtypes float64 --repeats 1 --no-baseline \
+            --timeout "${T_SPEC:-300}" --out "$sweep_out" 2>&1 | grep -v Gloo
+          best=$("$PY" -c 'import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["records"] if "seconds" in x]
+print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/dev/null)
+          echo "[remote] $routine: fastest tile at N=$sweep_n: ${best:-none}"
+        fi
+        [ -n "$sizes" ] || continue
+        XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_SPEC:-300} \
+          "$PY" -m jaxmg bench -n 2 --routine "$routine" --sizes "$sizes" ${best:+--tile $best} \
+          --dtypes float64 --repeats 1 \
+          $([[ $flags == *peer* ]] && [ -n "${JAXMG_PEER_PATH:-}" ] && echo --peer) \
+          $([[ $flags == *base* ]] || echo --no-baseline) \
+          --timeout "${T_SPEC:-300}" --out "$OUT/${routine}_${sizes%%,*}${best:+_T$best}.json" 2>&1 \
+          | grep -v Gloo
+      done
+      rm -f "$OUT"/*.png ;;
     sweep)
       # Tile and mesh sweep for potrs at one size (no baseline).
       for mesh in ${SWEEP_MESHES:-2x1 1x2}; do
