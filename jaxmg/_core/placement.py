@@ -294,9 +294,15 @@ def check_cpu_placement(placement: MatrixPlacement) -> None:
 
 
 def choose_tile(
-    n: int, placement: MatrixPlacement, tile: int | None, pad: bool, symmetric: bool = True
+    n: int,
+    placement: MatrixPlacement,
+    tile: int | None,
+    pad: bool,
+    symmetric: bool = True,
+    target: int | None = None,
 ) -> int:
-    """The block-cyclic tile: `tile` checked, or a default that avoids padding.
+    """The block-cyclic tile: `tile` checked, or a default that avoids padding (near `target`,
+    default TILE_TARGET's).
 
     Relabeled plans (docs/layout.md) cut each dimension into lcm(mesh rows, mesh cols) pieces
     (`shard` below), each padded to a multiple of the tile. Symmetric routines relabel when one
@@ -318,9 +324,10 @@ def choose_tile(
             )
         # A tile larger than the shard only adds padding.
         return min(tile, n) if not relabel else min(tile, shard)
-    target = TILE_TARGET[placement.platform]
-    if placement.platform == "cuda" and n >= 65536:
-        target = 2048  # measured on 2 x H200 at N = 65536: 2048 beats 1024 by 2-7 %
+    if target is None:
+        target = TILE_TARGET[placement.platform]
+        if placement.platform == "cuda" and n >= 65536:
+            target = 2048  # measured on 2 x H200 at N = 65536: 2048 beats 1024 by 2-7 %
     if not relabel:  # redistributed: every process holds at least one tile
         return max(1, min(target, n // big))
     if shard <= target:

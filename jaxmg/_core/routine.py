@@ -54,6 +54,8 @@ class SolveRoutine:
       b has M rows and x has N, with `solution_cols` columns (0: b's).
     solution_cols: x's columns given N and b's columns, when x is not shaped like b; its rows
       are split like b's where N divides, or whole on every device with `solution_whole`.
+    tile_target: per platform, the tile the automatic choice aims at when the engine's routine
+      has measured better near it than the default.
     """
 
     name: str
@@ -69,6 +71,7 @@ class SolveRoutine:
     rectangular: bool = False
     solution_cols: Callable[[int, int], int] | None = None  # (N, nrhs) -> columns of x
     solution_whole: bool = False  # x (solution_cols) whole on every device (eigenvalues)
+    tile_target: dict | None = None  # {platform: automatic tile near this} (else placement's)
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,12 @@ def call(
         tile = _mesh.choose_rectangular_tile(m, n, placement, T_A, pad, redistribute)
     elif kept is None:
         tile = _mesh.choose_tile(
-            n, placement, T_A, pad, symmetric=routine.symmetric and not routine.redistribute
+            n,
+            placement,
+            T_A,
+            pad,
+            symmetric=routine.symmetric and not routine.redistribute,
+            target=(routine.tile_target or {}).get(placement.platform),
         )
     if placement.platform == "cpu":
         _mesh.check_cpu_placement(placement)
