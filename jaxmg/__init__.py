@@ -16,6 +16,7 @@ from jaxmg.routines.potrs import potrs, potrs_shardmap_ctx
 from jaxmg.routines.qr import least_squares, qr
 from jaxmg.routines.slogdet import slogdet
 from jaxmg.routines.syevd import syevd, syevd_shardmap_ctx
+from jaxmg.routines.sygvd import eigh
 
 _native.start_mpi_if_launched()
 
@@ -24,6 +25,7 @@ __all__ = [
     "LUFactor",
     "cho_factor",
     "cho_solve",
+    "eigh",
     "gesvd",
     "inv",
     "linalg",

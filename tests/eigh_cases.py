@@ -1,4 +1,5 @@
-"""Cases of syevd (eigenvalues and eigenvectors of a Hermitian matrix), shared by the CPU and GPU
+"""Cases of syevd (eigenvalues and eigenvectors of a Hermitian matrix) and of the generalized
+problem (jaxmg.eigh(a, b)), shared by the CPU and GPU
 workers; each returns a record with "ok".
 
 Matrices are the same NumPy arrays on every process; results are gathered and compared in
@@ -104,6 +105,87 @@ def eigh_failure_case(mesh, kind, n, tile):
     return rec
 
 
+def positive_definite(n, dtype, seed):
+    """I + X Xᴴ / n: Hermitian positive definite, condition number a few units."""
+    rng = np.random.default_rng(seed + 29)
+    x = rng.standard_normal((n, n))
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal((n, n))
+    return (np.eye(n) + x @ x.conj().T / n).astype(dtype)
+
+
+def generalized_case(mesh, dtype_name, n, tile, variant=""):
+    """jaxmg.eigh(a, b): eigenvalues against NumPy's (of L⁻¹ A L⁻ᴴ, B = L Lᴴ), the residual
+    ‖A V − B V diag(w)‖ and ‖Vᴴ B V − I‖, V in a's sharding. variant: "values", "jit"."""
+    import jaxmg
+
+    dtype = DTYPES[dtype_name]
+    eps = float(np.finfo(dtype).eps)
+    a, b = hermitian(n, dtype, n), positive_definite(n, dtype, n)
+    a64, b64 = a.astype(np.complex128), b.astype(np.complex128)
+    lower = np.linalg.cholesky(b64)
+    c = np.linalg.solve(lower, np.linalg.solve(lower, a64).conj().T).conj().T
+    ref = np.linalg.eigvalsh((c + c.conj().T) / 2)
+    norm = np.linalg.norm(a64, 2) + np.abs(ref).max() * np.linalg.norm(b64, 2)
+    tol = 10 * n * eps
+    ap, bp = place(a, mesh, A_SPEC), place(b, mesh, A_SPEC)
+    vectors = variant != "values"
+
+    def fn(x, y):
+        return jaxmg.eigh(x, y, T_A=tile, return_eigenvectors=vectors, return_status=True)
+
+    out = jax.jit(fn)(ap, bp) if variant == "jit" else fn(ap, bp)
+    w, status = out[0], out[-1]
+    wg = gather(w)
+    statuses = [int(np.real(s)) for s in local_scalars(status)[:, 0]]
+    rec = dict(n=n, eps=eps, tol=tol, residual_tol=tol, statuses=statuses)
+    rec["eigenvalue_error"] = float(np.abs(wg - ref).max() / norm)
+    ok = rec["eigenvalue_error"] <= tol and statuses == [0] * len(statuses)
+    ok = ok and list(w.shape) == [n] and bool(np.all(np.diff(wg) >= -tol * norm))
+    if vectors:
+        v = out[1]
+        vg = gather(v).astype(np.complex128)
+        rec.update(
+            residual=float(np.linalg.norm(a64 @ vg - (b64 @ vg) * wg) / (norm * np.sqrt(n))),
+            b_orthogonality=float(np.linalg.norm(vg.conj().T @ b64 @ vg - np.eye(n)) / n),
+            v_spec=str(v.sharding.spec),
+        )
+        ok = ok and rec["residual"] <= tol and rec["b_orthogonality"] <= tol
+        ok = ok and v.sharding.spec == ap.sharding.spec
+    rec["ok"] = bool(ok)
+    return rec
+
+
+def generalized_failure_case(mesh, kind, n, tile):
+    """kind: "not-positive-definite" (B indefinite: status > N, NaN everywhere), "nan" (NaN in
+    B: status > 0, NaN everywhere), "shape" (b of another shape: ValueError before any work)."""
+    import jaxmg
+
+    a, b = hermitian(n, np.float64, 3), positive_definite(n, np.float64, 3)
+    rec = dict(kind=kind)
+    if kind == "shape":
+        try:
+            jaxmg.eigh(place(a, mesh, A_SPEC), place(b[:, : n // 2].copy(), mesh, A_SPEC))
+        except ValueError as e:
+            rec["message"] = str(e)
+        rec["ok"] = "b must have" in rec.get("message", "")
+        return rec
+    if kind == "nan":
+        b[n // 2, n // 3] = b[n // 3, n // 2] = np.nan
+    else:
+        b[n // 2, n // 2] = -4.0 * n
+    w, v, status = jaxmg.eigh(
+        place(a, mesh, A_SPEC), place(b, mesh, A_SPEC), T_A=tile, return_status=True
+    )
+    statuses = [int(np.real(s)) for s in local_scalars(status)[:, 0]]
+    rec.update(
+        statuses=statuses, all_nan=bool(np.isnan(gather(w)).all() and np.isnan(gather(v)).all())
+    )
+    want_above = n if kind == "not-positive-definite" else 0
+    rec["ok"] = rec["all_nan"] and len(set(statuses)) == 1 and statuses[0] > want_above
+    return rec
+
+
 def eigh_plan(n, tiles=(None, 4, 5)):
     """[(name, kind, params)]: four dtypes x tiles, eigenvalues only, a user's jit, donation,
     degenerate and clustered spectra, failures."""
@@ -125,4 +207,13 @@ def eigh_plan(n, tiles=(None, 4, 5)):
     add("complex128", 5, "degenerate")
     for kind in ("not-hermitian", "nan"):
         plan.append((f"syevd/{kind}", "eigh-failure", dict(kind=kind, n=n, tile=4)))
+    for dtype_name in DTYPE_NAMES:
+        for tile in tiles[-2:]:
+            params = dict(dtype_name=dtype_name, n=n, tile=tile)
+            plan.append((f"eigh-ab/{dtype_name}/n{n}/T{tile}", "eigh-generalized", params))
+    for variant in ("values", "jit"):
+        params = dict(dtype_name="float64", n=n, tile=tiles[-1], variant=variant)
+        plan.append((f"eigh-ab/float64/n{n}/{variant}", "eigh-generalized", params))
+    for kind in ("not-positive-definite", "nan", "shape"):
+        plan.append((f"eigh-ab/{kind}", "eigh-generalized-failure", dict(kind=kind, n=n, tile=4)))
     return plan

@@ -263,3 +263,18 @@ def test_gesvd_and_polar_failures(results, mesh):
         r = records[name]
         assert "error" not in r, r
         assert r["ok"], r
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_generalized_eigh(results, mesh):
+    """eigh(a, b): eigenvalues within 10 n eps of NumPy's (of L⁻¹ A L⁻ᴴ), ‖A V − B V diag(w)‖
+    and ‖Vᴴ B V − I‖ within 10 n eps, V in a's sharding; four dtypes, tiles, values only, a
+    user's jit. B not positive definite (status > N), NaN in B (status > 0): NaN everywhere;
+    b of another shape: ValueError."""
+    records = results(mesh)
+    names = [n for n, k, _ in cpu_plan(*mesh) if k.startswith("eigh-generalized")]
+    assert len(names) == 13
+    for name in names:
+        r = records[name]
+        assert "error" not in r, r
+        assert r["ok"], r

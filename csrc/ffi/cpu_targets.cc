@@ -15,6 +15,7 @@
 #include "routines/qr.h"
 #include "routines/slogdet.h"
 #include "routines/syevd.h"
+#include "routines/sygvd.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jaxmg {
@@ -34,10 +35,11 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  int64_t thread, int64_t check_symmetry, int64_t cols) {
   SolveAttrs attrs;
   SolveIo io;
-  Status s = ffi_util::CheckSolve(
-      target, a, b, position, pivots_in, a_work, x, logdet, status, sign, pivots_out, n, mesh_rows,
-      mesh_cols, tile, pad, force_redistribute, transposed, ranks, thread, check_symmetry, cols,
-      ReadsFactor<R>::value, Rectangular<R>::value, OwnSolution<R>::value, &attrs, &io);
+  Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
+                                  sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
+                                  force_redistribute, transposed, ranks, thread, check_symmetry,
+                                  cols, ReadsFactor<R>::value, Rectangular<R>::value,
+                                  OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];
@@ -75,6 +77,8 @@ JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_qr, Qr)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_least_squares, LeastSquares)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_syevd, Syevd)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_eigvalsh, Eigvalsh)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_sygvd, Sygvd)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_sygvd_values, SygvdValues)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd, Gesvd)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_u, GesvdU)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_vh, GesvdVh)

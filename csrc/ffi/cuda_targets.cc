@@ -23,6 +23,7 @@
 #include "routines/qr.h"
 #include "routines/slogdet.h"
 #include "routines/syevd.h"
+#include "routines/sygvd.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jaxmg {
@@ -43,10 +44,11 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                  int64_t check_symmetry, int64_t cols, int64_t context) {
   SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
-  Status s = ffi_util::CheckSolve(
-      target, a, b, position, pivots_in, a_work, x, logdet, status, sign, pivots_out, n, mesh_rows,
-      mesh_cols, tile, pad, force_redistribute, transposed, ranks, thread, check_symmetry, cols,
-      ReadsFactor<R>::value, Rectangular<R>::value, OwnSolution<R>::value, &attrs, &io);
+  Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
+                                  sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
+                                  force_redistribute, transposed, ranks, thread, check_symmetry,
+                                  cols, ReadsFactor<R>::value, Rectangular<R>::value,
+                                  OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
   s = mp::FindContext(context, &ctx);
@@ -95,6 +97,8 @@ JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_qr, Qr)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_least_squares, LeastSquares)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_syevd, Syevd)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_eigvalsh, Eigvalsh)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_sygvd, Sygvd)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_sygvd_values, SygvdValues)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd, Gesvd)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_u, GesvdU)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_vh, GesvdVh)

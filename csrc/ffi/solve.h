@@ -70,6 +70,16 @@
 //                                         convergence or a non-finite entry (then nothing solved)
 //   Status VectorsOut<T>(void* shard)     the shard := its part of the eigenvector matrix in the
 //                                         JAX layout (columns are eigenvectors)
+//   Status MatrixIn<T>(const void* shard) (redistributed plans) the second matrix (b, a shard
+//                                         of an n x n matrix sharded like a, read column-major
+//                                         as a is) into the engine's tiles
+//   Status Sygvd<T>(bool vectors, void* x, int* info)
+//                                         the generalized problem M z = λ K z for the engine
+//                                         matrix M (Hermitian, lower triangle) and the second
+//                                         matrix K (positive definite, lower triangle): λ into
+//                                         x as Eigh, the vectors kept for VectorsOut; info
+//                                         agreed: n + i when K's leading minor of order i is
+//                                         not positive definite, else as Eigh's
 //   Status Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
 //                   int* info)            (a redistributed m x n engine matrix, m >= n) its
 //                                         singular values, descending, into the last of x's
@@ -214,7 +224,7 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
                          int64_t force_redistribute, int64_t transposed,
                          ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
                          int64_t check_symmetry, int64_t cols, bool reads_factor, bool rectangular,
-                         bool own_solution, SolveAttrs* attrs, SolveIo* io) {
+                         bool own_solution, bool second_matrix, SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
   attrs->n = n;
@@ -253,7 +263,12 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
   // b and x keep the caller's row sharding: over the engine mesh's columns when the matrix was
   // handed transposed (no XLA collective moves them before the call).
   const int64_t rhs_rows = attrs->transposed ? shard_cols : shard_rows;
-  if (b_dims.size() != 2 || b_dims[0] != rhs_rows || x_dims.size() != 2) {
+  if (second_matrix) {  // b: a second matrix, sharded like a
+    if (b_dims.size() != 2 || b_dims[0] != shard_rows || b_dims[1] != shard_cols ||
+        x_dims.size() != 2) {
+      return fail("b must be a second matrix shard, (n/mesh_rows, cols/mesh_cols)");
+    }
+  } else if (b_dims.size() != 2 || b_dims[0] != rhs_rows || x_dims.size() != 2) {
     return fail("b must be (n/mesh_rows, nrhs), or (cols/mesh_cols, nrhs) when transposed");
   }
   if (!own_solution && (x_dims[0] != b_dims[0] || x_dims[1] != b_dims[1])) {
@@ -318,6 +333,14 @@ template <class R>
 struct OwnSolution<R, std::void_t<decltype(R::kOwnSolution)>>
     : std::bool_constant<R::kOwnSolution || Rectangular<R>::value> {};
 
+// Whether routine R takes a second matrix as b (R::kSecondMatrix, false when absent): b is a
+// shard of an n x cols matrix sharded like a (MatrixIn), not a right-hand side.
+template <class R, class = void>
+struct SecondMatrix : std::false_type {};
+template <class R>
+struct SecondMatrix<R, std::void_t<decltype(R::kSecondMatrix)>>
+    : std::bool_constant<R::kSecondMatrix> {};
+
 // Runs routine R (a struct with `static constexpr layout::Symmetry kSymmetry` and
 // `template <class E, class T> static Status Run(E&, const SolveAttrs&, const SolveIo&)`) on
 // engine E, for the dtype of the call.
@@ -377,5 +400,7 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::VectorsOut<T>(void*);                                \
   template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \
   template Status Engine::Polar<T>(int*);                                      \
+  template Status Engine::MatrixIn<T>(const void*);                            \
+  template Status Engine::Sygvd<T>(bool, void*, int*);                         \
   template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);           \
   template Status Engine::FillNan<T>(void*, int64_t);

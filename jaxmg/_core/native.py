@@ -29,6 +29,8 @@ ROUTINES = (
     "least_squares",
     "syevd",
     "eigvalsh",
+    "sygvd",
+    "sygvd_values",
     "gesvd",
     "gesvd_u",
     "gesvd_vh",

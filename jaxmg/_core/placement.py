@@ -229,7 +229,10 @@ def constrain(x, mesh: Mesh, spec: P):
     """Places x (inside jit) with `spec`: a reshard on Explicit mesh axes, a constraint on Auto."""
     sharding = NamedSharding(mesh, spec)
     types = dict(zip(mesh.axis_names, mesh.axis_types, strict=True))
-    if any(types[name] == AxisType.Explicit for name in spec if name is not None):
+    names = [name for name in spec if name is not None]
+    # Replicated (P()) on a mesh with Explicit axes: a reshard too (the constraint would assert).
+    axes = names or list(mesh.axis_names)
+    if any(types[name] == AxisType.Explicit for name in axes):
         return jax.reshard(x, sharding)
     return jax.lax.with_sharding_constraint(x, sharding)
 

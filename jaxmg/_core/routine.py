@@ -54,6 +54,8 @@ class SolveRoutine:
       b has M rows and x has N, with `solution_cols` columns (0: b's).
     solution_cols: x's columns given N and b's columns, when x is not shaped like b; its rows
       are split like b's where N divides, or whole on every device with `solution_whole`.
+    second_matrix: b is a second N x N matrix (the generalized eigenproblem's B), sharded like
+      a and read by the engine as a is (csrc/ffi/solve.h: MatrixIn).
     tile_target: per platform, the tile the automatic choice aims at when the engine's routine
       has measured better near it than the default.
     """
@@ -72,6 +74,7 @@ class SolveRoutine:
     solution_cols: Callable[[int, int], int] | None = None  # (N, nrhs) -> columns of x
     solution_whole: bool = False  # x (solution_cols) whole on every device (eigenvalues)
     tile_target: dict | None = None  # {platform: automatic tile near this} (else placement's)
+    second_matrix: bool = False  # b is an N x N matrix sharded like a
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,7 @@ def call(
         pivots_in=order if routine.pivots_in else 0,
         pivots_out=order if routine.pivots_out else 0,
         factor_order=factor_order,
+        second_matrix=routine.second_matrix,
     )
     fn = _build(c) if local_blocks is None else None
     if local_blocks is not None:
@@ -405,6 +409,7 @@ class _Call:
     pivots_in: int
     pivots_out: int
     factor_order: int = 0  # the order of a padded factor's engine matrix (0: a's shape)
+    second_matrix: bool = False  # b: an N x N matrix sharded like a
 
 
 @functools.cache
@@ -486,6 +491,8 @@ def _layout(c: _Call):
     x_split = c.n % rhs_procs == 0 and not c.solution_whole
     rhs_spec = P(placement.col_axis, None) if transposed else placement.rhs_spec
     x_spec = rhs_spec if not c.solution_cols or x_split else P()
+    if c.second_matrix:
+        rhs_spec = placement.matrix_spec
     return transposed, rhs_spec, x_spec, c.cols
 
 

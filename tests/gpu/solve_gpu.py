@@ -27,7 +27,12 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from eigh_cases import eigh_case, eigh_failure_case  # noqa: E402
+from eigh_cases import (  # noqa: E402
+    eigh_case,
+    eigh_failure_case,
+    generalized_case,
+    generalized_failure_case,
+)
 from factor_cases import factor_case, factor_failure_case  # noqa: E402
 from linalg_cases import (  # noqa: E402
     A_SPEC,
@@ -127,6 +132,8 @@ def mesh_plan(mesh, tag):
         "qr-failure": lambda **p: qr_failure_case(mesh, **p),
         "eigh": lambda **p: eigh_case(mesh, **p),
         "eigh-failure": lambda **p: eigh_failure_case(mesh, **p),
+        "eigh-generalized": lambda **p: generalized_case(mesh, **p),
+        "eigh-generalized-failure": lambda **p: generalized_failure_case(mesh, **p),
         "svd": lambda **p: svd_case(mesh, **p),
         "svd-failure": lambda **p: svd_failure_case(mesh, **p),
     }

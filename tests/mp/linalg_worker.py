@@ -1,5 +1,6 @@
 """jaxmg.linalg against NumPy on one mesh: solve (one matrix and a batch), inv, slogdet,
-cho_factor + cho_solve and lu_factor + lu_solve in SciPy's call shapes; and jax.vmap over the
+cho_factor + cho_solve and lu_factor + lu_solve in SciPy's call shapes, svd, polar (both
+sides), lstsq (full rank and rank deficient), eigh's generalized problem; and jax.vmap over the
 routines (potrs, lu_solve under jit, slogdet, the gradient of potrs).
 
 Usage: mpirun -n P python linalg_worker.py ROWS COLS OUT.json
@@ -107,6 +108,75 @@ def case_vmap_qr_lstsq_syevd():
         err(gather(x), xref),
         err(gather(w), np.linalg.eigvalsh(BATCH)),
     )
+
+
+def case_svd():
+    u, s, vh = jaxmg.linalg.svd(ap)  # square: full_matrices=True is the reduced one
+    sv = jaxmg.linalg.svd(ap, compute_uv=False)
+    t = np.random.default_rng(7).standard_normal((2 * N, N))
+    ut, st, vht = jaxmg.linalg.svd(place(t, mesh, A_SPEC), full_matrices=False)
+    ug, vg, utg, vtg = gather(u), gather(vh), gather(ut), gather(vht)
+    return max(
+        err(gather(s), np.linalg.svd(a, compute_uv=False)),
+        err(gather(sv), np.linalg.svd(a, compute_uv=False)),
+        err((ug * gather(s)) @ vg, a),
+        err((utg * gather(st)) @ vtg, t),
+        err(utg.T @ utg, np.eye(N)),
+    )
+
+
+def case_polar():
+    t = np.random.default_rng(8).standard_normal((2 * N, N))
+    u_ref, s_ref, vh_ref = np.linalg.svd(t, full_matrices=False)
+    up, p = jaxmg.linalg.polar(place(t, mesh, A_SPEC))
+    wide = t.T.copy()
+    ul, pl = jaxmg.linalg.polar(place(wide, mesh, A_SPEC), side="left")  # wide = pl ul
+    return max(
+        err(gather(up), u_ref @ vh_ref),
+        err(gather(p), (vh_ref.T * s_ref) @ vh_ref),
+        err(gather(pl) @ gather(ul), wide),
+        err(gather(pl), (vh_ref.T * s_ref) @ vh_ref),
+    )
+
+
+def case_lstsq():
+    t = np.random.default_rng(9).standard_normal((2 * N, N))
+    y = np.random.default_rng(10).standard_normal((2 * N, 2))
+    tp, yp = place(t, mesh, A_SPEC), place(y, mesh, B_SPEC)
+    x, resid, rank, s = jaxmg.linalg.lstsq(tp, yp)
+    xr, rr, kr, sr = np.linalg.lstsq(t, y, rcond=None)
+    deficient = t.copy()
+    deficient[:, 3] = deficient[:, 5]  # rank N - 1: the minimum-norm solution
+    xd, _, rank_d, _ = jaxmg.linalg.lstsq(place(deficient, mesh, A_SPEC), yp)
+    xdr = np.linalg.lstsq(deficient, y, rcond=None)[0]
+    xv, rv, _, _ = jaxmg.linalg.lstsq(tp, place(y[:, 0].copy(), mesh, P("pr")))
+    return max(
+        err(gather(x), xr),
+        err(gather(resid), rr),
+        float(int(rank) != kr),
+        err(gather(s), sr),
+        err(gather(xd), xdr),
+        float(int(rank_d) != N - 1),
+        err(gather(xv), xr[:, 0]),
+        err(gather(rv), rr[0]),
+    )
+
+
+def case_eigh_generalized():
+    k = spd(N, np.float64, 9) + N * np.eye(N)
+    w, v = jaxmg.linalg.eigh(hp, place(k, mesh, A_SPEC))
+    lower = np.linalg.cholesky(k)
+    c = np.linalg.solve(lower, np.linalg.solve(lower, h).T).T
+    ref = np.linalg.eigvalsh((c + c.T) / 2)
+    vg = gather(v)
+    return max(err(gather(w), ref), err(h @ vg, (k @ vg) * ref), err(vg.T @ k @ vg, np.eye(N)))
+
+
+def case_vmap_gesvd():
+    t = np.random.default_rng(11).standard_normal((2, 2 * N, N))
+    u, s, vh = jax.vmap(jaxmg.gesvd)(place(t, mesh, P(None, "pr", "pc")))
+    recon = np.einsum("bij,bj,bjk->bik", gather(u), gather(s), gather(vh))
+    return err(recon, t)
 
 
 BATCH = np.stack([spd(N, np.float64, s) for s in (1, 2, 3)])

@@ -22,7 +22,12 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 import jaxmg  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from eigh_cases import eigh_case, eigh_failure_case  # noqa: E402
+from eigh_cases import (  # noqa: E402
+    eigh_case,
+    eigh_failure_case,
+    generalized_case,
+    generalized_failure_case,
+)
 from factor_cases import factor_case, factor_failure_case  # noqa: E402
 from linalg_cases import (  # noqa: E402
     A_SPEC,
@@ -239,6 +244,8 @@ KINDS = {
     "qr-failure": lambda **p: qr_failure_case(mesh, **p),
     "eigh": lambda **p: eigh_case(mesh, **p),
     "eigh-failure": lambda **p: eigh_failure_case(mesh, **p),
+    "eigh-generalized": lambda **p: generalized_case(mesh, **p),
+    "eigh-generalized-failure": lambda **p: generalized_failure_case(mesh, **p),
     "svd": lambda **p: svd_case(mesh, **p),
     "svd-failure": lambda **p: svd_failure_case(mesh, **p),
     "potri-0x-call": case_potri_0x_call,

@@ -1262,6 +1262,70 @@ Status Engine::Polar(int* info) {
 }
 
 template <typename T>
+Status Engine::MatrixIn(const void* shard) {
+  StepTimer timer("MatrixIn", stream_);
+  const layout::Plan& plan = state_.plan;
+  if (plan.strategy != layout::Strategy::kRedistribute) {
+    return JAXMG_ERROR("a second matrix is read into a redistributed plan only");
+  }
+  const int64_t lr = local_rows_, lc = local_cols_;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_));
+  JAXMG_RETURN_IF_ERROR(Redistribute<T>(shard, /*to_tiles=*/true, local_b_));
+  nrhs_ = plan.cols.extent;
+  rhs_local_cols_ = lc;
+  return desc_b_.Create(ctx_, DataTypeOf<T>(), plan.rows.extent, plan.cols.extent, plan.tile,
+                        plan.tile, std::max<int64_t>(lr, 1));
+}
+
+template <typename T>
+Status Engine::Sygvd(bool vectors, void* x, int* info) {
+  StepTimer timer("Sygvd", stream_);
+  using R = RealOf<T>;
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, lc = local_cols_;
+  JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
+  // A non-finite A is agreed on first (the agreement's scan, no diagonal check); a non-finite
+  // B ends as a failed factorization or non-finite eigenvalues.
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));
+  if (*info != 0) return Status();
+  void *w = nullptr, *z = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &z));
+  Descriptor desc_z;
+  JAXMG_RETURN_IF_ERROR(desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+  const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpSygvd_bufferSize(
+      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, 1, 1, desc_a_.get(), 1, 1,
+      desc_b_.get(), 1, 1, desc_z.get(), DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpSygvd(ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n,
+                               work_, 1, 1, desc_a_.get(), local_b_, 1, 1, desc_b_.get(), w, z, 1,
+                               1, desc_z.get(), DataTypeOf<T>(), d_work, workspace_bytes_,
+                               ctx_.host_work.data(), ctx_.host_work.size(), small_));
+  // The status: the solver's info (n + i: B's minor of order i not positive definite), else the
+  // first eigenvalue that is not finite; agreed.
+  std::vector<R> values(static_cast<size_t>(n));
+  int32_t solver_info = 0;
+  JAXMG_CUDA(cudaMemcpyAsync(values.data(), w, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(&solver_info, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  int64_t local = solver_info > 0 ? solver_info : 0;
+  for (int64_t i = 0; i < n && local == 0; ++i) {
+    if (!std::isfinite(static_cast<double>(values[i]))) local = i + 1;
+  }
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &local, 1));
+  *info = static_cast<int>(std::min<int64_t>(local, INT32_MAX));
+  JAXMG_CUDA(
+      cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
+  local_b_ = z;  // the eigenvectors, where VectorsOut reads them (desc_b_ is Z's layout too)
+  return Status();
+}
+
+template <typename T>
 Status Engine::SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols) {
   StepTimer timer("SquareRowsOut", stream_);
   return RowsOut<T>(square_, square_rows_, local_cols_, state_.plan.cols.extent, x, x_rows, x_cols);

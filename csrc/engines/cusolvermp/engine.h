@@ -96,6 +96,10 @@ class Engine {
   template <typename T>
   Status Polar(int* info);
   template <typename T>
+  Status MatrixIn(const void* shard);
+  template <typename T>
+  Status Sygvd(bool vectors, void* x, int* info);
+  template <typename T>
   Status SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols);
   template <typename T>
   Status FillNan(void* x, int64_t count);

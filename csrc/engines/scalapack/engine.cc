@@ -591,6 +591,79 @@ Status Engine::Polar(int* info) {
 }
 
 template <typename T>
+Status Engine::MatrixIn(const void* shard) {
+  const layout::Plan& plan = *plan_;
+  if (plan.strategy != layout::Strategy::kRedistribute) {
+    return JAXMG_ERROR("a second matrix is read into a redistributed plan only");
+  }
+  const int64_t m = plan.rows.extent, n = plan.cols.extent;
+  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(local_rows_ * local_cols_, 1)),
+                  0);
+  desc_b_ = desc_a_;
+  nrhs_ = n;
+  rhs_local_cols_ = local_cols_;
+  Descriptor src;
+  JAXMG_RETURN_IF_ERROR(
+      MakeDescriptor(*grid_, m, n, plan.rows.shard, plan.cols.shard, plan.rows.shard, &src));
+  return Gemr2d<T>(m, n, static_cast<const T*>(shard), src, As<T>(local_b_.data()), desc_b_,
+                   *grid_);
+}
+
+template <typename T>
+Status Engine::Sygvd(bool vectors, void* x, int* info) {
+  using R = RealOf<T>;
+  const int64_t n = plan_->engine_rows(), lr = local_rows_, lc = local_cols_;
+  std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
+  T* out = As<T>(x);
+  auto write = [&] {
+    for (int64_t i = 0; i < n; ++i) out[i] = T(w[i]);
+  };
+  // Non-finite entries of either matrix are agreed on first: nothing is solved then.
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  const T* k = As<T>(local_b_.data());
+  for (int64_t i = 0; i < lr * lc && bad == 0; ++i) {
+    if (!std::isfinite(static_cast<double>(std::abs(k[i])))) bad = 1;
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
+  *info = bad;
+  if (bad != 0) {
+    write();
+    return Status();
+  }
+  // K = L Lᴴ: a K that is not positive definite is status n + (the order of its minor).
+  int kinfo = 0;
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(n, As<T>(local_b_.data()), desc_b_, &kinfo));
+  kinfo = kinfo > 0 ? static_cast<int>(std::min<int64_t>(n + kinfo, INT32_MAX)) : 0;
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &kinfo));
+  *info = kinfo;
+  if (kinfo != 0) {
+    write();
+    return Status();
+  }
+  // M := L⁻¹ M L⁻ᴴ, its eigenpairs (y), and z = L⁻ᴴ y.
+  R scale = 1;
+  int sinfo = 0;
+  JAXMG_RETURN_IF_ERROR(scalapack::Sygst<T>(n, As<T>(work_), desc_a_, As<T>(local_b_.data()),
+                                            desc_b_, &scale, &sinfo));
+  std::vector<char> z(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
+  JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, As<T>(work_), desc_a_, w.data(),
+                                           As<T>(z.data()), desc_b_, info));
+  for (int64_t i = 0; i < n && *info == 0; ++i) {
+    if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
+  for (R& v : w) v *= scale;
+  write();
+  if (*info != 0 || !vectors) return Status();
+  const char adjoint = Scalar<T>::kParts == 2 ? 'C' : 'T';
+  JAXMG_RETURN_IF_ERROR(scalapack::Trsm<T>('L', 'L', adjoint, 'N', n, n, T(1),
+                                           As<T>(local_b_.data()), desc_b_, As<T>(z.data()),
+                                           desc_b_));
+  local_b_.swap(z);  // the eigenvectors, where VectorsOut reads them
+  return Status();
+}
+
+template <typename T>
 Status Engine::SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols) {
   const int64_t n = plan_->cols.extent;
   return RowsOut<T>(As<T>(square_.data()), square_rows_, local_cols_, n, x, x_rows, x_cols);

@@ -101,6 +101,20 @@ JAXMG_DECLARE_SVD(pd, double, double)
 JAXMG_DECLARE_SVD(pc, std::complex<float>, float, float* rwork, )
 JAXMG_DECLARE_SVD(pz, std::complex<double>, double, double* rwork, )
 #undef JAXMG_DECLARE_SVD
+// The generalized-problem reduction (p?sygst real, p?hegst complex) and p?trsm.
+#define JAXMG_DECLARE_GST(p, T, R, gst)                                                     \
+  void p##gst##_(const int* ibtype, const char* uplo, const int* n, T* a, const int* ia,    \
+                 const int* ja, const int* desca, const T* b, const int* ib, const int* jb, \
+                 const int* descb, R* scale, int* info);                                    \
+  void p##trsm_(const char* side, const char* uplo, const char* transa, const char* diag,   \
+                const int* m, const int* n, const T* alpha, const T* a, const int* ia,      \
+                const int* ja, const int* desca, T* b, const int* ib, const int* jb,        \
+                const int* descb);
+JAXMG_DECLARE_GST(ps, float, float, sygst)
+JAXMG_DECLARE_GST(pd, double, double, sygst)
+JAXMG_DECLARE_GST(pc, std::complex<float>, float, hegst)
+JAXMG_DECLARE_GST(pz, std::complex<double>, double, hegst)
+#undef JAXMG_DECLARE_GST
 }
 
 namespace jaxmg::scalapack {
@@ -712,6 +726,32 @@ Status Gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, 
   CallGemm<T>(ta, tb, &im, &in, &ik, &alpha, a, desca.desc, b, descb.desc, &beta, c, descc.desc);
   return Status();
 }
+
+#define JAXMG_DEFINE_GST(p, T, gst)                                                               \
+  template <>                                                                                     \
+  Status Sygst<T>(int64_t n, T* a, const Descriptor& desca, const T* b, const Descriptor& descb,  \
+                  RealOf<T>* scale, int* info) {                                                  \
+    int in, one = 1;                                                                              \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                           \
+    p##gst##_(&one, "L", &in, a, &one, &one, desca.desc, b, &one, &one, descb.desc, scale, info); \
+    if (*info < 0) return JAXMG_ERROR(#p #gst ": illegal argument " + std::to_string(-*info));    \
+    return Status();                                                                              \
+  }                                                                                               \
+  template <>                                                                                     \
+  Status Trsm<T>(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T alpha,      \
+                 const T* a, const Descriptor& desca, T* b, const Descriptor& descb) {            \
+    int im, in, one = 1;                                                                          \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                            \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                         \
+    const char s[2] = {side, 0}, u[2] = {uplo, 0}, t[2] = {trans, 0}, d[2] = {diag, 0};           \
+    p##trsm_(s, u, t, d, &im, &in, &alpha, a, &one, &one, desca.desc, b, &one, &one, descb.desc); \
+    return Status();                                                                              \
+  }
+JAXMG_DEFINE_GST(ps, float, sygst)
+JAXMG_DEFINE_GST(pd, double, sygst)
+JAXMG_DEFINE_GST(pc, std::complex<float>, hegst)
+JAXMG_DEFINE_GST(pz, std::complex<double>, hegst)
+#undef JAXMG_DEFINE_GST
 
 #define JAXMG_INSTANTIATE_SVD(T)                                                                 \
   template Status Gesvd<T>(bool, bool, int64_t, int64_t, T*, const Descriptor&, RealOf<T>*, T*,  \

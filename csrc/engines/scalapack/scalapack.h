@@ -88,6 +88,17 @@ template <typename T>
 Status Gesvd(bool vectors_u, bool vectors_vt, int64_t m, int64_t n, T* a, const Descriptor& desc,
              RealOf<T>* s, T* u, const Descriptor& descu, T* vt, const Descriptor& descvt,
              int* info);
+// The reduction of the generalized problem A x = λ B x to C y = λ y (p?sygst / p?hegst, type
+// 1, lower): a := L⁻¹ A L⁻ᴴ for B's Cholesky factor L held in b's lower triangle; *scale: the
+// factor the eigenvalues take.
+template <typename T>
+Status Sygst(int64_t n, T* a, const Descriptor& desca, const T* b, const Descriptor& descb,
+             RealOf<T>* scale, int* info);
+// b := alpha op(a)⁻¹ b (side 'L') or alpha b op(a)⁻¹ ('R'), a triangular (uplo 'L'/'U',
+// op 'N'/'T'/'C', diag 'N'/'U'), b m x n.
+template <typename T>
+Status Trsm(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T alpha, const T* a,
+            const Descriptor& desca, T* b, const Descriptor& descb);
 // c := alpha op(a) op(b) + beta c (op: 'N', 'T' or 'C'), c m x n, k the inner extent.
 template <typename T>
 Status Gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,

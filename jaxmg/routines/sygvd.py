@@ -1,0 +1,98 @@
+"""eigh: the standard (syevd) or generalized Hermitian eigenproblem of distributed matrices."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from jaxmg._core import routine as _routine
+from jaxmg.routines import syevd as _syevd
+
+# As syevd (jaxmg/routines/syevd.py): redistributed, eigenvalues whole in x; B comes as the
+# call's b, a second matrix sharded like a (csrc/routines/sygvd.h).
+_COMMON = dict(
+    symmetric=True,
+    hand_transpose=_routine.never_transpose,
+    redistribute=True,
+    second_matrix=True,
+    solution_cols=lambda n, nrhs: 1,  # the eigenvalues
+    solution_whole=True,
+    tile_target={"cuda": 256},
+)
+SYGVD = _routine.SolveRoutine(name="sygvd", returns_matrix=True, **_COMMON)
+SYGVD_VALUES = _routine.SolveRoutine(name="sygvd_values", **_COMMON)
+
+
+def eigh(
+    a,
+    b=None,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_eigenvectors=True,
+    return_status=False,
+    pad=True,
+    donate=False,
+    check_symmetry=True,
+):
+    """Eigenvalues and eigenvectors of A v = λ v, or with b of the generalized problem
+    A v = λ B v, for Hermitian A and Hermitian positive definite B sharded over a mesh.
+
+    Without b this is `jaxmg.syevd`. With b: cuSOLVERMp's Sygvd on GPUs; on CPUs ScaLAPACK's
+    Cholesky factorization B = L Lᴴ, the reduction to L⁻¹ A L⁻ᴴ (p?sygst / p?hegst), its
+    eigensolver and v = L⁻ᴴ y. Both matrices are copied into block-cyclic tiles; nothing is
+    gathered.
+
+    Args:
+      a: (N, N) Hermitian array, float32, float64, complex64 or complex128, sharded over a 1-D
+        or 2-D mesh.
+      b: None, or (N, N) Hermitian positive definite array of a's dtype, sharded like a (the
+        engine reads the lower triangles of both).
+      T_A, mesh, matrix_specs, in_specs, pad, donate, check_symmetry: as for `jaxmg.syevd`
+        (check_symmetry checks a).
+      return_eigenvectors: also compute and return the eigenvectors.
+      return_status: also return an int32 status: 0 on success; -1 when a is not Hermitian;
+        N + i when B's leading minor of order i is not positive definite; another k > 0 when
+        the eigensolver did not converge or a matrix holds NaN or Inf.
+
+    Returns:
+      (w, V) or w, the status appended with return_status. w: (N,) real, ascending, the same
+      on every device; V: (N, N) in a's sharding with A V = B V diag(w) and Vᴴ B V = I. On
+      failure w and V are NaN on every device.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
+    """
+    if b is None:
+        return _syevd.syevd(
+            a,
+            T_A,
+            mesh,
+            matrix_specs,
+            in_specs=in_specs,
+            return_eigenvectors=return_eigenvectors,
+            return_status=return_status,
+            pad=pad,
+            donate=donate,
+            check_symmetry=check_symmetry,
+        )
+    if tuple(b.shape) != tuple(a.shape):
+        raise ValueError(f"b must have a's shape {tuple(a.shape)}, got {tuple(b.shape)}")
+    r = _routine.call(
+        SYGVD if return_eigenvectors else SYGVD_VALUES,
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
+    w = jnp.real(r.x[:, 0])
+    out = (w, r.matrix) if return_eigenvectors else (w,)
+    if return_status:
+        out += (r.status,)
+    return out[0] if len(out) == 1 else out
