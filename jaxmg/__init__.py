@@ -10,6 +10,7 @@ from jaxmg.routines.factor import CholeskyFactor, LUFactor, cho_factor, cho_solv
 from jaxmg.routines.gesvd import gesvd
 from jaxmg.routines.inv import inv
 from jaxmg.routines.lu_solve import lu_solve, lu_solve_shardmap_ctx
+from jaxmg.routines.matmul import matmul
 from jaxmg.routines.polar import polar
 from jaxmg.routines.potri import potri
 from jaxmg.routines.potrs import potrs, potrs_shardmap_ctx
@@ -33,6 +34,7 @@ __all__ = [
     "least_squares",
     "lu_solve",
     "lu_solve_shardmap_ctx",
+    "matmul",
     "polar",
     "potri",
     "potrs",

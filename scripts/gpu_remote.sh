@@ -55,7 +55,8 @@ LIBS=$GPU_LIBS/nvidia/cu13/lib:$GPU_LIBS/nvidia/cublasmp/cu13/lib
 for d in "$SITE"/nvidia/*/lib; do LIBS=$LIBS:$d; done
 export LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast
-export JAXMG_LIB_DIR=$ROOT/.gpu/lib PYTHONPATH=$ROOT XLA_PYTHON_CLIENT_MEM_FRACTION=0.5
+export JAXMG_LIB_DIR=$ROOT/.gpu/lib PYTHONPATH=$ROOT
+export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.5}
 export PYTHONUNBUFFERED=1
 echo "[remote] python $PY; site $SITE"
 echo "[remote] LD_LIBRARY_PATH=$LD_LIBRARY_PATH"

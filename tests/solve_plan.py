@@ -70,11 +70,13 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     plan.extend(factor_plan(n, piece))
     from eigh_cases import eigh_plan
     from qr_cases import qr_plan
+    from matmul_cases import matmul_plan
     from svd_cases import svd_plan
 
     plan.extend(qr_plan(n))
     plan.extend(eigh_plan(n))
     plan.extend(svd_plan(n))
+    plan.extend(matmul_plan(n))
     if mesh_cols == 1:  # JAXMg 0.x's call on a 1-D mesh of the same devices
         plan.append(("potri/jaxmg-0.x-call", "potri-0x-call", dict(n=n)))
     return plan
@@ -159,9 +161,11 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     plan.extend(factor_plan(n, piece, tiles=(8, 5)))
     from eigh_cases import eigh_plan
     from qr_cases import qr_plan
+    from matmul_cases import matmul_plan
     from svd_cases import svd_plan
 
     plan.extend(qr_plan(n, tiles=(8, 5), lstsq_tiles=(8,)))
     plan.extend(eigh_plan(n, tiles=(8, 5)))
     plan.extend(svd_plan(n, tiles=(8, 5)))
+    plan.extend(matmul_plan(n, tiles=(8, 5)))
     return plan

@@ -26,6 +26,22 @@ def test_solve_and_log_determinant_gradients(tmp_path, mesh):
         assert r["ok"], r
 
 
+MATRIX_WORKER = Path(__file__).parent / "mp" / "grad_matrix_worker.py"
+
+
+@pytest.mark.parametrize("mesh", [(1, 1), (2, 1), (2, 2)], ids=["1x1", "2x1", "2x2"])
+def test_inverse_and_eigensolver_gradients(tmp_path, mesh):
+    """check_grads (finite differences, forward and reverse mode) of inv's and potri's inverse
+    and log-determinant, of syevd's eigenvalues and eigenvectors (a phase-invariant loss,
+    V sin(Λ) Vᴴ) and of the values-only path; float64 and complex128, a tile that pads and the
+    automatic one; second derivatives of inv and potri."""
+    out = run_cases(mesh[0] * mesh[1], MATRIX_WORKER, [str(mesh[0]), str(mesh[1])], tmp_path, 600)
+    assert len(out["records"]) == 18
+    for r in out["records"]:
+        assert "error" not in r, f"{r['case']}: {r['error']}\n{r.get('trace', '')}"
+        assert r["ok"], r
+
+
 def test_gaussian_process_example(tmp_path):
     """examples/gaussian_process.py on 2 processes: the NLL it reports matches NumPy's at the
     first and last hyperparameters, and gradient descent lowers it."""

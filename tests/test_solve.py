@@ -278,3 +278,14 @@ def test_generalized_eigh(results, mesh):
         r = records[name]
         assert "error" not in r, r
         assert r["ok"], r
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_matmul(results, mesh):
+    """matmul: A B, Aᴴ B and A Bᴴ within 10 n eps ‖A‖ ‖B‖ of NumPy's, in a's sharding; four
+    dtypes, the automatic tile and one that does not divide, a user's jit."""
+    records = results(mesh)
+    names = [n for n, k, _ in cpu_plan(*mesh) if k == "matmul"]
+    assert len(names) == 25
+    for name in names:
+        _check(records[name])

@@ -10,6 +10,7 @@
 #include "routines/gesvd.h"
 #include "routines/inv.h"
 #include "routines/lu_solve.h"
+#include "routines/matmul.h"
 #include "routines/potri.h"
 #include "routines/potrs.h"
 #include "routines/qr.h"
@@ -79,6 +80,9 @@ JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_syevd, Syevd)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_eigvalsh, Eigvalsh)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_sygvd, Sygvd)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_sygvd_values, SygvdValues)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_matmul_nn, MatmulNN)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_matmul_cn, MatmulCN)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_matmul_nc, MatmulNC)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd, Gesvd)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_u, GesvdU)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_vh, GesvdVh)

@@ -18,6 +18,7 @@
 #include "routines/gesvd.h"
 #include "routines/inv.h"
 #include "routines/lu_solve.h"
+#include "routines/matmul.h"
 #include "routines/potri.h"
 #include "routines/potrs.h"
 #include "routines/qr.h"
@@ -99,6 +100,9 @@ JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_syevd, Syevd)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_eigvalsh, Eigvalsh)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_sygvd, Sygvd)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_sygvd_values, SygvdValues)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_matmul_nn, MatmulNN)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_matmul_cn, MatmulCN)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_matmul_nc, MatmulNC)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd, Gesvd)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_u, GesvdU)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_vh, GesvdVh)

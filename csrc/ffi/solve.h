@@ -73,6 +73,9 @@
 //   Status MatrixIn<T>(const void* shard) (redistributed plans) the second matrix (b, a shard
 //                                         of an n x n matrix sharded like a, read column-major
 //                                         as a is) into the engine's tiles
+//   Status Gemm<T>(char op_b, char op_a)  (redistributed plans) the engine matrix := op_b(K)
+//                                         op_a(M) for the second matrix K and the engine
+//                                         matrix M (op: 'N', 'T' or 'C')
 //   Status Sygvd<T>(bool vectors, void* x, int* info)
 //                                         the generalized problem M z = λ K z for the engine
 //                                         matrix M (Hermitian, lower triangle) and the second
@@ -401,6 +404,7 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \
   template Status Engine::Polar<T>(int*);                                      \
   template Status Engine::MatrixIn<T>(const void*);                            \
+  template Status Engine::Gemm<T>(char, char);                                 \
   template Status Engine::Sygvd<T>(bool, void*, int*);                         \
   template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);           \
   template Status Engine::FillNan<T>(void*, int64_t);

@@ -183,3 +183,78 @@ def matvec(placement, m, v):
     if AxisType.Explicit in tuple(mesh.axis_types):
         return jnp.matmul(m, v, out_sharding=NamedSharding(mesh, out))
     return _mesh.constrain(jnp.matmul(m, v), mesh, out)
+
+
+def differentiable(primal: Callable, tangent: Callable):
+    """A routine with a forward-mode rule (reverse mode by JAX's transposition of it):
+    call(opts, donate, *arrays) -> primal(opts, donate, *arrays), a tuple of outputs.
+
+    tangent(opts, placement, primals, outputs, tangents) -> the outputs' tangents: linear in the
+    tangents and made of XLA operations (products, triangular solves, elementwise), so that
+    JAX can transpose it; the outputs come from the routine itself, differentiable again
+    (second and higher derivatives). `placement` is a's (static). The rule runs inside jax.jit.
+    """
+
+    def base(opts, donate, placement, *arrays):
+        return primal(opts, donate, *arrays)
+
+    fn = jax.custom_jvp(base, nondiff_argnums=(0, 1, 2))
+
+    @fn.defjvp
+    def _jvp(opts, donate, placement, primals, tangents):
+        return _tangent_jit(fn, tangent, opts, placement)(tuple(primals), tuple(tangents))
+
+    def call(opts, donate, *arrays):
+        """opts: the routine's keywords (`options`; mesh, matrix_specs and in_specs among
+        them); arrays[0] is a."""
+        if not _routine.traced(*arrays):
+            return primal(opts, donate, *arrays)  # concrete arrays: nothing to differentiate
+        kw = opts.kwargs()
+        spec = _routine._matrix_spec(kw.get("matrix_specs"), kw.get("in_specs"))
+        placement = _mesh.resolve_placement(arrays[0], kw.get("mesh"), spec)
+        return fn(opts, donate, placement, *arrays)
+
+    return call
+
+
+@functools.cache
+def _tangent_jit(fn, tangent, opts: Options, placement):
+    @jax.jit
+    def jvp(primals, tangents):
+        out = fn(opts, False, placement, *primals)
+        return out, tuple(tangent(opts, placement, primals, out, tangents))
+
+    return jvp
+
+
+def product(placement, m1, m2, spec=None):
+    """m1 @ m2 by XLA (its collectives move what they need), the product placed with `spec`
+    (default: a's matrix spec; P() replicated)."""
+    mesh = placement.mesh
+    spec = placement.matrix_spec if spec is None else spec
+    if AxisType.Explicit in tuple(mesh.axis_types):
+        return jnp.matmul(m1, m2, out_sharding=NamedSharding(mesh, spec))
+    return _mesh.constrain(jnp.matmul(m1, m2), mesh, spec)
+
+
+def adjoint(placement, m, spec=None):
+    """mᴴ (mᵀ for real m) placed with `spec` (default: a's matrix spec): a distributed
+    transpose (XLA's all-to-all)."""
+    mh = jnp.conj(m.T) if jnp.iscomplexobj(m) else m.T
+    return _mesh.constrain(mh, placement.mesh, placement.matrix_spec if spec is None else spec)
+
+
+def transpose(placement, m):
+    """mᵀ (not conjugated) in a's matrix spec: a distributed transpose."""
+    return _mesh.constrain(m.T, placement.mesh, placement.matrix_spec)
+
+
+def diagonal(placement, m):
+    """The diagonal of a square m in a's matrix spec, replicated (a reduction, no gather)."""
+    eye = _mesh.constrain(jnp.eye(m.shape[0], dtype=m.dtype), placement.mesh, placement.matrix_spec)
+    return _mesh.constrain(jnp.sum(m * eye, axis=0), placement.mesh, P())
+
+
+def place(placement, m):
+    """m (a matrix computed from replicated values) in a's matrix spec."""
+    return _mesh.constrain(m, placement.mesh, placement.matrix_spec)

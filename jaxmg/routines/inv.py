@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 
 # The engine redistributes the matrix (no relabeling): with independent row and column
 # relabelings, an entry of the inverse would belong to another device (csrc/routines/inv.h).
@@ -65,20 +68,30 @@ def inv(
       (inverse[, logdet][, status]). When A is singular the inverse and logdet are NaN on every
       device.
 
+    Differentiation (forward and reverse mode, any order): d(A⁻¹) = −A⁻¹ dA A⁻¹ and
+    d log |det A| = Re tr(A⁻¹ dA), with XLA's products of the distributed matrices.
+
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    inverse, logdet, status = _routine.solve(
-        ROUTINE,
-        a,
-        None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        donate=donate,
+    opts = _rules.options(
+        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
+    inverse, logdet, status = _DIFFERENTIABLE(opts, bool(donate), a)
     return _routine.assemble(
         inverse, logdet, status, return_logdet=return_logdet, return_status=return_status
     )
+
+
+def _primal(opts, donate, a):
+    return _routine.solve(ROUTINE, a, None, donate=donate, **opts.kwargs())
+
+
+def _tangent(opts, placement, primals, out, tangents):
+    (da,), (x, logdet, _) = tangents, out
+    dx = -_rules.product(placement, _rules.product(placement, x, da), x)
+    dlogdet = jnp.real(jnp.sum(_rules.transpose(placement, x) * da)).astype(logdet.dtype)
+    return dx, dlogdet, _rules.float0()
+
+
+_DIFFERENTIABLE = _rules.differentiable(_primal, _tangent)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 
 ROUTINE = _routine.SolveRoutine(
     name="potri",
@@ -41,6 +44,10 @@ def potri(
         symmetric (Hermitian).
       return_logdet: also return log det A, from the same factorization.
 
+    Differentiation (forward and reverse mode, any order, for Hermitian tangents):
+    d(A⁻¹) = −A⁻¹ dA A⁻¹ and d log det A = Re tr(A⁻¹ dA), with XLA's products of the
+    distributed matrices.
+
     Returns:
       The inverse (a's shape, dtype and sharding); with return_logdet and/or return_status,
       (inverse[, logdet][, status]). When the factorization fails the inverse and logdet are
@@ -49,18 +56,30 @@ def potri(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    inverse, logdet, status = _routine.solve(
-        ROUTINE,
-        a,
-        None,
+    opts = _rules.options(
         T_A=T_A,
         mesh=mesh,
         matrix_specs=matrix_specs,
         in_specs=in_specs,
-        pad=pad,
-        donate=donate,
-        check_symmetry=check_symmetry,
+        pad=bool(pad),
+        check_symmetry=bool(check_symmetry),
     )
+    inverse, logdet, status = _DIFFERENTIABLE(opts, bool(donate), a)
     return _routine.assemble(
         inverse, logdet, status, return_logdet=return_logdet, return_status=return_status
     )
+
+
+def _primal(opts, donate, a):
+    return _routine.solve(ROUTINE, a, None, donate=donate, **opts.kwargs())
+
+
+def _tangent(opts, placement, primals, out, tangents):
+    # tr(X dA) = Σ Xᵀ ⊙ dA, and Xᵀ = conj(X) for the Hermitian inverse X.
+    (da,), (x, logdet, _) = tangents, out
+    dx = -_rules.product(placement, _rules.product(placement, x, da), x)
+    dlogdet = jnp.real(jnp.sum(jnp.conj(x) * da)).astype(logdet.dtype)
+    return dx, dlogdet, _rules.float0()
+
+
+_DIFFERENTIABLE = _rules.differentiable(_primal, _tangent)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 
 # The engine redistributes the matrix into block-cyclic tiles (relabeling's padding would add
 # eigenvalues) and writes the eigenvectors back into a's sharding (csrc/routines/syevd.h).
@@ -59,12 +62,28 @@ def syevd(
       eigenvectors in its columns (A V = V diag(w)), in a's sharding. On failure w and V are NaN
       on every device.
 
+    Differentiation (forward and reverse mode, for Hermitian tangents): dw = Re diag(Vᴴ dA V)
+    and dV = V (F ∘ Vᴴ dA V), F_ij = 1 / (w_j − w_i), with XLA's products of the distributed
+    matrices (the values-only path computes V for its derivative). As for any eigensolver, the
+    eigenvectors' derivative is defined only for distinct eigenvalues (F is infinite for a
+    repeated one; losses that depend on an eigenvector only through its eigenspace, or on the
+    eigenvalues alone, are fine), and a loss of V must not depend on each eigenvector's phase.
+
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    vectors = return_eigenvectors
-    r = _call(a, T_A, mesh, matrix_specs, in_specs, vectors, pad, donate, check_symmetry)
-    return _result(r, vectors, return_status)
+    vectors = bool(return_eigenvectors)
+    opts = _rules.options(
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=bool(pad),
+        check_symmetry=bool(check_symmetry),
+    )
+    out = _DIFFERENTIABLE[vectors](opts, bool(donate), a)
+    out = out if return_status else out[:-1]
+    return out[0] if len(out) == 1 else out
 
 
 def syevd_shardmap_ctx(
@@ -118,3 +137,41 @@ def _result(r, vectors, return_status):
     if return_status:
         out += (r.status,)
     return out[0] if len(out) == 1 else out
+
+
+def _primal(vectors, opts, donate, a):
+    kw = opts.kwargs()
+    r = _call(
+        a,
+        kw["T_A"],
+        kw["mesh"],
+        kw["matrix_specs"],
+        kw["in_specs"],
+        vectors,
+        kw["pad"],
+        donate,
+        kw["check_symmetry"],
+    )
+    return _result(r, vectors, True)
+
+
+def _tangent(vectors, opts, placement, primals, out, tangents):
+    (a,), (da,) = primals, tangents
+    if vectors:
+        w, v, _ = out
+    else:  # the values' derivative needs the vectors
+        w, v, _ = _DIFFERENTIABLE[True](opts, False, a)
+    c = _rules.product(placement, _rules.adjoint(placement, v), _rules.product(placement, da, v))
+    dw = jnp.real(_rules.diagonal(placement, c)).astype(w.dtype)
+    if not vectors:
+        return dw, _rules.float0()
+    eye = jnp.eye(w.shape[0], dtype=w.dtype)
+    f = 1 / (eye + w[None, :] - w[:, None]) - eye  # F_ij = 1 / (w_j − w_i), 0 on the diagonal
+    dv = _rules.product(placement, v, (_rules.place(placement, f) * c).astype(v.dtype))
+    return dw, dv, _rules.float0()
+
+
+_DIFFERENTIABLE = {
+    v: _rules.differentiable(functools.partial(_primal, v), functools.partial(_tangent, v))
+    for v in (True, False)
+}

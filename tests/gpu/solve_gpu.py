@@ -52,6 +52,7 @@ from linalg_cases import (  # noqa: E402
 )
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import gpu_plan  # noqa: E402
+from matmul_cases import matmul_case  # noqa: E402
 from svd_cases import svd_case, svd_failure_case  # noqa: E402
 
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}
@@ -136,6 +137,7 @@ def mesh_plan(mesh, tag):
         "eigh-generalized-failure": lambda **p: generalized_failure_case(mesh, **p),
         "svd": lambda **p: svd_case(mesh, **p),
         "svd-failure": lambda **p: svd_failure_case(mesh, **p),
+        "matmul": lambda **p: matmul_case(mesh, **p),
     }
     return {
         f"{tag}/{name}": (lambda k=kind, p=params: kinds[k](**p))

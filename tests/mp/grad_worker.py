@@ -30,6 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from factor_cases import signed_general  # noqa: E402
 from linalg_cases import A_SPEC, B_SPEC, place, rhs, spd  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from grad_worker_common import directions  # noqa: E402
+
 rows, cols, out_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 mesh = jax.make_mesh((rows, cols), ("pr", "pc"))
 jax.set_mesh(mesh)  # eager operations on explicitly sharded arrays need it (check_grads)
@@ -38,18 +41,6 @@ COLLECTIVE = re.compile(
     r"= \w+\[([\d,]*)\]\{[^}]*\} (all-gather|all-reduce|all-to-all|"
     r"collective-permute|reduce-scatter)"
 )
-
-
-def directions(n, dtype, seed, hermitian):
-    rng = np.random.default_rng(seed)
-    s1 = rng.standard_normal((n, n))
-    s2 = rng.standard_normal((n, n))
-    if hermitian:
-        s1, s2 = (s1 + s1.T) / 2, (s2 + s2.T) / 2
-    if np.issubdtype(dtype, np.complexfloating):
-        h = rng.standard_normal((n, n))
-        s2 = s2 + 1j * ((h - h.T) / 2 if hermitian else h)
-    return s1.astype(dtype), s2.astype(dtype)
 
 
 @functools.partial(jax.jit, static_argnums=(7, 8, 9, 10))

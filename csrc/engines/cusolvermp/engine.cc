@@ -1278,6 +1278,38 @@ Status Engine::MatrixIn(const void* shard) {
 }
 
 template <typename T>
+Status Engine::Gemm(char op_b, char op_a) {
+  StepTimer timer("Gemm", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
+  const auto op = [](char o) {
+    if (o == 'N') return CUBLAS_OP_N;
+    return o == 'C' && Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  };
+  void* c = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(local_rows_ * local_cols_, 1), &c));
+  BlasDescriptor da, db, dc;
+  JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_RETURN_IF_ERROR(dc.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const cublasComputeType_t compute =
+      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const T one(1), zero(0);
+  size_t dev = 0, host = 0;
+  JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, op(op_b), op(op_a), n, n, n, &one, local_b_, 1, 1,
+                                       db.get(), work_, 1, 1, da.get(), &zero, c, 1, 1, dc.get(),
+                                       compute, &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_BLASMP(cublasMpGemm(ctx_.blas, op(op_b), op(op_a), n, n, n, &one, local_b_, 1, 1, db.get(),
+                            work_, 1, 1, da.get(), &zero, c, 1, 1, dc.get(), compute, d_work, dev,
+                            ctx_.host_work.data(), host));
+  work_ = c;
+  return Status();
+}
+
+template <typename T>
 Status Engine::Sygvd(bool vectors, void* x, int* info) {
   StepTimer timer("Sygvd", stream_);
   using R = RealOf<T>;

@@ -610,6 +610,20 @@ Status Engine::MatrixIn(const void* shard) {
 }
 
 template <typename T>
+Status Engine::Gemm(char op_b, char op_a) {
+  // Real types: a conjugate transpose is a transpose.
+  const auto op = [](char o) { return Scalar<T>::kParts == 1 && o == 'C' ? 'T' : o; };
+  const int64_t n = plan_->engine_rows();
+  std::vector<char> c(owned_.size(), 0);
+  JAXMG_RETURN_IF_ERROR(scalapack::Gemm<T>(op(op_b), op(op_a), n, n, n, T(1),
+                                           As<T>(local_b_.data()), desc_b_, As<T>(work_), desc_a_,
+                                           T(0), As<T>(c.data()), desc_a_));
+  owned_.swap(c);
+  work_ = owned_.data();
+  return Status();
+}
+
+template <typename T>
 Status Engine::Sygvd(bool vectors, void* x, int* info) {
   using R = RealOf<T>;
   const int64_t n = plan_->engine_rows(), lr = local_rows_, lc = local_cols_;

@@ -73,6 +73,8 @@ class Engine {
   template <typename T>
   Status MatrixIn(const void* shard);
   template <typename T>
+  Status Gemm(char op_b, char op_a);
+  template <typename T>
   Status Sygvd(bool vectors, void* x, int* info);
   template <typename T>
   Status SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols);

@@ -1,0 +1,38 @@
+// matmul: C = op_a(A) op_b(B) for two N x N matrices sharded alike (op: none, transpose or
+// conjugate transpose), with the engine's distributed product (p?gemm, cublasMpGemm): the
+// products the derivative rules of the inverses and eigensolvers need, without XLA collectives
+// of matrix size.
+//
+// The engine holds Mx = Xᵀ for each matrix (the shards read column-major), both redistributed
+// (MatrixIn for B); Cᵀ = op_b(B)ᵀ op_a(A)ᵀ = op_b(Mb) op_a(Ma) with the same letter for each
+// operand (Nᵀ ~ N, Xᵀ ~ Mx under T, (Xᴴ)ᵀ = conj(X) = Mxᴴ under C). The engine matrix := Cᵀ,
+// written back into the shard (WorkOut): read row-major, C.
+#pragma once
+
+#include "ffi/solve.h"
+
+namespace jaxmg::routines {
+
+template <char kOpA, char kOpB>
+struct MatmulOf {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
+  static constexpr bool kOwnSolution = true;
+  static constexpr bool kSecondMatrix = true;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    if (e.plan().strategy != layout::Strategy::kRedistribute) {
+      return JAXMG_ERROR("matmul runs on redistributed matrices");
+    }
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b));
+    JAXMG_RETURN_IF_ERROR(e.template Gemm<T>(kOpB, kOpA));  // engine := op_b(Mb) op_a(Ma)
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(0, io.status));
+    return e.template WorkOut<T>(io.a);
+  }
+};
+using MatmulNN = MatmulOf<'N', 'N'>;
+using MatmulCN = MatmulOf<'C', 'N'>;  // Aᴴ B
+using MatmulNC = MatmulOf<'N', 'C'>;  // A Bᴴ
+
+}  // namespace jaxmg::routines

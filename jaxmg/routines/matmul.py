@@ -1,0 +1,78 @@
+"""matmul: the product of two distributed square matrices by the engine (p?gemm,
+cublasMpGemm)."""
+
+from __future__ import annotations
+
+from jaxmg._core import routine as _routine
+
+
+def _variant(name):
+    # Both matrices redistributed into the engine's tiles (b as the second matrix); the
+    # product comes back into a's buffer and sharding (csrc/routines/matmul.h).
+    return _routine.SolveRoutine(
+        name=name,
+        symmetric=False,
+        hand_transpose=_routine.never_transpose,
+        returns_matrix=True,
+        redistribute=True,
+        second_matrix=True,
+        solution_cols=lambda n, nrhs: 1,  # (unused)
+        solution_whole=True,
+    )
+
+
+_VARIANTS = {
+    (False, False): _variant("matmul_nn"),
+    (True, False): _variant("matmul_cn"),
+    (False, True): _variant("matmul_nc"),
+}
+
+
+def matmul(
+    a,
+    b,
+    adjoint_a=False,
+    adjoint_b=False,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    pad=True,
+    donate=False,
+):
+    """C = op(A) op(B) for two N x N matrices sharded alike, by the engine's distributed
+    product (ScaLAPACK's p?gemm, cuBLASMp's Gemm): op(X) = Xᴴ with adjoint_x (Xᵀ for real
+    types), X otherwise; not both adjoints. The matrices are copied into the engine's tiles;
+    nothing is gathered and no XLA collective runs. The derivative rules of jaxmg's inverses
+    and eigensolvers use it.
+
+    Args:
+      a, b: (N, N) arrays of one dtype (float32, float64, complex64, complex128), sharded alike
+        over a 1-D or 2-D mesh.
+      adjoint_a, adjoint_b: multiply by the conjugate transpose of a (b).
+      T_A, mesh, matrix_specs, in_specs, pad, donate: as for `jaxmg.potrs` (donate: C may take
+        a's buffer).
+
+    Returns:
+      C (N, N) in a's sharding.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs or meshes, before any work.
+    """
+    if adjoint_a and adjoint_b:
+        raise ValueError("matmul takes one adjoint at most: (a @ b)ᴴ = bᴴ aᴴ")
+    if tuple(b.shape) != tuple(a.shape):
+        raise ValueError(f"b must have a's shape {tuple(a.shape)}, got {tuple(b.shape)}")
+    r = _routine.call(
+        _VARIANTS[(bool(adjoint_a), bool(adjoint_b))],
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+    )
+    return r.matrix
