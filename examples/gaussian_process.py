@@ -5,7 +5,8 @@ likelihood, with the kernel matrix sharded over every device of every process.
 
 The data are drawn from a GP with known hyperparameters (variance, length scale, noise); above
 N = 8192 they are a smooth function plus noise of that level (an exact draw needs a Cholesky
-factorization of the N x N kernel on the host). Each step evaluates the negative log marginal likelihood
+factorization of the N x N kernel on the host). Each step evaluates the negative log marginal
+likelihood
 
     NLL(θ) = ½ yᵀ K(θ)⁻¹ y + ½ log det K(θ) + ½ n log 2π,   K = σ² exp(−|x−x'|²/2ℓ²) + σₙ² I
 
@@ -33,7 +34,6 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
-
 
 # Up to this N the data are an exact draw from the GP; beyond, a smooth function plus noise.
 EXACT_SAMPLE_MAX = 8192

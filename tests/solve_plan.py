@@ -69,8 +69,8 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
     plan.extend(factor_plan(n, piece))
     from eigh_cases import eigh_plan
-    from qr_cases import qr_plan
     from matmul_cases import matmul_plan
+    from qr_cases import qr_plan
     from svd_cases import svd_plan
 
     plan.extend(qr_plan(n))
@@ -160,8 +160,8 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
     plan.extend(factor_plan(n, piece, tiles=(8, 5)))
     from eigh_cases import eigh_plan
-    from qr_cases import qr_plan
     from matmul_cases import matmul_plan
+    from qr_cases import qr_plan
     from svd_cases import svd_plan
 
     plan.extend(qr_plan(n, tiles=(8, 5), lstsq_tiles=(8,)))

@@ -50,9 +50,9 @@ from linalg_cases import (  # noqa: E402
     solve_case,
     spd,
 )
+from matmul_cases import matmul_case  # noqa: E402
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import gpu_plan  # noqa: E402
-from matmul_cases import matmul_case  # noqa: E402
 from svd_cases import svd_case, svd_failure_case  # noqa: E402
 
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}

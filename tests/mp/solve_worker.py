@@ -48,9 +48,9 @@ from linalg_cases import (  # noqa: E402
     spd,
 )
 from linalg_cases import place as _place  # noqa: E402
+from matmul_cases import matmul_case  # noqa: E402
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import cpu_plan  # noqa: E402
-from matmul_cases import matmul_case  # noqa: E402
 from svd_cases import svd_case, svd_failure_case  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
