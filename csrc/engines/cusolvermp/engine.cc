@@ -1333,18 +1333,26 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
       desc_b_.get(), 1, 1, desc_z.get(), DataTypeOf<T>(), &dev, &host));
   void* d_work = nullptr;
   JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpSygvd(ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n,
-                               work_, 1, 1, desc_a_.get(), local_b_, 1, 1, desc_b_.get(), w, z, 1,
-                               1, desc_z.get(), DataTypeOf<T>(), d_work, workspace_bytes_,
-                               ctx_.host_work.data(), ctx_.host_work.size(), small_));
+  // cuSOLVERMp 0.9.1 answers a B that is not positive definite (or holds NaN) with
+  // INTERNAL_ERROR rather than an info (found on 2 H200s): status n + 1, agreed below.
+  const cusolverStatus_t st = cusolverMpSygvd(
+      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1, desc_a_.get(),
+      local_b_, 1, 1, desc_b_.get(), w, z, 1, 1, desc_z.get(), DataTypeOf<T>(), d_work,
+      workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_);
+  const bool failed =
+      st == CUSOLVER_STATUS_INTERNAL_ERROR || st == CUSOLVER_STATUS_EXECUTION_FAILED;
+  if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(st, "cusolverMpSygvd"));
   // The status: the solver's info (n + i: B's minor of order i not positive definite), else the
   // first eigenvalue that is not finite; agreed.
   std::vector<R> values(static_cast<size_t>(n));
   int32_t solver_info = 0;
-  JAXMG_CUDA(cudaMemcpyAsync(values.data(), w, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(&solver_info, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  if (!failed) {
+    JAXMG_CUDA(cudaMemcpyAsync(values.data(), w, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
+    JAXMG_CUDA(
+        cudaMemcpyAsync(&solver_info, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  }
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  if (failed) solver_info = static_cast<int32_t>(std::min<int64_t>(n + 1, INT32_MAX));
   int64_t local = solver_info > 0 ? solver_info : 0;
   for (int64_t i = 0; i < n && local == 0; ++i) {
     if (!std::isfinite(static_cast<double>(values[i]))) local = i + 1;
