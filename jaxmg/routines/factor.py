@@ -7,12 +7,16 @@ and passed to another. Solving with it repeats no factorization (csrc/routines/f
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 from jaxmg.routines import lu_solve as _lu
 
 
@@ -35,20 +39,24 @@ class CholeskyFactor:
 
     matrix: the factor, in the engine's layout (do not read it as L; larger than A where the
     engine pads); logdet: log det A;
-    status: 0, or k > 0 (not positive definite), -1 (not Hermitian): then matrix is NaN.
+    status: 0, or k > 0 (not positive definite), -1 (not Hermitian): then matrix is NaN;
+    a: the matrix factored (the same array, no copy; None with donate=True), through which
+    solves and logdet differentiate with respect to A.
     """
 
     matrix: jax.Array
     logdet: jax.Array
     status: jax.Array
     plan: FactorPlan
+    a: jax.Array | None = None
 
     def tree_flatten(self):
-        return (self.matrix, self.logdet, self.status), self.plan
+        return (self.matrix, self.logdet, self.status, self.a), self.plan
 
     @classmethod
     def tree_unflatten(cls, plan, children):
-        return cls(*children, plan)
+        matrix, logdet, status, a = children
+        return cls(matrix, logdet, status, plan, a)
 
 
 @jax.tree_util.register_pytree_node_class
@@ -58,7 +66,7 @@ class LUFactor:
 
     matrix: the factors, in the engine's layout; pivots: int32, one per engine row, replicated;
     sign, logabsdet: of det A (as `slogdet`); status: 0, or k > 0 (singular or not finite): then
-    matrix is NaN.
+    matrix is NaN; a: the matrix factored (None with donate=True), for derivatives.
     """
 
     matrix: jax.Array
@@ -67,13 +75,16 @@ class LUFactor:
     logabsdet: jax.Array
     status: jax.Array
     plan: FactorPlan
+    a: jax.Array | None = None
 
     def tree_flatten(self):
-        return (self.matrix, self.pivots, self.sign, self.logabsdet, self.status), self.plan
+        children = (self.matrix, self.pivots, self.sign, self.logabsdet, self.status, self.a)
+        return children, self.plan
 
     @classmethod
     def tree_unflatten(cls, plan, children):
-        return cls(*children, plan)
+        *arrays, a = children
+        return cls(*arrays, plan, a)
 
 
 CHO_FACTOR = _routine.SolveRoutine(
@@ -135,22 +146,34 @@ def cho_factor(
 
     Returns:
       A `CholeskyFactor`: a pytree (pass it to and from jitted functions) holding the factor in
-      a's sharding, log det A and the status. Nothing is gathered.
+      a's sharding, log det A and the status. Nothing is gathered. `cho_solve`'s x and the
+      factor's logdet differentiate with respect to a (kept in the factor; not with
+      donate=True) and b, as potrs's.
     """
+    kw = dict(T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=pad)
+    traced = _routine.traced(a)
     r = _routine.call(
         CHO_FACTOR,
-        a,
+        jax.lax.stop_gradient(a) if traced else a,  # derivatives go through `a` (the rules)
         None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
         donate=donate,
         check_symmetry=check_symmetry,
+        **kw,
     )
     plan = FactorPlan(r.placement, r.user, r.tile, bool(pad), a.shape[0])
-    return CholeskyFactor(r.matrix, r.logdet, r.status, plan)
+    logdet = r.logdet
+    if traced and not donate:
+        opts = _rules.options(**kw, check_symmetry=bool(check_symmetry))
+        logdet = _rules._logdet_fn(_cholesky_inverse_t(opts))(a, jax.lax.stop_gradient(logdet))
+    return CholeskyFactor(r.matrix, logdet, r.status, plan, None if donate else a)
+
+
+@functools.cache
+def _cholesky_inverse_t(opts):
+    """A⁻ᵀ = conj(A⁻¹) of a Hermitian A, differentiable (potri's rule)."""
+    from jaxmg.routines import potri as _potri
+
+    return lambda a: jnp.conj(_potri.potri(a, **opts.kwargs()))
 
 
 def cho_solve(factor: CholeskyFactor, b):
@@ -163,11 +186,48 @@ def cho_solve(factor: CholeskyFactor, b):
         raise TypeError(
             f"cho_solve takes the CholeskyFactor of jaxmg.cho_factor, got {type(factor).__name__}"
         )
-    p = factor.plan
-    r = _routine.call(
-        CHO_SOLVE, factor.matrix, b, kept=(p.placement, p.user, p.tile, p.pad, None, p.n)
-    )
-    return r.x
+    if factor.a is not None and _routine.traced(factor.a, b):
+        return _kept_solve(factor.plan, False)(factor.matrix, None, factor.a, b)
+    return _cho_solve_raw(factor.plan, factor.matrix, b)
+
+
+def _cho_solve_raw(p, matrix, b):
+    kept = (p.placement, p.user, p.tile, p.pad, None, p.n)
+    return _routine.call(CHO_SOLVE, matrix, b, kept=kept).x
+
+
+@functools.cache
+def _kept_solve(plan, lu):
+    """x = A⁻¹ b with a kept factor, differentiable with respect to A (the factor's `a`) and b:
+    as potrs's and lu_solve's rules, dx = A⁻¹ (db − dA x) through `lax.custom_linear_solve`
+    with the kept factor as its solver (no refactorization)."""
+
+    def solve_with(matrix, pivots, r):
+        if lu:
+            return lu_solve_factored(LUFactor(matrix, pivots, None, None, None, plan), r)
+        return _cho_solve_raw(plan, matrix, r)
+
+    def solve_t_with(matrix, pivots, r):
+        if lu:
+            return lu_solve_transposed(LUFactor(matrix, pivots, None, None, None, plan), r)
+        return jnp.conj(_cho_solve_raw(plan, matrix, jnp.conj(r)))  # A⁻ᵀ = conj(A⁻¹)
+
+    @jax.jit
+    def solve(matrix, pivots, a, b):
+        user = plan.user
+        b = _mesh.constrain(b, user.mesh, P(user.row_axis, *([None] * (b.ndim - 1))))
+
+        def linear(r):
+            return jax.lax.custom_linear_solve(
+                lambda v: _rules.matvec(plan.user, a, v),
+                r,
+                solve=lambda _, r: solve_with(matrix, pivots, r),
+                transpose_solve=lambda _, r: solve_t_with(matrix, pivots, r),
+            )
+
+        return linear(b)
+
+    return solve
 
 
 def lu_factor(
@@ -187,11 +247,15 @@ def lu_factor(
 
     Returns:
       An `LUFactor`: a pytree holding the factors in a's sharding (aᵀ's where the engine is
-      handed aᵀ), the pivots, sign and log |det A| (as `slogdet`) and the status.
+      handed aᵀ), the pivots, sign and log |det A| (as `slogdet`) and the status. Solves with it
+      and its logabsdet differentiate with respect to a (kept in the factor; not with
+      donate=True) and b, as lu_solve's (the sign's derivative is not provided: zero, exact for
+      real matrices).
     """
+    traced = _routine.traced(a)
     r = _routine.call(
         LU_FACTOR,
-        a,
+        jax.lax.stop_gradient(a) if traced else a,  # derivatives go through `a` (the rules)
         None,
         T_A=T_A,
         mesh=mesh,
@@ -201,13 +265,33 @@ def lu_factor(
         donate=donate,
     )
     plan = FactorPlan(r.placement, r.user, r.tile, bool(pad), a.shape[0])
-    return LUFactor(r.matrix, r.pivots, r.sign, r.logdet, r.status, plan)
+    logabsdet = r.logdet
+    if traced and not donate:  # d log |det A| = Re tr(A⁻¹ dA), as slogdet's
+        opts = _rules.options(T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs)
+        logabsdet = _rules._logdet_fn(_general_inverse_t(opts))(a, jax.lax.stop_gradient(logabsdet))
+    return LUFactor(r.matrix, r.pivots, r.sign, logabsdet, r.status, plan, None if donate else a)
+
+
+@functools.cache
+def _general_inverse_t(opts):
+    """A⁻ᵀ of a general A in a's sharding, differentiable (inv's rule)."""
+    from jaxmg.routines import inv as _inv
+
+    def inverse_t(a):
+        kw = opts.kwargs()
+        spec = _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
+        placement = _mesh.resolve_placement(a, kw["mesh"], spec)
+        return _rules.transpose(placement, _inv.inv(a, **kw))
+
+    return inverse_t
 
 
 def lu_solve_factored(factor: LUFactor, b):
     """Solves A x = b with a kept LU factor (no refactorization); `jaxmg.lu_solve(factor, b)`."""
     if not isinstance(factor, LUFactor):
         raise TypeError(f"expected the LUFactor of jaxmg.lu_factor, got {type(factor).__name__}")
+    if factor.a is not None and _routine.traced(factor.a, b):
+        return _kept_solve(factor.plan, True)(factor.matrix, factor.pivots, factor.a, b)
     p = factor.plan
     r = _routine.call(
         LU_SOLVE,

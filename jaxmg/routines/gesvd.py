@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 
 
 def _variant(name, u, vh):
@@ -73,6 +76,11 @@ def gesvd(
       a's matrix spec where their extents divide over the mesh (rows over a's row axis
       otherwise, or whole on every device). On failure every output is NaN on every device.
 
+    Differentiation (forward and reverse mode), as `jax.numpy.linalg.svd`'s: ds = Re diag(Uᴴ dA V),
+    and U's and Vh's derivatives for distinct nonzero singular values (a loss must not depend on
+    each singular pair's phase), with XLA's products of the distributed matrices; the paths
+    without vectors compute them for the derivative.
+
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
@@ -130,20 +138,84 @@ def _place(x, placement, shape):
 
 
 def _tall(a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate):
-    """(U or None, s, Vh or None, status) of a tall a."""
+    """(U or None, s, Vh or None, status) of a tall a, differentiable."""
+    opts = _rules.options(
+        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
+    )
+    out = list(_DIFFERENTIABLE[(compute_u, compute_vh)](opts, bool(donate), a))
+    u = out.pop(0) if compute_u else None
+    s = out.pop(0)
+    vh = out.pop(0) if compute_vh else None
+    return u, s, vh, out[0]
+
+
+def _tall_primal(compute_u, compute_vh, opts, donate, a):
+    """The outputs present: (U,) s (, Vh), status."""
+    kw = opts.kwargs()
     r = _routine.call(
         _VARIANTS[(compute_u, compute_vh)],
         a,
         None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
+        T_A=kw["T_A"],
+        mesh=kw["mesh"],
+        matrix_specs=kw["matrix_specs"],
+        in_specs=kw["in_specs"],
+        pad=kw["pad"],
         donate=donate,
     )
     n = a.shape[1]
-    s = jnp.real(r.x[:, -1])
-    s = _mesh.constrain(s, r.user.mesh, P())
-    vh = _place(r.x[:, :n], r.user, (n, n)) if compute_vh else None
-    return (r.matrix if compute_u else None), s, vh, r.status
+    s = _mesh.constrain(jnp.real(r.x[:, -1]), r.user.mesh, P())
+    out = (r.matrix,) if compute_u else ()
+    out += (s,)
+    out += (_place(r.x[:, :n], r.user, (n, n)),) if compute_vh else ()
+    return out + (r.status,)
+
+
+def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents):
+    """The thin SVD's derivative (M >= N; as jax.numpy.linalg.svd's): with dS = Uᴴ dA V,
+    ds = Re diag(dS), dU = U (F ∘ (dS S + S dSᴴ) + i Im(diag dS) / S) + (I − U Uᴴ) dA V S⁻¹,
+    dV = V (F ∘ (S dS + dSᴴ S)), F_ij = 1 / (s_j² − s_i²)."""
+    (a,), (da,) = primals, tangents
+    if compute_u and compute_vh:
+        u, s, vh, _ = out
+    else:  # the derivative needs both
+        u, s, vh, _ = _DIFFERENTIABLE[(True, True)](opts, False, a)
+    pl = placement
+    v = _rules.adjoint(pl, vh)
+    ds_mat = _rules.product(pl, _rules.adjoint(pl, u), _rules.product(pl, da, v))
+    ds = jnp.real(_rules.diagonal(pl, ds_mat)).astype(s.dtype)
+    grads = (ds,)
+    if compute_u or compute_vh:
+        n, dtype = s.shape[0], a.dtype
+        row = _rules.place(pl, jnp.broadcast_to(s[None, :], (n, n)))  # s_j
+        col = _rules.place(pl, jnp.broadcast_to(s[:, None], (n, n)))  # s_i
+        diffs = (row + col) * (row - col)
+        zeros = (diffs == 0).astype(s.dtype)
+        f = (1 / (diffs + zeros) - zeros).astype(dtype)
+        eye = _rules.place(pl, jnp.eye(n, dtype=s.dtype))
+        s_inv = jnp.where(s == 0, 0, 1 / jnp.where(s == 0, 1, s))
+        inv_diag = (eye * _rules.place(pl, jnp.broadcast_to(s_inv[None, :], (n, n)))).astype(dtype)
+        dss = row.astype(dtype) * ds_mat
+        sds = col.astype(dtype) * ds_mat
+        ds_h = _rules.adjoint(pl, ds_mat)
+        if compute_u:
+            inner = f * (dss + _rules.adjoint(pl, dss)) + 0.5 * (ds_mat - ds_h) * inv_diag
+            du = _rules.product(pl, u, inner)
+            if a.shape[0] > n:
+                dav = _rules.product(pl, da, v)
+                proj = dav - _rules.product(pl, u, _rules.product(pl, _rules.adjoint(pl, u), dav))
+                du = du + proj * _rules.place(pl, jnp.broadcast_to(s_inv[None, :], a.shape))
+            grads = (du.astype(dtype),) + grads
+        if compute_vh:
+            dv = _rules.product(pl, v, f * (sds + _rules.adjoint(pl, sds)))
+            grads = grads + (_rules.adjoint(pl, dv),)
+    return grads + (_rules.float0(),)
+
+
+_DIFFERENTIABLE = {
+    (u, vh): _rules.differentiable(
+        functools.partial(_tall_primal, u, vh), functools.partial(_tall_tangent, u, vh)
+    )
+    for u in (True, False)
+    for vh in (True, False)
+}

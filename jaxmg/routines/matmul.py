@@ -3,7 +3,10 @@ cublasMpGemm)."""
 
 from __future__ import annotations
 
+import functools
+
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 
 
 def _variant(name):
@@ -55,7 +58,8 @@ def matmul(
         a's buffer).
 
     Returns:
-      C (N, N) in a's sharding.
+      C (N, N) in a's sharding. Differentiable (forward and reverse mode, XLA's products in the
+      rule).
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs or meshes, before any work.
@@ -64,15 +68,28 @@ def matmul(
         raise ValueError("matmul takes one adjoint at most: (a @ b)ᴴ = bᴴ aᴴ")
     if tuple(b.shape) != tuple(a.shape):
         raise ValueError(f"b must have a's shape {tuple(a.shape)}, got {tuple(b.shape)}")
-    r = _routine.call(
-        _VARIANTS[(bool(adjoint_a), bool(adjoint_b))],
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        donate=donate,
+    opts = _rules.options(
+        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
-    return r.matrix
+    return _DIFFERENTIABLE[(bool(adjoint_a), bool(adjoint_b))](opts, bool(donate), a, b)[0]
+
+
+def _primal(ops, opts, donate, a, b):
+    return (_routine.call(_VARIANTS[ops], a, b, donate=donate, **opts.kwargs()).matrix,)
+
+
+def _tangent(ops, opts, pl, primals, out, tangents):
+    """d(op(A) op(B)) = op(dA) op(B) + op(A) op(dB), XLA's products."""
+    (a, b), (da, db) = primals, tangents
+
+    def op(m, adjoint):
+        return _rules.adjoint(pl, m) if adjoint else m
+
+    dc = _rules.product(pl, op(da, ops[0]), op(b, ops[1]))
+    return (dc + _rules.product(pl, op(a, ops[0]), op(db, ops[1])),)
+
+
+_DIFFERENTIABLE = {
+    ops: _rules.differentiable(functools.partial(_primal, ops), functools.partial(_tangent, ops))
+    for ops in _VARIANTS
+}

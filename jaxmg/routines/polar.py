@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
+import jax.numpy as jnp
+
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
+from jaxmg.routines import gesvd as _gesvd
 from jaxmg.routines.gesvd import _place
 
 
@@ -59,25 +65,63 @@ def polar(
       row axis otherwise, or whole on every device). A rank-deficient A gives a positive
       semi-definite H. On failure Up and H are NaN on every device.
 
+    Differentiation (forward and reverse mode, full-rank A): from the SVD A = W S Vᴴ, with
+    K = Wᴴ dA V and Ω_ij = (K_ij − conj(K_ji)) / (s_i + s_j), dUp = W Ω Vᴴ + (I − W Wᴴ) dA V S⁻¹ Vᴴ
+    and dH = V (K − Ω S) Vᴴ (one more distributed SVD, XLA's products).
+
     Raises:
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before any
         work.
     """
-    r = _routine.call(
-        POLAR if compute_h else POLAR_UP,
-        a,
-        None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        donate=donate,
+    opts = _rules.options(
+        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
+    out = _DIFFERENTIABLE[bool(compute_h)](opts, bool(donate), a)
+    out = out if return_status else out[:-1]
+    return out[0] if len(out) == 1 else out
+
+
+def _primal(compute_h, opts, donate, a):
+    kw = opts.kwargs()
+    r = _routine.call(POLAR if compute_h else POLAR_UP, a, None, donate=donate, **kw)
     out = (r.matrix,)
     if compute_h:
         n = a.shape[1]
         out += (_place(r.x, r.user, (n, n)),)
-    if return_status:
-        out += (r.status,)
-    return out[0] if len(out) == 1 else out
+    return out + (r.status,)
+
+
+def _tangent(compute_h, opts, placement, primals, out, tangents):
+    """From the SVD A = W S Vᴴ (Up = W Vᴴ, H = V S Vᴴ): with K = Wᴴ dA V,
+    Ω_ij = (K_ij − conj(K_ji)) / (s_i + s_j) (skew-Hermitian), dUp = W Ω Vᴴ
+    + (I − W Wᴴ) dA V S⁻¹ Vᴴ and dH = V (K − Ω S) Vᴴ."""
+    (a,), (da,) = primals, tangents
+    pl = placement
+    w, s, vh = _gesvd.gesvd(a, **opts.kwargs())
+    v = _rules.adjoint(pl, vh)
+    n, dtype = s.shape[0], a.dtype
+    k = _rules.product(pl, _rules.adjoint(pl, w), _rules.product(pl, da, v))
+    row = _rules.place(pl, jnp.broadcast_to(s[None, :], (n, n)))  # s_j
+    col = _rules.place(pl, jnp.broadcast_to(s[:, None], (n, n)))  # s_i
+    total = row + col
+    safe = jnp.where(total == 0, 1, total)
+    omega = jnp.where(total == 0, 0, (k - _rules.adjoint(pl, k)) / safe.astype(dtype))
+    dup = _rules.product(pl, w, _rules.product(pl, omega, vh))
+    if a.shape[0] > n:
+        s_inv = jnp.where(s == 0, 0, 1 / jnp.where(s == 0, 1, s))
+        dav = _rules.product(pl, da, v)
+        proj = dav - _rules.product(pl, w, _rules.product(pl, _rules.adjoint(pl, w), dav))
+        scaled = proj * _rules.place(pl, jnp.broadcast_to(s_inv[None, :], a.shape)).astype(dtype)
+        dup = dup + _rules.product(pl, scaled, vh)
+    grads = (dup.astype(dtype),)
+    if compute_h:
+        dh_inner = k - omega * row.astype(dtype)
+        dh = _rules.product(pl, v, _rules.product(pl, dh_inner, vh))
+        grads += (dh.astype(dtype),)
+    return grads + (_rules.float0(),)
+
+
+_DIFFERENTIABLE = {
+    h: _rules.differentiable(functools.partial(_primal, h), functools.partial(_tangent, h))
+    for h in (True, False)
+}

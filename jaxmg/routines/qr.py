@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 
 # The engine is handed aᵀ (a transpose local to each device), so it holds A itself, and factors
 # it where it lies: the rows relabeled, the columns in their order (on one device column; a
@@ -67,26 +69,54 @@ def qr(
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before
         any work.
     """
-    r = _routine.call(
-        QR,
-        a,
-        None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        donate=donate,
+    opts = _rules.options(
+        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
+    q, upper, status = _QR(opts, bool(donate), a)
+    return (q, upper, status) if return_status else (q, upper)
+
+
+def _qr_primal(opts, donate, a):
+    r = _routine.call(QR, a, None, donate=donate, **opts.kwargs())
     user, n = r.user, a.shape[1]
     # Exact zeros below the diagonal (the engine leaves its Householder vectors there); all NaN
     # when the factorization failed.
     rows = jax.lax.broadcasted_iota(jnp.int32, r.x.shape, 0)
     cols = jax.lax.broadcasted_iota(jnp.int32, r.x.shape, 1)
     upper = jnp.where((rows > cols) & (r.status == 0), jnp.zeros((), r.x.dtype), r.x)
+    return r.matrix, _place_r(upper, user, n), r.status
+
+
+def _place_r(m, user, n):
     if n % user.mesh_rows == 0 and n % user.mesh_cols == 0:
-        upper = _mesh.constrain(upper, user.mesh, user.matrix_spec)
-    return (r.matrix, upper, r.status) if return_status else (r.matrix, upper)
+        return _mesh.constrain(m, user.mesh, user.matrix_spec)
+    return m
+
+
+def _right_solve(pl, r, m):
+    """m R⁻¹ for the upper triangular R (replicated for XLA's triangular solve: N x N)."""
+    r = _mesh.constrain(r, pl.mesh, P())
+    m = _mesh.constrain(m, pl.mesh, P(pl.row_axis, None))
+    return jax.lax.linalg.triangular_solve(r, m, left_side=False, lower=False)
+
+
+def _qr_tangent(opts, pl, primals, out, tangents):
+    """As jax.numpy.linalg.qr's (M >= N): with C = Qᴴ dA R⁻¹ and Ω = L − Lᴴ (+ i Im diag C) for
+    L its strictly lower part, dQ = Q (Ω − C) + dA R⁻¹ and dR = (C − Ω) R."""
+    (da,), (q, r, _) = tangents, out
+    n = r.shape[0]
+    rep = P()
+    da_rinv = _mesh.constrain(_right_solve(pl, r, da), pl.mesh, pl.matrix_spec)
+    c = _rules.product(pl, _rules.adjoint(pl, q, rep), da_rinv, rep)
+    lower = jnp.tril(c, -1)
+    omega = lower - jnp.conj(lower.T)
+    omega = omega + jnp.eye(n, dtype=c.dtype) * (c - jnp.real(c).astype(c.dtype))
+    dq = _rules.product(pl, q, omega - c) + da_rinv
+    dr = jnp.matmul(c - omega, _mesh.constrain(r, pl.mesh, rep))
+    return dq, _place_r(dr, pl, n), _rules.float0()
+
+
+_QR = _rules.differentiable(_qr_primal, _qr_tangent)
 
 
 def least_squares(
@@ -122,15 +152,41 @@ def least_squares(
       ValueError, TypeError: on bad shapes (M < N, b's rows not M), dtypes, specs, meshes or
         tiles, before any work.
     """
-    r = _routine.call(
-        LEAST_SQUARES,
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        donate=donate,
+    opts = _rules.options(
+        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
-    return (r.x, r.status) if return_status else r.x
+    x, status = _LEAST_SQUARES(opts, bool(donate), a, b)
+    return (x, status) if return_status else x
+
+
+def _lstsq_primal(opts, donate, a, b):
+    r = _routine.call(LEAST_SQUARES, a, b, donate=donate, **opts.kwargs())
+    return r.x, r.status
+
+
+def _lstsq_tangent(opts, pl, primals, out, tangents):
+    """x = (AᴴA)⁻¹ Aᴴ b: dx = R⁻¹ R⁻ᴴ (dAᴴ (b − A x) + Aᴴ (db − dA x)) with R of A's QR (one
+    more distributed factorization), two triangular solves of N x K."""
+    (a, b), (da, db), (x, _) = primals, tangents, out
+    rep = P()
+    vector = b.ndim == 1
+    b2, db2, x2 = (m[:, None] if vector else m for m in (b, db, x))
+    x2 = _mesh.constrain(x2, pl.mesh, rep)
+    _, r, _ = _QR(opts, False, a)
+    r = _mesh.constrain(r, pl.mesh, rep)
+    rows = P(pl.row_axis, None)
+    resid = b2 - _rules.product(pl, a, x2, rows)
+    rhs = _rules.product(pl, _rules.adjoint(pl, da, P(pl.col_axis, pl.row_axis)), resid, rep)
+    dres = db2 - _rules.product(pl, da, x2, rows)
+    rhs = rhs + _rules.product(pl, _rules.adjoint(pl, a, P(pl.col_axis, pl.row_axis)), dres, rep)
+    y = jax.lax.linalg.triangular_solve(
+        r, rhs, left_side=True, lower=False, conjugate_a=True, transpose_a=True
+    )
+    dx = jax.lax.linalg.triangular_solve(r, y, left_side=True, lower=False)
+    n = a.shape[1]
+    spec = pl.rhs_spec if n % pl.mesh_rows == 0 else rep
+    dx = _mesh.constrain(dx[:, 0] if vector else dx, pl.mesh, P(spec[0]) if vector else spec)
+    return dx, _rules.float0()
+
+
+_LEAST_SQUARES = _rules.differentiable(_lstsq_primal, _lstsq_tangent)

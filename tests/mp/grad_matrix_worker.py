@@ -1,5 +1,6 @@
-"""Derivatives of the routines that return matrices or spectra (inv, potri, syevd with and
-without vectors), on one mesh: jax.test_util.check_grads (finite differences, forward and
+"""Derivatives of the routines that return matrices, spectra or factorizations (inv, potri,
+syevd with and without vectors, gesvd with and without vectors, polar, qr, least_squares), on
+one mesh: jax.test_util.check_grads (finite differences, forward and
 reverse mode, order 1, and order 2 for inv) of scalar losses of a few replicated parameters
 that move a sharded matrix. Losses of eigenvectors are phase-invariant: Re Σ W ⊙ V sin(Λ) Vᴴ.
 
@@ -42,9 +43,39 @@ def loss(theta, a0, s1, s2, w, routine, tile):
     if routine in ("inv", "potri"):
         x, logdet = getattr(jaxmg, routine)(a, T_A=tile, return_logdet=True)
         return jnp.real(jnp.sum(w * x)) + logdet
+    if routine in ("cho-kept", "lu-kept"):
+        b = w[:, :3] + theta[1] * s1[:, :3]
+        if routine == "cho-kept":
+            f = jaxmg.cho_factor(a, T_A=tile)
+            x, logdet = jaxmg.cho_solve(f, b), f.logdet
+        else:
+            f = jaxmg.lu_factor(a, T_A=tile)
+            x, logdet = jaxmg.lu_solve(f, b), f.logabsdet
+        return jnp.real(jnp.sum(x)) + jnp.sum(jnp.abs(x) ** 2) + logdet
+    if routine == "matmul":
+        c = jaxmg.matmul(a, w, adjoint_a=True, T_A=tile)
+        return jnp.real(jnp.sum(c * jnp.conj(a)))
     if routine == "eigvalsh":
         ev = jaxmg.syevd(a, T_A=tile, return_eigenvectors=False)
         return jnp.sum(jnp.arange(1.0, N + 1) * ev)
+    if routine == "gesvd":
+        u, sv, vh = jaxmg.gesvd(a, T_A=tile)
+        f = jnp.matmul(u * jnp.sin(sv)[None, :], vh, out_sharding=A_SPEC)  # phase-invariant
+        return jnp.real(jnp.sum(w * f)) + jnp.sum(jnp.cos(sv))
+    if routine == "gesvd-values":
+        sv = jaxmg.gesvd(a, T_A=tile, compute_u=False, compute_vh=False)
+        return jnp.sum(jnp.arange(1.0, sv.shape[0] + 1) * sv)
+    if routine == "qr":
+        q, r = jaxmg.qr(a, T_A=tile)
+        return jnp.real(jnp.sum(w * q)) + jnp.real(jnp.sum(w[: r.shape[0]] * r))
+    if routine.startswith("lstsq"):
+        b = w[:, 0] if routine == "lstsq-vector" else w[:, :3]
+        b = b + theta[1] * (s1[:, 0] if routine == "lstsq-vector" else s1[:, :3])
+        x = jaxmg.least_squares(a, b, T_A=tile)
+        return jnp.real(jnp.sum(x)) + jnp.sum(jnp.abs(x) ** 2)
+    if routine == "polar":
+        up, h = jaxmg.polar(a, T_A=tile)
+        return jnp.real(jnp.sum(w * up)) + jnp.real(jnp.sum(w[: h.shape[0]] * h))
     ev, v = jaxmg.syevd(a, T_A=tile)
     # sin(A), phase-invariant (the product's sharding said: explicit mesh axes)
     f = jnp.matmul(v * jnp.sin(ev)[None, :], jnp.conj(v).T, out_sharding=A_SPEC)
@@ -53,8 +84,10 @@ def loss(theta, a0, s1, s2, w, routine, tile):
 
 def case(routine, dtype_name, tile, order=1):
     dtype = np.dtype(dtype_name).type
-    hermitian = routine != "inv"
+    hermitian = routine in ("potri", "syevd", "eigvalsh", "cho-kept")
     a0 = spd(N, dtype, 1) if hermitian else signed_general(N, dtype, 1)
+    if routine in ("gesvd", "gesvd-values", "polar", "qr", "lstsq", "lstsq-vector"):  # 2N x N
+        return _tall_case(routine, dtype, tile, order)
     if routine in ("syevd", "eigvalsh"):
         a0 = a0 / np.linalg.norm(a0, 2)  # eigenvalues of order 1, well separated on average
     s1, s2 = directions(N, dtype, 3, hermitian=hermitian)
@@ -73,12 +106,53 @@ def case(routine, dtype_name, tile, order=1):
     return dict(ok=True)  # check_grads raises on a mismatch
 
 
+def _tall_case(routine, dtype, tile, order):
+    rng = np.random.default_rng(4)
+
+    def gaussian(shape):
+        x = rng.standard_normal(shape)
+        if np.issubdtype(dtype, np.complexfloating):
+            x = x + 1j * rng.standard_normal(shape)
+        return x.astype(dtype)
+
+    a0 = gaussian((2 * N, N)) / np.sqrt(2 * N)
+    arrays = [place(m, mesh, A_SPEC) for m in (a0, 0.1 * gaussian((2 * N, N)))]
+    arrays += [
+        place(0.1 * gaussian((2 * N, N)), mesh, A_SPEC),
+        place(gaussian((2 * N, N)), mesh, A_SPEC),
+    ]
+    theta = np.array([0.01, -0.02])
+    check_grads(
+        lambda t: loss(t, *arrays, routine, tile),
+        (theta,),
+        order=order,
+        modes=("fwd", "rev"),
+        atol=1e-6,
+        rtol=1e-6,
+        eps=1e-5,
+    )
+    return dict(ok=True)
+
+
 CASES = [
     (routine, dtype_name, tile, 1)
     for routine in ("inv", "potri", "syevd", "eigvalsh")
     for dtype_name in ("float64", "complex128")
     for tile in (5, None)
 ] + [("inv", "float64", 5, 2), ("potri", "complex128", None, 2)]
+CASES += [
+    (routine, dtype_name, tile, 1)
+    for routine in ("gesvd", "gesvd-values", "polar", "qr", "lstsq")
+    for dtype_name in ("float64", "complex128")
+    for tile in (5, None)
+] + [("lstsq-vector", "float64", 5, 1)]
+CASES += [("matmul", dtype_name, 5, 1) for dtype_name in ("float64", "complex128")]
+CASES += [
+    (routine, dtype_name, tile, 1)
+    for routine in ("cho-kept", "lu-kept")
+    for dtype_name in ("float64", "complex128")
+    for tile in (5, None)
+]
 
 records = []
 for routine, dtype_name, tile, order in CASES:

@@ -1077,6 +1077,30 @@ Status Engine::WorkOut(void* shard) {
   return MatrixOut<T>(work_, shard);
 }
 
+// The status of a solver that wrote n real values to `values` (device) and its info to
+// small_[0] (unless it `failed` outright: then n + 1): the info, else 1 + the first value that
+// is not finite; agreed (max) by every rank.
+template <typename T>
+Status Engine::AgreeValues(const void* values, int64_t n, bool failed, int* info) {
+  using R = RealOf<T>;
+  std::vector<R> host(static_cast<size_t>(n));
+  int32_t solver_info = 0;
+  if (!failed) {
+    JAXMG_CUDA(
+        cudaMemcpyAsync(host.data(), values, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
+    JAXMG_CUDA(
+        cudaMemcpyAsync(&solver_info, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  }
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  int64_t local = failed ? n + 1 : std::max<int32_t>(solver_info, 0);
+  for (int64_t i = 0; i < n && local == 0; ++i) {
+    if (!std::isfinite(static_cast<double>(host[i]))) local = i + 1;
+  }
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &local, 1));
+  *info = static_cast<int>(std::min<int64_t>(local, INT32_MAX));
+  return Status();
+}
+
 template <typename T>
 Status Engine::Eigh(bool vectors, void* x, int* info) {
   StepTimer timer("Eigh", stream_);
@@ -1110,19 +1134,7 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
                                desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
                                d_work, workspace_bytes_, ctx_.host_work.data(),
                                ctx_.host_work.size(), small_));
-  // The status: the solver's info, else the first eigenvalue that is not finite; agreed.
-  std::vector<R> values(static_cast<size_t>(n));
-  int32_t solver_info = 0;
-  JAXMG_CUDA(cudaMemcpyAsync(values.data(), w, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(&solver_info, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  int64_t local = solver_info > 0 ? solver_info : 0;
-  for (int64_t i = 0; i < n && local == 0; ++i) {
-    if (!std::isfinite(static_cast<double>(values[i]))) local = i + 1;
-  }
-  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &local, 1));
-  *info = static_cast<int>(std::min<int64_t>(local, INT32_MAX));
+  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
   // x := the eigenvalues, in the real parts (the imaginary parts stay 0).
   JAXMG_CUDA(
       cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
@@ -1212,19 +1224,7 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
                                u, 1, 1, du, vt, 1, 1, dvt, DataTypeOf<T>(), d_work,
                                workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
                                small_));
-  // The status: the solver's info, else the first singular value that is not finite; agreed.
-  std::vector<R> values(static_cast<size_t>(n));
-  int32_t solver_info = 0;
-  JAXMG_CUDA(cudaMemcpyAsync(values.data(), s, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(&solver_info, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  int64_t local = solver_info > 0 ? solver_info : 0;
-  for (int64_t i = 0; i < n && local == 0; ++i) {
-    if (!std::isfinite(static_cast<double>(values[i]))) local = i + 1;
-  }
-  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &local, 1));
-  *info = static_cast<int>(std::min<int64_t>(local, INT32_MAX));
+  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(s, n, /*failed=*/false, info));
   // The singular values of x's rows into its last column (real parts).
   JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
                                static_cast<const char*>(s) + sizeof(R) * FirstRow(x_rows),
@@ -1342,23 +1342,8 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
   const bool failed =
       st == CUSOLVER_STATUS_INTERNAL_ERROR || st == CUSOLVER_STATUS_EXECUTION_FAILED;
   if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(st, "cusolverMpSygvd"));
-  // The status: the solver's info (n + i: B's minor of order i not positive definite), else the
-  // first eigenvalue that is not finite; agreed.
-  std::vector<R> values(static_cast<size_t>(n));
-  int32_t solver_info = 0;
-  if (!failed) {
-    JAXMG_CUDA(cudaMemcpyAsync(values.data(), w, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
-    JAXMG_CUDA(
-        cudaMemcpyAsync(&solver_info, small_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-  }
-  JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  if (failed) solver_info = static_cast<int32_t>(std::min<int64_t>(n + 1, INT32_MAX));
-  int64_t local = solver_info > 0 ? solver_info : 0;
-  for (int64_t i = 0; i < n && local == 0; ++i) {
-    if (!std::isfinite(static_cast<double>(values[i]))) local = i + 1;
-  }
-  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &local, 1));
-  *info = static_cast<int>(std::min<int64_t>(local, INT32_MAX));
+  // (The solver's info n + i: B's minor of order i is not positive definite.)
+  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, failed, info));
   JAXMG_CUDA(
       cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
   local_b_ = z;  // the eigenvectors, where VectorsOut reads them (desc_b_ is Z's layout too)

@@ -141,6 +141,9 @@ class Engine {
   template <typename T>
   Status RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, void* x, int64_t x_rows,
                  int64_t x_cols);
+  // The status of a solver's real output values and info (engine.cc), agreed.
+  template <typename T>
+  Status AgreeValues(const void* values, int64_t n, bool failed, int* info);
   // The square matrix kept (cols.extent square, distributed like the engine matrix's columns).
   template <typename T>
   Status SquareMatrix();
