@@ -26,7 +26,7 @@ import jaxmg  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from factor_cases import signed_general  # noqa: E402
-from linalg_cases import A_SPEC, place, spd  # noqa: E402
+from linalg_cases import A_SPEC, B_SPEC, place, spd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grad_worker_common import directions  # noqa: E402
@@ -44,6 +44,7 @@ def loss(theta, a0, s1, s2, w, routine, tile):
         x, logdet = getattr(jaxmg, routine)(a, T_A=tile, return_logdet=True)
         return jnp.real(jnp.sum(w * x)) + logdet
     if routine in ("cho-kept", "lu-kept"):
+        w, s1 = (jax.reshard(m, B_SPEC) for m in (w, s1))  # (columns whole, then sliced)
         b = w[:, :3] + theta[1] * s1[:, :3]
         if routine == "cho-kept":
             f = jaxmg.cho_factor(a, T_A=tile)
@@ -69,6 +70,7 @@ def loss(theta, a0, s1, s2, w, routine, tile):
         q, r = jaxmg.qr(a, T_A=tile)
         return jnp.real(jnp.sum(w * q)) + jnp.real(jnp.sum(w[: r.shape[0]] * r))
     if routine.startswith("lstsq"):
+        w, s1 = (jax.reshard(m, B_SPEC) for m in (w, s1))  # (columns whole, then sliced)
         b = w[:, 0] if routine == "lstsq-vector" else w[:, :3]
         b = b + theta[1] * (s1[:, 0] if routine == "lstsq-vector" else s1[:, :3])
         x = jaxmg.least_squares(a, b, T_A=tile)
