@@ -34,11 +34,12 @@ def test_inverse_and_eigensolver_gradients(tmp_path, mesh):
     """check_grads (finite differences, forward and reverse mode) of inv's and potri's inverse
     and log-determinant, of syevd's eigenvalues and eigenvectors (a phase-invariant loss,
     V sin(Λ) Vᴴ) and of the values-only path, of gesvd (U sin(S) Vh, and the values), polar
-    (Up and H), qr (Q and R), least_squares (a matrix and a vector b), matmul, and solves and
+    (Up and H), qr (Q and R), least_squares (a matrix and a vector b), matmul, eigh(a, b)
+    (with and without vectors, A and B moving), and solves and
     log-determinants with kept Cholesky and LU factors; float64 and complex128, a tile that
     pads and the automatic one; second derivatives of inv and potri."""
     out = run_cases(mesh[0] * mesh[1], MATRIX_WORKER, [str(mesh[0]), str(mesh[1])], tmp_path, 900)
-    assert len(out["records"]) == 49
+    assert len(out["records"]) == 53
     for r in out["records"]:
         assert "error" not in r, f"{r['case']}: {r['error']}\n{r.get('trace', '')}"
         assert r["ok"], r

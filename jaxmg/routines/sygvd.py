@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 from jaxmg.routines import syevd as _syevd
 
 # As syevd (jaxmg/routines/syevd.py): redistributed, eigenvalues whole in x; B comes as the
@@ -61,6 +64,11 @@ def eigh(
       on every device; V: (N, N) in a's sharding with A V = B V diag(w) and Vᴴ B V = I. On
       failure w and V are NaN on every device.
 
+    Differentiation (forward and reverse mode, Hermitian tangents of a and b), with
+    C = Vᴴ dA V and D = Vᴴ dB V: dw = Re diag(C) − w Re diag(D), dV = V M with
+    M_ij = (C_ij − w_j D_ij) / (w_j − w_i) and M_ii = −D_ii / 2 (distinct eigenvalues; a loss
+    must not depend on each eigenvector's phase); XLA's products of the distributed matrices.
+
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
@@ -79,20 +87,48 @@ def eigh(
         )
     if tuple(b.shape) != tuple(a.shape):
         raise ValueError(f"b must have a's shape {tuple(a.shape)}, got {tuple(b.shape)}")
-    r = _routine.call(
-        SYGVD if return_eigenvectors else SYGVD_VALUES,
-        a,
-        b,
+    opts = _rules.options(
         T_A=T_A,
         mesh=mesh,
         matrix_specs=matrix_specs,
         in_specs=in_specs,
-        pad=pad,
-        donate=donate,
-        check_symmetry=check_symmetry,
+        pad=bool(pad),
+        check_symmetry=bool(check_symmetry),
     )
-    w = jnp.real(r.x[:, 0])
-    out = (w, r.matrix) if return_eigenvectors else (w,)
-    if return_status:
-        out += (r.status,)
+    out = _DIFFERENTIABLE[bool(return_eigenvectors)](opts, bool(donate), a, b)
+    out = out if return_status else out[:-1]
     return out[0] if len(out) == 1 else out
+
+
+def _primal(vectors, opts, donate, a, b):
+    r = _routine.call(SYGVD if vectors else SYGVD_VALUES, a, b, donate=donate, **opts.kwargs())
+    w = jnp.real(r.x[:, 0])
+    return ((w, r.matrix) if vectors else (w,)) + (r.status,)
+
+
+def _tangent(vectors, opts, pl, primals, out, tangents):
+    """With C = Vᴴ dA V and D = Vᴴ dB V (Vᴴ B V = I): dw = Re diag(C) − w Re diag(D) and
+    dV = V M, M_ij = (C_ij − w_j D_ij) / (w_j − w_i) off the diagonal, M_ii = −D_ii / 2."""
+    (a, b), (da, db) = primals, tangents
+    if vectors:
+        w, v, _ = out
+    else:  # the values' derivative needs the vectors
+        w, v, _ = _DIFFERENTIABLE[True](opts, False, a, b)
+    vh = _rules.adjoint(pl, v)
+    c = _rules.product(pl, vh, _rules.product(pl, da, v))
+    d = _rules.product(pl, vh, _rules.product(pl, db, v))
+    dw = (jnp.real(_rules.diagonal(pl, c)) - w * jnp.real(_rules.diagonal(pl, d))).astype(w.dtype)
+    if not vectors:
+        return dw, _rules.float0()
+    n = w.shape[0]
+    eye = jnp.eye(n, dtype=w.dtype)
+    f = _rules.place(pl, 1 / (eye + w[None, :] - w[:, None]) - eye)  # 1 / (w_j − w_i)
+    w_row = _rules.place(pl, jnp.broadcast_to(w[None, :], (n, n))).astype(c.dtype)
+    m = f.astype(c.dtype) * (c - w_row * d) - 0.5 * _rules.place(pl, eye).astype(c.dtype) * d
+    return dw, _rules.product(pl, v, m), _rules.float0()
+
+
+_DIFFERENTIABLE = {
+    vec: _rules.differentiable(functools.partial(_primal, vec), functools.partial(_tangent, vec))
+    for vec in (True, False)
+}

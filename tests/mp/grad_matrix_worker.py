@@ -56,6 +56,15 @@ def loss(theta, a0, s1, s2, w, routine, tile):
     if routine == "matmul":
         c = jaxmg.matmul(a, w, adjoint_a=True, T_A=tile)
         return jnp.real(jnp.sum(c * jnp.conj(a)))
+    if routine in ("eigh-ab", "eigh-ab-values"):
+        bmat = w + theta[1] * s2  # (w: positive definite here; s2 Hermitian)
+        a = a0 + theta[0] * s1
+        if routine == "eigh-ab-values":
+            ev = jaxmg.eigh(a, bmat, T_A=tile, return_eigenvectors=False)
+            return jnp.sum(jnp.arange(1.0, N + 1) * ev)
+        ev, v = jaxmg.eigh(a, bmat, T_A=tile)
+        f = jnp.matmul(v * jnp.cos(ev)[None, :], jnp.conj(v).T, out_sharding=A_SPEC)
+        return jnp.real(jnp.sum(a0 * f)) + jnp.sum(jnp.sin(ev))
     if routine == "eigvalsh":
         ev = jaxmg.syevd(a, T_A=tile, return_eigenvectors=False)
         return jnp.sum(jnp.arange(1.0, N + 1) * ev)
@@ -86,14 +95,16 @@ def loss(theta, a0, s1, s2, w, routine, tile):
 
 def case(routine, dtype_name, tile, order=1):
     dtype = np.dtype(dtype_name).type
-    hermitian = routine in ("potri", "syevd", "eigvalsh", "cho-kept")
+    hermitian = routine in ("potri", "syevd", "eigvalsh", "cho-kept", "eigh-ab", "eigh-ab-values")
     a0 = spd(N, dtype, 1) if hermitian else signed_general(N, dtype, 1)
     if routine in ("gesvd", "gesvd-values", "polar", "qr", "lstsq", "lstsq-vector"):  # 2N x N
         return _tall_case(routine, dtype, tile, order)
-    if routine in ("syevd", "eigvalsh"):
+    if routine in ("syevd", "eigvalsh", "eigh-ab", "eigh-ab-values"):
         a0 = a0 / np.linalg.norm(a0, 2)  # eigenvalues of order 1, well separated on average
     s1, s2 = directions(N, dtype, 3, hermitian=hermitian)
     w = np.random.default_rng(9).standard_normal((N, N)).astype(dtype)
+    if routine.startswith("eigh-ab"):  # B = I + X Xᴴ / N
+        w = (np.eye(N) + (w @ w.conj().T) / N).astype(dtype)
     arrays = [place(m, mesh, A_SPEC) for m in (a0, s1 * 0.1, s2 * 0.1, w)]
     theta = np.array([0.01, -0.02])
     check_grads(
@@ -149,6 +160,11 @@ CASES += [
     for tile in (5, None)
 ] + [("lstsq-vector", "float64", 5, 1)]
 CASES += [("matmul", dtype_name, 5, 1) for dtype_name in ("float64", "complex128")]
+CASES += [
+    (routine, dtype_name, 5, 1)
+    for routine in ("eigh-ab", "eigh-ab-values")
+    for dtype_name in ("float64", "complex128")
+]
 CASES += [
     (routine, dtype_name, tile, 1)
     for routine in ("cho-kept", "lu-kept")
