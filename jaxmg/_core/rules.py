@@ -258,3 +258,23 @@ def diagonal(placement, m):
 def place(placement, m):
     """m (a matrix computed from replicated values) in a's matrix spec."""
     return _mesh.constrain(m, placement.mesh, placement.matrix_spec)
+
+
+def eigen_tangent(placement, w, v, da, db=None):
+    """(dw, dV) of A V = B V diag(w), Vᴴ B V = I (B = I without db): with C = Vᴴ dA V and
+    D = Vᴴ dB V, dw = Re diag(C) − w Re diag(D) and dV = V M, M_ij = (C_ij − w_j D_ij) /
+    (w_j − w_i) off the diagonal, M_ii = −D_ii / 2. XLA's products of the distributed matrices."""
+    pl = placement
+    vh = adjoint(pl, v)
+    c = product(pl, vh, product(pl, da, v))
+    n = w.shape[0]
+    eye = jnp.eye(n, dtype=w.dtype)
+    f = place(pl, 1 / (eye + w[None, :] - w[:, None]) - eye).astype(c.dtype)  # 1 / (w_j − w_i)
+    dw = jnp.real(diagonal(pl, c))
+    if db is None:
+        return dw.astype(w.dtype), product(pl, v, f * c)
+    d = product(pl, vh, product(pl, db, v))
+    dw = dw - w * jnp.real(diagonal(pl, d))
+    w_row = place(pl, jnp.broadcast_to(w[None, :], (n, n))).astype(c.dtype)
+    m = f * (c - w_row * d) - 0.5 * place(pl, eye).astype(c.dtype) * d
+    return dw.astype(w.dtype), product(pl, v, m)

@@ -161,14 +161,8 @@ def _tangent(vectors, opts, placement, primals, out, tangents):
         w, v, _ = out
     else:  # the values' derivative needs the vectors
         w, v, _ = _DIFFERENTIABLE[True](opts, False, a)
-    c = _rules.product(placement, _rules.adjoint(placement, v), _rules.product(placement, da, v))
-    dw = jnp.real(_rules.diagonal(placement, c)).astype(w.dtype)
-    if not vectors:
-        return dw, _rules.float0()
-    eye = jnp.eye(w.shape[0], dtype=w.dtype)
-    f = 1 / (eye + w[None, :] - w[:, None]) - eye  # F_ij = 1 / (w_j − w_i), 0 on the diagonal
-    dv = _rules.product(placement, v, (_rules.place(placement, f) * c).astype(v.dtype))
-    return dw, dv, _rules.float0()
+    dw, dv = _rules.eigen_tangent(placement, w, v, da)
+    return (dw, dv, _rules.float0()) if vectors else (dw, _rules.float0())
 
 
 _DIFFERENTIABLE = {

@@ -107,25 +107,13 @@ def _primal(vectors, opts, donate, a, b):
 
 
 def _tangent(vectors, opts, pl, primals, out, tangents):
-    """With C = Vᴴ dA V and D = Vᴴ dB V (Vᴴ B V = I): dw = Re diag(C) − w Re diag(D) and
-    dV = V M, M_ij = (C_ij − w_j D_ij) / (w_j − w_i) off the diagonal, M_ii = −D_ii / 2."""
     (a, b), (da, db) = primals, tangents
     if vectors:
         w, v, _ = out
     else:  # the values' derivative needs the vectors
         w, v, _ = _DIFFERENTIABLE[True](opts, False, a, b)
-    vh = _rules.adjoint(pl, v)
-    c = _rules.product(pl, vh, _rules.product(pl, da, v))
-    d = _rules.product(pl, vh, _rules.product(pl, db, v))
-    dw = (jnp.real(_rules.diagonal(pl, c)) - w * jnp.real(_rules.diagonal(pl, d))).astype(w.dtype)
-    if not vectors:
-        return dw, _rules.float0()
-    n = w.shape[0]
-    eye = jnp.eye(n, dtype=w.dtype)
-    f = _rules.place(pl, 1 / (eye + w[None, :] - w[:, None]) - eye)  # 1 / (w_j − w_i)
-    w_row = _rules.place(pl, jnp.broadcast_to(w[None, :], (n, n))).astype(c.dtype)
-    m = f.astype(c.dtype) * (c - w_row * d) - 0.5 * _rules.place(pl, eye).astype(c.dtype) * d
-    return dw, _rules.product(pl, v, m), _rules.float0()
+    dw, dv = _rules.eigen_tangent(pl, w, v, da, db)
+    return (dw, dv, _rules.float0()) if vectors else (dw, _rules.float0())
 
 
 _DIFFERENTIABLE = {

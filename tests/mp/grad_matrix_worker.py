@@ -105,18 +105,23 @@ def case(routine, dtype_name, tile, order=1):
     w = np.random.default_rng(9).standard_normal((N, N)).astype(dtype)
     if routine.startswith("eigh-ab"):  # B = I + X Xᴴ / N
         w = (np.eye(N) + (w @ w.conj().T) / N).astype(dtype)
-    arrays = [place(m, mesh, A_SPEC) for m in (a0, s1 * 0.1, s2 * 0.1, w)]
-    theta = np.array([0.01, -0.02])
+    return _check(
+        [place(m, mesh, A_SPEC) for m in (a0, s1 * 0.1, s2 * 0.1, w)], routine, tile, order
+    )
+
+
+def _check(arrays, routine, tile, order):
+    """check_grads of the loss at θ = (0.01, -0.02); raises on a mismatch."""
     check_grads(
         lambda t: loss(t, *arrays, routine, tile),
-        (theta,),
+        (np.array([0.01, -0.02]),),
         order=order,
         modes=("fwd", "rev"),
         atol=1e-6,
         rtol=1e-6,
         eps=1e-5,
     )
-    return dict(ok=True)  # check_grads raises on a mismatch
+    return dict(ok=True)
 
 
 def _tall_case(routine, dtype, tile, order):
@@ -130,21 +135,8 @@ def _tall_case(routine, dtype, tile, order):
 
     a0 = gaussian((2 * N, N)) / np.sqrt(2 * N)
     arrays = [place(m, mesh, A_SPEC) for m in (a0, 0.1 * gaussian((2 * N, N)))]
-    arrays += [
-        place(0.1 * gaussian((2 * N, N)), mesh, A_SPEC),
-        place(gaussian((2 * N, N)), mesh, A_SPEC),
-    ]
-    theta = np.array([0.01, -0.02])
-    check_grads(
-        lambda t: loss(t, *arrays, routine, tile),
-        (theta,),
-        order=order,
-        modes=("fwd", "rev"),
-        atol=1e-6,
-        rtol=1e-6,
-        eps=1e-5,
-    )
-    return dict(ok=True)
+    arrays += [place(m, mesh, A_SPEC) for m in (0.1 * gaussian((2 * N, N)), gaussian((2 * N, N)))]
+    return _check(arrays, routine, tile, order)
 
 
 CASES = [
