@@ -331,8 +331,10 @@ def choose_tile(
         target = TILE_TARGET[placement.platform]
         if placement.platform == "cuda" and n >= 65536:
             target = 2048  # measured on 2 x H200 at N = 65536: 2048 beats 1024 by 2-7 %
-    if not relabel:  # redistributed: every process holds at least one tile
-        return max(1, min(target, n // big))
+    if not relabel:
+        # Redistributed: every process holds at least two tiles (cuSOLVERMp's eigensolvers
+        # were reported to hang, not fail, on 1 x P and P x 1 grids of one tile per process).
+        return max(1, min(target, n // (2 * big)))
     if shard <= target:
         return shard
     divisors = [d for d in range(target // 4, target + 1) if d > 0 and shard % d == 0]
@@ -363,8 +365,8 @@ def choose_rectangular_tile(
                 f"pad=False; use a common divisor such as {common[-1]}, or pass pad=True"
             )
         return min(tile, n) if redistribute else min(tile, piece, n)
-    if redistribute:  # at least one tile per process along the longer grid axis
-        return max(1, min(target, n // max(placement.mesh_rows, placement.mesh_cols)))
+    if redistribute:  # at least two tiles per process along the longer grid axis (below)
+        return max(1, min(target, n // (2 * max(placement.mesh_rows, placement.mesh_cols))))
     top = min(target, piece, n)
     common = [d for d in range(1, top + 1) if piece % d == 0 and n % d == 0]
     if common[-1] >= top // 4 or not pad:
