@@ -13,15 +13,18 @@
 
 namespace jaxmg::routines {
 
-template <bool kVectors>
+// kGeneralized: the problem M z = λ K z with the second matrix K (b, sharded like a; see
+// routines/sygvd.h).
+template <bool kVectors, bool kGeneralized = false>
 struct SyevdOf {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
   static constexpr bool kOwnSolution = true;
+  static constexpr bool kSecondMatrix = kGeneralized;
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
-      return JAXMG_ERROR("syevd runs on a redistributed matrix");
+      return JAXMG_ERROR("syevd and sygvd run on a redistributed matrix");
     }
     bool rejected = false;
     JAXMG_RETURN_IF_ERROR(
@@ -29,7 +32,12 @@ struct SyevdOf {
     if (rejected) return kVectors ? e.template FillNan<T>(io.a, io.a_count) : Status();
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Eigh<T>(kVectors, io.x, &info));  // agreed
+    if constexpr (kGeneralized) {
+      JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b));
+      JAXMG_RETURN_IF_ERROR(e.template Sygvd<T>(kVectors, io.x, &info));  // agreed
+    } else {
+      JAXMG_RETURN_IF_ERROR(e.template Eigh<T>(kVectors, io.x, &info));  // agreed
+    }
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
       JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
