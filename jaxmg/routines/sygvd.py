@@ -12,15 +12,7 @@ from jaxmg.routines import syevd as _syevd
 
 # As syevd (jaxmg/routines/syevd.py): redistributed, eigenvalues whole in x; B comes as the
 # call's b, a second matrix sharded like a (csrc/routines/sygvd.h).
-_COMMON = dict(
-    symmetric=True,
-    hand_transpose=_routine.never_transpose,
-    redistribute=True,
-    second_matrix=True,
-    solution_cols=lambda n, nrhs: 1,  # the eigenvalues
-    solution_whole=True,
-    tile_target={"cuda": 256},
-)
+_COMMON = dict(_syevd._COMMON, takes_rhs=True, second_matrix=True)
 SYGVD = _routine.SolveRoutine(name="sygvd", returns_matrix=True, **_COMMON)
 SYGVD_VALUES = _routine.SolveRoutine(name="sygvd_values", **_COMMON)
 
