@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU round trip, the part that runs ON the GPU machine (see scripts/gpu_roundtrip.sh).
-#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single bench qrbench spectral
-#                                           sweep reliability launch
+#   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single local localreadme
+#                                           localbench bench qrbench spectral sweep reliability
+#                                           launch
 #                                           (default: info multi readme single bench)
 # Needs the carried .gpu/lib/libjaxmg_cuda.so and, in .gpu/wheels, the wheels of
 # nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
@@ -109,6 +110,24 @@ for stage in $STAGES; do
         | tee "$OUT/readme.log" ;;
     single)
       CUDA_VISIBLE_DEVICES=0 timeout $T_SINGLE "$PY" tests/gpu/solve_gpu.py single "$OUT" ;;
+    local)
+      # One process driving both GPUs (no launcher, no jax.distributed).
+      CUDA_VISIBLE_DEVICES=0,1 timeout ${T_LOCAL:-330} "$PY" tests/gpu/solve_gpu.py local "$OUT" ;;
+    localreadme)
+      # The seed README example without its jax.distributed.initialize() line, in one process.
+      sed '/jax.distributed.initialize()/d' examples/readme_example.py > /tmp/readme_local.py
+      CUDA_VISIBLE_DEVICES=0,1 timeout 60 "$PY" /tmp/readme_local.py 2>&1 \
+        | tee "$OUT/readme_local.log" ;;
+    localbench)
+      # potrs (float64) in one process driving both GPUs, then in two processes of one GPU each.
+      for how in single-process launcher; do
+        XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_LOCALBENCH:-200} \
+          "$PY" -m jaxmg bench -n 2 $([ $how = single-process ] && echo --single-process) \
+          --routine ${LOCAL_ROUTINE:-potrs} --sizes "${LOCAL_SIZES:-1024,65536}" --dtypes float64 \
+          --repeats ${LOCAL_REPEATS:-5} --no-baseline --timeout ${T_LOCALBENCH:-200} \
+          --out "$OUT/${LOCAL_ROUTINE:-potrs}_${how}_h200x2.json" 2>&1 | grep -v Gloo
+      done
+      rm -f "$OUT"/*.png ;;
     bench)
       # Timings: potrs on both GPUs vs cho_factor + cho_solve on one (python -m jaxmg bench).
       XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_BENCH:-330} \
@@ -188,15 +207,17 @@ done
 import json, os, sys
 out = sys.argv[1]
 res = {"stages": {}}
-for name in ("multi", "single"):
+for name in ("multi", "single", "local"):
     p = os.path.join(out, f"gpu_{name}.json")
     res["stages"][name] = json.load(open(p)) if os.path.exists(p) else None
-for name in ("readme", "info"):
+for name in ("readme", "readme_local", "info"):
     p = os.path.join(out, f"{name}.log")
     res[name + "_log"] = open(p).read()[-4000:] if os.path.exists(p) else None
 # The example prints x, logdet and True on process 0 (gRPC shutdown noise may follow).
 lines = [line.strip() for line in (res["readme_log"] or "").splitlines()]
 res["readme_ok"] = "True" in lines and "False" not in lines
+lines = [line.strip() for line in (res["readme_local_log"] or "").splitlines()]
+res["readme_local_ok"] = "True" in lines and "False" not in lines
 recs = [r for s in res["stages"].values() if s for r in s["records"]]
 res["summary"] = {"cases": len(recs),
                   "expected": sum(len(s.get("expected", [])) for s in res["stages"].values() if s),
@@ -208,6 +229,7 @@ for r in recs:
     if "seconds" in r:
         print(f"{r['case']:40s} gpus={r.get('gpus')} mesh={r.get('mesh')} {r['seconds']*1e3:9.1f} ms "
               f"{r['tflops']:6.1f} TF/s  residual={r.get('residual')}")
-print("=== summary:", json.dumps(res["summary"]), "readme_ok:", res["readme_ok"])
+print("=== summary:", json.dumps(res["summary"]), "readme_ok:", res["readme_ok"],
+      "readme_local_ok:", res["readme_local_ok"])
 json.dump(res, open(os.path.join(out, "gpu_results.json"), "w"), indent=1)
 PYEOF

@@ -29,7 +29,7 @@ def test_gpu_engine_exports_its_ffi_targets_and_bootstrap():
     for name in (
         "jaxmg_cusolvermp_potrs",
         "jaxmg_nccl_get_unique_id",
-        "jaxmg_cuda_create_context",
+        "jaxmg_cuda_create_contexts",
         "jaxmg_cuda_rank_of_mesh_position",
         "jaxmg_cuda_versions",
     ):

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/engine.h"
@@ -35,7 +36,7 @@ namespace mp = ::jaxmg::cusolvermp;
 
 template <class R>
 ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator scratch,
-                 ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Buffer<ffi::S32> position,
+                 int32_t device, ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Buffer<ffi::S32> position,
                  ffi::Buffer<ffi::S32> pivots_in, ffi::Result<ffi::AnyBuffer> a_work,
                  ffi::Result<ffi::AnyBuffer> x, ffi::Result<ffi::AnyBuffer> logdet,
                  ffi::Result<ffi::Buffer<ffi::S32>> status, ffi::Result<ffi::AnyBuffer> sign,
@@ -52,7 +53,7 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                                   OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
-  s = mp::FindContext(context, &ctx);
+  s = mp::FindContext(context, device, &ctx);  // this device's of the mesh's contexts
   if (!s.ok()) return ffi_util::ToFfi(s);
   if (ctx->mesh_rows != mesh_rows || ctx->mesh_cols != mesh_cols) {
     return ffi::Error::InvalidArgument(std::string(target) + ": context made for another mesh");
@@ -81,7 +82,8 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
   JAXMG_SOLVE_TARGET(name, routine,                                                                \
                      jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                              \
                                                     .Ctx<xla::ffi::PlatformStream<cudaStream_t>>() \
-                                                    .Ctx<xla::ffi::ScratchAllocator>())            \
+                                                    .Ctx<xla::ffi::ScratchAllocator>()             \
+                                                    .Ctx<xla::ffi::DeviceOrdinal>())               \
                          .Attr<int64_t>("context"));
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potrs, Potrs)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve, LuSolve)
@@ -141,24 +143,30 @@ __attribute__((visibility("default"))) int jaxmg_cuda_rank_of_mesh_position(
   return 1;
 }
 
-// Creates the NCCL communicator, cuSOLVERMp/cuBLASMp handles and grids of one (mesh, device).
-// Collective over the nranks processes. Returns the context id (> 0), or -1 with a message.
-__attribute__((visibility("default"))) int64_t jaxmg_cuda_create_context(
-    const char* unique_id, int nranks, int rank, int device, int nprow, int npcol, int mesh_rows,
-    int mesh_cols, int mesh_u, int mesh_v, char* err, int err_len) {
-  jaxmg::cusolvermp::ContextParams p;
-  p.unique_id = unique_id;
-  p.nranks = nranks;
-  p.rank = rank;
-  p.device = device;
-  p.nprow = nprow;
-  p.npcol = npcol;
-  p.mesh_rows = mesh_rows;
-  p.mesh_cols = mesh_cols;
-  p.mesh_u = mesh_u;
-  p.mesh_v = mesh_v;
+// Creates the NCCL communicators, cuSOLVERMp/cuBLASMp handles and grids of this process's
+// `count` devices of one mesh: device devices[i] at mesh position (us[i], vs[i]) with NCCL rank
+// ranks[i] of nranks. Collective over every device of the mesh, in all its processes. Returns
+// the id the contexts share (> 0; the FFI handler picks its device's), or -1 with a message.
+__attribute__((visibility("default"))) int64_t
+jaxmg_cuda_create_contexts(const char* unique_id, int nranks, int count, const int* ranks,
+                           const int* devices, const int* us, const int* vs, int nprow, int npcol,
+                           int mesh_rows, int mesh_cols, char* err, int err_len) {
+  std::vector<jaxmg::cusolvermp::ContextParams> ps(count > 0 ? count : 0);
+  for (int i = 0; i < count; ++i) {
+    auto& p = ps[i];
+    p.unique_id = unique_id;
+    p.nranks = nranks;
+    p.rank = ranks[i];
+    p.device = devices[i];
+    p.nprow = nprow;
+    p.npcol = npcol;
+    p.mesh_rows = mesh_rows;
+    p.mesh_cols = mesh_cols;
+    p.mesh_u = us[i];
+    p.mesh_v = vs[i];
+  }
   int64_t id = -1;
-  jaxmg::Status s = jaxmg::cusolvermp::CreateContext(p, &id);
+  jaxmg::Status s = jaxmg::cusolvermp::CreateContexts(ps, &id);
   if (s.ok()) return id;
   WriteError(s, err, err_len);
   return -1;

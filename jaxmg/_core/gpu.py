@@ -1,11 +1,16 @@
 """GPU engine bootstrap: one NCCL communicator + cuSOLVERMp grid per (mesh, device).
 
+A process may hold one device of the mesh (a launcher's process per GPU) or several (one process
+driving every local GPU: a notebook, `python script.py`); the native library creates the local
+devices' contexts together, one thread per device, and the FFI handler of each device picks its
+own by the device ordinal XLA hands it.
+
 `context_for(placement)` runs before the jitted call is built, identically on every process (a
 jaxmg call is made by all processes of a mesh, in the same order). The process that holds mesh
 position 0 makes an NCCL unique id and shares its 128 bytes (jaxmg/_core/comm.py: jax.distributed's
 key-value store, or mpi4py); then every process creates its context in the native library
 (ncclCommInitRank, cusolverMpCreate, cusolverMpCreateDeviceGrid), which returns an id the FFI
-handler receives as the attribute `context`. Contexts live until the process exits.
+handlers receive as the attribute `context`. Contexts live until the process exits.
 
 NCCL ranks follow the engine grid, not the process order: the device at mesh position (u, v)
 plays engine grid position (i, j) = (rows.grid_of_mesh[v], cols.grid_of_mesh[u]) and takes NCCL
@@ -41,15 +46,14 @@ def _lib() -> ctypes.CDLL:
             + [ctypes.c_char_p, ctypes.c_int]
         )
         lib.jaxmg_cuda_rank_of_mesh_position.restype = ctypes.c_int
-        lib.jaxmg_cuda_create_context.argtypes = (
-            [ctypes.c_char_p]
-            + [ctypes.c_int] * 9
-            + [
-                ctypes.c_char_p,
-                ctypes.c_int,
-            ]
+        ints = ctypes.POINTER(ctypes.c_int)
+        lib.jaxmg_cuda_create_contexts.argtypes = (
+            [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+            + [ints] * 4
+            + [ctypes.c_int] * 4
+            + [ctypes.c_char_p, ctypes.c_int]
         )
-        lib.jaxmg_cuda_create_context.restype = ctypes.c_int64
+        lib.jaxmg_cuda_create_contexts.restype = ctypes.c_int64
         lib._jaxmg_gpu_prototypes = True
     return lib
 
@@ -133,15 +137,8 @@ def context_for(placement, symmetric: bool = True, redistribute: bool = False) -
         if not local:
             _contexts[key] = 0  # this process holds no shard: the handler never runs here
             return 0
-        error = None
-        if len(local) > 1:
-            error = (
-                "the GPU engine runs one process per GPU, but this process holds "
-                f"{len(local)} devices of the mesh; launch one process per GPU "
-                "(python -m jaxmg launch -n N) with jax.distributed.initialize()"
-            )
-        u, v = local[0]
-        rank, nprow, npcol = rank_of_mesh_position(mr, mc, u, v, symmetric, redistribute)
+        ranks = [rank_of_mesh_position(mr, mc, u, v, symmetric, redistribute) for u, v in local]
+        nprow, npcol = ranks[0][1], ranks[0][2]
         name = (
             f"jaxmg/nccl_id/{mr}x{mc}/"
             + "-".join(str(i) for i in key[0])
@@ -155,7 +152,7 @@ def context_for(placement, symmetric: bool = True, redistribute: bool = False) -
         processes = sorted({int(d.process_index) for d in devices.flat})
         attempt = _comm.agree(
             "jaxmg/context/" + "-".join(str(i) for i in key[0]),
-            error,
+            None,
             processes,
             value=f"{'symmetric' if symmetric else 'general'} routine, engine grid {nprow}x{npcol},"
             f" NCCL ranks {list(rank_map)}",
@@ -163,17 +160,24 @@ def context_for(placement, symmetric: bool = True, redistribute: bool = False) -
         )
         uid = _unique_id(f"{name}/{attempt}", int(devices[0, 0].process_index))
         err = ctypes.create_string_buffer(2048)
-        ctx = _lib().jaxmg_cuda_create_context(
+
+        def ints(values):
+            return (ctypes.c_int * len(values))(*values)
+
+        # One context per local device (one thread each in the native library: several devices
+        # of one process join the NCCL initialization together).
+        ctx = _lib().jaxmg_cuda_create_contexts(
             uid,
             mr * mc,
-            rank,
-            int(devices[u, v].local_hardware_id),
+            len(local),
+            ints([r[0] for r in ranks]),
+            ints([int(devices[u, v].local_hardware_id) for u, v in local]),
+            ints([u for u, _ in local]),
+            ints([v for _, v in local]),
             nprow,
             npcol,
             mr,
             mc,
-            u,
-            v,
             err,
             len(err),
         )

@@ -72,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cols", type=int, default=None, help="qr, least_squares: N (default: M)")
     p.add_argument("--peer", action="store_true", help="also time JAXMg 1.x (JAXMG_PEER_PATH)")
     p.add_argument("-n", "--processes", type=int, default=None, help="default: GPUs, else 2")
+    p.add_argument(
+        "--single-process",
+        action="store_true",
+        help="jaxmg in one process driving every local GPU (no launcher)",
+    )
     p.add_argument("--sizes", default="2048,4096", help="comma-separated N (default 2048,4096)")
     p.add_argument("--dtypes", default="float64,float32")
     p.add_argument("--tile", default=None, help="T_A, or a comma-separated list to sweep")
@@ -198,7 +203,8 @@ def _rect_record(args, rec, m, n, check, exact, times, dtype, procs):
 def _run_jaxmg(args) -> list[dict]:
     import jax
 
-    jax.distributed.initialize()
+    if not args.single_process:
+        jax.distributed.initialize()
     _enable_x64(args)
     import jax.numpy as jnp
     import numpy as np
@@ -207,7 +213,7 @@ def _run_jaxmg(args) -> list[dict]:
 
     import jaxmg
 
-    procs = jax.process_count()
+    procs = jax.device_count()  # one device per process under the launcher
     shape = tuple(int(x) for x in args.mesh.split("x")) if args.mesh else (procs, 1)
     mesh = jax.make_mesh(shape, ("pr", "pc"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
     a_sh, b_sh = NamedSharding(mesh, P("pr", "pc")), NamedSharding(mesh, P("pr", None))
@@ -223,6 +229,7 @@ def _run_jaxmg(args) -> list[dict]:
         rec = dict(
             engine="jaxmg",
             devices=procs,
+            processes=jax.process_count(),
             mesh=list(shape),
             n=n,
             dtype=dtype_name,
@@ -587,7 +594,9 @@ def cli(argv: list[str]) -> int:
         if role == "peer":
             script = Path(__file__).resolve().parents[2] / "bench" / "peer_jaxmg1.py"
             inner = [sys.executable, str(script), *passthrough]
-        if role in ("jaxmg", "peer"):
+        if role == "jaxmg" and args.single_process:
+            cmd = [*inner, "--single-process"]  # one process, every local device
+        elif role in ("jaxmg", "peer"):
             launch = [
                 "-m",
                 "jaxmg",

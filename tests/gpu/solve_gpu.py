@@ -3,12 +3,15 @@
 Usage (see scripts/gpu_remote.sh):
   python -m jaxmg launch -n 2 tests/gpu/solve_gpu.py multi OUT_DIR   # 2 processes, 1 GPU each
   python tests/gpu/solve_gpu.py single OUT_DIR                        # 1 process, 1 GPU
+  CUDA_VISIBLE_DEVICES=0,1 python tests/gpu/solve_gpu.py local OUT_DIR  # 1 process, 2 GPUs
 
 multi: meshes 2x1 and 1x2, the cases of tests/solve_plan.py's gpu_plan (four dtypes, tiles that
 divide and pad, every engine path: in place, transposed, redistributed (Gemr2D), hence P x 1 and
 1 x P engine grids and row and column tile permutations), then 200 mixed calls with flat GPU
-memory. single: a 1x1 mesh. Each record is named as in the plan; the summary lists cases missing
-from the records or failed. Process 0 writes OUT_DIR/gpu_<mode>.json after every case.
+memory. single: a 1x1 mesh. local: one process driving both GPUs (no launcher, no
+jax.distributed): the multi cases, 200 mixed calls, a 1x1 mesh on the second GPU, and calls
+from two threads on the two GPUs at once. Each record is named as in the plan; the summary lists
+cases missing from the records or failed. Process 0 writes OUT_DIR/gpu_<mode>.json after every case.
 """
 
 import json
@@ -20,7 +23,7 @@ from pathlib import Path
 import jax
 
 mode, out_dir = sys.argv[1], sys.argv[2]
-if mode == "multi":
+if mode == "multi":  # (local: one process drives every local GPU, without jax.distributed)
     jax.distributed.initialize()
 jax.config.update("jax_enable_x64", True)
 
@@ -104,6 +107,36 @@ def case_repeated(mesh, calls=200):
     return rec
 
 
+def case_two_threads(calls=50):
+    """Two threads, each solving on a 1x1 mesh of its own GPU at the same time."""
+    import threading
+
+    n = 256
+    a, b = spd(n, np.float64, 8), rhs(n, 1, np.float64, 8)
+    out, errors = {}, []
+
+    def work(i):
+        try:
+            mesh = jax.make_mesh((1, 1), ("pr", "pc"), devices=jax.devices()[i : i + 1])
+            ap, bp = place(a, mesh, A_SPEC), place(b, mesh, B_SPEC)
+            fn = jax.jit(lambda a, b: routine_fn("potrs")(a, b, T_A=32))
+            for _ in range(calls):
+                x = fn(ap, bp)
+            out[i] = gather(x)
+        except Exception as e:  # noqa: BLE001 - recorded
+            errors.append(f"thread {i}: {type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        return {"ok": False, "error": "; ".join(errors)}
+    recs = [measure("", a, b, out[i]) for i in range(2)]
+    return {"ok": all(r["ok"] for r in recs), "residual": max(r["residual"] for r in recs)}
+
+
 def log_record(rec):
     RESULTS["records"].append(rec)
     keys = ("residual", "logdet_err", "status", "status_all_ranks", "per_call_ms_n256", "error")
@@ -165,6 +198,19 @@ def main():
             run_plan(mesh_plan(mesh, f"mesh{shape[0]}x{shape[1]}"))
         mesh = jax.make_mesh((2, 1), ("pr", "pc"))
         run_plan({"mesh2x1/mixed-repeated": lambda: case_repeated(mesh)})
+    elif mode == "local":
+        assert jax.process_count() == 1 and jax.device_count() >= 2, jax.devices()
+        for shape in ((2, 1), (1, 2)):
+            mesh = jax.make_mesh(shape, ("pr", "pc"))
+            run_plan(mesh_plan(mesh, f"local{shape[0]}x{shape[1]}"))
+        mesh = jax.make_mesh((2, 1), ("pr", "pc"))
+        run_plan({"local2x1/mixed-repeated": lambda: case_repeated(mesh)})
+        # The second GPU alone (its device ordinal picks its context), and one 1x1 mesh per GPU
+        # used from two threads at once.
+        mesh = jax.make_mesh((1, 1), ("pr", "pc"), devices=jax.devices()[1:2])
+        plan = mesh_plan(mesh, "local1x1-gpu1")
+        run_plan({k: v for k, v in plan.items() if "float64" in k or "/eigh" in k})
+        run_plan({"local1x1/two-threads": case_two_threads})
     else:
         mesh = jax.make_mesh((1, 1), ("pr", "pc"), devices=jax.local_devices()[:1])
         run_plan(mesh_plan(mesh, "mesh1x1"))

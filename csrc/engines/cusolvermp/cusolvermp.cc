@@ -15,8 +15,10 @@ std::mutex& TableMutex() {
   return mu;
 }
 
-std::map<int64_t, std::unique_ptr<Context>>& Table() {
-  static auto* table = new std::map<int64_t, std::unique_ptr<Context>>();  // never destroyed:
+// Context id -> the contexts of this process's devices of that mesh (one per device).
+std::map<int64_t, std::vector<std::unique_ptr<Context>>>& Table() {
+  static auto* table =
+      new std::map<int64_t, std::vector<std::unique_ptr<Context>>>();  // never destroyed:
   return *table;  // handles and communicators live until the process exits
 }
 
@@ -157,9 +159,8 @@ Status SplitAgreeComm(Context* c) {
   return NcclCheck(r, "ncclCommSplit (the agreement communicator)");
 }
 
-}  // namespace
-
-Status CreateContext(const ContextParams& p, int64_t* id) {
+// One device's context (its rank of the collective creation).
+Status CreateOne(const ContextParams& p, std::unique_ptr<Context>* out) {
   if (p.nranks != p.nprow * p.npcol) return JAXMG_ERROR("nranks != grid rows * grid cols");
   if (p.rank < 0 || p.rank >= p.nranks) return JAXMG_ERROR("rank out of range");
   int nccl_version = 0;
@@ -207,11 +208,37 @@ Status CreateContext(const ContextParams& p, int64_t* id) {
                                           CUSOLVERMP_GRID_MAPPING_ROW_MAJOR));
   JAXMG_BLASMP(
       cublasMpGridCreate(p.nprow, p.npcol, CUBLASMP_GRID_LAYOUT_ROW_MAJOR, c->comm, &c->blas_grid));
+  *out = std::move(c);
+  return Status();
+}
+
+}  // namespace
+
+Status CreateContexts(const std::vector<ContextParams>& ps, int64_t* id) {
+  if (ps.empty()) return JAXMG_ERROR("no device to create a context for");
+  std::vector<std::unique_ptr<Context>> made(ps.size());
+  std::vector<Status> status(ps.size());
+  if (ps.size() == 1) {
+    status[0] = CreateOne(ps[0], &made[0]);
+  } else {
+    // NCCL's initialization of several ranks of one process: one thread per rank (each blocks
+    // in ncclCommInitRank until every rank has come). The steps after it are collective too
+    // (the agreement split, the failure agreement, the grids) and run on the same threads.
+    std::vector<std::thread> threads;
+    threads.reserve(ps.size());
+    for (size_t i = 0; i < ps.size(); ++i) {
+      threads.emplace_back([&, i]() { status[i] = CreateOne(ps[i], &made[i]); });
+    }
+    for (auto& t : threads) t.join();
+  }
+  for (const Status& s : status) {
+    if (!s.ok()) return s;
+  }
   std::lock_guard<std::mutex> lock(TableMutex());
   auto& table = Table();
-  c->id = table.empty() ? 1 : table.rbegin()->first + 1;
-  *id = c->id;
-  table[c->id] = std::move(c);
+  *id = table.empty() ? 1 : table.rbegin()->first + 1;
+  for (auto& c : made) c->id = *id;
+  table[*id] = std::move(made);
   return Status();
 }
 
@@ -279,7 +306,7 @@ Status AgreeOnCall(Context& c, const std::vector<int64_t>& values,
   return Status();
 }
 
-Status FindContext(int64_t id, Context** out) {
+Status FindContext(int64_t id, int device, Context** out) {
   std::lock_guard<std::mutex> lock(TableMutex());
   auto it = Table().find(id);
   if (it == Table().end()) {
@@ -287,8 +314,18 @@ Status FindContext(int64_t id, Context** out) {
                          " does not exist in this process (contexts are created by the jaxmg "
                          "call before tracing; do not reuse compiled calls across processes)");
   }
-  *out = it->second.get();
-  return Status();
+  for (const auto& c : it->second) {
+    if (c->device == device) {
+      *out = c.get();
+      return Status();
+    }
+  }
+  return Status::Error("jaxmg GPU context " + std::to_string(id) +
+                       " was made for other devices "
+                       "of this process than GPU " +
+                       std::to_string(device) +
+                       " (the mesh of the call is not the mesh the context was made for; pass "
+                       "mesh=... explicitly)");
 }
 
 Status Context::GetPlan(layout::Symmetry symmetry, int64_t n, int64_t cols, int64_t tile, bool pad,

@@ -3,7 +3,12 @@
 // A context is one (mesh, grid shape, NCCL rank map, device): our own NCCL communicator, a
 // cuSOLVERMp handle and device grid, and a cuBLASMp handle and grid (for Gemr2D). Contexts are
 // created once, from Python, before the jitted call is built (jaxmg/_core/gpu.py) and live until
-// the process exits; the FFI handler finds its context by the id it receives as an attribute.
+// the process exits. The contexts of one process's devices of a mesh share an id (one device per
+// process under a launcher, every local GPU in a single process): the FFI handler finds its
+// context by that id, received as an attribute, and its device ordinal. XLA calls each device's
+// handler on that device's own thread; a handler touches only its own context (its
+// communicators, streams and lock), so the concurrent handlers of one call meet only in NCCL
+// collectives, which every device's handler reaches.
 //
 // Built against cuSOLVERMp 0.9.x and cuBLASMp 0.10.x (both need NCCL >= 2.29).
 #pragma once
@@ -116,8 +121,11 @@ struct ContextParams {
   int mesh_rows = 1, mesh_cols = 1, mesh_u = 0, mesh_v = 0;
 };
 
-// Creates a context (collective over the nranks processes: NCCL init). Returns its id in *id.
-Status CreateContext(const ContextParams& p, int64_t* id);
+// Creates the contexts of this process's devices of one mesh, ps[i] for its i-th device
+// (collective over the nranks devices of the mesh in all processes: NCCL init). Several devices
+// initialize on threads of their own, one per NCCL rank, as NCCL requires of one process. Returns
+// in *id the id they share; FindContext picks a device's.
+Status CreateContexts(const std::vector<ContextParams>& ps, int64_t* id);
 // values[i] = max over the context's ranks (host values); the wait for the other ranks is bounded
 // by JAXMG_CALL_TIMEOUT (then the agreement communicator is aborted and the context refuses
 // every call).
@@ -129,8 +137,8 @@ Status BoundedAllreduceMax(Context& c, int64_t* values, size_t count);
 // difference is the same error on every rank, naming the field (names[i] for values[i]).
 Status AgreeOnCall(Context& c, const std::vector<int64_t>& values,
                    const std::vector<const char*>& names);
-// The context with this id, or an error.
-Status FindContext(int64_t id, Context** out);
+// The context of GPU `device` (the CUDA ordinal) among those with this id, or an error.
+Status FindContext(int64_t id, int device, Context** out);
 
 // Mesh position (u, v) -> NCCL rank r = i * npcol + j of the engine grid position (i, j), from
 // the same plan the handlers use for routines of this symmetry (and redistribution choice).
