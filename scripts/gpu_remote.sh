@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU round trip, the part that runs ON the GPU machine (see scripts/gpu_roundtrip.sh).
 #   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single local localreadme
-#                                           localbench bench qrbench spectral sweep reliability
-#                                           launch
+#                                           localbench overhead mgbench bench qrbench spectral
+#                                           sweep reliability launch
 #                                           (default: info multi readme single bench)
 # Needs the carried .gpu/lib/libjaxmg_cuda.so and, in .gpu/wheels, the wheels of
 # nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
@@ -128,6 +128,19 @@ for stage in $STAGES; do
           --out "$OUT/${LOCAL_ROUTINE:-potrs}_${how}_h200x2.json" 2>&1 | grep -v Gloo
       done
       rm -f "$OUT"/*.png ;;
+    overhead)
+      # Per-call times of small calls (bench/overhead.py), in one process and under the launcher.
+      CUDA_VISIBLE_DEVICES=0,1 timeout 120 "$PY" bench/overhead.py "$OUT/overhead_single-process.json"
+      timeout 140 "$PY" -m jaxmg launch -n 2 --timeout 120 bench/overhead.py \
+        "$OUT/overhead_launcher.json" --launched 2>&1 | grep -v Gloo ;;
+    mgbench)
+      # cuSOLVERMg (one process, both GPUs, 1-D column block-cyclic): .gpu/bin/cusolvermg_bench,
+      # built by bench/cusolvermg/build.sh. MG_CASES of routine:n:tile.
+      for spec in ${MG_CASES:-potrf:65536:1024 syevd:16384:256 syevd:16384:1024}; do
+        IFS=: read -r routine n tile <<< "$spec"
+        CUDA_VISIBLE_DEVICES=0,1 timeout ${T_MG:-150} .gpu/bin/cusolvermg_bench "$routine" "$n" \
+          "$tile" ${MG_REPEATS:-2} 2>&1 | tee -a "$OUT/cusolvermg.jsonl"
+      done ;;
     bench)
       # Timings: potrs on both GPUs vs cho_factor + cho_solve on one (python -m jaxmg bench).
       XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_BENCH:-330} \

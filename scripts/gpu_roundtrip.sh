@@ -69,6 +69,8 @@ if [ -z "$PEER_WHEEL" ]; then
 fi
 cp "$PEER_WHEEL" .gpu/wheels/
 cp build/cuda/libjaxmg_cuda.so .gpu/lib/
+# The cuSOLVERMg benchmark (the single-process engine comparison; about 0.1 MB).
+bash bench/cusolvermg/build.sh
 # The fuzz cases of tests/test_fuzz.py, drawn here (hypothesis is not on the GPU machine).
 (cd tests && "$PY" -c "import json, test_fuzz; json.dump(test_fuzz.draw_cases(2), open('../.gpu/fuzz_cases.json', 'w'))")
 echo "[gpu] built .gpu/lib/libjaxmg_cuda.so; NEEDED:"
