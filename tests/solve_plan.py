@@ -157,6 +157,7 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
         solve(routine, "complex64", n, 4, 10)  # many right-hand sides
         plan.append((f"{routine}/inside-jit", "inside-jit", dict(routine=routine, n=n)))
         plan.append((f"{routine}/singular", "singular", dict(routine=routine, n=n)))
+    plan.append(("potrs/not-symmetric", "not-symmetric", dict(routine="potrs", n=n)))
     plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
     plan.extend(factor_plan(n, piece, tiles=(8, 5)))
     from eigh_cases import eigh_plan

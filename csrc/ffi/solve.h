@@ -12,6 +12,10 @@
 // An engine E provides, for T in float, double, complex<float>, complex<double>:
 //   const layout::Plan& plan();
 //   Status Asymmetric<T>(const void* shard, bool* out)
+//   Status CheckSymmetry<T>(const void* shard) the same check, whose verdict comes with the next
+//                                         status agreement (Potrf's): bool asymmetric(), agreed
+//                                         by every rank (the GPU engine saves two host round
+//                                         trips; the CPU engine decides at once)
 //                                         whether the matrix is not symmetric (Hermitian), from
 //                                         the shards (common/symmetry.h); agreed by every rank
 //   Status Prepare<T>(void* shard)        engine-local matrix from the shard (in place if it can)
@@ -381,6 +385,7 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
 // One element type.
 #define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                               \
   template Status Engine::Asymmetric<T>(const void*, bool*);                   \
+  template Status Engine::CheckSymmetry<T>(const void*);                       \
   template Status Engine::Prepare<T>(void*);                                   \
   template Status Engine::Potrf<T>(int*);                                      \
   template Status Engine::Getrf<T>(int*);                                      \

@@ -33,12 +33,13 @@ struct Potrs {
   static Status Factor(E& e, const SolveAttrs& attrs, const SolveIo& io, void* nan_out,
                        int64_t nan_count, bool* factored) {
     *factored = false;
-    bool rejected = false;
-    JAXMG_RETURN_IF_ERROR((RejectAsymmetric<E, T>(e, attrs, io, nan_out, nan_count, &rejected)));
-    if (rejected) return e.template LogAbsDiag<T>(2.0, false, io.logdet);
+    // The symmetry check's verdict comes with the factorization's status agreement (a matrix
+    // that is not Hermitian costs a wasted factorization, the Hermitian one no extra wait).
+    if (attrs.check_symmetry) JAXMG_RETURN_IF_ERROR(e.template CheckSymmetry<T>(io.a));
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
     JAXMG_RETURN_IF_ERROR(e.template Potrf<T>(&info));  // agreed by every rank
+    if (attrs.check_symmetry && e.asymmetric()) info = kNotSymmetric;
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(2.0, info == 0, io.logdet));
     if (info != 0) return e.template FillNan<T>(nan_out, nan_count);

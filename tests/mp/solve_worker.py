@@ -40,6 +40,7 @@ from linalg_cases import (  # noqa: E402
     inverse_failure_case,
     local_scalars,
     measure,
+    not_symmetric_case,
     rhs,
     routine_fn,
     run_named,
@@ -104,41 +105,7 @@ def case_singular(routine, n):
 
 
 def case_not_symmetric(routine, n):
-    """potrs on a matrix holding one triangle: NaN and status -1 on every rank by default; the
-    check can be turned off (then the engine reads whatever the tiles hold)."""
-    a = np.tril(spd(n, np.float64, 12))
-    b = rhs(n, 2, np.float64, 12)
-    x, logdet, status = jaxmg.potrs(
-        place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_logdet=True, return_status=True
-    )
-    per_rank = local_scalars(logdet, status)
-    # The same with donation; and a complex symmetric matrix that is not Hermitian (A = Aᵀ).
-    _, status3 = jaxmg.potrs(
-        place(a, A_SPEC), place(b, B_SPEC), T_A=4, return_status=True, donate=True
-    )
-    c = spd(n, np.float64, 12) + 0.5j * spd(n, np.float64, 13)  # c = cᵀ, not cᴴ
-    _, status4 = jaxmg.potrs(
-        place(c, A_SPEC), place(b.astype(np.complex128), B_SPEC), T_A=4, return_status=True
-    )
-    good = spd(n, np.float64, 12)
-    x2, status2 = jaxmg.potrs(
-        place(good, A_SPEC), place(b, B_SPEC), T_A=4, return_status=True, check_symmetry=False
-    )
-    rec = measure("", good, b, gather(x2), status=local_scalars(status2)[0][0])
-    rec.update(
-        x_all_nan=bool(np.all(np.isnan(gather(x)))),
-        logdet_nan_all_ranks=bool(np.all(np.isnan(np.real(per_rank[:, 0])))),
-        status_all_ranks=[int(np.real(s)) for s in per_rank[:, 1]],
-    )
-    rec["ok"] = (
-        rec["ok"]
-        and rec["x_all_nan"]
-        and rec["logdet_nan_all_ranks"]
-        and rec["status_all_ranks"] == [-1] * len(per_rank)
-        and int(np.asarray(status3.addressable_data(0))) == -1
-        and int(np.asarray(status4.addressable_data(0))) == -1
-    )
-    return rec
+    return not_symmetric_case(mesh, n)
 
 
 def case_nan_input(routine, n):

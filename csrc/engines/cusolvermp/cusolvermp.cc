@@ -94,6 +94,7 @@ Context::~Context() {
   if (agree_host) cudaFreeHost(agree_host);
   if (agree_dev) cudaFree(agree_dev);
   if (pinned) cudaFreeHost(pinned);
+  if (probe_host) cudaFreeHost(probe_host);
   if (init_stream) cudaStreamDestroy(init_stream);
   if (comm) ncclCommDestroy(comm);
 }
@@ -123,7 +124,7 @@ Status CreateLocal(const ContextParams& p, Context* c) {
                          VersionString(CUBLASMP_VERSION) + " or rebuild libjaxmg_cuda.so");
   }
   JAXMG_BLASMP(cublasMpCreate(&c->blas, c->init_stream));
-  JAXMG_CUDA(cudaMallocHost(&c->pinned, 8 * sizeof(int32_t)));
+  JAXMG_CUDA(cudaMallocHost(&c->pinned, 16 * sizeof(int32_t)));
   JAXMG_CUDA(cudaMalloc(&c->agree_dev, Context::kAgreeSlots * sizeof(int64_t)));
   JAXMG_CUDA(cudaMallocHost(&c->agree_host, Context::kAgreeSlots * sizeof(int64_t)));
   JAXMG_CUDA(cudaEventCreateWithFlags(&c->agree_end, cudaEventDisableTiming));

@@ -84,7 +84,9 @@ struct Context {
   void* dn = nullptr;                  // cusolverDnHandle_t
   void* dn_params = nullptr;           // cusolverDnParams_t
   cudaStream_t init_stream = nullptr;  // the handles' creation stream; calls use XLA's stream
-  int32_t* pinned = nullptr;           // 8 pinned ints: status, diagonal check, mesh position
+  int32_t* pinned = nullptr;   // 16 pinned ints: status, diagonal check, mesh position, agreement
+  void* probe_host = nullptr;  // pinned: the symmetry check's products (grown on demand)
+  size_t probe_host_bytes = 0;
   // Agreement of host values (AgreeOnCall, BoundedAllreduceMax) on a communicator and stream of
   // its own, never XLA's stream: a non-blocking NCCL communicator split from `comm`, whose
   // all-reduce is polled against JAXMG_CALL_TIMEOUT and aborted when a peer does not come. Calls

@@ -191,11 +191,10 @@ Status Engine::LocalHandle(const LocalBlas** lb, cublasHandle_t* handle) {
 }
 
 template <typename T>
-Status Engine::Asymmetric(const void* shard, bool* out) {
+Status Engine::SymmetryProducts(const void* shard, void** y) {
   // The shard is block (u, v) of the matrix handed, row-major: read column-major it is the
   // transpose of that block, so one gemm with op T gives its rows' parts of [A v, A u] in place
   // in the 2n vector y (common/symmetry.h).
-  StepTimer timer("Asymmetric", stream_);
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.rows.extent, sr = n / plan.mesh_rows, sc = n / plan.mesh_cols;
   const int64_t row0 = static_cast<int64_t>(ctx_.mesh_u) * sr;
@@ -227,14 +226,47 @@ Status Engine::Asymmetric(const void* shard, bool* out) {
       "cublas gemm (symmetry check)"));
   JAXMG_NCCL(ncclAllReduce(d_y, d_y, 2 * n * Scalar<T>::kParts, NcclRealOf<T>(), ncclSum, ctx_.comm,
                            stream_));
+  // (A copy from pageable memory is staged before cudaMemcpyAsync returns: `probes` may go.)
+  *y = d_y;
+  return Status();
+}
+
+template <typename T>
+Status Engine::Asymmetric(const void* shard, bool* out) {
+  StepTimer timer("Asymmetric", stream_);
+  const int64_t n = state_.plan.rows.extent;
+  void* d_y = nullptr;
+  JAXMG_RETURN_IF_ERROR(SymmetryProducts<T>(shard, &d_y));
   std::vector<T> y(static_cast<size_t>(2 * n));
-  JAXMG_CUDA(cudaMemcpyAsync(y.data(), d_y, es * 2 * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(y.data(), d_y, sizeof(T) * 2 * n, cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   int64_t differs = symmetry::Differs<T>(y.data(), n) ? 1 : 0;
   // One answer on every rank, whatever the rounding of the sum.
   JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &differs, 1));
   *out = differs != 0;
   return Small();  // the steps that report the outcome use it
+}
+
+template <typename T>
+Status Engine::CheckSymmetry(const void* shard) {
+  StepTimer timer("CheckSymmetry", stream_);
+  const int64_t n = state_.plan.rows.extent;
+  const size_t bytes = sizeof(T) * static_cast<size_t>(2 * n);
+  if (ctx_.probe_host_bytes < bytes) {
+    // Grown rarely; a copy of an earlier call (one that failed before its agreement) may still
+    // be in flight into the old buffer.
+    JAXMG_CUDA(cudaDeviceSynchronize());
+    if (ctx_.probe_host != nullptr) JAXMG_CUDA(cudaFreeHost(ctx_.probe_host));
+    ctx_.probe_host = nullptr;
+    ctx_.probe_host_bytes = 0;
+    JAXMG_CUDA(cudaMallocHost(&ctx_.probe_host, bytes));
+    ctx_.probe_host_bytes = bytes;
+  }
+  void* d_y = nullptr;
+  JAXMG_RETURN_IF_ERROR(SymmetryProducts<T>(shard, &d_y));
+  JAXMG_CUDA(cudaMemcpyAsync(ctx_.probe_host, d_y, bytes, cudaMemcpyDeviceToHost, stream_));
+  symmetry_n_ = n;
+  return Small();
 }
 
 template <typename T>
@@ -318,19 +350,31 @@ Status Engine::Agree(bool failed, int* info, int64_t diag_limit) {
   if (local == 0) local = host[3];
   // A non-finite entry anywhere in the factor (a NaN that pivoting kept off the diagonal).
   if (host[6] != kNoColumn && (local == 0 || host[6] < local)) local = host[6];
-  host[0] = local;
-  host[1] = (host[4] != ctx_.mesh_u || host[5] != ctx_.mesh_v) ? 1 : 0;
-  JAXMG_CUDA(cudaMemcpyAsync(small_, host, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-  JAXMG_NCCL(ncclAllReduce(small_, small_, 2, ncclInt32, ncclMax, ctx_.comm, stream_));
-  JAXMG_CUDA(cudaMemcpyAsync(host, small_, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  // Agreed (max) in one all-reduce: the status, the position check (1 when this shard's
+  // position is not the context's) and a pending symmetry check's verdict.
+  int32_t* agreed = host + 8;
+  agreed[0] = local;
+  agreed[1] = (host[4] != ctx_.mesh_u || host[5] != ctx_.mesh_v) ? 1 : 0;
+  agreed[2] = 0;
+  const bool symmetry = symmetry_n_ > 0;
+  if (symmetry) {  // its products reached the host before the synchronization above
+    agreed[2] = symmetry::Differs<T>(static_cast<const T*>(ctx_.probe_host), symmetry_n_) ? 1 : 0;
+    symmetry_n_ = 0;
+  }
+  JAXMG_CUDA(
+      cudaMemcpyAsync(small_ + 10, agreed, 3 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  JAXMG_NCCL(ncclAllReduce(small_ + 10, small_ + 10, 3, ncclInt32, ncclMax, ctx_.comm, stream_));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(agreed, small_ + 10, 3 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  if (host[1] != 0) {  // the same branch on every rank
+  if (agreed[1] != 0) {  // the same branch on every rank
     return Status::Error(
         "jaxmg GPU context was made for another placement of the mesh's devices than this call's "
         "(a mesh whose device order differs from jax.make_mesh's, seen only as an abstract mesh "
         "inside jit): pass mesh=... (the concrete mesh) to the jaxmg call");
   }
-  *info = host[0];
+  if (symmetry) asymmetric_ = agreed[2] != 0;
+  *info = agreed[0];
   return Status();
 }
 

@@ -49,6 +49,11 @@ class Engine {
 
   template <typename T>
   Status Asymmetric(const void* shard, bool* out);
+  // Asymmetric's products and sum, queued; the host compares at the next Agree (one all-reduce
+  // with the status), which sets asymmetric().
+  template <typename T>
+  Status CheckSymmetry(const void* shard);
+  bool asymmetric() const { return asymmetric_; }
   template <typename T>
   Status Prepare(void* shard);
   template <typename T>
@@ -165,6 +170,10 @@ class Engine {
   // global diagonal below diag_limit (-1: all of it; 0: none).
   template <typename T>
   Status Agree(bool failed, int* info, int64_t diag_limit = -1);
+  // The symmetry check's products [A v, A u] of this shard, summed over the ranks into the 2n
+  // device vector *y (common/symmetry.h), on the stream.
+  template <typename T>
+  Status SymmetryProducts(const void* shard, void** y);
 
   Context& ctx_;
   const PlanState& state_;
@@ -190,7 +199,9 @@ class Engine {
   void* square_ = nullptr;    // n x n: Vᴴ of an SVD, H of a polar decomposition
   Descriptor desc_square_;
   int64_t square_rows_ = 0;
-  bool own_lu_ = false;  // the factors come from Lu1D, with its pivots in own_pivots_
+  bool own_lu_ = false;     // the factors come from Lu1D, with its pivots in own_pivots_
+  int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
+  bool asymmetric_ = false;
   std::vector<int64_t> own_pivots_;
 };
 

@@ -24,6 +24,12 @@ class Engine {
 
   template <typename T>
   Status Asymmetric(const void* shard, bool* out);
+  // Asymmetric, decided at once (agreed); asymmetric() gives the verdict.
+  template <typename T>
+  Status CheckSymmetry(const void* shard) {
+    return Asymmetric<T>(shard, &asymmetric_);
+  }
+  bool asymmetric() const { return asymmetric_; }
   template <typename T>
   Status Prepare(void* shard);
   template <typename T>
@@ -84,6 +90,7 @@ class Engine {
   Status Finish(const Status& result);
 
  private:
+  bool asymmetric_ = false;
   template <typename T>
   Status Agree(int* info);
   // The status of a QR factorization held: 1 + the first column with a non-finite entry or,
