@@ -395,6 +395,7 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool);          \
   template Status Engine::RhsOut<T>(void*, Axis, bool);                        \
   template Status Engine::Identity<T>();                                       \
+  template Status Engine::CholeskyInverse<T>();                                \
   template Status Engine::InverseOut<T>(void*);                                \
   template Status Engine::FactorOut<T>(void*, int64_t);                        \
   template Status Engine::Adopt<T>(const void*, int64_t);                      \

@@ -1,10 +1,11 @@
 // potri: the inverse of a symmetric (Hermitian) positive-definite matrix, in the matrix's own
 // sharding (the result aliases `a`), with log det A.
 //
-// After the Cholesky factorization the engine solves B Y = I with the identity distributed like
-// B (never gathered), then writes Y back into the shards in the JAX layout. B = Π conj(A) Πᵀ
-// (potrs.h), so Y = Π conj(A)⁻¹ Πᵀ, and conj(A⁻¹) read column-major is A⁻¹ (Hermitian) read
-// row-major: InverseOut undoes the relabeling (or redistribution) and nothing else.
+// After the Cholesky factorization B = L Lᴴ the engine forms Y = B⁻¹ distributed like B (never
+// gathered; CholeskyInverse: on GPUs W = L⁻¹ and Y = Wᴴ W by blocks that skip W's zero
+// triangle, on CPUs the solve B Y = I), then writes Y back into the shards in the JAX layout. B = Π
+// conj(A) Πᵀ (potrs.h), so Y = Π conj(A)⁻¹ Πᵀ, and conj(A⁻¹) read column-major is A⁻¹ (Hermitian)
+// read row-major: InverseOut undoes the relabeling (or redistribution) and nothing else.
 #pragma once
 
 #include "ffi/solve.h"
@@ -20,8 +21,7 @@ struct Potri {
     bool factored = false;
     JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a, io.a_count, &factored)));
     if (!factored) return Status();
-    JAXMG_RETURN_IF_ERROR(e.template Identity<T>());
-    JAXMG_RETURN_IF_ERROR(e.template Potrs<T>());
+    JAXMG_RETURN_IF_ERROR(e.template CholeskyInverse<T>());
     return e.template InverseOut<T>(io.a);
   }
 };

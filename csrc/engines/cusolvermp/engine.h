@@ -56,6 +56,9 @@ class Engine {
   bool asymmetric() const { return asymmetric_; }
   template <typename T>
   Status Prepare(void* shard);
+  // After Potrf (B = L Lᴴ): the right-hand side := B⁻¹ = Wᴴ W with W = L⁻¹, for InverseOut.
+  template <typename T>
+  Status CholeskyInverse();
   template <typename T>
   Status Potrf(int* info);
   template <typename T>

@@ -32,6 +32,12 @@ class Engine {
   bool asymmetric() const { return asymmetric_; }
   template <typename T>
   Status Prepare(void* shard);
+  // After Potrf: the right-hand side := B⁻¹ (the solve with the identity), for InverseOut.
+  template <typename T>
+  Status CholeskyInverse() {
+    JAXMG_RETURN_IF_ERROR(Identity<T>());
+    return Potrs<T>();
+  }
   template <typename T>
   Status Potrf(int* info);
   template <typename T>
