@@ -37,9 +37,11 @@ def test_inverse_and_eigensolver_gradients(tmp_path, mesh):
     (Up and H), qr (Q and R), least_squares (a matrix and a vector b), matmul, eigh(a, b)
     (with and without vectors, A and B moving), and solves and
     log-determinants with kept Cholesky and LU factors; float64 and complex128, a tile that
-    pads and the automatic one; second derivatives of inv and potri."""
+    pads and the automatic one; second derivatives of inv and potri; and, for inv, potri,
+    syevd (with and without vectors), eigh(a, b) and matmul, whose rules take the engine's
+    products, no XLA collective of matrix size in the compiled gradient."""
     out = run_cases(mesh[0] * mesh[1], MATRIX_WORKER, [str(mesh[0]), str(mesh[1])], tmp_path, 900)
-    assert len(out["records"]) == 53
+    assert len(out["records"]) == 65
     for r in out["records"]:
         assert "error" not in r, f"{r['case']}: {r['error']}\n{r.get('trace', '')}"
         assert r["ok"], r

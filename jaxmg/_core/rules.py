@@ -23,6 +23,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import placement as _mesh
+from jaxmg._core import product as _product
 from jaxmg._core import routine as _routine
 
 
@@ -237,6 +238,14 @@ def product(placement, m1, m2, spec=None):
     return _mesh.constrain(jnp.matmul(m1, m2), mesh, spec)
 
 
+def engine_product(placement, m1, m2, adjoint_1=False, adjoint_2=False):
+    """op(m1) op(m2) for two N x N matrices sharded like a, by the engine (p?gemm, cuBLASMp's
+    Gemm; jaxmg/_core/product.py): no XLA collective, nothing gathered; differentiable and
+    transposable to any order. op(m) = mᴴ when adjoint_m (not both)."""
+    opts = options(mesh=placement.mesh, matrix_specs=placement.matrix_spec)
+    return _product.product(m1, m2, adjoint_1, adjoint_2, opts=opts)
+
+
 def adjoint(placement, m, spec=None):
     """mᴴ (mᵀ for real m) placed with `spec` (default: a's matrix spec): a distributed
     transpose (XLA's all-to-all)."""
@@ -263,18 +272,22 @@ def place(placement, m):
 def eigen_tangent(placement, w, v, da, db=None):
     """(dw, dV) of A V = B V diag(w), Vᴴ B V = I (B = I without db): with C = Vᴴ dA V and
     D = Vᴴ dB V, dw = Re diag(C) − w Re diag(D) and dV = V M, M_ij = (C_ij − w_j D_ij) /
-    (w_j − w_i) off the diagonal, M_ii = −D_ii / 2. XLA's products of the distributed matrices."""
+    (w_j − w_i) off the diagonal, M_ii = −D_ii / 2. The products are the engine's
+    (`engine_product`); the rest is elementwise or a sum over rows."""
     pl = placement
-    vh = adjoint(pl, v)
-    c = product(pl, vh, product(pl, da, v))
+
+    def sandwich(m):  # Vᴴ m V
+        return engine_product(pl, v, engine_product(pl, m, v), adjoint_1=True)
+
+    c = sandwich(da)
     n = w.shape[0]
     eye = jnp.eye(n, dtype=w.dtype)
     f = place(pl, 1 / (eye + w[None, :] - w[:, None]) - eye).astype(c.dtype)  # 1 / (w_j − w_i)
     dw = jnp.real(diagonal(pl, c))
     if db is None:
-        return dw.astype(w.dtype), product(pl, v, f * c)
-    d = product(pl, vh, product(pl, db, v))
+        return dw.astype(w.dtype), engine_product(pl, v, f * c)
+    d = sandwich(db)
     dw = dw - w * jnp.real(diagonal(pl, d))
     w_row = place(pl, jnp.broadcast_to(w[None, :], (n, n))).astype(c.dtype)
     m = f * (c - w_row * d) - 0.5 * place(pl, eye).astype(c.dtype) * d
-    return dw.astype(w.dtype), product(pl, v, m)
+    return dw.astype(w.dtype), engine_product(pl, v, m)

@@ -69,7 +69,8 @@ def inv(
       device.
 
     Differentiation (forward and reverse mode, any order): d(A⁻¹) = −A⁻¹ dA A⁻¹ and
-    d log |det A| = Re tr(A⁻¹ dA), with XLA's products of the distributed matrices.
+    d log |det A| = Re tr(A⁻¹ dA), with the engine's distributed products (no XLA collective;
+    the log-determinant's derivative takes XLA's distributed transpose of A⁻¹).
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
@@ -89,7 +90,9 @@ def _primal(opts, donate, a):
 
 def _tangent(opts, placement, primals, out, tangents):
     (da,), (x, logdet, _) = tangents, out
-    dx = -_rules.product(placement, _rules.product(placement, x, da), x)
+    # The products are the engine's; log |det A|'s tr(X dA) = Σ Xᵀ ⊙ dA takes XLA's
+    # distributed transpose of X (only where the log-determinant's derivative is used).
+    dx = -_rules.engine_product(placement, _rules.engine_product(placement, x, da), x)
     dlogdet = jnp.real(jnp.sum(_rules.transpose(placement, x) * da)).astype(logdet.dtype)
     return dx, dlogdet, _rules.float0()
 

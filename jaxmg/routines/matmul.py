@@ -48,7 +48,7 @@ def matmul(
     product (ScaLAPACK's p?gemm, cuBLASMp's Gemm): op(X) = Xᴴ with adjoint_x (Xᵀ for real
     types), X otherwise; not both adjoints. The matrices are copied into the engine's tiles;
     nothing is gathered and no XLA collective runs. The derivative rules of jaxmg's inverses
-    and eigensolvers use it.
+    and eigensolvers use it (jaxmg/_core/product.py).
 
     Args:
       a, b: (N, N) arrays of one dtype (float32, float64, complex64, complex128), sharded alike
@@ -58,8 +58,8 @@ def matmul(
         a's buffer).
 
     Returns:
-      C (N, N) in a's sharding. Differentiable (forward and reverse mode, XLA's products in the
-      rule).
+      C (N, N) in a's sharding. Differentiable (forward and reverse mode, any order; the rule's
+      products are the engine's).
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs or meshes, before any work.
@@ -74,19 +74,20 @@ def matmul(
     return _DIFFERENTIABLE[(bool(adjoint_a), bool(adjoint_b))](opts, bool(donate), a, b)[0]
 
 
+def engine_product(a, b, adjoint_a, adjoint_b, opts):
+    """op(a) op(b) by the engine, for the derivative rules (jaxmg/_core/product.py)."""
+    return _routine.call(_VARIANTS[(adjoint_a, adjoint_b)], a, b, **opts.kwargs()).matrix
+
+
 def _primal(ops, opts, donate, a, b):
     return (_routine.call(_VARIANTS[ops], a, b, donate=donate, **opts.kwargs()).matrix,)
 
 
 def _tangent(ops, opts, pl, primals, out, tangents):
-    """d(op(A) op(B)) = op(dA) op(B) + op(A) op(dB), XLA's products."""
+    """d(op(A) op(B)) = op(dA) op(B) + op(A) op(dB), the engine's products."""
     (a, b), (da, db) = primals, tangents
-
-    def op(m, adjoint):
-        return _rules.adjoint(pl, m) if adjoint else m
-
-    dc = _rules.product(pl, op(da, ops[0]), op(b, ops[1]))
-    return (dc + _rules.product(pl, op(a, ops[0]), op(db, ops[1])),)
+    dc = _rules.engine_product(pl, da, b, *ops) + _rules.engine_product(pl, a, db, *ops)
+    return (dc,)
 
 
 _DIFFERENTIABLE = {

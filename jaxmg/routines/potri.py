@@ -45,8 +45,8 @@ def potri(
       return_logdet: also return log det A, from the same factorization.
 
     Differentiation (forward and reverse mode, any order, for Hermitian tangents):
-    d(A⁻¹) = −A⁻¹ dA A⁻¹ and d log det A = Re tr(A⁻¹ dA), with XLA's products of the
-    distributed matrices.
+    d(A⁻¹) = −A⁻¹ dA A⁻¹ and d log det A = Re tr(A⁻¹ dA), with the engine's distributed
+    products (no XLA collective of matrix size).
 
     Returns:
       The inverse (a's shape, dtype and sharding); with return_logdet and/or return_status,
@@ -77,7 +77,7 @@ def _primal(opts, donate, a):
 def _tangent(opts, placement, primals, out, tangents):
     # tr(X dA) = Σ Xᵀ ⊙ dA, and Xᵀ = conj(X) for the Hermitian inverse X.
     (da,), (x, logdet, _) = tangents, out
-    dx = -_rules.product(placement, _rules.product(placement, x, da), x)
+    dx = -_rules.engine_product(placement, _rules.engine_product(placement, x, da), x)
     dlogdet = jnp.real(jnp.sum(jnp.conj(x) * da)).astype(logdet.dtype)
     return dx, dlogdet, _rules.float0()
 

@@ -63,11 +63,12 @@ def syevd(
       on every device.
 
     Differentiation (forward and reverse mode, for Hermitian tangents): dw = Re diag(Vᴴ dA V)
-    and dV = V (F ∘ Vᴴ dA V), F_ij = 1 / (w_j − w_i), with XLA's products of the distributed
-    matrices (the values-only path computes V for its derivative). As for any eigensolver, the
-    eigenvectors' derivative is defined only for distinct eigenvalues (F is infinite for a
-    repeated one; losses that depend on an eigenvector only through its eigenspace, or on the
-    eigenvalues alone, are fine), and a loss of V must not depend on each eigenvector's phase.
+    and dV = V (F ∘ Vᴴ dA V), F_ij = 1 / (w_j − w_i), with the engine's distributed products, no
+    XLA collective of matrix size (the values-only path computes V for its derivative). As for
+    any eigensolver, the eigenvectors' derivative is defined only for distinct eigenvalues (F is
+    infinite for a repeated one; losses that depend on an eigenvector only through its
+    eigenspace, or on the eigenvalues alone, are fine), and a loss of V must not depend on each
+    eigenvector's phase.
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.

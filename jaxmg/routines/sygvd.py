@@ -59,7 +59,7 @@ def eigh(
     Differentiation (forward and reverse mode, Hermitian tangents of a and b), with
     C = Vᴴ dA V and D = Vᴴ dB V: dw = Re diag(C) − w Re diag(D), dV = V M with
     M_ij = (C_ij − w_j D_ij) / (w_j − w_i) and M_ii = −D_ii / 2 (distinct eigenvalues; a loss
-    must not depend on each eigenvector's phase); XLA's products of the distributed matrices.
+    must not depend on each eigenvector's phase); the engine's distributed products.
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.

@@ -9,6 +9,7 @@ Usage: mpirun -n P python grad_matrix_worker.py ROWS COLS OUT.json
 
 import functools
 import json
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -164,11 +165,81 @@ CASES += [
     for tile in (5, None)
 ]
 
+# The compiled gradients of the routines whose rules take the engine's products hold no XLA
+# collective of matrix size (losses made of elementwise operations and sums only).
+COLLECTIVE = re.compile(
+    r"= \w+\[([\d,]*)\]\{[^}]*\} (all-gather|all-reduce|all-to-all|"
+    r"collective-permute|reduce-scatter)"
+)
+
+
+@functools.partial(jax.jit, static_argnums=(4, 5))
+def elementwise_loss(theta, a0, s1, w, routine, tile):
+    a = a0 + theta[0] * s1
+    if routine == "inv":
+        return jnp.real(jnp.sum(w * jaxmg.inv(a, T_A=tile)))
+    if routine == "potri":
+        x, logdet = jaxmg.potri(a, T_A=tile, return_logdet=True)
+        return jnp.real(jnp.sum(w * x)) + logdet
+    if routine == "matmul":
+        return jnp.real(jnp.sum(jaxmg.matmul(a, w, adjoint_a=True, T_A=tile) * jnp.conj(a)))
+    if routine == "eigvalsh":
+        return jnp.sum(jnp.arange(1.0, N + 1) * jaxmg.syevd(a, T_A=tile, return_eigenvectors=False))
+    if routine == "eigh-ab":  # w: positive definite
+        ev, v = jaxmg.eigh(a, w + theta[0] * s1 * 0, T_A=tile)
+        return jnp.sum(jnp.sin(ev)) + jnp.sum(jnp.real(w) * jnp.abs(v) ** 2)
+    ev, v = jaxmg.syevd(a, T_A=tile)  # |V|²: phase-invariant
+    return jnp.sum(jnp.sin(ev)) + jnp.sum(jnp.real(w) * jnp.abs(v) ** 2)
+
+
+def collective_case(routine, dtype_name, tile):
+    dtype = np.dtype(dtype_name).type
+    hermitian = routine != "inv" and routine != "matmul"
+    a0 = spd(N, dtype, 1) if hermitian else signed_general(N, dtype, 1)
+    if routine in ("syevd", "eigvalsh", "eigh-ab"):
+        a0 = a0 / np.linalg.norm(a0, 2)
+    s1, _ = directions(N, dtype, 3, hermitian=hermitian)
+    w = np.random.default_rng(9).standard_normal((N, N)).astype(dtype)
+    if routine == "eigh-ab":
+        w = (np.eye(N) + (w @ w.conj().T) / N).astype(dtype)
+    arrays = [place(m, mesh, A_SPEC) for m in (a0, 0.1 * s1, w)]
+    theta = np.array([0.01])
+    if routine not in ("syevd", "eigh-ab"):  # (|V|² is badly conditioned for finite differences;
+        # those rules' values are checked by the cases above)
+        check_grads(
+            lambda t: elementwise_loss(t, *arrays, routine, tile),
+            (theta,),
+            order=1,
+            modes=("fwd", "rev"),
+            atol=1e-6,
+            rtol=1e-6,
+            eps=1e-5,
+        )
+    grad_fn = jax.jit(jax.grad(elementwise_loss), static_argnums=(4, 5))
+    hlo = grad_fn.lower(theta, *arrays, routine, tile).compile().as_text()
+    sizes = [
+        int(np.prod([int(d) for d in m.group(1).split(",") if d])) for m in COLLECTIVE.finditer(hlo)
+    ]
+    shard = (N // rows) * (N // cols)
+    return dict(
+        largest_collective=max(sizes, default=0), shard=shard, ok=max(sizes, default=0) < shard
+    )
+
+
+CASES += [
+    (f"{routine}-collectives", dtype_name, 5, 1)
+    for routine in ("inv", "potri", "syevd", "eigvalsh", "eigh-ab", "matmul")
+    for dtype_name in ("float64", "complex128")
+]
+
 records = []
 for routine, dtype_name, tile, order in CASES:
     name = f"{routine}-grad/{dtype_name}/T{tile}" + (f"/order{order}" if order > 1 else "")
     try:
-        rec = case(routine, dtype_name, tile, order)
+        if routine.endswith("-collectives"):
+            rec = collective_case(routine.removesuffix("-collectives"), dtype_name, tile)
+        else:
+            rec = case(routine, dtype_name, tile, order)
     except Exception as e:  # noqa: BLE001 - recorded, asserted by the test
         rec = dict(
             ok=False, error=f"{type(e).__name__}: {e}"[:2000], trace=traceback.format_exc()[-3000:]
