@@ -253,6 +253,13 @@ def adjoint(placement, m, spec=None):
     return _mesh.constrain(mh, placement.mesh, placement.matrix_spec if spec is None else spec)
 
 
+def free_transpose_spec(placement):
+    """The spec of mᴴ for m in a's matrix spec that moves nothing: its rows over a's column
+    axis and its columns over a's row axis (for a tall M x N factor, whose adjoint in a's own
+    spec would be an all-to-all of the whole factor)."""
+    return P(placement.col_axis, placement.row_axis)
+
+
 def transpose(placement, m):
     """mᵀ (not conjugated) in a's matrix spec: a distributed transpose."""
     return _mesh.constrain(m.T, placement.mesh, placement.matrix_spec)

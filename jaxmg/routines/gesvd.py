@@ -182,7 +182,8 @@ def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents
         u, s, vh, _ = _DIFFERENTIABLE[(True, True)](opts, False, a)
     pl = placement
     v = _rules.adjoint(pl, vh)
-    ds_mat = _rules.product(pl, _rules.adjoint(pl, u), _rules.product(pl, da, v))
+    uh = _rules.adjoint(pl, u, _rules.free_transpose_spec(pl))  # (moves nothing)
+    ds_mat = _rules.product(pl, uh, _rules.product(pl, da, v))
     ds = jnp.real(_rules.diagonal(pl, ds_mat)).astype(s.dtype)
     grads = (ds,)
     if compute_u or compute_vh:
@@ -203,7 +204,7 @@ def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents
             du = _rules.product(pl, u, inner)
             if a.shape[0] > n:
                 dav = _rules.product(pl, da, v)
-                proj = dav - _rules.product(pl, u, _rules.product(pl, _rules.adjoint(pl, u), dav))
+                proj = dav - _rules.product(pl, u, _rules.product(pl, uh, dav))
                 du = du + proj * _rules.place(pl, jnp.broadcast_to(s_inv[None, :], a.shape))
             grads = (du.astype(dtype),) + grads
         if compute_vh:

@@ -100,7 +100,8 @@ def _tangent(compute_h, opts, placement, primals, out, tangents):
     w, s, vh = _gesvd.gesvd(a, **opts.kwargs())
     v = _rules.adjoint(pl, vh)
     n, dtype = s.shape[0], a.dtype
-    k = _rules.product(pl, _rules.adjoint(pl, w), _rules.product(pl, da, v))
+    wh = _rules.adjoint(pl, w, _rules.free_transpose_spec(pl))  # (moves nothing)
+    k = _rules.product(pl, wh, _rules.product(pl, da, v))
     row = _rules.place(pl, jnp.broadcast_to(s[None, :], (n, n)))  # s_j
     col = _rules.place(pl, jnp.broadcast_to(s[:, None], (n, n)))  # s_i
     total = row + col
@@ -110,7 +111,7 @@ def _tangent(compute_h, opts, placement, primals, out, tangents):
     if a.shape[0] > n:
         s_inv = jnp.where(s == 0, 0, 1 / jnp.where(s == 0, 1, s))
         dav = _rules.product(pl, da, v)
-        proj = dav - _rules.product(pl, w, _rules.product(pl, _rules.adjoint(pl, w), dav))
+        proj = dav - _rules.product(pl, w, _rules.product(pl, wh, dav))
         scaled = proj * _rules.place(pl, jnp.broadcast_to(s_inv[None, :], a.shape)).astype(dtype)
         dup = dup + _rules.product(pl, scaled, vh)
     grads = (dup.astype(dtype),)

@@ -94,10 +94,19 @@ def _place_r(m, user, n):
 
 
 def _right_solve(pl, r, m):
-    """m R⁻¹ for the upper triangular R (replicated for XLA's triangular solve: N x N)."""
+    """m R⁻¹ for the upper triangular R (replicated: N x N), each device its own rows of m (a
+    shard_map, so that the transpose stays local too: XLA's partitioning of the triangular
+    solve's transpose gathered the whole of m)."""
+    rows = P(pl.row_axis, None)
     r = _mesh.constrain(r, pl.mesh, P())
-    m = _mesh.constrain(m, pl.mesh, P(pl.row_axis, None))
-    return jax.lax.linalg.triangular_solve(r, m, left_side=False, lower=False)
+    m = _mesh.constrain(m, pl.mesh, rows)
+    solve = jax.shard_map(
+        lambda r, m: jax.lax.linalg.triangular_solve(r, m, left_side=False, lower=False),
+        mesh=pl.mesh,
+        in_specs=(P(), rows),
+        out_specs=rows,
+    )
+    return solve(r, m)
 
 
 def _qr_tangent(opts, pl, primals, out, tangents):
@@ -107,7 +116,7 @@ def _qr_tangent(opts, pl, primals, out, tangents):
     n = r.shape[0]
     rep = P()
     da_rinv = _mesh.constrain(_right_solve(pl, r, da), pl.mesh, pl.matrix_spec)
-    c = _rules.product(pl, _rules.adjoint(pl, q, rep), da_rinv, rep)
+    c = _rules.product(pl, _rules.adjoint(pl, q, _rules.free_transpose_spec(pl)), da_rinv, rep)
     lower = jnp.tril(c, -1)
     omega = lower - jnp.conj(lower.T)
     omega = omega + jnp.eye(n, dtype=c.dtype) * (c - jnp.real(c).astype(c.dtype))
