@@ -246,6 +246,25 @@ def engine_product(placement, m1, m2, adjoint_1=False, adjoint_2=False):
     return _product.product(m1, m2, adjoint_1, adjoint_2, opts=opts)
 
 
+def factor_product(placement, m1, m2, adjoint_1=False, adjoint_2=False):
+    """op(m1) op(m2) for the factors of a (M x N, M >= N) and N x N matrices in a's matrix
+    spec: the engine's product when a is square (`engine_product`, nothing moves through
+    XLA), else XLA's, with a tall factor's adjoint taken in the spec that moves nothing
+    (`free_transpose_spec`): a product Uᴴ X then sums N x N partial products over the rows, the
+    largest collective."""
+    if m1.shape[0] == m1.shape[1] and m2.shape[0] == m2.shape[1] and m1.shape == m2.shape:
+        if not (adjoint_1 and adjoint_2):
+            return engine_product(placement, m1, m2, adjoint_1, adjoint_2)
+
+    def op(m, adjoint_m):
+        if not adjoint_m:
+            return m
+        tall = m.shape[0] > m.shape[1]
+        return adjoint(placement, m, free_transpose_spec(placement) if tall else None)
+
+    return product(placement, op(m1, adjoint_1), op(m2, adjoint_2))
+
+
 def adjoint(placement, m, spec=None):
     """mᴴ (mᵀ for real m) placed with `spec` (default: a's matrix spec): a distributed
     transpose (XLA's all-to-all)."""

@@ -181,9 +181,12 @@ def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents
     else:  # the derivative needs both
         u, s, vh, _ = _DIFFERENTIABLE[(True, True)](opts, False, a)
     pl = placement
-    v = _rules.adjoint(pl, vh)
-    uh = _rules.adjoint(pl, u, _rules.free_transpose_spec(pl))  # (moves nothing)
-    ds_mat = _rules.product(pl, uh, _rules.product(pl, da, v))
+
+    def mm(x, y, ax=False, ay=False):  # the engine's product for a square a (factor_product)
+        return _rules.factor_product(pl, x, y, ax, ay)
+
+    dav = mm(da, vh, ay=True)  # dA V
+    ds_mat = mm(u, dav, ax=True)
     ds = jnp.real(_rules.diagonal(pl, ds_mat)).astype(s.dtype)
     grads = (ds,)
     if compute_u or compute_vh:
@@ -201,15 +204,15 @@ def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents
         ds_h = _rules.adjoint(pl, ds_mat)
         if compute_u:
             inner = f * (dss + _rules.adjoint(pl, dss)) + 0.5 * (ds_mat - ds_h) * inv_diag
-            du = _rules.product(pl, u, inner)
+            du = mm(u, inner)
             if a.shape[0] > n:
-                dav = _rules.product(pl, da, v)
-                proj = dav - _rules.product(pl, u, _rules.product(pl, uh, dav))
+                proj = dav - mm(u, mm(u, dav, ax=True))
                 du = du + proj * _rules.place(pl, jnp.broadcast_to(s_inv[None, :], a.shape))
             grads = (du.astype(dtype),) + grads
         if compute_vh:
-            dv = _rules.product(pl, v, f * (sds + _rules.adjoint(pl, sds)))
-            grads = grads + (_rules.adjoint(pl, dv),)
+            # dVh = (V X)ᴴ = Xᴴ Vh for X = F ∘ (S dS + dSᴴ S)
+            x = f * (sds + _rules.adjoint(pl, sds))
+            grads = grads + (mm(x, vh, ax=True),)
     return grads + (_rules.float0(),)
 
 

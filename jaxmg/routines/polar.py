@@ -98,26 +98,28 @@ def _tangent(compute_h, opts, placement, primals, out, tangents):
     (a,), (da,) = primals, tangents
     pl = placement
     w, s, vh = _gesvd.gesvd(a, **opts.kwargs())
-    v = _rules.adjoint(pl, vh)
     n, dtype = s.shape[0], a.dtype
-    wh = _rules.adjoint(pl, w, _rules.free_transpose_spec(pl))  # (moves nothing)
-    k = _rules.product(pl, wh, _rules.product(pl, da, v))
+
+    def mm(x, y, ax=False, ay=False):  # the engine's product for a square a (factor_product)
+        return _rules.factor_product(pl, x, y, ax, ay)
+
+    dav = mm(da, vh, ay=True)  # dA V
+    k = mm(w, dav, ax=True)
     row = _rules.place(pl, jnp.broadcast_to(s[None, :], (n, n)))  # s_j
     col = _rules.place(pl, jnp.broadcast_to(s[:, None], (n, n)))  # s_i
     total = row + col
     safe = jnp.where(total == 0, 1, total)
     omega = jnp.where(total == 0, 0, (k - _rules.adjoint(pl, k)) / safe.astype(dtype))
-    dup = _rules.product(pl, w, _rules.product(pl, omega, vh))
+    dup = mm(w, mm(omega, vh))
     if a.shape[0] > n:
         s_inv = jnp.where(s == 0, 0, 1 / jnp.where(s == 0, 1, s))
-        dav = _rules.product(pl, da, v)
-        proj = dav - _rules.product(pl, w, _rules.product(pl, wh, dav))
+        proj = dav - mm(w, mm(w, dav, ax=True))
         scaled = proj * _rules.place(pl, jnp.broadcast_to(s_inv[None, :], a.shape)).astype(dtype)
-        dup = dup + _rules.product(pl, scaled, vh)
+        dup = dup + mm(scaled, vh)
     grads = (dup.astype(dtype),)
     if compute_h:
         dh_inner = k - omega * row.astype(dtype)
-        dh = _rules.product(pl, v, _rules.product(pl, dh_inner, vh))
+        dh = mm(vh, mm(dh_inner, vh), ax=True)  # V (K − Ω S) Vᴴ
         grads += (dh.astype(dtype),)
     return grads + (_rules.float0(),)
 

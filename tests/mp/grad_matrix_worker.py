@@ -100,6 +100,11 @@ def case(routine, dtype_name, tile, order=1):
     a0 = spd(N, dtype, 1) if hermitian else signed_general(N, dtype, 1)
     if routine in ("gesvd", "gesvd-values", "polar", "qr", "lstsq", "lstsq-vector"):  # 2N x N
         return _tall_case(routine, dtype, tile, order)
+    if routine.endswith("-square"):  # gesvd, polar of an N x N matrix: the engine's products
+        s1, s2 = directions(N, dtype, 3, hermitian=False)
+        w = np.random.default_rng(9).standard_normal((N, N)).astype(dtype)
+        arrays = [place(m, mesh, A_SPEC) for m in (a0, s1 * 0.1, s2 * 0.1, w)]
+        return _check(arrays, routine.removesuffix("-square"), tile, order)
     if routine in ("syevd", "eigvalsh", "eigh-ab", "eigh-ab-values"):
         a0 = a0 / np.linalg.norm(a0, 2)  # eigenvalues of order 1, well separated on average
     s1, s2 = directions(N, dtype, 3, hermitian=hermitian)
@@ -153,6 +158,11 @@ CASES += [
     for tile in (5, None)
 ] + [("lstsq-vector", "float64", 5, 1)]
 CASES += [("matmul", dtype_name, 5, 1) for dtype_name in ("float64", "complex128")]
+CASES += [
+    (f"{routine}-square", dtype_name, 5, 1)
+    for routine in ("gesvd", "polar")
+    for dtype_name in ("float64", "complex128")
+]
 CASES += [
     (routine, dtype_name, 5, 1)
     for routine in ("eigh-ab", "eigh-ab-values")
@@ -245,17 +255,19 @@ def tall_elementwise_loss(a, b, w, routine, tile):
     return jnp.real(jnp.sum(w * up)) + jnp.real(jnp.sum(jnp.sin(h)))
 
 
-def tall_collective_case(routine, dtype_name, tile):
-    """The routines with M x N factors (M = 2N): the compiled gradient's XLA collectives are at
-    most of the N x N factors' size (R, Vh, H), never of the matrix's."""
+def tall_collective_case(routine, dtype_name, tile, m=2 * N):
+    """The routines with M x N factors: for M = 2N the compiled gradient's XLA collectives are
+    at most of the N x N factors' size (R, Vh, H), never of the matrix's; for a square matrix
+    (the engine's products; gesvd and polar) at most one shard (the distributed transposes of
+    N x N tangents)."""
     dtype = np.dtype(dtype_name).type
     rng = np.random.default_rng(4)
-    a = rng.standard_normal((2 * N, N)) + (
-        1j * rng.standard_normal((2 * N, N)) if dtype_name.startswith("complex") else 0
+    a = rng.standard_normal((m, N)) + (
+        1j * rng.standard_normal((m, N)) if dtype_name.startswith("complex") else 0
     )
-    w = rng.standard_normal((2 * N, N))
-    b = rng.standard_normal((2 * N, 3))
-    a, w = (place(m.astype(dtype), mesh, A_SPEC) for m in (a, w))
+    w = rng.standard_normal((m, N))
+    b = rng.standard_normal((m, 3))
+    a, w = (place(x.astype(dtype), mesh, A_SPEC) for x in (a, w))
     b = place(b.astype(dtype), mesh, B_SPEC)
     grad_fn = jax.jit(jax.grad(tall_elementwise_loss, argnums=(0, 1)), static_argnums=(3, 4))
     hlo = grad_fn.lower(a, b, w, routine, tile).compile().as_text()
@@ -263,13 +275,14 @@ def tall_collective_case(routine, dtype_name, tile):
         int(np.prod([int(d) for d in m.group(1).split(",") if d])) for m in COLLECTIVE.finditer(hlo)
     ]
     largest = max(sizes, default=0)
-    return dict(largest_collective=largest, factor=N * N, matrix=2 * N * N, ok=largest <= N * N)
+    limit = N * N if m > N else (N // rows) * (N // cols)
+    return dict(largest_collective=largest, limit=limit, matrix=m * N, ok=largest <= limit)
 
 
 CASES += [
     (f"{routine}-collectives", dtype_name, 5, 1)
     for routine in ("inv", "potri", "syevd", "eigvalsh", "eigh-ab", "matmul")
-    + ("qr", "lstsq", "gesvd", "polar")
+    + ("qr", "lstsq", "gesvd", "polar", "gesvd-square", "polar-square")
     for dtype_name in ("float64", "complex128")
 ]
 
@@ -279,8 +292,12 @@ for routine, dtype_name, tile, order in CASES:
     try:
         if routine.endswith("-collectives"):
             base = routine.removesuffix("-collectives")
-            tall = base in ("qr", "lstsq", "gesvd", "polar")
-            rec = (tall_collective_case if tall else collective_case)(base, dtype_name, tile)
+            if base.endswith("-square"):
+                rec = tall_collective_case(base.removesuffix("-square"), dtype_name, tile, N)
+            elif base in ("qr", "lstsq", "gesvd", "polar"):
+                rec = tall_collective_case(base, dtype_name, tile)
+            else:
+                rec = collective_case(base, dtype_name, tile)
         else:
             rec = case(routine, dtype_name, tile, order)
     except Exception as e:  # noqa: BLE001 - recorded, asserted by the test
