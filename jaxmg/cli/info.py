@@ -180,7 +180,9 @@ def _gpus_for_launch() -> str:
     from jaxmg.cli import launch as _launch
 
     n = _launch.gpu_count()
-    return f"{n} (launch -n N takes N <= {n})" if n else "0 (processes run on CPUs)"
+    if not n:
+        return "0 (processes run on CPUs)"
+    return f"{n} (one process drives them all without a launcher; launch -n N takes N <= {n})"
 
 
 def _cpu_slots() -> str:
