@@ -65,10 +65,13 @@ def _rhs(ct, a, b, *, adjoint_a, adjoint_b, opts):
 
 
 def _batch(args, dims, **params):
-    a, b = args
-    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not batching.not_mapped)
-    a = batching.bdim_at_front(a, dims[0], size)
-    b = batching.bdim_at_front(b, dims[1], size)
+    """One product per batch element (dims: each argument's batch axis, or None)."""
+    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
+
+    def front(x, d):
+        return jnp.broadcast_to(x, (size, *x.shape)) if d is None else jnp.moveaxis(x, d, 0)
+
+    a, b = (front(x, d) for x, d in zip(args, dims, strict=True))
     out = jnp.stack([product_p.bind(a[k], b[k], **params) for k in range(size)])
     return out, 0
 
