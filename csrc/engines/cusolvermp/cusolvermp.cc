@@ -217,6 +217,13 @@ Status CreateOne(const ContextParams& p, std::unique_ptr<Context>* out) {
 
 Status CreateContexts(const std::vector<ContextParams>& ps, int64_t* id) {
   if (ps.empty()) return JAXMG_ERROR("no device to create a context for");
+  // What can fail before the NCCL initialization fails here, on every device at once: a thread
+  // that stopped before ncclCommInitRank would leave the others waiting in it for good.
+  for (const ContextParams& p : ps) {
+    if (p.nranks != p.nprow * p.npcol) return JAXMG_ERROR("nranks != grid rows * grid cols");
+    if (p.rank < 0 || p.rank >= p.nranks) return JAXMG_ERROR("rank out of range");
+    JAXMG_CUDA(cudaSetDevice(p.device));
+  }
   std::vector<std::unique_ptr<Context>> made(ps.size());
   std::vector<Status> status(ps.size());
   if (ps.size() == 1) {
