@@ -269,6 +269,94 @@ __global__ void FillNanKernel(T* p, int64_t count) {
   }
 }
 
+// QDWH's element-wise pieces: a real multiple and |v|² of real and complex entries.
+template <typename R>
+__device__ inline R Times(R s, R v) {
+  return s * v;
+}
+template <typename R>
+__device__ inline Cplx<R> Times(R s, Cplx<R> v) {
+  return {s * v.re, s * v.im};
+}
+template <typename R>
+__device__ inline R Plus(R a, R b) {
+  return a + b;
+}
+template <typename R>
+__device__ inline Cplx<R> Plus(Cplx<R> a, Cplx<R> b) {
+  return {a.re + b.re, a.im + b.im};
+}
+template <typename R>
+__device__ inline double Norm(R v) {
+  return static_cast<double>(v) * static_cast<double>(v);
+}
+template <typename R>
+__device__ inline double Norm(Cplx<R> v) {
+  return Norm(v.re) + Norm(v.im);
+}
+
+// The block's sum of `v` added to *sum (one atomic per block).
+__device__ inline void BlockSum(double v, double* sum) {
+  __shared__ double part[kThreads];
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(sum, part[0]);
+}
+
+template <typename T>
+__global__ void QdwhStackKernel(const T* u, int64_t lr, int64_t lc, typename Traits<T>::Real scale,
+                                T* y, int64_t ly, int64_t top, int64_t t, int nprow, int npcol,
+                                int myrow, int mycol) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < ly * lc;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % ly, c = idx / ly;
+    T v = Traits<T>::Zero();
+    if (r < lr) {
+      v = Times(scale, u[r + c * lr]);
+    } else if (r >= top &&
+               CyclicGlobal(r - top, t, nprow, myrow) == CyclicGlobal(c, t, npcol, mycol)) {
+      v = Traits<T>::One();
+    }
+    y[idx] = v;
+  }
+}
+
+template <typename T>
+__global__ void AxpbyChangeKernel(T* u, const T* w, int64_t count, typename Traits<T>::Real e,
+                                  typename Traits<T>::Real coef, double* sum) {
+  double local = 0;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < count;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const T old = u[idx];
+    const T next = Plus(Times(e, old), Times(coef, w[idx]));
+    local += Norm(Plus(next, Times(typename Traits<T>::Real(-1), old)));
+    u[idx] = next;
+  }
+  BlockSum(local, sum);
+}
+
+template <typename T>
+__global__ void SumSquaresKernel(const T* a, int64_t count, double* sum) {
+  double local = 0;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < count;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    local += Norm(a[idx]);
+  }
+  BlockSum(local, sum);
+}
+
+template <typename T>
+__global__ void ScaleKernel(T* a, int64_t count, typename Traits<T>::Real s) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < count;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    a[idx] = Times(s, a[idx]);
+  }
+}
+
 // Calls fn(T{}) with the device element type of dt.
 template <typename Fn>
 cudaError_t Dispatch(Dtype dt, Fn&& fn) {
@@ -423,6 +511,50 @@ cudaError_t ScatterMatrix(Dtype dt, const void* y, int64_t lr, int64_t lc, const
     ScatterMatrixKernel<T><<<Blocks(lr * lc), kThreads, 0, stream>>>(
         static_cast<const T*>(y), lr, lc, row_orig, col_orig, row0, col0, ld_out,
         static_cast<T*>(out));
+  });
+}
+
+cudaError_t QdwhStack(Dtype dt, const void* u, int64_t lr, int64_t lc, double scale, void* y,
+                      int64_t ly, int64_t top, int64_t t, int nprow, int npcol, int myrow,
+                      int mycol, cudaStream_t stream) {
+  if (ly * lc == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using R = typename Traits<T>::Real;
+    QdwhStackKernel<T><<<Blocks(ly * lc), kThreads, 0, stream>>>(
+        static_cast<const T*>(u), lr, lc, static_cast<R>(scale), static_cast<T*>(y), ly, top, t,
+        nprow, npcol, myrow, mycol);
+  });
+}
+
+cudaError_t AxpbyChange(Dtype dt, void* u, const void* w, int64_t count, double e, double coef,
+                        double* sum, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using R = typename Traits<T>::Real;
+    AxpbyChangeKernel<T><<<Blocks(count), kThreads, 0, stream>>>(
+        static_cast<T*>(u), static_cast<const T*>(w), count, static_cast<R>(e),
+        static_cast<R>(coef), sum);
+  });
+}
+
+cudaError_t SumSquares(Dtype dt, const void* a, int64_t count, double* sum, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    SumSquaresKernel<T>
+        <<<Blocks(count), kThreads, 0, stream>>>(static_cast<const T*>(a), count, sum);
+  });
+}
+
+cudaError_t Scale(Dtype dt, void* a, int64_t count, double s, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using R = typename Traits<T>::Real;
+    ScaleKernel<T>
+        <<<Blocks(count), kThreads, 0, stream>>>(static_cast<T*>(a), count, static_cast<R>(s));
   });
 }
 

@@ -78,6 +78,23 @@ cudaError_t ScatterMatrix(Dtype dt, const void* y, int64_t lr, int64_t lc, const
                           const int64_t* col_orig, int64_t row0, int64_t col0, int64_t ld_out,
                           void* out, cudaStream_t stream);
 
+// QDWH (routines/polar.h). y (ly x lc, column-major) := scale u (u: lr x lc, ld lr) in rows
+// 0..lr-1, zeros to row top, then from row top this process's rows of the identity (a
+// block-cyclic square matrix of tile t over the nprow x npcol grid, rows below ly - top).
+cudaError_t QdwhStack(Dtype dt, const void* u, int64_t lr, int64_t lc, double scale, void* y,
+                      int64_t ly, int64_t top, int64_t t, int nprow, int npcol, int myrow,
+                      int mycol, cudaStream_t stream);
+
+// u := e u + coef w over count entries, *sum += Σ |u_new − u_old|² (a device double).
+cudaError_t AxpbyChange(Dtype dt, void* u, const void* w, int64_t count, double e, double coef,
+                        double* sum, cudaStream_t stream);
+
+// *sum += Σ |a|² over count entries (a device double).
+cudaError_t SumSquares(Dtype dt, const void* a, int64_t count, double* sum, cudaStream_t stream);
+
+// a := s a over count entries.
+cudaError_t Scale(Dtype dt, void* a, int64_t count, double s, cudaStream_t stream);
+
 // count elements of dt set to NaN (complex: NaN + 0i, like the CPU engine).
 cudaError_t FillNan(Dtype dt, void* p, int64_t count, cudaStream_t stream);
 

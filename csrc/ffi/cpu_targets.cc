@@ -11,6 +11,7 @@
 #include "routines/inv.h"
 #include "routines/lu_solve.h"
 #include "routines/matmul.h"
+#include "routines/polar.h"
 #include "routines/potri.h"
 #include "routines/potrs.h"
 #include "routines/qr.h"

@@ -95,9 +95,18 @@
 //                                         matrix := U (m x n), with vectors_vt Vᴴ (n x n) kept
 //                                         as the square matrix; info agreed: > 0 for no
 //                                         convergence or a non-finite entry (nothing solved)
-//   Status Polar<T>(int* info)            (as Gesvd's) A = Up H: the engine matrix := Up, H
-//                                         (n x n, Hermitian) kept as the square matrix; info
-//                                         as Gesvd's
+//   QDWH's steps (routines/polar.h), on a redistributed m x n engine matrix, m >= n:
+//   Status PolarBegin<T>(bool keep_a, int* info)
+//                                         info agreed: > 0 for a non-finite entry (nothing
+//                                         more to do); else U := A / ‖A‖_F (A kept, keep_a)
+//   Status PolarQr<T>(double sqrt_c, double coef, double e)
+//                                         U := e U + coef Q₁ Q₂ᴴ, [sqrt_c U; I] = [Q₁; Q₂] R
+//   Status PolarCholesky<T>(double c, double coef, double e, double* change)
+//                                         U := e U + coef U Z⁻¹, Z = I + c UᴴU; *change :=
+//                                         ‖U − U_prev‖_F, the same on every rank
+//   Status PolarEnd<T>(bool h, int* info) U := (3U − U UᴴU) / 2, the engine matrix := U; with
+//                                         h, H := ½ (UᴴA + AᴴU) kept as the square matrix; info
+//                                         agreed: > 0 for a non-finite entry of U
 //   Status SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols)
 //                                         columns 0..n-1 of x (row stride x_cols) := this
 //                                         shard's x_rows of the square matrix kept (collective)
@@ -408,7 +417,10 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::Eigh<T>(bool, void*, int*);                          \
   template Status Engine::VectorsOut<T>(void*);                                \
   template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \
-  template Status Engine::Polar<T>(int*);                                      \
+  template Status Engine::PolarBegin<T>(bool, int*);                           \
+  template Status Engine::PolarQr<T>(double, double, double);                  \
+  template Status Engine::PolarCholesky<T>(double, double, double, double*);   \
+  template Status Engine::PolarEnd<T>(bool, int*);                             \
   template Status Engine::MatrixIn<T>(const void*);                            \
   template Status Engine::Gemm<T>(char, char);                                 \
   template Status Engine::Sygvd<T>(bool, void*, int*);                         \

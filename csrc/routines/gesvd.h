@@ -1,13 +1,13 @@
-// gesvd and polar: the thin singular value decomposition A = U diag(s) Vᴴ of a tall matrix
-// (M x N, M >= N), and the polar decomposition A = Up H built on it.
+// gesvd: the thin singular value decomposition A = U diag(s) Vᴴ of a tall matrix (M x N,
+// M >= N).
 //
 // As for qr (routines/qr.h), jaxmg/routines/gesvd.py hands aᵀ, so the engine matrix is A
 // itself, here always redistributed into block-cyclic tiles of its exact extents: a relabeled
 // plan's padded rows and columns would take part in the null space of a rank-deficient A.
-//   U (M x N) and Up overwrite the engine matrix and come back through the plan (WorkOut) in the
+//   U (M x N) overwrites the engine matrix and comes back through the plan (WorkOut) in the
 //   layout of aᵀ, which the Python side transposes back.
-//   x holds N rows (split like b's, or whole): Vᴴ or H in columns 0..N-1 (SquareRowsOut) and,
-//   for gesvd, the singular values in the last column (gesvd.py takes them apart).
+//   x holds N rows (split like b's, or whole): Vᴴ in columns 0..N-1 (SquareRowsOut) and the
+//   singular values in the last column (gesvd.py takes them apart).
 #pragma once
 
 #include "ffi/solve.h"
@@ -41,31 +41,5 @@ using Gesvd = GesvdOf<true, true>;
 using GesvdU = GesvdOf<true, false>;
 using GesvdVh = GesvdOf<false, true>;
 using GesvdValues = GesvdOf<false, false>;
-
-template <bool kH>
-struct PolarOf {
-  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
-  static constexpr bool kRectangular = true;
-
-  template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    if (e.plan().strategy != layout::Strategy::kRedistribute) {
-      return JAXMG_ERROR("polar runs on a redistributed matrix");
-    }
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
-    int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Polar<T>(&info));  // agreed
-    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
-    if (info != 0) {
-      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
-      return e.template FillNan<T>(io.a, io.a_count);
-    }
-    if (kH)
-      JAXMG_RETURN_IF_ERROR(e.template SquareRowsOut<T>(io.x, io.x_rows, io.x_count / io.x_rows));
-    return e.template WorkOut<T>(io.a);
-  }
-};
-using Polar = PolarOf<true>;
-using PolarUp = PolarOf<false>;
 
 }  // namespace jaxmg::routines

@@ -7,6 +7,7 @@
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -1274,12 +1275,6 @@ struct GesvdOptions {
     if (d) cusolverMpGesvdDescriptorDestroy(d);
   }
 };
-struct PolarOptions {
-  cusolverMpPolarDescriptor_t d = nullptr;
-  ~PolarOptions() {
-    if (d) cusolverMpPolarDescriptorDestroy(d);
-  }
-};
 }  // namespace
 
 template <typename T>
@@ -1334,32 +1329,235 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
   return Status();
 }
 
+Status Engine::PolarSum(double* out) {
+  JAXMG_NCCL(ncclAllReduce(polar_sum_, polar_sum_, 1, ncclDouble, ncclSum, ctx_.comm, stream_));
+  double sum = 0;
+  JAXMG_CUDA(cudaMemcpyAsync(&sum, polar_sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  // The branches that follow are every rank's: the largest reading (as its bits, which order
+  // non-negative doubles and NaN after them) on all of them.
+  int64_t bits = 0;
+  std::memcpy(&bits, &sum, sizeof(bits));
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &bits, 1));
+  std::memcpy(out, &bits, sizeof(bits));
+  return Status();
+}
+
 template <typename T>
-Status Engine::Polar(int* info) {
-  StepTimer timer("Polar", stream_);
-  const layout::Plan& plan = state_.plan;
-  if (plan.strategy != layout::Strategy::kRedistribute) {
-    return JAXMG_ERROR("the polar decomposition runs on a redistributed matrix");
-  }
-  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
-  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite input
-  if (*info != 0) return Status();
-  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>());
-  PolarOptions options;
-  JAXMG_SOLVER(cusolverMpPolarDescriptorCreate(&options.d));
-  // FULL: A is a general matrix (UPPER would say it is already triangular); H comes whole.
+Status Engine::Product(char op_a, char op_b, int64_t m, int64_t n, int64_t k, double alpha,
+                       const Tiled& a, const Tiled& b, double beta, const Tiled& c) {
+  const auto op = [](char o) {
+    if (o == 'N') return CUBLAS_OP_N;
+    return Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  };
+  const int64_t t = state_.plan.tile;
+  BlasDescriptor da, db, dc;
+  JAXMG_RETURN_IF_ERROR(
+      da.Create(ctx_, DataTypeOf<T>(), a.rows, a.cols, t, t, std::max<int64_t>(a.ld, 1)));
+  JAXMG_RETURN_IF_ERROR(
+      db.Create(ctx_, DataTypeOf<T>(), b.rows, b.cols, t, t, std::max<int64_t>(b.ld, 1)));
+  JAXMG_RETURN_IF_ERROR(
+      dc.Create(ctx_, DataTypeOf<T>(), c.rows, c.cols, t, t, std::max<int64_t>(c.ld, 1)));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const cublasComputeType_t compute =
+      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const T ta(alpha), tb(beta);
+  void* cp = const_cast<void*>(c.p);
   size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpPolar_bufferSize(ctx_.handle, options.d, CUBLAS_FILL_MODE_FULL, m, n,
-                                          work_, 1, 1, desc_a_.get(), square_, 1, 1,
-                                          desc_square_.get(), DataTypeOf<T>(), &dev, &host));
+  JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, op(op_a), op(op_b), m, n, k, &ta, a.p, a.row, 1,
+                                       da.get(), b.p, b.row, 1, db.get(), &tb, cp, c.row, 1,
+                                       dc.get(), compute, &dev, &host));
   void* d_work = nullptr;
   JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpPolar(ctx_.handle, options.d, CUBLAS_FILL_MODE_FULL, m, n, work_, 1, 1,
-                               desc_a_.get(), square_, 1, 1, desc_square_.get(), DataTypeOf<T>(),
-                               d_work, workspace_bytes_, ctx_.host_work.data(),
-                               ctx_.host_work.size(), small_));
-  // The solver's info (no convergence), else a non-finite entry of Up; agreed.
-  return Agree<T>(false, info, /*diag_limit=*/0);
+  JAXMG_BLASMP(cublasMpGemm(ctx_.blas, op(op_a), op(op_b), m, n, k, &ta, a.p, a.row, 1, da.get(),
+                            b.p, b.row, 1, db.get(), &tb, cp, c.row, 1, dc.get(), compute, d_work,
+                            workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
+  return Status();
+}
+
+template <typename T>
+Status Engine::PolarBegin(bool keep_a, int* info) {
+  StepTimer timer("PolarBegin", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.cols.extent, t = plan.tile, count = local_rows_ * local_cols_;
+  const size_t bytes = sizeof(T) * std::max<int64_t>(count, 1);
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite input
+  if (*info != 0) return Status();
+  if (keep_a) {
+    JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_a_));
+    JAXMG_CUDA(cudaMemcpyAsync(polar_a_, work_, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void* sum = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(double), &sum));
+  polar_sum_ = static_cast<double*>(sum);
+  JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
+  JAXMG_CUDA(cuda::SumSquares(KernelType<T>(), work_, count, polar_sum_, stream_));
+  double squares = 0;
+  JAXMG_RETURN_IF_ERROR(PolarSum(&squares));
+  if (squares > 0) {
+    JAXMG_CUDA(cuda::Scale(KernelType<T>(), work_, count, 1 / std::sqrt(squares), stream_));
+  }
+  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_w_));
+  z_rows_ = CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow);
+  return Scratch(sizeof(T) * std::max<int64_t>(z_rows_ * local_cols_, 1), &polar_z_);
+}
+
+template <typename T>
+Status Engine::PolarQr(double sqrt_c, double coef, double e) {
+  // Y = [sqrt_c U; 0; I] ((mp + n) x n, mp = m rounded up to whole rounds of tiles over the
+  // process rows): each rank holds its rows of U, zeros to mp / nprow, then its rows of I. Zero
+  // rows change neither R nor Q's other rows; Q₂ starts at Y's row mp + 1, on a tile boundary.
+  StepTimer timer("PolarQr", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
+  const int64_t round = t * ctx_.nprow, mp = (m + round - 1) / round * round;
+  const int64_t top = mp / ctx_.nprow;
+  const int64_t ly = top + CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow), lc = local_cols_;
+  if (polar_y_ == nullptr) {
+    JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(ly * lc, 1), &polar_y_));
+    JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (lc + t), &polar_tau_));
+  }
+  JAXMG_CUDA(cuda::QdwhStack(KernelType<T>(), work_, local_rows_, lc, sqrt_c, polar_y_, ly, top, t,
+                             ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+  Descriptor desc_y;
+  JAXMG_RETURN_IF_ERROR(
+      desc_y.Create(ctx_, DataTypeOf<T>(), mp + n, n, t, t, std::max<int64_t>(ly, 1)));
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(ctx_.handle, mp + n, n, polar_y_, 1, 1, desc_y.get(),
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGeqrf(ctx_.handle, mp + n, n, polar_y_, 1, 1, desc_y.get(), polar_tau_,
+                               DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_ + 2));
+  JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(ctx_.handle, mp + n, n, n, polar_y_, 1, 1, desc_y.get(),
+                                          polar_tau_, DataTypeOf<T>(), &dev, &host));
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpOrgqr(ctx_.handle, mp + n, n, n, polar_y_, 1, 1, desc_y.get(), polar_tau_,
+                               DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_ + 2));
+  // U := e U + coef Q₁ Q₂ᴴ.
+  const Tiled y{polar_y_, mp + n, n, ly}, q2{polar_y_, mp + n, n, ly, mp + 1};
+  return Product<T>('N', 'C', m, n, n, coef, y, q2, e, {work_, m, n, local_rows_});
+}
+
+template <typename T>
+Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
+  StepTimer timer("PolarCholesky", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
+  const int64_t count = local_rows_ * local_cols_;
+  const int64_t lu = std::max<int64_t>(local_rows_, 1), lz = std::max<int64_t>(z_rows_, 1);
+  // Z := I + c UᴴU (lower triangle), then Z = L Lᴴ.
+  JAXMG_CUDA(cudaMemsetAsync(polar_z_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
+  JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), polar_z_, z_rows_, local_cols_, t, ctx_.nprow,
+                               ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+  BlasDescriptor du, dz;
+  JAXMG_RETURN_IF_ERROR(du.Create(ctx_, DataTypeOf<T>(), m, n, t, t, lu));
+  JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, lz));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const cublasComputeType_t compute =
+      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  size_t dev = 0, host = 0;
+  void* d_work = nullptr;
+  {
+    StepTimer gram("PolarCholesky: UᴴU", stream_);
+    if (Scalar<T>::kParts == 2) {  // Herk: real alpha and beta
+      const RealOf<T> alpha(c), beta(1);
+      JAXMG_BLASMP(cublasMpHerk_bufferSize(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m,
+                                           &alpha, work_, 1, 1, du.get(), &beta, polar_z_, 1, 1,
+                                           dz.get(), compute, &dev, &host));
+      JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+      JAXMG_BLASMP(cublasMpHerk(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m, &alpha, work_,
+                                1, 1, du.get(), &beta, polar_z_, 1, 1, dz.get(), compute, d_work,
+                                workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
+    } else {
+      const T alpha(c), beta(1);
+      JAXMG_BLASMP(cublasMpSyrk_bufferSize(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m,
+                                           &alpha, work_, 1, 1, du.get(), &beta, polar_z_, 1, 1,
+                                           dz.get(), compute, &dev, &host));
+      JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+      JAXMG_BLASMP(cublasMpSyrk(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m, &alpha, work_,
+                                1, 1, du.get(), &beta, polar_z_, 1, 1, dz.get(), compute, d_work,
+                                workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
+    }
+  }
+  {
+    StepTimer potrf("PolarCholesky: Potrf", stream_);
+    Descriptor desc_z;
+    JAXMG_RETURN_IF_ERROR(desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, lz));
+    JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, polar_z_, 1, 1,
+                                            desc_z.get(), DataTypeOf<T>(), &dev, &host));
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    // A NaN in Z (info > 0, or a failure status) leaves NaN in U, which PolarEnd reports.
+    const cusolverStatus_t st = cusolverMpPotrf(
+        ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, polar_z_, 1, 1, desc_z.get(), DataTypeOf<T>(),
+        d_work, workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_ + 2);
+    if (st != CUSOLVER_STATUS_INTERNAL_ERROR && st != CUSOLVER_STATUS_EXECUTION_FAILED) {
+      JAXMG_RETURN_IF_ERROR(SolverCheck(st, "cusolverMpPotrf"));
+    }
+  }
+  // W := U Z⁻¹ = U L⁻ᴴ L⁻¹.
+  const size_t bytes = sizeof(T) * std::max<int64_t>(count, 1);
+  JAXMG_CUDA(cudaMemcpyAsync(polar_w_, work_, bytes, cudaMemcpyDeviceToDevice, stream_));
+  const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  const T one(1);
+  StepTimer solves("PolarCholesky: two Trsm", stream_);
+  for (const cublasOperation_t op : {adjoint, CUBLAS_OP_N}) {
+    JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, op,
+                                         CUBLAS_DIAG_NON_UNIT, m, n, &one, polar_z_, 1, 1, dz.get(),
+                                         polar_w_, 1, 1, du.get(), compute, &dev, &host));
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, op,
+                              CUBLAS_DIAG_NON_UNIT, m, n, &one, polar_z_, 1, 1, dz.get(), polar_w_,
+                              1, 1, du.get(), compute, d_work, workspace_bytes_,
+                              ctx_.host_work.data(), ctx_.host_work.size()));
+  }
+  JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
+  JAXMG_CUDA(
+      cuda::AxpbyChange(KernelType<T>(), work_, polar_w_, count, e, coef, polar_sum_, stream_));
+  double squares = 0;
+  JAXMG_RETURN_IF_ERROR(PolarSum(&squares));
+  *change = std::sqrt(squares);
+  return Status();
+}
+
+template <typename T>
+Status Engine::PolarEnd(bool h, int* info) {
+  StepTimer timer("PolarEnd", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
+  const int64_t count = local_rows_ * local_cols_;
+  const Tiled u{work_, m, n, local_rows_}, w{polar_w_, m, n, local_rows_};
+  const Tiled z{polar_z_, n, n, z_rows_};
+  // Newton–Schulz: U := 1.5 U − 0.5 W (UᴴU), W a copy of U.
+  JAXMG_RETURN_IF_ERROR(Product<T>('C', 'N', n, n, m, 1, u, u, 0, z));
+  JAXMG_CUDA(cudaMemcpyAsync(polar_w_, work_, sizeof(T) * std::max<int64_t>(count, 1),
+                             cudaMemcpyDeviceToDevice, stream_));
+  JAXMG_RETURN_IF_ERROR(Product<T>('N', 'N', m, n, n, -0.5, w, z, 1.5, u));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite entry of U
+  if (*info != 0 || !h) return Status();
+  // H := ½ (G + Gᴴ), G = Uᴴ A.
+  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>());
+  JAXMG_RETURN_IF_ERROR(Product<T>('C', 'N', n, n, m, 1, u, {polar_a_, m, n, local_rows_}, 0, z));
+  JAXMG_CUDA(cudaMemcpyAsync(square_, polar_z_, sizeof(T) * z_rows_ * local_cols_,
+                             cudaMemcpyDeviceToDevice, stream_));
+  BlasDescriptor dz, dh;
+  JAXMG_RETURN_IF_ERROR(
+      dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
+  JAXMG_RETURN_IF_ERROR(
+      dh.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1)));
+  const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  const T half(0.5);
+  size_t dev = 0, host = 0;
+  JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &half, polar_z_, 1, 1, dz.get(),
+                                        &half, square_, 1, 1, dh.get(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, adjoint, n, n, &half, polar_z_, 1, 1, dz.get(), &half,
+                             square_, 1, 1, dh.get(), d_work, workspace_bytes_,
+                             ctx_.host_work.data(), ctx_.host_work.size()));
+  return Status();
 }
 
 template <typename T>

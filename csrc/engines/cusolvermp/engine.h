@@ -102,7 +102,13 @@ class Engine {
   template <typename T>
   Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
-  Status Polar(int* info);
+  Status PolarBegin(bool keep_a, int* info);
+  template <typename T>
+  Status PolarQr(double sqrt_c, double coef, double e);
+  template <typename T>
+  Status PolarCholesky(double c, double coef, double e, double* change);
+  template <typename T>
+  Status PolarEnd(bool h, int* info);
   template <typename T>
   Status MatrixIn(const void* shard);
   template <typename T>
@@ -177,6 +183,20 @@ class Engine {
   // device vector *y (common/symmetry.h), on the stream.
   template <typename T>
   Status SymmetryProducts(const void* shard, void** y);
+  // *out := the sum over the ranks of the device double polar_sum_, the same value on every
+  // rank (one NCCL sum, then the largest of the ranks' readings, agreed).
+  Status PolarSum(double* out);
+  // A matrix in the engine's tiles over its grid: the local part p (leading dimension ld) of a
+  // rows x cols global matrix, used from its row `row` (1-based, at a tile boundary) on.
+  struct Tiled {
+    const void* p;
+    int64_t rows, cols, ld, row = 1;
+  };
+  // c := alpha op_a(a) op_b(b) + beta c (cuBLASMp), c m x n, k the inner extent (op: 'N' or 'C',
+  // a transpose for real types).
+  template <typename T>
+  Status Product(char op_a, char op_b, int64_t m, int64_t n, int64_t k, double alpha,
+                 const Tiled& a, const Tiled& b, double beta, const Tiled& c);
 
   Context& ctx_;
   const PlanState& state_;
@@ -206,6 +226,13 @@ class Engine {
   int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
   std::vector<int64_t> own_pivots_;
+  // QDWH's buffers (routines/polar.h), allocated at first use in the call: A kept for H; the
+  // stacked matrix [√c U; 0; I] of the QR steps and its Householder scalars; a copy of U; Z
+  // (n x n, z_rows_ local rows); a device double for sums.
+  void *polar_a_ = nullptr, *polar_y_ = nullptr, *polar_tau_ = nullptr, *polar_w_ = nullptr;
+  void* polar_z_ = nullptr;
+  int64_t z_rows_ = 0;
+  double* polar_sum_ = nullptr;
 };
 
 }  // namespace jaxmg::cusolvermp

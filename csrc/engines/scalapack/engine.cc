@@ -553,40 +553,125 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
 }
 
 template <typename T>
-Status Engine::Polar(int* info) {
-  // From the SVD A = U S Vᴴ: Up = U Vᴴ (the engine matrix), H = V S Vᴴ (kept).
-  std::vector<char> w;
-  int64_t rows = 0;
-  Descriptor desc_w;
-  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&w, &desc_w, &rows));
-  const int64_t n = plan_->cols.extent, m = plan_->engine_rows(), t = plan_->tile;
-  std::vector<T> s(static_cast<size_t>(n));
-  JAXMG_RETURN_IF_ERROR(Gesvd<T>(true, true, s.data(), n, 1, info));
-  if (*info != 0) return Status();
-  // w := S Vᴴ (each local row of Vᴴ scaled by its singular value).
-  const T* vt = As<T>(square_.data());
-  T* sv = As<T>(w.data());
-  for (int64_t c = 0; c < local_cols_; ++c) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
-      sv[r + c * rows] = T(std::real(s[g])) * vt[r + c * rows];
+Status Engine::PolarBegin(bool keep_a, int* info) {
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
+  *info = bad;
+  if (bad != 0) return Status();
+  const int64_t count = local_rows_ * local_cols_;
+  T* u = As<T>(work_);
+  if (keep_a)
+    polar_a_.assign(static_cast<const char*>(work_),
+                    static_cast<const char*>(work_) + sizeof(T) * std::max<int64_t>(count, 1));
+  double sum = 0;
+  for (int64_t i = 0; i < count; ++i) sum += std::norm(std::complex<double>(u[i]));
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(*grid_, &sum, 1));
+  const double norm = std::sqrt(sum);
+  if (norm > 0) {
+    for (int64_t i = 0; i < count; ++i) u[i] = u[i] / static_cast<RealOf<T>>(norm);
+  }
+  // Z (n x n), the square matrix of the Cholesky steps.
+  return SquareMatrix<T>(&polar_z_, &desc_z_, &z_rows_);
+}
+
+template <typename T>
+Status Engine::PolarQr(double sqrt_c, double coef, double e) {
+  // Y = [sqrt_c U; 0; I] ((mp + n) x n, mp = m rounded up to whole rounds of tiles over the
+  // process rows): each process holds its rows of U (local_rows_), zeros to mp / nprow, then its
+  // rows of I. Zero rows change neither R nor the other rows of Q; Q₁ (the first m rows) and Q₂
+  // (from row mp) are views of Y with its leading dimension.
+  const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
+  const int64_t round = t * grid_->nprow, mp = (m + round - 1) / round * round;
+  const int64_t top = mp / grid_->nprow;
+  const int64_t bottom = CyclicLocalExtent(n, t, grid_->myrow, grid_->nprow);
+  const int64_t ly = std::max<int64_t>(top + bottom, 1), lc = local_cols_;
+  std::vector<T> y(static_cast<size_t>(ly * std::max<int64_t>(lc, 1)), T(0));
+  const T* u = As<T>(work_);
+  for (int64_t c = 0; c < lc; ++c) {
+    const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+    for (int64_t r = 0; r < local_rows_; ++r) {
+      y[r + c * ly] = static_cast<RealOf<T>>(sqrt_c) * u[r + c * local_rows_];
+    }
+    for (int64_t r = 0; r < bottom; ++r) {
+      if (CyclicGlobal(r, t, grid_->nprow, grid_->myrow) == gc) y[top + r + c * ly] = T(1);
     }
   }
+  Descriptor desc_y, desc_q1, desc_q2;
+  JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, mp + n, n, t, t, ly, &desc_y));
+  JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, m, n, t, t, ly, &desc_q1));
+  JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, n, n, t, t, ly, &desc_q2));
+  std::vector<T> tau(static_cast<size_t>(std::max<int64_t>(lc, 1)));
+  int info = 0;
+  JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(mp + n, n, y.data(), desc_y, tau.data(), &info));
+  JAXMG_RETURN_IF_ERROR(scalapack::Orgqr<T>(mp + n, n, y.data(), desc_y, tau.data(), &info));
   const char adjoint = Scalar<T>::kParts == 2 ? 'C' : 'T';
-  const T one(1), zero(0);
-  // Up := U Vᴴ over the engine matrix (U was moved to local_b_'s old storage: owned_).
-  local_b_.swap(owned_);  // local_b_ = U
-  owned_.assign(local_b_.size(), 0);
-  work_ = owned_.data();
-  JAXMG_RETURN_IF_ERROR(scalapack::Gemm<T>('N', 'N', m, n, n, one, As<T>(local_b_.data()), desc_b_,
-                                           vt, desc_square_, zero, As<T>(work_), desc_a_));
-  // H := (Vᴴ)ᴴ (S Vᴴ) into the square matrix kept (Vᴴ no longer needed after: w is used).
-  std::vector<char> h;
-  Descriptor desc_h;
-  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&h, &desc_h, &rows));
-  JAXMG_RETURN_IF_ERROR(scalapack::Gemm<T>(adjoint, 'N', n, n, n, one, vt, desc_square_, sv, desc_w,
-                                           zero, As<T>(h.data()), desc_h));
-  square_.swap(h);
+  return scalapack::Gemm<T>('N', adjoint, m, n, n, T(coef), y.data(), desc_q1, y.data() + top,
+                            desc_q2, T(e), As<T>(work_), desc_a_);
+}
+
+template <typename T>
+Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
+  const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
+  const int64_t count = local_rows_ * local_cols_;
+  const char adjoint = Scalar<T>::kParts == 2 ? 'C' : 'T';
+  // Z := I + c UᴴU, then its Cholesky factor L (lower).
+  T* z = As<T>(polar_z_.data());
+  std::fill(z, z + z_rows_ * local_cols_, T(0));
+  for (int64_t col = 0; col < local_cols_; ++col) {
+    const int64_t gc = CyclicGlobal(col, t, grid_->npcol, grid_->mycol);
+    for (int64_t r = 0; r < z_rows_; ++r) {
+      if (CyclicGlobal(r, t, grid_->nprow, grid_->myrow) == gc) z[r + col * z_rows_] = T(1);
+    }
+  }
+  T* u = As<T>(work_);
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Gemm<T>(adjoint, 'N', n, n, m, T(c), u, desc_a_, u, desc_a_, T(1), z, desc_z_));
+  int info = 0;
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(n, z, desc_z_, &info));
+  // W := U Z⁻¹ = U L⁻ᴴ L⁻¹ (a NaN factor, info > 0, gives a NaN U that PolarEnd reports).
+  std::vector<T> w(u, u + std::max<int64_t>(count, 1));
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Trsm<T>('R', 'L', adjoint, 'N', m, n, T(1), z, desc_z_, w.data(), desc_a_));
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Trsm<T>('R', 'L', 'N', 'N', m, n, T(1), z, desc_z_, w.data(), desc_a_));
+  double sum = 0;
+  const auto re = static_cast<RealOf<T>>(e), rc = static_cast<RealOf<T>>(coef);
+  for (int64_t i = 0; i < count; ++i) {
+    const T next = re * u[i] + rc * w[i];
+    sum += std::norm(std::complex<double>(next - u[i]));
+    u[i] = next;
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(*grid_, &sum, 1));
+  *change = std::sqrt(sum);
+  return Status();
+}
+
+template <typename T>
+Status Engine::PolarEnd(bool h, int* info) {
+  const int64_t m = plan_->engine_rows(), n = plan_->cols.extent;
+  const int64_t count = local_rows_ * local_cols_;
+  const char adjoint = Scalar<T>::kParts == 2 ? 'C' : 'T';
+  T* u = As<T>(work_);
+  T* g = As<T>(polar_z_.data());
+  // Newton–Schulz: U := 1.5 U − 0.5 U (UᴴU).
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Gemm<T>(adjoint, 'N', n, n, m, T(1), u, desc_a_, u, desc_a_, T(0), g, desc_z_));
+  std::vector<T> w(u, u + std::max<int64_t>(count, 1));
+  JAXMG_RETURN_IF_ERROR(scalapack::Gemm<T>('N', 'N', m, n, n, T(-0.5), w.data(), desc_a_, g,
+                                           desc_z_, T(1.5), u, desc_a_));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
+  *info = bad;
+  if (bad != 0 || !h) return Status();
+  // H := ½ (UᴴA + (UᴴA)ᴴ) into the square matrix kept.
+  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&square_, &desc_square_, &square_rows_));
+  JAXMG_RETURN_IF_ERROR(scalapack::Gemm<T>(adjoint, 'N', n, n, m, T(1), u, desc_a_,
+                                           As<T>(polar_a_.data()), desc_a_, T(0), g, desc_z_));
+  T* hm = As<T>(square_.data());
+  JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(n, g, desc_z_, hm, desc_square_));
+  for (int64_t i = 0; i < square_rows_ * local_cols_; ++i) {
+    hm[i] = (hm[i] + g[i]) / RealOf<T>(2);
+  }
   return Status();
 }
 

@@ -81,7 +81,13 @@ class Engine {
   template <typename T>
   Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
-  Status Polar(int* info);
+  Status PolarBegin(bool keep_a, int* info);
+  template <typename T>
+  Status PolarQr(double sqrt_c, double coef, double e);
+  template <typename T>
+  Status PolarCholesky(double c, double coef, double e, double* change);
+  template <typename T>
+  Status PolarEnd(bool h, int* info);
   template <typename T>
   Status MatrixIn(const void* shard);
   template <typename T>
@@ -138,7 +144,11 @@ class Engine {
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   std::vector<char> local_b_;  // local_rows_ x rhs_local_cols_, column-major
   Descriptor desc_b_{};
-  std::vector<char> square_;  // n x n: Vᴴ of an SVD, H of a polar decomposition
+  std::vector<char> square_;   // n x n: Vᴴ of an SVD, H of a polar decomposition
+  std::vector<char> polar_a_;  // A, kept for H (PolarBegin)
+  std::vector<char> polar_z_;  // n x n: Z of the Cholesky steps, UᴴU (PolarEnd)
+  Descriptor desc_z_{};
+  int64_t z_rows_ = 0;
   Descriptor desc_square_{};
   int64_t square_rows_ = 0;
 };

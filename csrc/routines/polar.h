@@ -1,0 +1,106 @@
+// polar: the polar decomposition A = Up H of a tall matrix (M x N, M >= N) by QDWH, the
+// dynamically weighted Halley iteration (Nakatsukasa, Bai and Gygi, SIAM J. Matrix Anal. Appl.
+// 31 (2010) 2700–2720), on both engines from distributed QR, Cholesky, triangular solves and
+// products: the schedule below, the dense steps in each engine.
+//
+// U₀ = A / ‖A‖_F (every singular value in (0, 1]); with ℓ a lower bound of U's smallest
+// singular value (ℓ₀ = ε), each step maps U = W diag(σ) Vᴴ to W diag(f(σ)) Vᴴ with
+// f(x) = x (a + b x²) / (1 + c x²), the weights a, b, c chosen from ℓ so that [ℓ, 1] lands in
+// [f(ℓ), 1], and ℓ := f(ℓ):
+//   c > 100: U := e U + (a − e)/√c Q₁ Q₂ᴴ with [√c U; I] = [Q₁; Q₂] R  (PolarQr; stable for large
+//            c, 2 to 3 times the flops of the other form),
+//   else:    U := e U + (a − e) U Z⁻¹ with Z = I + c UᴴU  (PolarCholesky: one Cholesky
+//            factorization and two triangular solves),
+// e = b / c. In double precision ℓ reaches 1 in six steps (two of them QR). Halley's steps
+// (a, b, c = 3, 1, 3) follow while ‖U − U_prev‖_F > (5ε)^⅓, ten steps in all at most, as in
+// jax.scipy.linalg.polar; then one Newton–Schulz step U := (3U − U UᴴU)/2 and H = ½ (UᴴA + AᴴU)
+// (PolarEnd). A rank-deficient A keeps its null space: H is positive semi-definite and Up H = A.
+//
+// As gesvd (routines/gesvd.h) the engine matrix is A itself, redistributed into tiles of its
+// exact extents; Up comes back through the plan (WorkOut), H through x (SquareRowsOut).
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ffi/solve.h"
+
+namespace jaxmg::routines {
+
+// One QDWH step: U := e U + coef · (Q₁ Q₂ᴴ for a QR step, U Z⁻¹ for a Cholesky step), where
+// weight is √c for a QR step and c for a Cholesky step.
+struct QdwhStep {
+  bool qr;
+  double weight, coef, e;
+};
+
+// The steps that take every singular value in [eps, 1] to within 5 eps of 1.
+inline std::vector<QdwhStep> QdwhSchedule(double eps, int max_steps) {
+  constexpr double kCholeskyFrom = 100;  // c at or below: the Cholesky form
+  const double tol = 10 * eps / 2;
+  std::vector<QdwhStep> steps;
+  double l = eps;
+  while (l + tol < 1 && static_cast<int>(steps.size()) < max_steps) {
+    const double l2 = l * l;
+    const double dd = std::cbrt(4 * (1 / l2 - 1) / l2);
+    const double sqd = std::sqrt(1 + dd);
+    const double a = sqd + std::sqrt(2 - dd + 2 * (2 - l2) / (l2 * sqd));
+    const double b = (a - 1) * (a - 1) / 4, c = a + b - 1, e = b / c;
+    l = l * (a + b * l2) / (1 + c * l2);
+    if (c > kCholeskyFrom) {
+      steps.push_back({true, std::sqrt(c), (a - e) / std::sqrt(c), e});
+    } else {
+      steps.push_back({false, c, a - e, e});
+    }
+  }
+  return steps;
+}
+
+template <bool kH>
+struct PolarOf {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
+  static constexpr bool kRectangular = true;
+  static constexpr int kMaxSteps = 10;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    if (e.plan().strategy != layout::Strategy::kRedistribute) {
+      return JAXMG_ERROR("polar runs on a redistributed matrix");
+    }
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    int info = 0;
+    JAXMG_RETURN_IF_ERROR(e.template PolarBegin<T>(kH, &info));  // agreed
+    if (info == 0) {
+      const double eps = std::numeric_limits<RealOf<T>>::epsilon();
+      const std::vector<QdwhStep> steps = QdwhSchedule(eps, kMaxSteps);
+      // ‖U − U_prev‖_F of the last Cholesky step, agreed (every rank takes the same branch).
+      double change = std::numeric_limits<double>::infinity();
+      for (const QdwhStep& s : steps) {
+        if (s.qr) {
+          JAXMG_RETURN_IF_ERROR(e.template PolarQr<T>(s.weight, s.coef, s.e));
+          change = std::numeric_limits<double>::infinity();
+        } else {
+          JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(s.weight, s.coef, s.e, &change));
+        }
+      }
+      const double tol = std::cbrt(10 * eps / 2);
+      for (size_t k = steps.size(); change > tol && k < kMaxSteps; ++k) {
+        JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(3, 3 - 1.0 / 3, 1.0 / 3, &change));
+      }
+      JAXMG_RETURN_IF_ERROR(e.template PolarEnd<T>(kH, &info));  // agreed
+    }
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    if (info != 0) {
+      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
+      return e.template FillNan<T>(io.a, io.a_count);
+    }
+    if (kH)
+      JAXMG_RETURN_IF_ERROR(e.template SquareRowsOut<T>(io.x, io.x_rows, io.x_count / io.x_rows));
+    return e.template WorkOut<T>(io.a);
+  }
+};
+using Polar = PolarOf<true>;
+using PolarUp = PolarOf<false>;
+
+}  // namespace jaxmg::routines
