@@ -169,8 +169,8 @@ for stage in $STAGES; do
       # Tile choice, then timings. SPEC_CASES of routine:sweep_n:sizes:flags. A sweep over
       # SPEC_TILES at sweep_n (jaxmg alone, float64, one warm call) picks the fastest tile
       # (empty sweep_n: the last one picked); then `sizes` with it, against JAX on one GPU
-      # (flag "base") and JAXMg 1.4.1 on both (flag "peer").
-      best=
+      # (flag "base") and JAXMg 1.4.1 on both (flag "peer"). SPEC_TILE: the tile without a sweep.
+      best=${SPEC_TILE:-}
       for spec in ${SPEC_CASES:-polar:16384:: syevd:16384:32768:base,peer eigvalsh::32768:peer}; do
         IFS=: read -r routine sweep_n sizes flags <<< "$spec"
         if [ -n "$sweep_n" ]; then

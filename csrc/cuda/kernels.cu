@@ -339,6 +339,45 @@ __global__ void AxpbyChangeKernel(T* u, const T* w, int64_t count, typename Trai
   BlockSum(local, sum);
 }
 
+template <typename R>
+__device__ inline double Magnitude(R v) {
+  return fabs(static_cast<double>(v));
+}
+template <typename R>
+__device__ inline double Magnitude(Cplx<R> v) {
+  return hypot(static_cast<double>(v.re), static_cast<double>(v.im));
+}
+
+// One block per local column.
+template <typename T>
+__global__ void ColumnAbsSumsKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int npcol,
+                                    int mycol, double* col) {
+  for (int64_t c = blockIdx.x; c < lc; c += gridDim.x) {
+    double local = 0;
+    for (int64_t r = threadIdx.x; r < lr; r += blockDim.x) local += Magnitude(a[r + c * lr]);
+    __shared__ double part[kThreads];
+    part[threadIdx.x] = local;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) col[CyclicGlobal(c, t, npcol, mycol)] = part[0];
+    __syncthreads();
+  }
+}
+
+template <typename T>
+__global__ void RowAbsSumsKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                                 int myrow, double* row) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < lr;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double local = 0;
+    for (int64_t c = 0; c < lc; ++c) local += Magnitude(a[r + c * lr]);
+    row[CyclicGlobal(r, t, nprow, myrow)] = local;
+  }
+}
+
 template <typename T>
 __global__ void SumSquaresKernel(const T* a, int64_t count, double* sum) {
   double local = 0;
@@ -536,6 +575,20 @@ cudaError_t AxpbyChange(Dtype dt, void* u, const void* w, int64_t count, double 
     AxpbyChangeKernel<T><<<Blocks(count), kThreads, 0, stream>>>(
         static_cast<T*>(u), static_cast<const T*>(w), count, static_cast<R>(e),
         static_cast<R>(coef), sum);
+  });
+}
+
+cudaError_t AbsSums(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                    int npcol, int myrow, int mycol, double* col, double* row,
+                    cudaStream_t stream) {
+  if (lr * lc == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    const int blocks = static_cast<int>(lc < 65535 ? lc : 65535);
+    ColumnAbsSumsKernel<T>
+        <<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t, npcol, mycol, col);
+    RowAbsSumsKernel<T><<<Blocks(lr), kThreads, 0, stream>>>(static_cast<const T*>(a), lr, lc, t,
+                                                             nprow, myrow, row);
   });
 }
 

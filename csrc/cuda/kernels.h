@@ -89,6 +89,11 @@ cudaError_t QdwhStack(Dtype dt, const void* u, int64_t lr, int64_t lc, double sc
 cudaError_t AxpbyChange(Dtype dt, void* u, const void* w, int64_t count, double e, double coef,
                         double* sum, cudaStream_t stream);
 
+// col[global column] = Σ |a| over each local column and row[global row] = Σ |a| over each
+// local row of a block-cyclic matrix (lr x lc, ld lr; doubles; other entries untouched).
+cudaError_t AbsSums(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                    int npcol, int myrow, int mycol, double* col, double* row, cudaStream_t stream);
+
 // *sum += Σ |a|² over count entries (a device double).
 cudaError_t SumSquares(Dtype dt, const void* a, int64_t count, double* sum, cudaStream_t stream);
 

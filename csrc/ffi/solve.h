@@ -96,9 +96,11 @@
 //                                         as the square matrix; info agreed: > 0 for no
 //                                         convergence or a non-finite entry (nothing solved)
 //   QDWH's steps (routines/polar.h), on a redistributed m x n engine matrix, m >= n:
-//   Status PolarBegin<T>(bool keep_a, int* info)
+//   Status PolarBegin<T>(bool keep_a, double* lower, int* info)
 //                                         info agreed: > 0 for a non-finite entry (nothing
-//                                         more to do); else U := A / ‖A‖_F (A kept, keep_a)
+//                                         more to do); else U := A / (‖A‖₁ ‖A‖∞)^½ (A kept,
+//                                         keep_a) and *lower := 1 / ‖L⁻¹‖_F for UᴴU = L Lᴴ, or
+//                                         0 where the factorization fails; the same on every rank
 //   Status PolarQr<T>(double sqrt_c, double coef, double e)
 //                                         U := e U + coef Q₁ Q₂ᴴ, [sqrt_c U; I] = [Q₁; Q₂] R
 //   Status PolarCholesky<T>(double c, double coef, double e, double* change)
@@ -417,7 +419,7 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::Eigh<T>(bool, void*, int*);                          \
   template Status Engine::VectorsOut<T>(void*);                                \
   template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \
-  template Status Engine::PolarBegin<T>(bool, int*);                           \
+  template Status Engine::PolarBegin<T>(bool, double*, int*);                  \
   template Status Engine::PolarQr<T>(double, double, double);                  \
   template Status Engine::PolarCholesky<T>(double, double, double, double*);   \
   template Status Engine::PolarEnd<T>(bool, int*);                             \

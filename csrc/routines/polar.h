@@ -3,24 +3,31 @@
 // 31 (2010) 2700–2720), on both engines from distributed QR, Cholesky, triangular solves and
 // products: the schedule below, the dense steps in each engine.
 //
-// U₀ = A / ‖A‖_F (every singular value in (0, 1]); with ℓ a lower bound of U's smallest
-// singular value (ℓ₀ = ε), each step maps U = W diag(σ) Vᴴ to W diag(f(σ)) Vᴴ with
-// f(x) = x (a + b x²) / (1 + c x²), the weights a, b, c chosen from ℓ so that [ℓ, 1] lands in
-// [f(ℓ), 1], and ℓ := f(ℓ):
+// U₀ = A / α with α = (‖A‖₁ ‖A‖∞)^½ ≥ ‖A‖₂, so every singular value is in (0, 1]. With ℓ a
+// lower bound of U's smallest singular value, each step maps U = W diag(σ) Vᴴ to
+// W diag(f(σ)) Vᴴ with f(x) = x (a + b x²) / (1 + c x²), the weights a, b, c chosen from ℓ so
+// that [ℓ, 1] lands in [f(ℓ), 1], and ℓ := f(ℓ):
 //   c > 100: U := e U + (a − e)/√c Q₁ Q₂ᴴ with [√c U; I] = [Q₁; Q₂] R  (PolarQr; stable for large
 //            c, 2 to 3 times the flops of the other form),
 //   else:    U := e U + (a − e) U Z⁻¹ with Z = I + c UᴴU  (PolarCholesky: one Cholesky
 //            factorization and two triangular solves),
-// e = b / c. In double precision ℓ reaches 1 in six steps (two of them QR). Halley's steps
-// (a, b, c = 3, 1, 3) follow while ‖U − U_prev‖_F > (5ε)^⅓, ten steps in all at most, as in
-// jax.scipy.linalg.polar; then one Newton–Schulz step U := (3U − U UᴴU)/2 and H = ½ (UᴴA + AᴴU)
-// (PolarEnd). A rank-deficient A keeps its null space: H is positive semi-definite and Up H = A.
+// e = b / c. The fewer QR steps the better, and their number depends on ℓ₀ only: ℓ₀ = ε takes
+// two QR steps and four Cholesky steps in double precision (as jax.scipy.linalg.polar does),
+// ℓ₀ ≥ 10⁻⁵ one QR step, ℓ₀ ≥ 0.1 none. So PolarBegin also bounds σ_min(U) from below, cheaply
+// and rigorously: with UᴴU = L Lᴴ, σ_min(U) = 1 / ‖L⁻¹‖₂ ≥ 1 / ‖L⁻¹‖_F (N³/3 flops for L⁻¹ after
+// a Gram matrix and its Cholesky factorization). The bound is used where rounding cannot
+// invalidate it (λ_min(UᴴU) well above N ε, below: ℓ₀ = ε). Halley's steps (a, b, c = 3, 1, 3)
+// follow while ‖U − U_prev‖_F > (5ε)^⅓, ten steps in all at most; then one Newton–Schulz step
+// U := (3U − U UᴴU)/2 and H = ½ (UᴴA + AᴴU) (PolarEnd). A rank-deficient A keeps its null space:
+// H is positive semi-definite and Up H = A.
 //
 // As gesvd (routines/gesvd.h) the engine matrix is A itself, redistributed into tiles of its
 // exact extents; Up comes back through the plan (WorkOut), H through x (SquareRowsOut).
 #pragma once
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -35,12 +42,12 @@ struct QdwhStep {
   double weight, coef, e;
 };
 
-// The steps that take every singular value in [eps, 1] to within 5 eps of 1.
-inline std::vector<QdwhStep> QdwhSchedule(double eps, int max_steps) {
+// The steps that take every singular value in [l0, 1] to within 5 eps of 1.
+inline std::vector<QdwhStep> QdwhSchedule(double l0, double eps, int max_steps) {
   constexpr double kCholeskyFrom = 100;  // c at or below: the Cholesky form
   const double tol = 10 * eps / 2;
   std::vector<QdwhStep> steps;
-  double l = eps;
+  double l = l0;
   while (l + tol < 1 && static_cast<int>(steps.size()) < max_steps) {
     const double l2 = l * l;
     const double dd = std::cbrt(4 * (1 / l2 - 1) / l2);
@@ -70,10 +77,20 @@ struct PolarOf {
     }
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template PolarBegin<T>(kH, &info));  // agreed
+    double lower = 0;
+    JAXMG_RETURN_IF_ERROR(e.template PolarBegin<T>(kH, &lower, &info));  // agreed
     if (info == 0) {
       const double eps = std::numeric_limits<RealOf<T>>::epsilon();
-      const std::vector<QdwhStep> steps = QdwhSchedule(eps, kMaxSteps);
+      // lower² = λ_min of the computed UᴴU, whose rounding moves it by about N ε at most.
+      const double n = static_cast<double>(e.plan().cols.extent);
+      const double l0 = lower * lower > 10 * n * eps ? 0.9 * lower : eps;
+      const std::vector<QdwhStep> steps = QdwhSchedule(l0, eps, kMaxSteps);
+      if (std::getenv("JAXMG_DEBUG") != nullptr) {
+        size_t qr = 0;
+        for (const QdwhStep& s : steps) qr += s.qr ? 1 : 0;
+        std::fprintf(stderr, "[jaxmg] polar: bound %.3g, l0 %.3g: %zu QR and %zu Cholesky steps\n",
+                     lower, l0, qr, steps.size() - qr);
+      }
       // ‖U − U_prev‖_F of the last Cholesky step, agreed (every rank takes the same branch).
       double change = std::numeric_limits<double>::infinity();
       for (const QdwhStep& s : steps) {

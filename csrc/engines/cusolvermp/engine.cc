@@ -749,21 +749,14 @@ Status Engine::Identity() {
 }
 
 template <typename T>
-Status Engine::CholeskyInverse() {
-  // W = L⁻¹ is lower triangular: its column block k is L[k:, k:]⁻¹ I[k:, k] (one cuBLASMp trsm on
-  // the trailing submatrix, N³/3 flops in all instead of N³). B⁻¹ = Wᴴ W = Σ_k W_kᴴ W_k over W's
-  // row blocks W_k = W[k, :e_k], which are zero beyond column e_k = the block's end (one gemm
-  // each into the leading e_k x e_k block, 2N³/3 flops in all, both triangles). With the
-  // factorization, N³ flops against 7N³/3 for the solve with the identity.
-  StepTimer timer("CholeskyInverse", stream_);
-  JAXMG_RETURN_IF_ERROR(Identity<T>());  // W := I (local_b_, distributed like B)
-  const layout::Plan& plan = state_.plan;
-  const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
-  const int64_t tiles = (n + t - 1) / t;
-  const int64_t nb = t * std::max<int64_t>(1, (tiles + 7) / 8);  // about 8 blocks, whole tiles
+Status Engine::LowerInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n) {
+  // Column block k of W = L⁻¹ is L[k:, k:]⁻¹ I[k:, k]: one cuBLASMp trsm on the trailing
+  // submatrix per block of about n / 8 (whole tiles), N³/3 flops in all instead of N³.
+  const int64_t t = state_.plan.tile, tiles = (n + t - 1) / t;
+  const int64_t nb = t * std::max<int64_t>(1, (tiles + 7) / 8);
   BlasDescriptor dl, dw;
-  JAXMG_RETURN_IF_ERROR(dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
-  JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_RETURN_IF_ERROR(dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(ll, 1)));
+  JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lw, 1)));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
   const cublasComputeType_t compute =
       sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
@@ -771,17 +764,38 @@ Status Engine::CholeskyInverse() {
   for (int64_t k0 = 0; k0 < n; k0 += nb) {
     const int64_t m = n - k0, kb = std::min(nb, m);
     size_t dev = 0, host = 0;
-    JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER,
-                                         CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, m, kb, &one, work_,
-                                         k0 + 1, k0 + 1, dl.get(), local_b_, k0 + 1, k0 + 1,
-                                         dw.get(), compute, &dev, &host));
+    JAXMG_BLASMP(cublasMpTrsm_bufferSize(
+        ctx_.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, m,
+        kb, &one, l, k0 + 1, k0 + 1, dl.get(), w, k0 + 1, k0 + 1, dw.get(), compute, &dev, &host));
     void* d_work = nullptr;
     JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
     JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                              CUBLAS_DIAG_NON_UNIT, m, kb, &one, work_, k0 + 1, k0 + 1, dl.get(),
-                              local_b_, k0 + 1, k0 + 1, dw.get(), compute, d_work, workspace_bytes_,
+                              CUBLAS_DIAG_NON_UNIT, m, kb, &one, l, k0 + 1, k0 + 1, dl.get(), w,
+                              k0 + 1, k0 + 1, dw.get(), compute, d_work, workspace_bytes_,
                               ctx_.host_work.data(), ctx_.host_work.size()));
   }
+  return Status();
+}
+
+template <typename T>
+Status Engine::CholeskyInverse() {
+  // W = L⁻¹ (LowerInverse), then B⁻¹ = Wᴴ W = Σ_k W_kᴴ W_k over W's row blocks W_k = W[k, :e_k],
+  // which are zero beyond column e_k = the block's end (one gemm each into the leading
+  // e_k x e_k block, 2N³/3 flops in all, both triangles). With the factorization, N³ flops
+  // against 7N³/3 for the solve with the identity.
+  StepTimer timer("CholeskyInverse", stream_);
+  JAXMG_RETURN_IF_ERROR(Identity<T>());  // W := I (local_b_, distributed like B)
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
+  const int64_t tiles = (n + t - 1) / t;
+  const int64_t nb = t * std::max<int64_t>(1, (tiles + 7) / 8);  // about 8 blocks, whole tiles
+  JAXMG_RETURN_IF_ERROR(LowerInverse<T>(work_, ld, local_b_, ld, n));
+  BlasDescriptor dl, dw;
+  JAXMG_RETURN_IF_ERROR(dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  const cublasComputeType_t compute =
+      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const T one(1);
   // B⁻¹ into a buffer of its own (work_ may be the shard, which InverseOut writes).
   void* y = nullptr;
   const size_t bytes = sizeof(T) * std::max<int64_t>(local_rows_ * local_cols_, 1);
@@ -1334,12 +1348,16 @@ Status Engine::PolarSum(double* out) {
   double sum = 0;
   JAXMG_CUDA(cudaMemcpyAsync(&sum, polar_sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  // The branches that follow are every rank's: the largest reading (as its bits, which order
-  // non-negative doubles and NaN after them) on all of them.
+  *out = sum;
+  return AgreeOnValue(out);
+}
+
+Status Engine::AgreeOnValue(double* value) {
+  // The largest reading, as its bits (which order non-negative doubles, and NaN after them).
   int64_t bits = 0;
-  std::memcpy(&bits, &sum, sizeof(bits));
+  std::memcpy(&bits, value, sizeof(bits));
   JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &bits, 1));
-  std::memcpy(out, &bits, sizeof(bits));
+  std::memcpy(value, &bits, sizeof(bits));
   return Status();
 }
 
@@ -1376,11 +1394,13 @@ Status Engine::Product(char op_a, char op_b, int64_t m, int64_t n, int64_t k, do
 }
 
 template <typename T>
-Status Engine::PolarBegin(bool keep_a, int* info) {
+Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
   StepTimer timer("PolarBegin", stream_);
   const layout::Plan& plan = state_.plan;
-  const int64_t n = plan.cols.extent, t = plan.tile, count = local_rows_ * local_cols_;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
+  const int64_t count = local_rows_ * local_cols_;
   const size_t bytes = sizeof(T) * std::max<int64_t>(count, 1);
+  *lower = 0;
   JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite input
   if (*info != 0) return Status();
   if (keep_a) {
@@ -1390,16 +1410,111 @@ Status Engine::PolarBegin(bool keep_a, int* info) {
   void* sum = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(double), &sum));
   polar_sum_ = static_cast<double*>(sum);
-  JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
-  JAXMG_CUDA(cuda::SumSquares(KernelType<T>(), work_, count, polar_sum_, stream_));
-  double squares = 0;
-  JAXMG_RETURN_IF_ERROR(PolarSum(&squares));
-  if (squares > 0) {
-    JAXMG_CUDA(cuda::Scale(KernelType<T>(), work_, count, 1 / std::sqrt(squares), stream_));
-  }
   JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_w_));
   z_rows_ = CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow);
-  return Scratch(sizeof(T) * std::max<int64_t>(z_rows_ * local_cols_, 1), &polar_z_);
+  JAXMG_RETURN_IF_ERROR(
+      Scratch(sizeof(T) * std::max<int64_t>(z_rows_ * local_cols_, 1), &polar_z_));
+  // α = (‖A‖₁ ‖A‖∞)^½ from the column sums (n) and row sums (m) of |A|, summed over the ranks.
+  void* d_sums = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(double) * (n + m), &d_sums));
+  double* sums = static_cast<double*>(d_sums);
+  JAXMG_CUDA(cudaMemsetAsync(sums, 0, sizeof(double) * (n + m), stream_));
+  JAXMG_CUDA(cuda::AbsSums(KernelType<T>(), work_, local_rows_, local_cols_, t, ctx_.nprow,
+                           ctx_.npcol, ctx_.myrow, ctx_.mycol, sums, sums + n, stream_));
+  JAXMG_NCCL(ncclAllReduce(sums, sums, n + m, ncclDouble, ncclSum, ctx_.comm, stream_));
+  std::vector<double> host(static_cast<size_t>(n + m));
+  JAXMG_CUDA(cudaMemcpyAsync(host.data(), sums, sizeof(double) * (n + m), cudaMemcpyDeviceToHost,
+                             stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  double norms = *std::max_element(host.begin(), host.begin() + n) *
+                 *std::max_element(host.begin() + n, host.end());
+  JAXMG_RETURN_IF_ERROR(AgreeOnValue(&norms));
+  if (norms == 0) return Status();  // U = 0 stays 0
+  JAXMG_CUDA(cuda::Scale(KernelType<T>(), work_, count, 1 / std::sqrt(norms), stream_));
+  // The bound 1 / ‖L⁻¹‖_F, UᴴU = L Lᴴ: L in Z, L⁻¹ in W.
+  JAXMG_RETURN_IF_ERROR(PolarGram<T>(1, 0));
+  JAXMG_RETURN_IF_ERROR(PolarFactor<T>());
+  int32_t factored = 0;
+  JAXMG_CUDA(
+      cudaMemcpyAsync(&factored, small_ + 2, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  int64_t failed = factored != 0 ? 1 : 0;
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &failed, 1));
+  if (failed != 0) return Status();
+  JAXMG_CUDA(cudaMemsetAsync(polar_w_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
+  JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), polar_w_, z_rows_, local_cols_, t, ctx_.nprow,
+                               ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+  JAXMG_RETURN_IF_ERROR(LowerInverse<T>(polar_z_, z_rows_, polar_w_, z_rows_, n));
+  JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
+  JAXMG_CUDA(
+      cuda::SumSquares(KernelType<T>(), polar_w_, z_rows_ * local_cols_, polar_sum_, stream_));
+  double squares = 0;
+  JAXMG_RETURN_IF_ERROR(PolarSum(&squares));
+  if (std::isfinite(squares) && squares > 0) *lower = 1 / std::sqrt(squares);
+  return Status();
+}
+
+template <typename T>
+Status Engine::PolarGram(double c, double beta) {
+  StepTimer timer("PolarGram", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
+  BlasDescriptor du, dz;
+  JAXMG_RETURN_IF_ERROR(
+      du.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(local_rows_, 1)));
+  JAXMG_RETURN_IF_ERROR(
+      dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const cublasComputeType_t compute =
+      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  size_t dev = 0, host = 0;
+  void* d_work = nullptr;
+  if (Scalar<T>::kParts == 2) {  // Herk: real alpha and beta
+    const RealOf<T> alpha(c), b(beta);
+    JAXMG_BLASMP(cublasMpHerk_bufferSize(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m,
+                                         &alpha, work_, 1, 1, du.get(), &b, polar_z_, 1, 1,
+                                         dz.get(), compute, &dev, &host));
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_BLASMP(cublasMpHerk(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m, &alpha, work_,
+                              1, 1, du.get(), &b, polar_z_, 1, 1, dz.get(), compute, d_work,
+                              workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
+  } else {
+    const T alpha(c), b(beta);
+    JAXMG_BLASMP(cublasMpSyrk_bufferSize(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m,
+                                         &alpha, work_, 1, 1, du.get(), &b, polar_z_, 1, 1,
+                                         dz.get(), compute, &dev, &host));
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_BLASMP(cublasMpSyrk(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m, &alpha, work_,
+                              1, 1, du.get(), &b, polar_z_, 1, 1, dz.get(), compute, d_work,
+                              workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
+  }
+  return Status();
+}
+
+template <typename T>
+Status Engine::PolarFactor() {
+  StepTimer timer("PolarFactor", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.cols.extent, t = plan.tile;
+  Descriptor desc_z;
+  JAXMG_RETURN_IF_ERROR(
+      desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, polar_z_, 1, 1,
+                                          desc_z.get(), DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_CUDA(cudaMemsetAsync(small_ + 2, 0, sizeof(int32_t), stream_));
+  const cusolverStatus_t st = cusolverMpPotrf(
+      ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, polar_z_, 1, 1, desc_z.get(), DataTypeOf<T>(), d_work,
+      workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_ + 2);
+  if (st == CUSOLVER_STATUS_INTERNAL_ERROR || st == CUSOLVER_STATUS_EXECUTION_FAILED) {
+    // (cuSOLVERMp gives up on some matrices that are not positive definite): a failure info.
+    const int32_t one = 1;
+    JAXMG_CUDA(cudaMemcpyAsync(small_ + 2, &one, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    return Status();
+  }
+  return SolverCheck(st, "cusolverMpPotrf");
 }
 
 template <typename T>
@@ -1448,10 +1563,13 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
   const int64_t count = local_rows_ * local_cols_;
   const int64_t lu = std::max<int64_t>(local_rows_, 1), lz = std::max<int64_t>(z_rows_, 1);
-  // Z := I + c UᴴU (lower triangle), then Z = L Lᴴ.
+  // Z := I + c UᴴU (lower triangle), then Z = L Lᴴ (a NaN in Z leaves NaN in U, which PolarEnd
+  // reports).
   JAXMG_CUDA(cudaMemsetAsync(polar_z_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
   JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), polar_z_, z_rows_, local_cols_, t, ctx_.nprow,
                                ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+  JAXMG_RETURN_IF_ERROR(PolarGram<T>(c, 1));
+  JAXMG_RETURN_IF_ERROR(PolarFactor<T>());
   BlasDescriptor du, dz;
   JAXMG_RETURN_IF_ERROR(du.Create(ctx_, DataTypeOf<T>(), m, n, t, t, lu));
   JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, lz));
@@ -1460,43 +1578,6 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
       sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
   size_t dev = 0, host = 0;
   void* d_work = nullptr;
-  {
-    StepTimer gram("PolarCholesky: UᴴU", stream_);
-    if (Scalar<T>::kParts == 2) {  // Herk: real alpha and beta
-      const RealOf<T> alpha(c), beta(1);
-      JAXMG_BLASMP(cublasMpHerk_bufferSize(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m,
-                                           &alpha, work_, 1, 1, du.get(), &beta, polar_z_, 1, 1,
-                                           dz.get(), compute, &dev, &host));
-      JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-      JAXMG_BLASMP(cublasMpHerk(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m, &alpha, work_,
-                                1, 1, du.get(), &beta, polar_z_, 1, 1, dz.get(), compute, d_work,
-                                workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
-    } else {
-      const T alpha(c), beta(1);
-      JAXMG_BLASMP(cublasMpSyrk_bufferSize(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m,
-                                           &alpha, work_, 1, 1, du.get(), &beta, polar_z_, 1, 1,
-                                           dz.get(), compute, &dev, &host));
-      JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-      JAXMG_BLASMP(cublasMpSyrk(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m, &alpha, work_,
-                                1, 1, du.get(), &beta, polar_z_, 1, 1, dz.get(), compute, d_work,
-                                workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
-    }
-  }
-  {
-    StepTimer potrf("PolarCholesky: Potrf", stream_);
-    Descriptor desc_z;
-    JAXMG_RETURN_IF_ERROR(desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, lz));
-    JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, polar_z_, 1, 1,
-                                            desc_z.get(), DataTypeOf<T>(), &dev, &host));
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    // A NaN in Z (info > 0, or a failure status) leaves NaN in U, which PolarEnd reports.
-    const cusolverStatus_t st = cusolverMpPotrf(
-        ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, polar_z_, 1, 1, desc_z.get(), DataTypeOf<T>(),
-        d_work, workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_ + 2);
-    if (st != CUSOLVER_STATUS_INTERNAL_ERROR && st != CUSOLVER_STATUS_EXECUTION_FAILED) {
-      JAXMG_RETURN_IF_ERROR(SolverCheck(st, "cusolverMpPotrf"));
-    }
-  }
   // W := U Z⁻¹ = U L⁻ᴴ L⁻¹.
   const size_t bytes = sizeof(T) * std::max<int64_t>(count, 1);
   JAXMG_CUDA(cudaMemcpyAsync(polar_w_, work_, bytes, cudaMemcpyDeviceToDevice, stream_));

@@ -102,7 +102,7 @@ class Engine {
   template <typename T>
   Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
-  Status PolarBegin(bool keep_a, int* info);
+  Status PolarBegin(bool keep_a, double* lower, int* info);
   template <typename T>
   Status PolarQr(double sqrt_c, double coef, double e);
   template <typename T>
@@ -184,8 +184,21 @@ class Engine {
   template <typename T>
   Status SymmetryProducts(const void* shard, void** y);
   // *out := the sum over the ranks of the device double polar_sum_, the same value on every
-  // rank (one NCCL sum, then the largest of the ranks' readings, agreed).
+  // rank (one NCCL sum, then AgreeOnValue).
   Status PolarSum(double* out);
+  // *value := the largest of the ranks' values (non-negative or NaN), so that every rank takes
+  // the same branch on it.
+  Status AgreeOnValue(double* value);
+  // Z := c UᴴU + beta Z (lower triangle; cuBLASMp Syrk or Herk), U the engine matrix.
+  template <typename T>
+  Status PolarGram(double c, double beta);
+  // Z := L, Z = L Lᴴ (cuSOLVERMp Potrf); small_[2] := its info (1 where the solver gave up).
+  template <typename T>
+  Status PolarFactor();
+  // w := l⁻¹ for the lower triangular n x n matrix l, where w holds the identity (both in the
+  // engine's tiles, leading dimensions ll and lw).
+  template <typename T>
+  Status LowerInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n);
   // A matrix in the engine's tiles over its grid: the local part p (leading dimension ld) of a
   // rows x cols global matrix, used from its row `row` (1-based, at a tile boundary) on.
   struct Tiled {

@@ -553,25 +553,59 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
 }
 
 template <typename T>
-Status Engine::PolarBegin(bool keep_a, int* info) {
+Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
   int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   *info = bad;
+  *lower = 0;
   if (bad != 0) return Status();
+  const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
   const int64_t count = local_rows_ * local_cols_;
   T* u = As<T>(work_);
-  if (keep_a)
-    polar_a_.assign(static_cast<const char*>(work_),
-                    static_cast<const char*>(work_) + sizeof(T) * std::max<int64_t>(count, 1));
-  double sum = 0;
-  for (int64_t i = 0; i < count; ++i) sum += std::norm(std::complex<double>(u[i]));
-  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(*grid_, &sum, 1));
-  const double norm = std::sqrt(sum);
-  if (norm > 0) {
-    for (int64_t i = 0; i < count; ++i) u[i] = u[i] / static_cast<RealOf<T>>(norm);
+  if (keep_a) {
+    const char* a = static_cast<const char*>(work_);
+    polar_a_.assign(a, a + sizeof(T) * std::max<int64_t>(count, 1));
   }
-  // Z (n x n), the square matrix of the Cholesky steps.
-  return SquareMatrix<T>(&polar_z_, &desc_z_, &z_rows_);
+  // α = (‖A‖₁ ‖A‖∞)^½ from the column sums (n) and row sums (m) of |A|.
+  std::vector<double> sums(static_cast<size_t>(n + m), 0.0);
+  for (int64_t c = 0; c < local_cols_; ++c) {
+    const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+    for (int64_t r = 0; r < local_rows_; ++r) {
+      const double v = std::abs(std::complex<double>(u[r + c * local_rows_]));
+      sums[gc] += v;
+      sums[n + CyclicGlobal(r, t, grid_->nprow, grid_->myrow)] += v;
+    }
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(*grid_, sums.data(), n + m));
+  const double one_norm = *std::max_element(sums.begin(), sums.begin() + n);
+  const double inf_norm = *std::max_element(sums.begin() + n, sums.end());
+  if (one_norm == 0) return SquareMatrix<T>(&polar_z_, &desc_z_, &z_rows_);  // U = 0 stays 0
+  const auto scale = static_cast<RealOf<T>>(1 / std::sqrt(one_norm * inf_norm));
+  for (int64_t i = 0; i < count; ++i) u[i] = u[i] * scale;
+  // The bound 1 / ‖L⁻¹‖_F, UᴴU = L Lᴴ.
+  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&polar_z_, &desc_z_, &z_rows_));
+  const char adjoint = Scalar<T>::kParts == 2 ? 'C' : 'T';
+  T* z = As<T>(polar_z_.data());
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Gemm<T>(adjoint, 'N', n, n, m, T(1), u, desc_a_, u, desc_a_, T(0), z, desc_z_));
+  int potrf = 0;
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(n, z, desc_z_, &potrf));
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &potrf));
+  if (potrf != 0) return Status();
+  std::vector<T> w(static_cast<size_t>(std::max<int64_t>(z_rows_ * local_cols_, 1)), T(0));
+  for (int64_t c = 0; c < local_cols_; ++c) {
+    const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+    for (int64_t r = 0; r < z_rows_; ++r) {
+      if (CyclicGlobal(r, t, grid_->nprow, grid_->myrow) == gc) w[r + c * z_rows_] = T(1);
+    }
+  }
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Trsm<T>('L', 'L', 'N', 'N', n, n, T(1), z, desc_z_, w.data(), desc_z_));
+  double sum = 0;
+  for (int64_t i = 0; i < z_rows_ * local_cols_; ++i) sum += std::norm(std::complex<double>(w[i]));
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(*grid_, &sum, 1));
+  if (std::isfinite(sum) && sum > 0) *lower = 1 / std::sqrt(sum);
+  return Status();
 }
 
 template <typename T>

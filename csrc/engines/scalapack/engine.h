@@ -81,7 +81,7 @@ class Engine {
   template <typename T>
   Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
-  Status PolarBegin(bool keep_a, int* info);
+  Status PolarBegin(bool keep_a, double* lower, int* info);
   template <typename T>
   Status PolarQr(double sqrt_c, double coef, double e);
   template <typename T>
