@@ -23,6 +23,10 @@ def _matrix(m, n, dtype, variant):
     if variant == "wide":
         return tall(n, m, dtype, m + n).T.copy()
     a = tall(m, n, dtype, m + n, zero_column=n // 2 if variant == "rank-deficient" else None)
+    if variant == "ill-conditioned":  # singular values from 1 down to 1e-10 (float64)
+        u, _, vh = np.linalg.svd(a.astype(np.complex128), full_matrices=False)
+        s = np.logspace(0, -10, n)
+        return ((u * s) @ vh).real.astype(dtype)
     if variant == "clustered":  # singular values 1 + 1e-9 k
         u, _, vh = np.linalg.svd(a.astype(np.complex128), full_matrices=False)
         s = 1 + 1e-9 * np.arange(n)
@@ -37,7 +41,8 @@ def _matrix(m, n, dtype, variant):
 def svd_case(mesh, routine, dtype_name, m, n, tile, variant=""):
     """gesvd variants: "values", "u", "vh" (what is computed), "jit", "donate", "wide" (an
     n x m matrix), "rank-deficient" (a zero column), "clustered"; polar: "", "up" (no H), "jit",
-    "rank-deficient" (H still positive semi-definite, Up H = A)."""
+    "rank-deficient" (H still positive semi-definite, Up H = A), "ill-conditioned" (κ = 1e10:
+    no bound on the smallest singular value, QDWH's full schedule and Halley's steps)."""
     import jaxmg
 
     dtype = DTYPES[dtype_name]
@@ -159,7 +164,8 @@ def svd_failure_case(mesh, routine, kind, m, n, tile):
 def svd_plan(m, tiles=(None, 4, 5)):
     """[(name, kind, params)]: gesvd and polar on m x m/2 over four dtypes and tiles, square
     matrices; gesvd's values-only, U-only and Vh-only paths, a wide matrix, a zero column,
-    clustered singular values, a user's jit, donation; polar without H, rank deficient;
+    clustered singular values, a user's jit, donation; polar without H, rank deficient, ill
+    conditioned;
     failures."""
     from solve_plan import DTYPE_NAMES
 
@@ -181,7 +187,7 @@ def svd_plan(m, tiles=(None, 4, 5)):
     for variant in ("values", "u", "vh", "wide", "rank-deficient", "clustered", "jit", "donate"):
         add("gesvd", "float64", m, n, 4, variant)
     add("gesvd", "complex128", m, n, 5, "wide")
-    for variant in ("up", "jit", "rank-deficient"):
+    for variant in ("up", "jit", "rank-deficient", "ill-conditioned"):
         add("polar", "float64", m, n, 4, variant)
     for routine, kind in (("gesvd", "nan"), ("polar", "nan"), ("polar", "wide"), ("gesvd", "full")):
         params = dict(routine=routine, kind=kind, m=m, n=n, tile=4)

@@ -16,10 +16,11 @@
 // ℓ₀ ≥ 10⁻⁵ one QR step, ℓ₀ ≥ 0.1 none. So PolarBegin also bounds σ_min(U) from below, cheaply
 // and rigorously: with UᴴU = L Lᴴ, σ_min(U) = 1 / ‖L⁻¹‖₂ ≥ 1 / ‖L⁻¹‖_F (N³/3 flops for L⁻¹ after
 // a Gram matrix and its Cholesky factorization). The bound is used where rounding cannot
-// invalidate it (λ_min(UᴴU) well above N ε, below: ℓ₀ = ε). Halley's steps (a, b, c = 3, 1, 3)
-// follow while ‖U − U_prev‖_F > (5ε)^⅓, ten steps in all at most; then one Newton–Schulz step
-// U := (3U − U UᴴU)/2 and H = ½ (UᴴA + AᴴU) (PolarEnd). A rank-deficient A keeps its null space:
-// H is positive semi-definite and Up H = A.
+// invalidate it (λ_min(UᴴU) well above (M + N) ε; below: ℓ₀ = ε). From ε, which bounds nothing,
+// Halley's steps (a, b, c = 3, 1, 3) follow while ‖U − U_prev‖_F > (5ε)^⅓, ten steps in all at
+// most (as in jax.scipy.linalg.polar); from a bound the schedule suffices. Then one Newton–Schulz
+// step U := (3U − U UᴴU)/2 and H = ½ (UᴴA + AᴴU) (PolarEnd). A rank-deficient A keeps its null
+// space: H is positive semi-definite and Up H = A.
 //
 // As gesvd (routines/gesvd.h) the engine matrix is A itself, redistributed into tiles of its
 // exact extents; Up comes back through the plan (WorkOut), H through x (SquareRowsOut).
@@ -81,9 +82,10 @@ struct PolarOf {
     JAXMG_RETURN_IF_ERROR(e.template PolarBegin<T>(kH, &lower, &info));  // agreed
     if (info == 0) {
       const double eps = std::numeric_limits<RealOf<T>>::epsilon();
-      // lower² = λ_min of the computed UᴴU, whose rounding moves it by about N ε at most.
-      const double n = static_cast<double>(e.plan().cols.extent);
-      const double l0 = lower * lower > 10 * n * eps ? 0.9 * lower : eps;
+      // lower² = λ_min of the computed UᴴU, whose rounding moves it by (M + N) ε at most.
+      const double mn = static_cast<double>(e.plan().engine_rows() + e.plan().cols.extent);
+      const bool bounded = lower * lower > 10 * mn * eps;
+      const double l0 = bounded ? 0.9 * lower : eps;
       const std::vector<QdwhStep> steps = QdwhSchedule(l0, eps, kMaxSteps);
       if (std::getenv("JAXMG_DEBUG") != nullptr) {
         size_t qr = 0;
@@ -101,8 +103,10 @@ struct PolarOf {
           JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(s.weight, s.coef, s.e, &change));
         }
       }
+      // From a bound, the schedule has taken every singular value to within 5ε of 1; from ε,
+      // which need not be one, Halley's steps go on until U stops moving.
       const double tol = std::cbrt(10 * eps / 2);
-      for (size_t k = steps.size(); change > tol && k < kMaxSteps; ++k) {
+      for (size_t k = steps.size(); !bounded && change > tol && k < kMaxSteps; ++k) {
         JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(3, 3 - 1.0 / 3, 1.0 / 3, &change));
       }
       JAXMG_RETURN_IF_ERROR(e.template PolarEnd<T>(kH, &info));  // agreed

@@ -1609,13 +1609,34 @@ Status Engine::PolarEnd(bool h, int* info) {
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
   const int64_t count = local_rows_ * local_cols_;
-  const Tiled u{work_, m, n, local_rows_}, w{polar_w_, m, n, local_rows_};
+  const Tiled u{work_, m, n, local_rows_};
   const Tiled z{polar_z_, n, n, z_rows_};
-  // Newton–Schulz: U := 1.5 U − 0.5 W (UᴴU), W a copy of U.
-  JAXMG_RETURN_IF_ERROR(Product<T>('C', 'N', n, n, m, 1, u, u, 0, z));
+  // Newton–Schulz: U := 1.5 U − 0.5 W G, G = UᴴU (lower triangle), W a copy of U.
+  JAXMG_RETURN_IF_ERROR(PolarGram<T>(1, 0));
   JAXMG_CUDA(cudaMemcpyAsync(polar_w_, work_, sizeof(T) * std::max<int64_t>(count, 1),
                              cudaMemcpyDeviceToDevice, stream_));
-  JAXMG_RETURN_IF_ERROR(Product<T>('N', 'N', m, n, n, -0.5, w, z, 1.5, u));
+  {
+    StepTimer symm("PolarEnd: Symm", stream_);
+    BlasDescriptor du, dz;
+    JAXMG_RETURN_IF_ERROR(
+        du.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(local_rows_, 1)));
+    JAXMG_RETURN_IF_ERROR(
+        dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
+    JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+    const cublasComputeType_t compute =
+        sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+    const T alpha(-0.5), beta(1.5);
+    size_t dev = 0, host = 0;
+    JAXMG_BLASMP(cublasMpSymm_bufferSize(ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, m, n,
+                                         &alpha, polar_z_, 1, 1, dz.get(), polar_w_, 1, 1, du.get(),
+                                         &beta, work_, 1, 1, du.get(), compute, &dev, &host));
+    void* d_work = nullptr;
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_BLASMP(cublasMpSymm(ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, m, n, &alpha,
+                              polar_z_, 1, 1, dz.get(), polar_w_, 1, 1, du.get(), &beta, work_, 1,
+                              1, du.get(), compute, d_work, workspace_bytes_, ctx_.host_work.data(),
+                              ctx_.host_work.size()));
+  }
   JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite entry of U
   if (*info != 0 || !h) return Status();
   // H := ½ (G + Gᴴ), G = Uᴴ A.
