@@ -46,18 +46,18 @@ def polar(
 ):
     """The polar decomposition A = Up H of an M x N matrix (M >= N) sharded over a mesh.
 
-    Up has orthonormal columns and H is Hermitian positive semi-definite. On GPUs cuSOLVERMp's
-    Polar (QDWH iterations on distributed QR and Cholesky factorizations); on CPUs from
-    ScaLAPACK's SVD, A = U S Vᴴ: Up = U Vᴴ, H = V S Vᴴ (two distributed products). Nothing is
-    gathered; works inside and outside `jax.jit`, on every 1-D and 2-D mesh.
+    Up has orthonormal columns and H is Hermitian positive semi-definite. QDWH (dynamically
+    weighted Halley iterations on distributed QR, Cholesky, triangular solves and products,
+    csrc/routines/polar.h) on both engines, started from a lower bound of the smallest singular
+    value where one can be had cheaply: one QR step instead of two unless A is ill-conditioned.
+    Nothing is gathered; works inside and outside `jax.jit`, on every 1-D and 2-D mesh.
 
     Args:
       a: (M, N) float32, float64, complex64 or complex128 array, M >= N, sharded over a 1-D or
         2-D mesh.
       T_A, mesh, matrix_specs, in_specs, pad, donate: as for `jaxmg.qr`.
       compute_h: also return H.
-      return_status: also return an int32 status: 0 on success, k > 0 when the engine did not
-        converge or A holds NaN or Inf.
+      return_status: also return an int32 status: 0 on success, k > 0 when A holds NaN or Inf.
 
     Returns:
       (Up, H), or Up without compute_h; the status appended with return_status. Up is M x N in
