@@ -22,7 +22,8 @@ def svd_name(routine, dtype_name, m, n, tile, variant=""):
 def _matrix(m, n, dtype, variant):
     if variant == "wide":
         return tall(n, m, dtype, m + n).T.copy()
-    a = tall(m, n, dtype, m + n, zero_column=n // 2 if variant == "rank-deficient" else None)
+    zero = n // 2 if variant.endswith("rank-deficient") else None
+    a = tall(m, n, dtype, m + n, zero_column=zero)
     if variant == "ill-conditioned":  # singular values from 1 down to 1e-10 (float64)
         u, _, vh = np.linalg.svd(a.astype(np.complex128), full_matrices=False)
         s = np.logspace(0, -10, n)
@@ -40,7 +41,8 @@ def _matrix(m, n, dtype, variant):
 
 def svd_case(mesh, routine, dtype_name, m, n, tile, variant=""):
     """gesvd variants: "values", "u", "vh" (what is computed), "jit", "donate", "wide" (an
-    n x m matrix), "rank-deficient" (a zero column), "clustered"; polar: "", "up" (no H), "jit",
+    n x m matrix), "rank-deficient" (a zero column), "values-rank-deficient", "clustered"; polar:
+    "", "up" (no H), "jit",
     "rank-deficient" (H still positive semi-definite, Up H = A), "ill-conditioned" (κ = 1e10:
     no bound on the smallest singular value, QDWH's full schedule and Halley's steps)."""
     import jaxmg
@@ -58,8 +60,9 @@ def svd_case(mesh, routine, dtype_name, m, n, tile, variant=""):
     u_ref, s_ref, vh_ref = np.linalg.svd(a64, full_matrices=False)
     ok = True
     if routine == "gesvd":
-        cu = variant not in ("values", "vh")
-        cv = variant not in ("values", "u")
+        values = variant.startswith("values")
+        cu = not values and variant != "vh"
+        cv = not values and variant != "u"
 
         def fn(x):
             return jaxmg.gesvd(
@@ -183,6 +186,12 @@ def svd_plan(m, tiles=(None, 4, 5)):
             add("gesvd", dtype_name, m, n, tile)
         add("polar", dtype_name, m, n, tiles[-1])
     add("gesvd", "float64", m, m, 5)
+    # The singular values alone (QDWH and H's eigenvalues): every dtype, a square matrix, a
+    # zero column.
+    for dtype_name in DTYPE_NAMES:
+        add("gesvd", dtype_name, m, n, 5, "values")
+    add("gesvd", "complex128", m, m, 4, "values")
+    add("gesvd", "float64", m, n, 4, "values-rank-deficient")
     add("polar", "complex128", m, m, 4)
     for variant in ("values", "u", "vh", "wide", "rank-deficient", "clustered", "jit", "donate"):
         add("gesvd", "float64", m, n, 4, variant)

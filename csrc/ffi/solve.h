@@ -109,6 +109,10 @@
 //   Status PolarEnd<T>(bool h, int* info) U := (3U − U UᴴU) / 2, the engine matrix := U; with
 //                                         h, H := ½ (UᴴA + AᴴU) kept as the square matrix; info
 //                                         agreed: > 0 for a non-finite entry of U
+//   Status PolarValues<T>(void* x, int64_t x_rows, int64_t x_cols, int* info)
+//                                         (after PolarEnd with h) H's eigenvalues, A's singular
+//                                         values: descending, at least 0, into x's last column
+//                                         for x's rows (as Gesvd's); info agreed
 //   Status SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols)
 //                                         columns 0..n-1 of x (row stride x_cols) := this
 //                                         shard's x_rows of the square matrix kept (collective)
@@ -423,6 +427,7 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::PolarQr<T>(double, double, double);                  \
   template Status Engine::PolarCholesky<T>(double, double, double, double*);   \
   template Status Engine::PolarEnd<T>(bool, int*);                             \
+  template Status Engine::PolarValues<T>(void*, int64_t, int64_t, int*);       \
   template Status Engine::MatrixIn<T>(const void*);                            \
   template Status Engine::Gemm<T>(char, char);                                 \
   template Status Engine::Sygvd<T>(bool, void*, int*);                         \

@@ -1,5 +1,6 @@
 // gesvd: the thin singular value decomposition A = U diag(s) Vᴴ of a tall matrix (M x N,
-// M >= N).
+// M >= N): the engine's SVD, or for the singular values alone QDWH's polar decomposition
+// A = Up H and H's eigenvalues.
 //
 // As for qr (routines/qr.h), jaxmg/routines/gesvd.py hands aᵀ, so the engine matrix is A
 // itself, here always redistributed into block-cyclic tiles of its exact extents: a relabeled
@@ -11,6 +12,7 @@
 #pragma once
 
 #include "ffi/solve.h"
+#include "routines/polar.h"
 
 namespace jaxmg::routines {
 
@@ -26,6 +28,17 @@ struct GesvdOf {
     }
     const int64_t x_cols = io.x_count / io.x_rows;
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    if (!kU && !kVt) {
+      // s alone: A = Up H (QDWH, routines/polar.h), then H's eigenvalues without vectors (H =
+      // V diag(s) Vᴴ): a fraction of what an SVD's values-only path costs where, as
+      // cuSOLVERMp's, it goes through the polar decomposition and an eigensolver with vectors.
+      int info = 0;
+      JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, /*h=*/true, &info)));
+      if (info == 0)
+        JAXMG_RETURN_IF_ERROR(e.template PolarValues<T>(io.x, io.x_rows, x_cols, &info));
+      JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+      return info != 0 ? e.template FillNan<T>(io.x, io.x_count) : Status();
+    }
     int info = 0;
     JAXMG_RETURN_IF_ERROR(e.template Gesvd<T>(kU, kVt, io.x, io.x_rows, x_cols, &info));  // agreed
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));

@@ -65,11 +65,49 @@ inline std::vector<QdwhStep> QdwhSchedule(double l0, double eps, int max_steps) 
   return steps;
 }
 
+// QDWH on the engine matrix (Prepare'd): A = Up H, the engine matrix := Up and, with h, H kept
+// as the square matrix; info agreed (> 0: a non-finite entry of A or of Up).
+template <class E, class T>
+Status Qdwh(E& e, bool h, int* info) {
+  constexpr int kMaxSteps = 10;
+  double lower = 0;
+  JAXMG_RETURN_IF_ERROR(e.template PolarBegin<T>(h, &lower, info));  // agreed
+  if (*info != 0) return Status();
+  const double eps = std::numeric_limits<RealOf<T>>::epsilon();
+  // lower² = λ_min of the computed UᴴU, whose rounding moves it by (M + N) ε at most.
+  const double mn = static_cast<double>(e.plan().engine_rows() + e.plan().cols.extent);
+  const bool bounded = lower * lower > 10 * mn * eps;
+  const double l0 = bounded ? 0.9 * lower : eps;
+  const std::vector<QdwhStep> steps = QdwhSchedule(l0, eps, kMaxSteps);
+  if (std::getenv("JAXMG_DEBUG") != nullptr) {
+    size_t qr = 0;
+    for (const QdwhStep& s : steps) qr += s.qr ? 1 : 0;
+    std::fprintf(stderr, "[jaxmg] polar: bound %.3g, l0 %.3g: %zu QR and %zu Cholesky steps\n",
+                 lower, l0, qr, steps.size() - qr);
+  }
+  // ‖U − U_prev‖_F of the last Cholesky step, agreed (every rank takes the same branch).
+  double change = std::numeric_limits<double>::infinity();
+  for (const QdwhStep& s : steps) {
+    if (s.qr) {
+      JAXMG_RETURN_IF_ERROR(e.template PolarQr<T>(s.weight, s.coef, s.e));
+      change = std::numeric_limits<double>::infinity();
+    } else {
+      JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(s.weight, s.coef, s.e, &change));
+    }
+  }
+  // From a bound, the schedule has taken every singular value to within 5ε of 1; from ε,
+  // which need not be one, Halley's steps go on until U stops moving.
+  const double tol = std::cbrt(10 * eps / 2);
+  for (size_t k = steps.size(); !bounded && change > tol && k < kMaxSteps; ++k) {
+    JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(3, 3 - 1.0 / 3, 1.0 / 3, &change));
+  }
+  return e.template PolarEnd<T>(h, info);  // agreed
+}
+
 template <bool kH>
 struct PolarOf {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
   static constexpr bool kRectangular = true;
-  static constexpr int kMaxSteps = 10;
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
@@ -78,39 +116,7 @@ struct PolarOf {
     }
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     int info = 0;
-    double lower = 0;
-    JAXMG_RETURN_IF_ERROR(e.template PolarBegin<T>(kH, &lower, &info));  // agreed
-    if (info == 0) {
-      const double eps = std::numeric_limits<RealOf<T>>::epsilon();
-      // lower² = λ_min of the computed UᴴU, whose rounding moves it by (M + N) ε at most.
-      const double mn = static_cast<double>(e.plan().engine_rows() + e.plan().cols.extent);
-      const bool bounded = lower * lower > 10 * mn * eps;
-      const double l0 = bounded ? 0.9 * lower : eps;
-      const std::vector<QdwhStep> steps = QdwhSchedule(l0, eps, kMaxSteps);
-      if (std::getenv("JAXMG_DEBUG") != nullptr) {
-        size_t qr = 0;
-        for (const QdwhStep& s : steps) qr += s.qr ? 1 : 0;
-        std::fprintf(stderr, "[jaxmg] polar: bound %.3g, l0 %.3g: %zu QR and %zu Cholesky steps\n",
-                     lower, l0, qr, steps.size() - qr);
-      }
-      // ‖U − U_prev‖_F of the last Cholesky step, agreed (every rank takes the same branch).
-      double change = std::numeric_limits<double>::infinity();
-      for (const QdwhStep& s : steps) {
-        if (s.qr) {
-          JAXMG_RETURN_IF_ERROR(e.template PolarQr<T>(s.weight, s.coef, s.e));
-          change = std::numeric_limits<double>::infinity();
-        } else {
-          JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(s.weight, s.coef, s.e, &change));
-        }
-      }
-      // From a bound, the schedule has taken every singular value to within 5ε of 1; from ε,
-      // which need not be one, Halley's steps go on until U stops moving.
-      const double tol = std::cbrt(10 * eps / 2);
-      for (size_t k = steps.size(); !bounded && change > tol && k < kMaxSteps; ++k) {
-        JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(3, 3 - 1.0 / 3, 1.0 / 3, &change));
-      }
-      JAXMG_RETURN_IF_ERROR(e.template PolarEnd<T>(kH, &info));  // agreed
-    }
+    JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, kH, &info)));
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
       JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));

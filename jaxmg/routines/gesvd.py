@@ -54,7 +54,9 @@ def gesvd(
     """The singular value decomposition A = U diag(s) Vh of an M x N matrix sharded over a mesh.
 
     The engine's SVD (cuSOLVERMp's Gesvd on GPUs, ScaLAPACK's p?gesvd on CPUs) on the matrix
-    copied into block-cyclic tiles; nothing is gathered. Tall and wide matrices both work (a
+    copied into block-cyclic tiles; the singular values alone from jaxmg's polar decomposition
+    A = Up H (QDWH, as `jaxmg.polar`) and H's eigenvalues, without vectors. Nothing is
+    gathered. Tall and wide matrices both work (a
     wide one is decomposed through its conjugate transpose). Works inside and outside
     `jax.jit`, on every 1-D and 2-D mesh.
 

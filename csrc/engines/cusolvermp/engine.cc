@@ -1663,6 +1663,47 @@ Status Engine::PolarEnd(bool h, int* info) {
 }
 
 template <typename T>
+Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
+  StepTimer timer("PolarValues", stream_);
+  using R = RealOf<T>;
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.cols.extent, t = plan.tile;
+  const size_t es = sizeof(T);
+  JAXMG_CUDA(cudaMemsetAsync(x, 0, es * x_rows * x_cols, stream_));
+  void* w = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
+  // H (lower triangle) in the square matrix; Z (not computed) in polar_z_, of the same layout.
+  Descriptor dh, dz;
+  JAXMG_RETURN_IF_ERROR(
+      dh.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1)));
+  JAXMG_RETURN_IF_ERROR(
+      dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
+  char jobz[2] = {'N', 0};
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, square_, 1,
+                                          1, dh.get(), w, polar_z_, 1, 1, dz.get(), DataTypeOf<T>(),
+                                          &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpSyevd(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, square_, 1, 1,
+                               dh.get(), w, polar_z_, 1, 1, dz.get(), DataTypeOf<T>(), d_work,
+                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
+                               small_));
+  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
+  // Descending, at least 0 (H is positive semi-definite), into x's last column for x's rows.
+  std::vector<R> values(static_cast<size_t>(n));
+  JAXMG_CUDA(cudaMemcpyAsync(values.data(), w, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  const int64_t first = FirstRow(x_rows);
+  std::vector<T> column(static_cast<size_t>(std::max<int64_t>(x_rows, 1)));
+  for (int64_t i = 0; i < x_rows; ++i) column[i] = T(std::max<R>(values[n - 1 - (first + i)], 0));
+  // From pageable memory: the copy has read `column` when cudaMemcpy2DAsync returns.
+  JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
+                               column.data(), es, es, x_rows, cudaMemcpyHostToDevice, stream_));
+  return Status();
+}
+
+template <typename T>
 Status Engine::MatrixIn(const void* shard) {
   StepTimer timer("MatrixIn", stream_);
   const layout::Plan& plan = state_.plan;

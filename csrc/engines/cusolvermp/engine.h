@@ -110,6 +110,8 @@ class Engine {
   template <typename T>
   Status PolarEnd(bool h, int* info);
   template <typename T>
+  Status PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info);
+  template <typename T>
   Status MatrixIn(const void* shard);
   template <typename T>
   Status Gemm(char op_b, char op_a);

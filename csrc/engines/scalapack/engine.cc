@@ -710,6 +710,27 @@ Status Engine::PolarEnd(bool h, int* info) {
 }
 
 template <typename T>
+Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
+  using R = RealOf<T>;
+  const int64_t n = plan_->cols.extent;
+  std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
+  JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(false, n, square_rows_, local_cols_,
+                                           As<T>(square_.data()), desc_square_, w.data(),
+                                           As<T>(polar_z_.data()), desc_z_, info));
+  for (int64_t i = 0; i < n && *info == 0; ++i) {
+    if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
+  }
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
+  // Descending, at least 0 (H is positive semi-definite), into x's last column for x's rows.
+  const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? v_ : u_);
+  T* out = As<T>(x);
+  for (int64_t i = 0; i < x_rows; ++i) {
+    out[i * x_cols + x_cols - 1] = T(std::max<R>(w[n - 1 - (first + i)], 0));
+  }
+  return Status();
+}
+
+template <typename T>
 Status Engine::MatrixIn(const void* shard) {
   const layout::Plan& plan = *plan_;
   if (plan.strategy != layout::Strategy::kRedistribute) {
