@@ -295,8 +295,8 @@ __device__ inline double Norm(Cplx<R> v) {
   return Norm(v.re) + Norm(v.im);
 }
 
-// The block's sum of `v` added to *sum (one atomic per block).
-__device__ inline void BlockSum(double v, double* sum) {
+// The sum of the block's values `v`, in thread 0 (every thread of the block calls it).
+__device__ inline double BlockReduce(double v) {
   __shared__ double part[kThreads];
   part[threadIdx.x] = v;
   __syncthreads();
@@ -304,7 +304,15 @@ __device__ inline void BlockSum(double v, double* sum) {
     if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
     __syncthreads();
   }
-  if (threadIdx.x == 0) atomicAdd(sum, part[0]);
+  const double total = part[0];
+  __syncthreads();  // part is reused by the block's next call
+  return total;
+}
+
+// The block's sum of `v` added to *sum (one atomic per block).
+__device__ inline void BlockSum(double v, double* sum) {
+  const double total = BlockReduce(v);
+  if (threadIdx.x == 0) atomicAdd(sum, total);
 }
 
 template <typename T>
@@ -355,15 +363,8 @@ __global__ void ColumnAbsSumsKernel(const T* a, int64_t lr, int64_t lc, int64_t 
   for (int64_t c = blockIdx.x; c < lc; c += gridDim.x) {
     double local = 0;
     for (int64_t r = threadIdx.x; r < lr; r += blockDim.x) local += Magnitude(a[r + c * lr]);
-    __shared__ double part[kThreads];
-    part[threadIdx.x] = local;
-    __syncthreads();
-    for (int s = kThreads / 2; s > 0; s /= 2) {
-      if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) col[CyclicGlobal(c, t, npcol, mycol)] = part[0];
-    __syncthreads();
+    const double total = BlockReduce(local);
+    if (threadIdx.x == 0) col[CyclicGlobal(c, t, npcol, mycol)] = total;
   }
 }
 

@@ -68,6 +68,22 @@ class BlasDescriptor {
   cublasMpMatrixDescriptor_t desc_ = nullptr;
 };
 
+template <typename T>
+constexpr cublasComputeType_t ComputeOf() {
+  return sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+}
+
+// cuBLASMp descriptors of QDWH's matrices: U (m x n, the engine matrix's layout, local rows lu)
+// and Z (n x n, local rows lz), both in tiles of t.
+struct PolarLayouts {
+  BlasDescriptor u, z;
+  template <typename T>
+  Status Create(Context& c, int64_t m, int64_t n, int64_t t, int64_t lu, int64_t lz) {
+    JAXMG_RETURN_IF_ERROR(u.Create(c, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(lu, 1)));
+    return z.Create(c, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lz, 1));
+  }
+};
+
 bool Debug() {
   static const bool debug = std::getenv("JAXMG_DEBUG") != nullptr;
   return debug;
@@ -608,8 +624,7 @@ Status Engine::LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv
   JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
   JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, nrhs, t, t, std::max<int64_t>(lr, 1)));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasComputeType_t compute =
-      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const cublasComputeType_t compute = ComputeOf<T>();
   const T one(1);
   const cublasOperation_t op = transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
   const std::pair<cublasFillMode_t, cublasDiagType_t> lower{CUBLAS_FILL_MODE_LOWER,
@@ -758,8 +773,7 @@ Status Engine::LowerInverse(const void* l, int64_t ll, void* w, int64_t lw, int6
   JAXMG_RETURN_IF_ERROR(dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(ll, 1)));
   JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lw, 1)));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasComputeType_t compute =
-      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const cublasComputeType_t compute = ComputeOf<T>();
   const T one(1);
   for (int64_t k0 = 0; k0 < n; k0 += nb) {
     const int64_t m = n - k0, kb = std::min(nb, m);
@@ -793,8 +807,7 @@ Status Engine::CholeskyInverse() {
   BlasDescriptor dl, dw;
   JAXMG_RETURN_IF_ERROR(dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
   JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
-  const cublasComputeType_t compute =
-      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const cublasComputeType_t compute = ComputeOf<T>();
   const T one(1);
   // B⁻¹ into a buffer of its own (work_ may be the shard, which InverseOut writes).
   void* y = nullptr;
@@ -1377,8 +1390,7 @@ Status Engine::Product(char op_a, char op_b, int64_t m, int64_t n, int64_t k, do
   JAXMG_RETURN_IF_ERROR(
       dc.Create(ctx_, DataTypeOf<T>(), c.rows, c.cols, t, t, std::max<int64_t>(c.ld, 1)));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasComputeType_t compute =
-      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const cublasComputeType_t compute = ComputeOf<T>();
   const T ta(alpha), tb(beta);
   void* cp = const_cast<void*>(c.p);
   size_t dev = 0, host = 0;
@@ -1459,14 +1471,11 @@ Status Engine::PolarGram(double c, double beta) {
   StepTimer timer("PolarGram", stream_);
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
-  BlasDescriptor du, dz;
-  JAXMG_RETURN_IF_ERROR(
-      du.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(local_rows_, 1)));
-  JAXMG_RETURN_IF_ERROR(
-      dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
+  PolarLayouts d;
+  JAXMG_RETURN_IF_ERROR(d.Create<T>(ctx_, m, n, t, local_rows_, z_rows_));
+  const BlasDescriptor &du = d.u, &dz = d.z;
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasComputeType_t compute =
-      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const cublasComputeType_t compute = ComputeOf<T>();
   size_t dev = 0, host = 0;
   void* d_work = nullptr;
   if (Scalar<T>::kParts == 2) {  // Herk: real alpha and beta
@@ -1562,7 +1571,6 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
   const int64_t count = local_rows_ * local_cols_;
-  const int64_t lu = std::max<int64_t>(local_rows_, 1), lz = std::max<int64_t>(z_rows_, 1);
   // Z := I + c UᴴU (lower triangle), then Z = L Lᴴ (a NaN in Z leaves NaN in U, which PolarEnd
   // reports).
   JAXMG_CUDA(cudaMemsetAsync(polar_z_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
@@ -1570,12 +1578,11 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
                                ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
   JAXMG_RETURN_IF_ERROR(PolarGram<T>(c, 1));
   JAXMG_RETURN_IF_ERROR(PolarFactor<T>());
-  BlasDescriptor du, dz;
-  JAXMG_RETURN_IF_ERROR(du.Create(ctx_, DataTypeOf<T>(), m, n, t, t, lu));
-  JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, lz));
+  PolarLayouts d;
+  JAXMG_RETURN_IF_ERROR(d.Create<T>(ctx_, m, n, t, local_rows_, z_rows_));
+  const BlasDescriptor &du = d.u, &dz = d.z;
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasComputeType_t compute =
-      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const cublasComputeType_t compute = ComputeOf<T>();
   size_t dev = 0, host = 0;
   void* d_work = nullptr;
   // W := U Z⁻¹ = U L⁻ᴴ L⁻¹.
@@ -1617,14 +1624,11 @@ Status Engine::PolarEnd(bool h, int* info) {
                              cudaMemcpyDeviceToDevice, stream_));
   {
     StepTimer symm("PolarEnd: Symm", stream_);
-    BlasDescriptor du, dz;
-    JAXMG_RETURN_IF_ERROR(
-        du.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(local_rows_, 1)));
-    JAXMG_RETURN_IF_ERROR(
-        dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
+    PolarLayouts d;
+    JAXMG_RETURN_IF_ERROR(d.Create<T>(ctx_, m, n, t, local_rows_, z_rows_));
+    const BlasDescriptor &du = d.u, &dz = d.z;
     JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-    const cublasComputeType_t compute =
-        sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+    const cublasComputeType_t compute = ComputeOf<T>();
     const T alpha(-0.5), beta(1.5);
     size_t dev = 0, host = 0;
     JAXMG_BLASMP(cublasMpSymm_bufferSize(ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, m, n,
@@ -1757,8 +1761,7 @@ Status Engine::Gemm(char op_b, char op_a) {
   JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
   JAXMG_RETURN_IF_ERROR(dc.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasComputeType_t compute =
-      sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  const cublasComputeType_t compute = ComputeOf<T>();
   const T one(1), zero(0);
   size_t dev = 0, host = 0;
   JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, op(op_b), op(op_a), n, n, n, &one, local_b_, 1, 1,
