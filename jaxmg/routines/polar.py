@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import gesvd as _gesvd
+from jaxmg.routines import syevd as _syevd
 from jaxmg.routines.gesvd import _place
 
 
@@ -67,7 +68,9 @@ def polar(
 
     Differentiation (forward and reverse mode, full-rank A): from the SVD A = W S Vᴴ, with
     K = Wᴴ dA V and Ω_ij = (K_ij − conj(K_ji)) / (s_i + s_j), dUp = W Ω Vᴴ + (I − W Wᴴ) dA V S⁻¹ Vᴴ
-    and dH = V (K − Ω S) Vᴴ (one more distributed SVD, XLA's products).
+    and dH = V (K − Ω S) Vᴴ. A square A's SVD comes from its outputs (H = V S Vᴴ by syevd,
+    W = Up V; the engine's products); a tall one's from one more distributed SVD (XLA's
+    products).
 
     Raises:
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before any
@@ -94,33 +97,61 @@ def _primal(compute_h, opts, donate, a):
 def _tangent(compute_h, opts, placement, primals, out, tangents):
     """From the SVD A = W S Vᴴ (Up = W Vᴴ, H = V S Vᴴ): with K = Wᴴ dA V,
     Ω_ij = (K_ij − conj(K_ji)) / (s_i + s_j) (skew-Hermitian), dUp = W Ω Vᴴ
-    + (I − W Wᴴ) dA V S⁻¹ Vᴴ and dH = V (K − Ω S) Vᴴ."""
+    + (I − W Wᴴ) dA V S⁻¹ Vᴴ and dH = V (K − Ω S) Vᴴ. For a square A the SVD comes from the
+    outputs: H = V S Vᴴ (syevd of H, which is N x N and needs no second polar decomposition or
+    SVD) and W = Up V; a tall A takes gesvd."""
     (a,), (da,) = primals, tangents
     pl = placement
-    w, s, vh = _gesvd.gesvd(a, **opts.kwargs())
-    n, dtype = s.shape[0], a.dtype
+    n, dtype = a.shape[1], a.dtype
 
     def mm(x, y, ax=False, ay=False):  # the engine's product for a square a (factor_product)
         return _rules.factor_product(pl, x, y, ax, ay)
 
-    dav = mm(da, vh, ay=True)  # dA V
+    if a.shape[0] == n:
+        up = out[0]
+        h = out[1] if compute_h else mm(up, a, ax=True)  # (syevd reads its lower triangle)
+        s, v = _syevd.syevd(h, **opts.kwargs())
+        s = jnp.maximum(s, 0)
+        w = mm(up, v)
+
+        def times_v(x):  # x V
+            return mm(x, v)
+
+        def times_vh(x):  # x Vᴴ
+            return mm(x, v, ay=True)
+
+        def around(x):  # V x Vᴴ
+            return mm(v, times_vh(x))
+
+    else:
+        w, s, vh = _gesvd.gesvd(a, **opts.kwargs())
+
+        def times_v(x):
+            return mm(x, vh, ay=True)
+
+        def times_vh(x):
+            return mm(x, vh)
+
+        def around(x):
+            return mm(vh, mm(x, vh), ax=True)
+
+    dav = times_v(da)  # dA V
     k = mm(w, dav, ax=True)
     row = _rules.place(pl, jnp.broadcast_to(s[None, :], (n, n)))  # s_j
     col = _rules.place(pl, jnp.broadcast_to(s[:, None], (n, n)))  # s_i
     total = row + col
     safe = jnp.where(total == 0, 1, total)
     omega = jnp.where(total == 0, 0, (k - _rules.adjoint(pl, k)) / safe.astype(dtype))
-    dup = mm(w, mm(omega, vh))
+    dup = mm(w, times_vh(omega))
     if a.shape[0] > n:
         s_inv = jnp.where(s == 0, 0, 1 / jnp.where(s == 0, 1, s))
         proj = dav - mm(w, mm(w, dav, ax=True))
         scaled = proj * _rules.place(pl, jnp.broadcast_to(s_inv[None, :], a.shape)).astype(dtype)
-        dup = dup + mm(scaled, vh)
+        dup = dup + times_vh(scaled)
     grads = (dup.astype(dtype),)
     if compute_h:
         dh_inner = k - omega * row.astype(dtype)
-        dh = mm(vh, mm(dh_inner, vh), ax=True)  # V (K − Ω S) Vᴴ
-        grads += (dh.astype(dtype),)
+        grads += (around(dh_inner).astype(dtype),)  # V (K − Ω S) Vᴴ
     return grads + (_rules.float0(),)
 
 
