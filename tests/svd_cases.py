@@ -192,7 +192,7 @@ def svd_plan(m, tiles=(None, 4, 5)):
         add("gesvd", dtype_name, m, n, 5, "values")
     add("gesvd", "complex128", m, m, 4, "values")
     add("gesvd", "float64", m, n, 4, "values-rank-deficient")
-    add("gesvd", "float64", 640, 320, 300, "values")  # GPU: H into tiles of 256 for Syevd
+    add("gesvd", "float64", 648, 324, 300, "values")  # GPU: H into tiles of 256 for Syevd
     add("polar", "complex128", m, m, 4)
     for variant in ("values", "u", "vh", "wide", "rank-deficient", "clustered", "jit", "donate"):
         add("gesvd", "float64", m, n, 4, variant)
