@@ -347,22 +347,14 @@ __global__ void AxpbyChangeKernel(T* u, const T* w, int64_t count, typename Trai
   BlockSum(local, sum);
 }
 
-template <typename R>
-__device__ inline double Magnitude(R v) {
-  return fabs(static_cast<double>(v));
-}
-template <typename R>
-__device__ inline double Magnitude(Cplx<R> v) {
-  return hypot(static_cast<double>(v.re), static_cast<double>(v.im));
-}
-
 // One block per local column.
 template <typename T>
 __global__ void ColumnAbsSumsKernel(const T* a, int64_t lr, int64_t lc, int64_t t, int npcol,
                                     int mycol, double* col) {
   for (int64_t c = blockIdx.x; c < lc; c += gridDim.x) {
     double local = 0;
-    for (int64_t r = threadIdx.x; r < lr; r += blockDim.x) local += Magnitude(a[r + c * lr]);
+    for (int64_t r = threadIdx.x; r < lr; r += blockDim.x)
+      local += static_cast<double>(Traits<T>::Abs(a[r + c * lr]));
     const double total = BlockReduce(local);
     if (threadIdx.x == 0) col[CyclicGlobal(c, t, npcol, mycol)] = total;
   }
@@ -374,7 +366,7 @@ __global__ void RowAbsSumsKernel(const T* a, int64_t lr, int64_t lc, int64_t t, 
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < lr;
        r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     double local = 0;
-    for (int64_t c = 0; c < lc; ++c) local += Magnitude(a[r + c * lr]);
+    for (int64_t c = 0; c < lc; ++c) local += static_cast<double>(Traits<T>::Abs(a[r + c * lr]));
     row[CyclicGlobal(r, t, nprow, myrow)] = local;
   }
 }
