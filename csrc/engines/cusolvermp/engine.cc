@@ -1413,23 +1413,15 @@ Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
   const int64_t count = local_rows_ * local_cols_;
   const size_t bytes = sizeof(T) * std::max<int64_t>(count, 1);
   *lower = 0;
+  // Every buffer of the iteration first, agreed: no rank leaves alone before a collective.
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(PolarBuffers<T>(keep_a)));
   JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite input
   if (*info != 0) return Status();
   if (keep_a) {
-    JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_a_));
     JAXMG_CUDA(cudaMemcpyAsync(polar_a_, work_, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
-  void* sum = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(double), &sum));
-  polar_sum_ = static_cast<double*>(sum);
-  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_w_));
-  z_rows_ = CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow);
-  JAXMG_RETURN_IF_ERROR(
-      Scratch(sizeof(T) * std::max<int64_t>(z_rows_ * local_cols_, 1), &polar_z_));
   // α = (‖A‖₁ ‖A‖∞)^½ from the column sums (n) and row sums (m) of |A|, summed over the ranks.
-  void* d_sums = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(double) * (n + m), &d_sums));
-  double* sums = static_cast<double*>(d_sums);
+  double* sums = polar_norms_;
   JAXMG_CUDA(cudaMemsetAsync(sums, 0, sizeof(double) * (n + m), stream_));
   JAXMG_CUDA(cuda::AbsSums(KernelType<T>(), work_, local_rows_, local_cols_, t, ctx_.nprow,
                            ctx_.npcol, ctx_.myrow, ctx_.mycol, sums, sums + n, stream_));
@@ -1464,6 +1456,50 @@ Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
   JAXMG_RETURN_IF_ERROR(PolarSum(&squares));
   if (std::isfinite(squares) && squares > 0) *lower = 1 / std::sqrt(squares);
   return Status();
+}
+
+Status Engine::AgreeOnBuffers(const Status& local) {
+  int64_t failed = local.ok() ? 0 : 1;
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &failed, 1));
+  if (!local.ok()) return local;
+  if (failed != 0) {
+    return Status::Error(
+        "jaxmg: XLA could not provide the GPU scratch this call needs on another device of the "
+        "mesh (lower XLA_PYTHON_CLIENT_MEM_FRACTION to leave room, or use a smaller tile)");
+  }
+  return Status();
+}
+
+template <typename T>
+Status Engine::PolarBuffers(bool keep_a) {
+  // A kept, W (a copy of U), Z (n x n), two sums, the stacked matrix Y of the QR steps with its
+  // Householder scalars, and the workspace of Y's QR (the largest of the steps').
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
+  const int64_t lc = local_cols_;
+  const size_t bytes = sizeof(T) * std::max<int64_t>(local_rows_ * lc, 1);
+  if (keep_a) JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_a_));
+  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_w_));
+  z_rows_ = CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow);
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(z_rows_ * lc, 1), &polar_z_));
+  void* sums = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(double) * (n + m + 1), &sums));
+  polar_norms_ = static_cast<double*>(sums);
+  polar_sum_ = polar_norms_ + n + m;
+  const int64_t round = t * ctx_.nprow, mp = (m + round - 1) / round * round;
+  const int64_t ly = mp / ctx_.nprow + z_rows_;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(ly * lc, 1), &polar_y_));
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (lc + t), &polar_tau_));
+  Descriptor desc_y;
+  JAXMG_RETURN_IF_ERROR(
+      desc_y.Create(ctx_, DataTypeOf<T>(), mp + n, n, t, t, std::max<int64_t>(ly, 1)));
+  size_t dev = 0, host = 0, dev2 = 0, host2 = 0;
+  JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(ctx_.handle, mp + n, n, polar_y_, 1, 1, desc_y.get(),
+                                          DataTypeOf<T>(), &dev, &host));
+  JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(ctx_.handle, mp + n, n, n, polar_y_, 1, 1, desc_y.get(),
+                                          polar_tau_, DataTypeOf<T>(), &dev2, &host2));
+  void* d_work = nullptr;
+  return Workspace(std::max(dev, dev2), std::max(host, host2), &d_work);
 }
 
 template <typename T>
@@ -1537,10 +1573,6 @@ Status Engine::PolarQr(double sqrt_c, double coef, double e) {
   const int64_t round = t * ctx_.nprow, mp = (m + round - 1) / round * round;
   const int64_t top = mp / ctx_.nprow;
   const int64_t ly = top + CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow), lc = local_cols_;
-  if (polar_y_ == nullptr) {
-    JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(ly * lc, 1), &polar_y_));
-    JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (lc + t), &polar_tau_));
-  }
   JAXMG_CUDA(cuda::QdwhStack(KernelType<T>(), work_, local_rows_, lc, sqrt_c, polar_y_, ly, top, t,
                              ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
   Descriptor desc_y;
@@ -1674,44 +1706,45 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
   const int64_t n = plan.cols.extent, t = plan.tile;
   const size_t es = sizeof(T);
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * x_rows * x_cols, stream_));
-  void* w = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
   // cuSOLVERMp's Syevd is fastest at tile 256 (syevd_tiles_16384_*: 3.25 s against 3.87 s at
   // 1024), QDWH at 1024 or more: H goes into tiles of 256 (Gemr2D) for the eigensolver, with a
-  // Z (not computed) of the same layout.
+  // Z (not computed) of the same layout. Buffers and workspaces first, agreed.
   const int64_t te = std::min<int64_t>(t, 256);
-  void *h = square_, *z = polar_z_;
-  int64_t lh = square_rows_;
-  if (te != t) {
-    lh = CyclicLocalExtent(n, te, ctx_.myrow, ctx_.nprow);
-    const size_t bytes =
-        es * std::max<int64_t>(lh * CyclicLocalExtent(n, te, ctx_.mycol, ctx_.npcol), 1);
-    JAXMG_RETURN_IF_ERROR(Scratch(bytes, &h));
-    JAXMG_RETURN_IF_ERROR(Scratch(bytes, &z));
-    BlasDescriptor from, to;
-    JAXMG_RETURN_IF_ERROR(
-        from.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1)));
-    JAXMG_RETURN_IF_ERROR(to.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
-    JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-    size_t dev = 0, host = 0;
-    JAXMG_BLASMP(cublasMpGemr2D_bufferSize(ctx_.blas, n, n, square_, 1, 1, from.get(), h, 1, 1,
-                                           to.get(), &dev, &host, ctx_.comm));
-    void* d_work = nullptr;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  const bool retile = te != t;
+  const int64_t lh = retile ? CyclicLocalExtent(n, te, ctx_.myrow, ctx_.nprow) : square_rows_;
+  void *h = square_, *z = polar_z_, *w = nullptr, *d_work = nullptr;
+  BlasDescriptor from, to;
+  Descriptor dh, dz;
+  char jobz[2] = {'N', 0};
+  size_t dev = 0, host = 0, move_dev = 0, move_host = 0;
+  const Status buffers = [&]() -> Status {
+    JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
+    if (retile) {
+      const size_t bytes =
+          es * std::max<int64_t>(lh * CyclicLocalExtent(n, te, ctx_.mycol, ctx_.npcol), 1);
+      JAXMG_RETURN_IF_ERROR(Scratch(bytes, &h));
+      JAXMG_RETURN_IF_ERROR(Scratch(bytes, &z));
+      JAXMG_RETURN_IF_ERROR(
+          from.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1)));
+      JAXMG_RETURN_IF_ERROR(
+          to.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
+      JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+      JAXMG_BLASMP(cublasMpGemr2D_bufferSize(ctx_.blas, n, n, square_, 1, 1, from.get(), h, 1, 1,
+                                             to.get(), &move_dev, &move_host, ctx_.comm));
+    }
+    JAXMG_RETURN_IF_ERROR(dh.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
+    JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
+    JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, h, 1, 1,
+                                            dh.get(), w, z, 1, 1, dz.get(), DataTypeOf<T>(), &dev,
+                                            &host));
+    return Workspace(std::max(dev, move_dev), std::max(host, move_host), &d_work);
+  }();
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers));
+  if (retile) {
     JAXMG_BLASMP(cublasMpGemr2D(ctx_.blas, n, n, square_, 1, 1, from.get(), h, 1, 1, to.get(),
                                 d_work, workspace_bytes_, ctx_.host_work.data(),
                                 ctx_.host_work.size(), ctx_.comm));
   }
-  Descriptor dh, dz;
-  JAXMG_RETURN_IF_ERROR(dh.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
-  JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
-  char jobz[2] = {'N', 0};
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, h, 1, 1,
-                                          dh.get(), w, z, 1, 1, dz.get(), DataTypeOf<T>(), &dev,
-                                          &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
   JAXMG_SOLVER(cusolverMpSyevd(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, h, 1, 1, dh.get(), w,
                                z, 1, 1, dz.get(), DataTypeOf<T>(), d_work, workspace_bytes_,
                                ctx_.host_work.data(), ctx_.host_work.size(), small_));

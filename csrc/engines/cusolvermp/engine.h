@@ -191,6 +191,12 @@ class Engine {
   // *value := the largest of the ranks' values (non-negative or NaN), so that every rank takes
   // the same branch on it.
   Status AgreeOnValue(double* value);
+  // The buffers a step allocated before its first collective (local: this rank's outcome),
+  // agreed: an error on every rank where any rank failed, so that none waits for the others.
+  Status AgreeOnBuffers(const Status& local);
+  // Every buffer of QDWH's steps and the workspace of its QR steps.
+  template <typename T>
+  Status PolarBuffers(bool keep_a);
   // Z := c UᴴU + beta Z (lower triangle; cuBLASMp Syrk or Herk), U the engine matrix.
   template <typename T>
   Status PolarGram(double c, double beta);
@@ -247,6 +253,7 @@ class Engine {
   void *polar_a_ = nullptr, *polar_y_ = nullptr, *polar_tau_ = nullptr, *polar_w_ = nullptr;
   void* polar_z_ = nullptr;
   int64_t z_rows_ = 0;
+  double* polar_norms_ = nullptr;  // n column sums and m row sums of |A|
   double* polar_sum_ = nullptr;
 };
 
