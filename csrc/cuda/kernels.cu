@@ -250,6 +250,17 @@ __global__ void SetDiagonalKernel(T* a, int64_t lr, int64_t lc, int64_t t, int n
 }
 
 template <typename T>
+__global__ void PermutedIdentityKernel(T* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                                       int npcol, int myrow, int mycol, const int64_t* order) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < lr * lc;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % lr, c = idx / lr;
+    const bool one = order[CyclicGlobal(r, t, nprow, myrow)] == CyclicGlobal(c, t, npcol, mycol);
+    a[idx] = one ? Traits<T>::One() : Traits<T>::Zero();
+  }
+}
+
+template <typename T>
 __global__ void ScatterMatrixKernel(const T* y, int64_t lr, int64_t lc, const int64_t* row_orig,
                                     const int64_t* col_orig, int64_t row0, int64_t col0,
                                     int64_t ld_out, T* out) {
@@ -531,6 +542,17 @@ cudaError_t SetDiagonal(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, in
     using T = decltype(tag);
     SetDiagonalKernel<T><<<Blocks(lc), kThreads, 0, stream>>>(static_cast<T*>(a), lr, lc, t, nprow,
                                                               npcol, myrow, mycol);
+  });
+}
+
+cudaError_t PermutedIdentity(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
+                             int npcol, int myrow, int mycol, const int64_t* order,
+                             cudaStream_t stream) {
+  if (lr * lc == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    PermutedIdentityKernel<T><<<Blocks(lr * lc), kThreads, 0, stream>>>(
+        static_cast<T*>(a), lr, lc, t, nprow, npcol, myrow, mycol, order);
   });
 }
 

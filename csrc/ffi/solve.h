@@ -33,6 +33,9 @@
 //                                         x[orig(i)] = conj?(z[i]) (this shard's rows)
 //   Status Identity<T>()                  the right-hand side := the identity, distributed like
 //                                         the engine matrix (for the inverse)
+//   Status InverseSolve<T>(bool transpose)
+//                                         (after Getrf) the right-hand side := M⁻¹, or M⁻ᵀ with
+//                                         transpose, distributed like the engine matrix
 //   Status InverseOut<T>(void* shard)     the shard := its part of the solution of B Y = I, in
 //                                         the JAX layout (undoing relabeling, padding or
 //                                         redistribution)
@@ -410,6 +413,7 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
   template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool);          \
   template Status Engine::RhsOut<T>(void*, Axis, bool);                        \
   template Status Engine::Identity<T>();                                       \
+  template Status Engine::InverseSolve<T>(bool);                               \
   template Status Engine::CholeskyInverse<T>();                                \
   template Status Engine::InverseOut<T>(void*);                                \
   template Status Engine::FactorOut<T>(void*, int64_t);                        \

@@ -3,9 +3,9 @@
 //
 // The engine redistributes (jaxmg/routines/inv.py asks for it), so it holds M, the shards read
 // column-major, with no relabeling: M = Aᵀ. It solves M Y = I with the identity distributed like
-// M (never gathered), and writes Y = A⁻ᵀ back into the block layout: read row-major, that is
-// A⁻¹. (With relabeling, B = Π_r M Π_cᵀ and B⁻¹ = Π_c M⁻¹ Π_rᵀ: an entry would belong to another
-// device whenever Π_r ≠ Π_c.)
+// M (never gathered; InverseSolve), and writes Y = A⁻ᵀ back into the block layout: read
+// row-major, that is A⁻¹. (With relabeling, B = Π_r M Π_cᵀ and B⁻¹ = Π_c M⁻¹ Π_rᵀ: an entry would
+// belong to another device whenever Π_r ≠ Π_c.)
 #pragma once
 
 #include "ffi/solve.h"
@@ -28,8 +28,7 @@ struct InvOf {
     JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &info)));
     JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(1.0, info == 0, io.logdet));
     if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
-    JAXMG_RETURN_IF_ERROR(e.template Identity<T>());
-    JAXMG_RETURN_IF_ERROR(e.template Getrs<T>(kTranspose));
+    JAXMG_RETURN_IF_ERROR(e.template InverseSolve<T>(kTranspose));
     return e.template InverseOut<T>(io.a);
   }
 };

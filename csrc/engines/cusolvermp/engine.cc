@@ -614,12 +614,20 @@ Status Engine::EnginePivots(std::vector<int64_t>* out) {
 // applied to the whole right-hand side (n x nrhs, small) on the host, on every rank.
 template <typename T>
 Status Engine::LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv) {
-  const layout::Plan& plan = state_.plan;
-  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, nrhs = nrhs_;
+  const int64_t n = state_.plan.engine_rows();
   for (int64_t i = 0; i < n; ++i) {
     if (piv[i] - 1 < i || piv[i] > n) return JAXMG_ERROR("a pivot is out of range");
   }
   if (!transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/false));
+  JAXMG_RETURN_IF_ERROR(TriangularSolves<T>(transpose));
+  if (transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/true));
+  return Status();
+}
+
+template <typename T>
+Status Engine::TriangularSolves(bool transpose) {
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, nrhs = nrhs_;
   BlasDescriptor da, db;
   JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
   JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, nrhs, t, t, std::max<int64_t>(lr, 1)));
@@ -642,7 +650,52 @@ Status Engine::LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv
                               1, da.get(), local_b_, 1, 1, db.get(), compute, d_work,
                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
   }
-  if (transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/true));
+  return Status();
+}
+
+template <typename T>
+Status Engine::InverseSolve(bool transpose) {
+  StepTimer timer("InverseSolve", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, lc = local_cols_;
+  std::vector<int64_t> piv;
+  JAXMG_RETURN_IF_ERROR(Pivots(&piv));
+  // M = P L U with the pivots' row interchanges in order: M⁻¹ = U⁻¹ L⁻¹ Pᵀ, and row i of Pᵀ I is
+  // e_{order[i]}ᵀ for the interchanges applied to 0, 1, ..., n - 1.
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  for (int64_t i = 0; i < n; ++i) {
+    if (piv[i] - 1 < i || piv[i] > n) return JAXMG_ERROR("a pivot is out of range");
+    std::swap(order[i], order[piv[i] - 1]);
+  }
+  void* d_order = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &d_order));
+  // Pageable: the copy has read `order` when cudaMemcpyAsync returns.
+  JAXMG_CUDA(
+      cudaMemcpyAsync(d_order, order.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice, stream_));
+  JAXMG_RETURN_IF_ERROR(Identity<T>());  // local_b_, desc_b_, nrhs_ (its entries set below)
+  JAXMG_CUDA(cuda::PermutedIdentity(KernelType<T>(), local_b_, lr, lc, t, ctx_.nprow, ctx_.npcol,
+                                    ctx_.myrow, ctx_.mycol, static_cast<const int64_t*>(d_order),
+                                    stream_));
+  JAXMG_RETURN_IF_ERROR(TriangularSolves<T>(/*transpose=*/false));
+  if (!transpose) return Status();
+  // M⁻ᵀ: the transpose (not the adjoint) of M⁻¹, into a buffer of its own.
+  void* y = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &y));
+  BlasDescriptor dx, dy;
+  JAXMG_RETURN_IF_ERROR(dx.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+  JAXMG_RETURN_IF_ERROR(dy.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const T one(1), zero(0);
+  size_t dev = 0, host = 0;
+  JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1,
+                                        dx.get(), &zero, y, 1, 1, dy.get(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1, dx.get(), &zero, y,
+                             1, 1, dy.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                             ctx_.host_work.size()));
+  local_b_ = y;  // (desc_b_ describes it)
   return Status();
 }
 

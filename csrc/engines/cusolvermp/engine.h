@@ -75,6 +75,10 @@ class Engine {
   Status RhsOut(void* x, Axis axis, bool conj);
   template <typename T>
   Status Identity();
+  // The identity's rows permuted by the pivots on the device (no pivoted right-hand side on the
+  // host), two cuBLASMp triangular solves, and for M⁻ᵀ one distributed transpose (Geadd).
+  template <typename T>
+  Status InverseSolve(bool transpose);
   template <typename T>
   Status InverseOut(void* shard);
   template <typename T>
@@ -171,6 +175,10 @@ class Engine {
   Status MatrixOut(const void* from, void* shard);
   template <typename T>
   Status LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv);
+  // The right-hand side := op(U)⁻¹ op(L)⁻¹ of it (L⁻ᵀ U⁻ᵀ with transpose), L unit lower and U
+  // upper in the engine matrix.
+  template <typename T>
+  Status TriangularSolves(bool transpose);
   template <typename T>
   Status PivotRhs(const std::vector<int64_t>& piv, bool reverse);
   // *column (device) := 1 + the first engine column with a non-finite entry of the local

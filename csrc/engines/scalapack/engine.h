@@ -54,6 +54,12 @@ class Engine {
   Status RhsOut(void* x, Axis axis, bool conj);
   template <typename T>
   Status Identity();
+  // The solve with the identity (p?getrs).
+  template <typename T>
+  Status InverseSolve(bool transpose) {
+    JAXMG_RETURN_IF_ERROR(Identity<T>());
+    return Getrs<T>(transpose);
+  }
   template <typename T>
   Status InverseOut(void* shard);
   template <typename T>
