@@ -250,13 +250,13 @@ __global__ void SetDiagonalKernel(T* a, int64_t lr, int64_t lc, int64_t t, int n
 }
 
 template <typename T>
-__global__ void PermutedIdentityKernel(T* a, int64_t lr, int64_t lc, int64_t t, int nprow,
-                                       int npcol, int myrow, int mycol, const int64_t* order) {
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < lr * lc;
+__global__ void MoveColumnsKernel(const T* src, int64_t lr, const int64_t* from, const int64_t* to,
+                                  int64_t count, T* dst) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < lr * count;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = idx % lr, c = idx / lr;
-    const bool one = order[CyclicGlobal(r, t, nprow, myrow)] == CyclicGlobal(c, t, npcol, mycol);
-    a[idx] = one ? Traits<T>::One() : Traits<T>::Zero();
+    const int64_t r = idx % lr, k = idx / lr;
+    const int64_t s = from ? from[k] : k, d = to ? to[k] : k;
+    dst[r + d * lr] = src[r + s * lr];
   }
 }
 
@@ -545,14 +545,13 @@ cudaError_t SetDiagonal(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, in
   });
 }
 
-cudaError_t PermutedIdentity(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
-                             int npcol, int myrow, int mycol, const int64_t* order,
-                             cudaStream_t stream) {
-  if (lr * lc == 0) return cudaSuccess;
+cudaError_t MoveColumns(Dtype dt, const void* src, int64_t lr, const int64_t* from,
+                        const int64_t* to, int64_t count, void* dst, cudaStream_t stream) {
+  if (lr * count == 0) return cudaSuccess;
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
-    PermutedIdentityKernel<T><<<Blocks(lr * lc), kThreads, 0, stream>>>(
-        static_cast<T*>(a), lr, lc, t, nprow, npcol, myrow, mycol, order);
+    MoveColumnsKernel<T><<<Blocks(lr * count), kThreads, 0, stream>>>(
+        static_cast<const T*>(src), lr, from, to, count, static_cast<T*>(dst));
   });
 }
 

@@ -67,11 +67,10 @@ cudaError_t DiagCheck(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t
 cudaError_t FinishLogdet(Dtype dt, const void* sum, double scale, bool ok, void* out,
                          cudaStream_t stream);
 
-// a[r + c * lr] = 1 where order[global row] = global column, else 0: this process's entries
-// of the row permutation of the identity whose row i is e_{order[i]}ᵀ (block-cyclic).
-cudaError_t PermutedIdentity(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, int nprow,
-                             int npcol, int myrow, int mycol, const int64_t* order,
-                             cudaStream_t stream);
+// dst[:, to[k]] = src[:, from[k]] for k < count, columns of lr entries (column-major, ld lr);
+// a null `from` or `to` stands for 0, 1, ..., count - 1.
+cudaError_t MoveColumns(Dtype dt, const void* src, int64_t lr, const int64_t* from,
+                        const int64_t* to, int64_t count, void* dst, cudaStream_t stream);
 
 // a[r + c * lr] = 1 on the local entries of the global diagonal of a block-cyclic matrix.
 cudaError_t SetDiagonal(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,

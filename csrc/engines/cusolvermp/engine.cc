@@ -655,47 +655,139 @@ Status Engine::TriangularSolves(bool transpose) {
 
 template <typename T>
 Status Engine::InverseSolve(bool transpose) {
+  // M = P L U: M⁻¹ = U⁻¹ L⁻¹ Pᵀ, in three steps of about N³/3, N³/3 and 2N³/3 flops (against
+  // 2N³ for two triangular solves with the N columns of the identity): W_L = L⁻¹ and
+  // W_U = U⁻¹ (TriangularInverse), X = W_U W_L by blocks (W_U's column block k is zero below
+  // its end e_k and W_L's row block k beyond column e_k: one gemm into X's leading e_k x e_k
+  // block each), then X Pᵀ, X's columns moved by the pivots (PermuteColumns).
   StepTimer timer("InverseSolve", stream_);
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, lc = local_cols_;
+  const int64_t ld = std::max<int64_t>(lr, 1);
   std::vector<int64_t> piv;
   JAXMG_RETURN_IF_ERROR(Pivots(&piv));
-  // M = P L U with the pivots' row interchanges in order: M⁻¹ = U⁻¹ L⁻¹ Pᵀ, and row i of Pᵀ I is
-  // e_{order[i]}ᵀ for the interchanges applied to 0, 1, ..., n - 1.
+  // Pᵀ = the identity with the pivots' row interchanges applied in order: its row i is
+  // e_{order[i]}ᵀ, so column order[i] of X Pᵀ is column i of X.
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[i] = i;
   for (int64_t i = 0; i < n; ++i) {
     if (piv[i] - 1 < i || piv[i] > n) return JAXMG_ERROR("a pivot is out of range");
     std::swap(order[i], order[piv[i] - 1]);
   }
-  void* d_order = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &d_order));
-  // Pageable: the copy has read `order` when cudaMemcpyAsync returns.
+  const size_t bytes = sizeof(T) * std::max<int64_t>(lr * lc, 1);
+  void *w_upper = nullptr, *x = nullptr;
+  JAXMG_RETURN_IF_ERROR(Identity<T>());  // W_L := I (local_b_, desc_b_)
+  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &w_upper));
+  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &x));
   JAXMG_CUDA(
-      cudaMemcpyAsync(d_order, order.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice, stream_));
-  JAXMG_RETURN_IF_ERROR(Identity<T>());  // local_b_, desc_b_, nrhs_ (its entries set below)
-  JAXMG_CUDA(cuda::PermutedIdentity(KernelType<T>(), local_b_, lr, lc, t, ctx_.nprow, ctx_.npcol,
-                                    ctx_.myrow, ctx_.mycol, static_cast<const int64_t*>(d_order),
-                                    stream_));
-  JAXMG_RETURN_IF_ERROR(TriangularSolves<T>(/*transpose=*/false));
+      cudaMemcpyAsync(w_upper, local_b_, sizeof(T) * lr * lc, cudaMemcpyDeviceToDevice, stream_));
+  JAXMG_CUDA(cudaMemsetAsync(x, 0, sizeof(T) * lr * lc, stream_));
+  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(work_, ld, local_b_, ld, n, false, true));
+  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(work_, ld, w_upper, ld, n, true, false));
+  BlasDescriptor dm;
+  JAXMG_RETURN_IF_ERROR(dm.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  const cublasComputeType_t compute = ComputeOf<T>();
+  const T one(1);
+  const int64_t tiles = (n + t - 1) / t;
+  const int64_t nb = t * std::max<int64_t>(1, (tiles + 7) / 8);  // about 8 blocks, whole tiles
+  for (int64_t k0 = 0; k0 < n; k0 += nb) {
+    const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
+    size_t dev = 0, host = 0;
+    JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, CUBLAS_OP_N, CUBLAS_OP_N, e, e, kb, &one,
+                                         w_upper, 1, k0 + 1, dm.get(), local_b_, k0 + 1, 1,
+                                         dm.get(), &one, x, 1, 1, dm.get(), compute, &dev, &host));
+    void* d_work = nullptr;
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_BLASMP(cublasMpGemm(ctx_.blas, CUBLAS_OP_N, CUBLAS_OP_N, e, e, kb, &one, w_upper, 1,
+                              k0 + 1, dm.get(), local_b_, k0 + 1, 1, dm.get(), &one, x, 1, 1,
+                              dm.get(), compute, d_work, workspace_bytes_, ctx_.host_work.data(),
+                              ctx_.host_work.size()));
+  }
+  JAXMG_RETURN_IF_ERROR(PermuteColumns<T>(x, local_b_, order));  // local_b_ := X Pᵀ = M⁻¹
   if (!transpose) return Status();
-  // M⁻ᵀ: the transpose (not the adjoint) of M⁻¹, into a buffer of its own.
-  void* y = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &y));
-  BlasDescriptor dx, dy;
-  JAXMG_RETURN_IF_ERROR(dx.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
-  JAXMG_RETURN_IF_ERROR(dy.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
-  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const T one(1), zero(0);
+  // M⁻ᵀ: the transpose (not the adjoint) of M⁻¹, into x (free again).
+  const T zero(0);
   size_t dev = 0, host = 0;
   JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1,
-                                        dx.get(), &zero, y, 1, 1, dy.get(), &dev, &host));
+                                        dm.get(), &zero, x, 1, 1, dm.get(), &dev, &host));
   void* d_work = nullptr;
   JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1, dx.get(), &zero, y,
-                             1, 1, dy.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
+  JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1, dm.get(), &zero, x,
+                             1, 1, dm.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
                              ctx_.host_work.size()));
-  local_b_ = y;  // (desc_b_ describes it)
+  local_b_ = x;  // (desc_b_ describes it)
+  return Status();
+}
+
+template <typename T>
+Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order) {
+  // Column i of x goes to column order[i] of out (engine-global columns, block-cyclic over the
+  // process columns; every process row the same): moved on the device where both are local, and
+  // otherwise packed, sent within the process row (NCCL, rank = row * npcol + column) and
+  // unpacked. Each pair of process columns lists its columns by increasing source index.
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.engine_cols(), t = plan.tile, lr = local_rows_;
+  const int npc = ctx_.npcol, me = ctx_.mycol;
+  auto owner = [&](int64_t g) { return static_cast<int>((g / t) % npc); };
+  auto local = [&](int64_t g) { return (g / (t * npc)) * t + g % t; };
+  // Per peer column q: my source columns bound for q (send) and my destination columns fed by q
+  // (recv), local indices; own: both sides of the columns that stay.
+  std::vector<std::vector<int64_t>> send(npc), recv(npc);
+  std::vector<int64_t> own_from, own_to;
+  for (int64_t i = 0; i < n; ++i) {
+    const int p = owner(i), q = owner(order[i]);
+    if (p == me && q == me) {
+      own_from.push_back(local(i));
+      own_to.push_back(local(order[i]));
+    } else if (p == me) {
+      send[q].push_back(local(i));
+    } else if (q == me) {
+      recv[p].push_back(local(order[i]));
+    }
+  }
+  // Index lists on the device: own_from, own_to, then every send list, then every recv list.
+  std::vector<int64_t> idx(own_from);
+  idx.insert(idx.end(), own_to.begin(), own_to.end());
+  for (const auto& v : send) idx.insert(idx.end(), v.begin(), v.end());
+  const size_t recv_at = idx.size();
+  for (const auto& v : recv) idx.insert(idx.end(), v.begin(), v.end());
+  void* d_idx = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * std::max<size_t>(idx.size(), 1), &d_idx));
+  // Pageable: the copy has read `idx` when cudaMemcpyAsync returns.
+  JAXMG_CUDA(cudaMemcpyAsync(d_idx, idx.data(), sizeof(int64_t) * idx.size(),
+                             cudaMemcpyHostToDevice, stream_));
+  const int64_t* d = static_cast<const int64_t*>(d_idx);
+  const int64_t owned = static_cast<int64_t>(own_from.size());
+  JAXMG_CUDA(cuda::MoveColumns(KernelType<T>(), x, lr, d, d + owned, owned, out, stream_));
+  const int64_t sent = static_cast<int64_t>(recv_at) - 2 * owned;
+  const int64_t received = static_cast<int64_t>(idx.size() - recv_at);
+  if (sent == 0 && received == 0) return Status();
+  const size_t col_bytes = sizeof(T) * lr;
+  void *packed = nullptr, *unpacked = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(col_bytes * std::max<int64_t>(sent, 1), &packed));
+  JAXMG_RETURN_IF_ERROR(Scratch(col_bytes * std::max<int64_t>(received, 1), &unpacked));
+  JAXMG_CUDA(
+      cuda::MoveColumns(KernelType<T>(), x, lr, d + 2 * owned, nullptr, sent, packed, stream_));
+  JAXMG_NCCL(ncclGroupStart());
+  int64_t s0 = 0, r0 = 0;
+  for (int q = 0; q < npc; ++q) {
+    const int peer = ctx_.myrow * npc + q;
+    const int64_t ns = static_cast<int64_t>(send[q].size()),
+                  nr = static_cast<int64_t>(recv[q].size());
+    if (ns > 0) {
+      JAXMG_NCCL(ncclSend(static_cast<char*>(packed) + s0 * col_bytes, ns * col_bytes, ncclChar,
+                          peer, ctx_.comm, stream_));
+    }
+    if (nr > 0) {
+      JAXMG_NCCL(ncclRecv(static_cast<char*>(unpacked) + r0 * col_bytes, nr * col_bytes, ncclChar,
+                          peer, ctx_.comm, stream_));
+    }
+    s0 += ns;
+    r0 += nr;
+  }
+  JAXMG_NCCL(ncclGroupEnd());
+  JAXMG_CUDA(cuda::MoveColumns(KernelType<T>(), unpacked, lr, nullptr, d + recv_at, received, out,
+                               stream_));
   return Status();
 }
 
@@ -817,9 +909,11 @@ Status Engine::Identity() {
 }
 
 template <typename T>
-Status Engine::LowerInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n) {
-  // Column block k of W = L⁻¹ is L[k:, k:]⁻¹ I[k:, k]: one cuBLASMp trsm on the trailing
-  // submatrix per block of about n / 8 (whole tiles), N³/3 flops in all instead of N³.
+Status Engine::TriangularInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n,
+                                 bool upper, bool unit) {
+  // Column block k of W = L⁻¹ is L[k:, k:]⁻¹ I[k:, k] for a lower L, and of W = U⁻¹ it is
+  // U[:e, :e]⁻¹ I[:e, k] for an upper U (e: the block's end): one cuBLASMp trsm per block of
+  // about n / 8 (whole tiles), N³/3 flops in all instead of N³.
   const int64_t t = state_.plan.tile, tiles = (n + t - 1) / t;
   const int64_t nb = t * std::max<int64_t>(1, (tiles + 7) / 8);
   BlasDescriptor dl, dw;
@@ -827,36 +921,39 @@ Status Engine::LowerInverse(const void* l, int64_t ll, void* w, int64_t lw, int6
   JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lw, 1)));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
   const cublasComputeType_t compute = ComputeOf<T>();
+  const cublasFillMode_t fill = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+  const cublasDiagType_t diag = unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
   const T one(1);
   for (int64_t k0 = 0; k0 < n; k0 += nb) {
-    const int64_t m = n - k0, kb = std::min(nb, m);
+    const int64_t kb = std::min(nb, n - k0);
+    // The triangle's part that block k needs: rows and columns from `first` (1-based), m of them.
+    const int64_t first = upper ? 1 : k0 + 1, m = upper ? k0 + kb : n - k0;
     size_t dev = 0, host = 0;
-    JAXMG_BLASMP(cublasMpTrsm_bufferSize(
-        ctx_.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, m,
-        kb, &one, l, k0 + 1, k0 + 1, dl.get(), w, k0 + 1, k0 + 1, dw.get(), compute, &dev, &host));
+    JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, m,
+                                         kb, &one, l, first, first, dl.get(), w, first, k0 + 1,
+                                         dw.get(), compute, &dev, &host));
     void* d_work = nullptr;
     JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                              CUBLAS_DIAG_NON_UNIT, m, kb, &one, l, k0 + 1, k0 + 1, dl.get(), w,
-                              k0 + 1, k0 + 1, dw.get(), compute, d_work, workspace_bytes_,
-                              ctx_.host_work.data(), ctx_.host_work.size()));
+    JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, m, kb, &one, l,
+                              first, first, dl.get(), w, first, k0 + 1, dw.get(), compute, d_work,
+                              workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
   }
   return Status();
 }
 
 template <typename T>
 Status Engine::CholeskyInverse() {
-  // W = L⁻¹ (LowerInverse), then B⁻¹ = Wᴴ W = Σ_k W_kᴴ W_k over W's row blocks W_k = W[k, :e_k],
-  // which are zero beyond column e_k = the block's end (one gemm each into the leading
-  // e_k x e_k block, 2N³/3 flops in all, both triangles). With the factorization, N³ flops
-  // against 7N³/3 for the solve with the identity.
+  // W = L⁻¹ (TriangularInverse), then B⁻¹ = Wᴴ W = Σ_k W_kᴴ W_k over W's row blocks W_k = W[k,
+  // :e_k], which are zero beyond column e_k = the block's end (one gemm each into the leading e_k x
+  // e_k block, 2N³/3 flops in all, both triangles). With the factorization, N³ flops against 7N³/3
+  // for the solve with the identity.
   StepTimer timer("CholeskyInverse", stream_);
   JAXMG_RETURN_IF_ERROR(Identity<T>());  // W := I (local_b_, distributed like B)
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
   const int64_t tiles = (n + t - 1) / t;
   const int64_t nb = t * std::max<int64_t>(1, (tiles + 7) / 8);  // about 8 blocks, whole tiles
-  JAXMG_RETURN_IF_ERROR(LowerInverse<T>(work_, ld, local_b_, ld, n));
+  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(work_, ld, local_b_, ld, n, false, false));
   BlasDescriptor dl, dw;
   JAXMG_RETURN_IF_ERROR(dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
   JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
@@ -1501,7 +1598,8 @@ Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
   JAXMG_CUDA(cudaMemsetAsync(polar_w_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
   JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), polar_w_, z_rows_, local_cols_, t, ctx_.nprow,
                                ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
-  JAXMG_RETURN_IF_ERROR(LowerInverse<T>(polar_z_, z_rows_, polar_w_, z_rows_, n));
+  JAXMG_RETURN_IF_ERROR(
+      TriangularInverse<T>(polar_z_, z_rows_, polar_w_, z_rows_, n, false, false));
   JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
   JAXMG_CUDA(
       cuda::SumSquares(KernelType<T>(), polar_w_, z_rows_ * local_cols_, polar_sum_, stream_));

@@ -75,10 +75,13 @@ class Engine {
   Status RhsOut(void* x, Axis axis, bool conj);
   template <typename T>
   Status Identity();
-  // The identity's rows permuted by the pivots on the device (no pivoted right-hand side on the
-  // host), two cuBLASMp triangular solves, and for M⁻ᵀ one distributed transpose (Geadd).
+  // After Getrf: M⁻¹ = U⁻¹ L⁻¹ Pᵀ from the two triangular inverses, their product by blocks and
+  // a column permutation (about 4N³/3 flops), and for M⁻ᵀ one distributed transpose (Geadd).
   template <typename T>
   Status InverseSolve(bool transpose);
+  // out[:, order[i]] = x[:, i] for the engine's columns (both distributed like the matrix).
+  template <typename T>
+  Status PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order);
   template <typename T>
   Status InverseOut(void* shard);
   template <typename T>
@@ -211,10 +214,11 @@ class Engine {
   // Z := L, Z = L Lᴴ (cuSOLVERMp Potrf); small_[2] := its info (1 where the solver gave up).
   template <typename T>
   Status PolarFactor();
-  // w := l⁻¹ for the lower triangular n x n matrix l, where w holds the identity (both in the
-  // engine's tiles, leading dimensions ll and lw).
+  // w := l⁻¹ for the triangular (upper or lower, unit or not) n x n matrix l, where w holds
+  // the identity (both in the engine's tiles, leading dimensions ll and lw).
   template <typename T>
-  Status LowerInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n);
+  Status TriangularInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n, bool upper,
+                           bool unit);
   // A matrix in the engine's tiles over its grid: the local part p (leading dimension ld) of a
   // rows x cols global matrix, used from its row `row` (1-based, at a tile boundary) on.
   struct Tiled {
