@@ -250,13 +250,14 @@ __global__ void SetDiagonalKernel(T* a, int64_t lr, int64_t lc, int64_t t, int n
 }
 
 template <typename T>
-__global__ void MoveColumnsKernel(const T* src, int64_t lr, const int64_t* from, const int64_t* to,
-                                  int64_t count, T* dst) {
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < lr * count;
+__global__ void MoveBlockKernel(const T* src, int64_t ld_src, const int64_t* sr, const int64_t* sc,
+                                int64_t rows, int64_t cols, T* dst, int64_t ld_dst,
+                                const int64_t* dr, const int64_t* dc) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < rows * cols;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = idx % lr, k = idx / lr;
-    const int64_t s = from ? from[k] : k, d = to ? to[k] : k;
-    dst[r + d * lr] = src[r + s * lr];
+    const int64_t i = idx % rows, j = idx / rows;
+    const int64_t s = (sr ? sr[i] : i) + (sc ? sc[j] : j) * ld_src;
+    dst[(dr ? dr[i] : i) + (dc ? dc[j] : j) * ld_dst] = src[s];
   }
 }
 
@@ -545,13 +546,15 @@ cudaError_t SetDiagonal(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, in
   });
 }
 
-cudaError_t MoveColumns(Dtype dt, const void* src, int64_t lr, const int64_t* from,
-                        const int64_t* to, int64_t count, void* dst, cudaStream_t stream) {
-  if (lr * count == 0) return cudaSuccess;
+cudaError_t MoveBlock(Dtype dt, const void* src, int64_t ld_src, const int64_t* sr,
+                      const int64_t* sc, int64_t rows, int64_t cols, void* dst, int64_t ld_dst,
+                      const int64_t* dr, const int64_t* dc, cudaStream_t stream) {
+  if (rows * cols == 0) return cudaSuccess;
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
-    MoveColumnsKernel<T><<<Blocks(lr * count), kThreads, 0, stream>>>(
-        static_cast<const T*>(src), lr, from, to, count, static_cast<T*>(dst));
+    MoveBlockKernel<T><<<Blocks(rows * cols), kThreads, 0, stream>>>(
+        static_cast<const T*>(src), ld_src, sr, sc, rows, cols, static_cast<T*>(dst), ld_dst, dr,
+        dc);
   });
 }
 

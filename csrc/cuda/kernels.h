@@ -67,10 +67,11 @@ cudaError_t DiagCheck(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t
 cudaError_t FinishLogdet(Dtype dt, const void* sum, double scale, bool ok, void* out,
                          cudaStream_t stream);
 
-// dst[:, to[k]] = src[:, from[k]] for k < count, columns of lr entries (column-major, ld lr);
-// a null `from` or `to` stands for 0, 1, ..., count - 1.
-cudaError_t MoveColumns(Dtype dt, const void* src, int64_t lr, const int64_t* from,
-                        const int64_t* to, int64_t count, void* dst, cudaStream_t stream);
+// dst[dr[i] + dc[j] * ld_dst] = src[sr[i] + sc[j] * ld_src] for i < rows, j < cols
+// (column-major); a null index list stands for 0, 1, 2, ...
+cudaError_t MoveBlock(Dtype dt, const void* src, int64_t ld_src, const int64_t* sr,
+                      const int64_t* sc, int64_t rows, int64_t cols, void* dst, int64_t ld_dst,
+                      const int64_t* dr, const int64_t* dc, cudaStream_t stream);
 
 // a[r + c * lr] = 1 on the local entries of the global diagonal of a block-cyclic matrix.
 cudaError_t SetDiagonal(Dtype dt, void* a, int64_t lr, int64_t lc, int64_t t, int nprow, int npcol,

@@ -113,8 +113,8 @@ class StepTimer {
 // NonFinite's value when every entry is finite (its buffer is set with the byte 0x7f).
 constexpr int32_t kNoColumn = 0x7f7f7f7f;
 
-// Columns redistributed per Gemr2D call: bounded so that the engine's workspace stays small.
-constexpr size_t kRedistributeChunkBytes = size_t{1} << 30;
+// RowsOut's chunks: bounded so that its scratch stays small.
+constexpr size_t kRowsOutChunkBytes = size_t{1} << 30;
 
 }  // namespace
 
@@ -155,33 +155,136 @@ Status Engine::Workspace(size_t bytes, size_t host_bytes, void** out) {
   return Status();
 }
 
+AxisExchange::AxisExchange(int64_t n, int64_t bf, int64_t bt, int procs, int me)
+    : send(procs), recv(procs) {
+  for (int64_t g = 0; g < n; ++g) {
+    const int before = static_cast<int>((g / bf) % procs);
+    const int after = static_cast<int>((g / bt) % procs);
+    if (before == me) send[after].push_back((g / (bf * procs)) * bf + g % bf);
+    if (after == me) recv[before].push_back((g / (bt * procs)) * bt + g % bt);
+  }
+}
+
+int64_t Engine::RemapBuffers::Sent(int qr, int qc) const {
+  return static_cast<int64_t>(rows->send[qr].size() * cols->send[qc].size());
+}
+
+int64_t Engine::RemapBuffers::Received(int qr, int qc) const {
+  return static_cast<int64_t>(rows->recv[qr].size() * cols->recv[qc].size());
+}
+
 template <typename T>
 Status Engine::Redistribute(const void* from, bool to_tiles, void* to) {
-  // cuBLASMp Gemr2D between the block layout (block (v, u) of the engine matrix on grid position
-  // (v, u)) and block-cyclic tiles, in column chunks of bounded size.
+  // Between the block layout (block (v, u) of the engine matrix on grid position (v, u), leading
+  // dimension the shard's rows) and block-cyclic tiles.
   const layout::Plan& plan = state_.plan;
-  const size_t es = sizeof(T);
   const int64_t m = plan.rows.extent, n = plan.cols.extent, t = plan.tile;
-  BlasDescriptor blocks, tiles;
-  JAXMG_RETURN_IF_ERROR(blocks.Create(ctx_, DataTypeOf<T>(), m, n, plan.rows.shard, plan.cols.shard,
-                                      plan.rows.shard));
-  JAXMG_RETURN_IF_ERROR(
-      tiles.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(local_rows_, 1)));
-  const BlasDescriptor& src = to_tiles ? blocks : tiles;
-  const BlasDescriptor& dst = to_tiles ? tiles : blocks;
-  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const int64_t chunk =
-      std::max<int64_t>(1, static_cast<int64_t>(kRedistributeChunkBytes / (es * m)));
-  for (int64_t j0 = 0; j0 < n; j0 += chunk) {
-    const int64_t cols = std::min(chunk, n - j0);
-    size_t dev = 0, host = 0;
-    JAXMG_BLASMP(cublasMpGemr2D_bufferSize(ctx_.blas, m, cols, from, 1, j0 + 1, src.get(), to, 1,
-                                           j0 + 1, dst.get(), &dev, &host, ctx_.comm));
-    void* d_work = nullptr;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    JAXMG_BLASMP(cublasMpGemr2D(ctx_.blas, m, cols, from, 1, j0 + 1, src.get(), to, 1, j0 + 1,
-                                dst.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                                ctx_.host_work.size(), ctx_.comm));
+  const Blocked blocks{plan.rows.shard, plan.cols.shard, plan.rows.shard};
+  const Blocked tiles{t, t, std::max<int64_t>(local_rows_, 1)};
+  return to_tiles ? Remap<T>(from, blocks, to, tiles, m, n)
+                  : Remap<T>(from, tiles, to, blocks, m, n);
+}
+
+template <typename T>
+Status Engine::Remap(const void* from, const Blocked& f, void* to, const Blocked& d, int64_t m,
+                     int64_t n) {
+  RemapBuffers r;
+  JAXMG_RETURN_IF_ERROR(RemapPrepare<T>(f, d, m, n, &r));
+  return RemapRun<T>(from, to, r);
+}
+
+template <typename T>
+Status Engine::RemapPrepare(const Blocked& f, const Blocked& d, int64_t m, int64_t n,
+                            RemapBuffers* r) {
+  // Row and column maps are independent: what goes from this process to grid position (qr, qc)
+  // is rows.send[qr] x cols.send[qc], and what comes from it rows.recv[qr] x cols.recv[qc], each
+  // side listing them by increasing global index. Every list goes to the device, one after the
+  // other.
+  const int P = ctx_.nprow, Q = ctx_.npcol;
+  r->f = f;
+  r->d = d;
+  r->rows = std::make_shared<AxisExchange>(m, f.rows, d.rows, P, ctx_.myrow);
+  r->cols = std::make_shared<AxisExchange>(n, f.cols, d.cols, Q, ctx_.mycol);
+  std::vector<int64_t> idx;
+  auto place = [&idx](const std::vector<int64_t>& v) {
+    const size_t at = idx.size();
+    idx.insert(idx.end(), v.begin(), v.end());
+    return at;
+  };
+  r->rs.resize(P), r->rr.resize(P), r->cs.resize(Q), r->cr.resize(Q);
+  for (int q = 0; q < P; ++q)
+    r->rs[q] = place(r->rows->send[q]), r->rr[q] = place(r->rows->recv[q]);
+  for (int q = 0; q < Q; ++q)
+    r->cs[q] = place(r->cols->send[q]), r->cr[q] = place(r->cols->recv[q]);
+  int64_t sent = 0, received = 0;
+  for (int qr = 0; qr < P; ++qr) {
+    for (int qc = 0; qc < Q; ++qc) {
+      if (qr == ctx_.myrow && qc == ctx_.mycol) continue;
+      sent += r->Sent(qr, qc);
+      received += r->Received(qr, qc);
+    }
+  }
+  void* d_idx = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * std::max<size_t>(idx.size(), 1), &d_idx));
+  if (sent + received > 0) {
+    JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(sent, 1), &r->packed));
+    JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(received, 1), &r->unpacked));
+  }
+  // Pageable: the copy has read `idx` when cudaMemcpyAsync returns.
+  JAXMG_CUDA(cudaMemcpyAsync(d_idx, idx.data(), sizeof(int64_t) * idx.size(),
+                             cudaMemcpyHostToDevice, stream_));
+  r->idx = static_cast<const int64_t*>(d_idx);
+  return Status();
+}
+
+template <typename T>
+Status Engine::RemapRun(const void* from, void* to, const RemapBuffers& r) {
+  // The part that stays is moved on the device; the rest is packed per peer, exchanged in one
+  // NCCL group (rank = row * npcol + column) and unpacked. Traffic: the entries that change
+  // process, once.
+  const int P = ctx_.nprow, Q = ctx_.npcol, me_r = ctx_.myrow, me_c = ctx_.mycol;
+  const AxisExchange &rows = *r.rows, &cols = *r.cols;
+  const int64_t* ix = r.idx;
+  const cuda::Dtype dt = KernelType<T>();
+  auto count = [](const std::vector<int64_t>& v) { return static_cast<int64_t>(v.size()); };
+  JAXMG_CUDA(cuda::MoveBlock(dt, from, r.f.ld, ix + r.rs[me_r], ix + r.cs[me_c],
+                             count(rows.send[me_r]), count(cols.send[me_c]), to, r.d.ld,
+                             ix + r.rr[me_r], ix + r.cr[me_c], stream_));
+  if (r.packed == nullptr) return Status();
+  T* out = static_cast<T*>(r.packed);
+  for (int qr = 0; qr < P; ++qr) {
+    for (int qc = 0; qc < Q; ++qc) {
+      if (qr == me_r && qc == me_c) continue;
+      const int64_t nr = count(rows.send[qr]), nc = count(cols.send[qc]);
+      JAXMG_CUDA(cuda::MoveBlock(dt, from, r.f.ld, ix + r.rs[qr], ix + r.cs[qc], nr, nc, out,
+                                 std::max<int64_t>(nr, 1), nullptr, nullptr, stream_));
+      out += nr * nc;
+    }
+  }
+  JAXMG_NCCL(ncclGroupStart());
+  T* sp = static_cast<T*>(r.packed);
+  T* rp = static_cast<T*>(r.unpacked);
+  for (int qr = 0; qr < P; ++qr) {
+    for (int qc = 0; qc < Q; ++qc) {
+      if (qr == me_r && qc == me_c) continue;
+      const int peer = qr * Q + qc;
+      const int64_t ns = r.Sent(qr, qc), nr = r.Received(qr, qc);
+      if (ns > 0) JAXMG_NCCL(ncclSend(sp, sizeof(T) * ns, ncclChar, peer, ctx_.comm, stream_));
+      if (nr > 0) JAXMG_NCCL(ncclRecv(rp, sizeof(T) * nr, ncclChar, peer, ctx_.comm, stream_));
+      sp += ns;
+      rp += nr;
+    }
+  }
+  JAXMG_NCCL(ncclGroupEnd());
+  const T* in = static_cast<const T*>(r.unpacked);
+  for (int qr = 0; qr < P; ++qr) {
+    for (int qc = 0; qc < Q; ++qc) {
+      if (qr == me_r && qc == me_c) continue;
+      const int64_t nr = count(rows.recv[qr]), nc = count(cols.recv[qc]);
+      JAXMG_CUDA(cuda::MoveBlock(dt, in, std::max<int64_t>(nr, 1), nullptr, nullptr, nr, nc, to,
+                                 r.d.ld, ix + r.rr[qr], ix + r.cr[qc], stream_));
+      in += nr * nc;
+    }
   }
   return Status();
 }
@@ -727,6 +830,7 @@ Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_
   // unpacked. Each pair of process columns lists its columns by increasing source index.
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.engine_cols(), t = plan.tile, lr = local_rows_;
+  const int64_t ld = std::max<int64_t>(lr, 1);
   const int npc = ctx_.npcol, me = ctx_.mycol;
   auto owner = [&](int64_t g) { return static_cast<int>((g / t) % npc); };
   auto local = [&](int64_t g) { return (g / (t * npc)) * t + g % t; };
@@ -758,7 +862,8 @@ Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_
                              cudaMemcpyHostToDevice, stream_));
   const int64_t* d = static_cast<const int64_t*>(d_idx);
   const int64_t owned = static_cast<int64_t>(own_from.size());
-  JAXMG_CUDA(cuda::MoveColumns(KernelType<T>(), x, lr, d, d + owned, owned, out, stream_));
+  JAXMG_CUDA(cuda::MoveBlock(KernelType<T>(), x, ld, nullptr, d, lr, owned, out, ld, nullptr,
+                             d + owned, stream_));
   const int64_t sent = static_cast<int64_t>(recv_at) - 2 * owned;
   const int64_t received = static_cast<int64_t>(idx.size() - recv_at);
   if (sent == 0 && received == 0) return Status();
@@ -766,8 +871,8 @@ Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_
   void *packed = nullptr, *unpacked = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(col_bytes * std::max<int64_t>(sent, 1), &packed));
   JAXMG_RETURN_IF_ERROR(Scratch(col_bytes * std::max<int64_t>(received, 1), &unpacked));
-  JAXMG_CUDA(
-      cuda::MoveColumns(KernelType<T>(), x, lr, d + 2 * owned, nullptr, sent, packed, stream_));
+  JAXMG_CUDA(cuda::MoveBlock(KernelType<T>(), x, ld, nullptr, d + 2 * owned, lr, sent, packed, ld,
+                             nullptr, nullptr, stream_));
   JAXMG_NCCL(ncclGroupStart());
   int64_t s0 = 0, r0 = 0;
   for (int q = 0; q < npc; ++q) {
@@ -786,8 +891,8 @@ Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_
     r0 += nr;
   }
   JAXMG_NCCL(ncclGroupEnd());
-  JAXMG_CUDA(cuda::MoveColumns(KernelType<T>(), unpacked, lr, nullptr, d + recv_at, received, out,
-                               stream_));
+  JAXMG_CUDA(cuda::MoveBlock(KernelType<T>(), unpacked, ld, nullptr, nullptr, lr, received, out, ld,
+                             nullptr, d + recv_at, stream_));
   return Status();
 }
 
@@ -1315,7 +1420,7 @@ Status Engine::RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, 
   // Chunks of rows (bounded scratch: R alone is n x n): each entry is held by one process, so
   // the sum over the grid assembles a chunk on every rank, which keeps its part of its block.
   // (The leading-rows map d_rhs_map[2] is the cyclic map for the first ld <= local_rows_ rows.)
-  const int64_t chunk = RowsPerChunk(kRedistributeChunkBytes, es * cols, n);
+  const int64_t chunk = RowsPerChunk(kRowsOutChunkBytes, es * cols, n);
   void* part = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(es * chunk * cols, &part));
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {
@@ -1858,16 +1963,16 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
   const size_t es = sizeof(T);
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * x_rows * x_cols, stream_));
   // cuSOLVERMp's Syevd is fastest at tile 256 (syevd_tiles_16384_*: 3.25 s against 3.87 s at
-  // 1024), QDWH at 1024 or more: H goes into tiles of 256 (Gemr2D) for the eigensolver, with a
+  // 1024), QDWH at 1024 or more: H goes into tiles of 256 (Remap) for the eigensolver, with a
   // Z (not computed) of the same layout. Buffers and workspaces first, agreed.
   const int64_t te = std::min<int64_t>(t, 256);
   const bool retile = te != t;
   const int64_t lh = retile ? CyclicLocalExtent(n, te, ctx_.myrow, ctx_.nprow) : square_rows_;
   void *h = square_, *z = polar_z_, *w = nullptr, *d_work = nullptr;
-  BlasDescriptor from, to;
+  RemapBuffers move;
   Descriptor dh, dz;
   char jobz[2] = {'N', 0};
-  size_t dev = 0, host = 0, move_dev = 0, move_host = 0;
+  size_t dev = 0, host = 0;
   const Status buffers = [&]() -> Status {
     JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
     if (retile) {
@@ -1875,27 +1980,19 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
           es * std::max<int64_t>(lh * CyclicLocalExtent(n, te, ctx_.mycol, ctx_.npcol), 1);
       JAXMG_RETURN_IF_ERROR(Scratch(bytes, &h));
       JAXMG_RETURN_IF_ERROR(Scratch(bytes, &z));
-      JAXMG_RETURN_IF_ERROR(
-          from.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1)));
-      JAXMG_RETURN_IF_ERROR(
-          to.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
-      JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-      JAXMG_BLASMP(cublasMpGemr2D_bufferSize(ctx_.blas, n, n, square_, 1, 1, from.get(), h, 1, 1,
-                                             to.get(), &move_dev, &move_host, ctx_.comm));
+      JAXMG_RETURN_IF_ERROR(RemapPrepare<T>(Blocked{t, t, std::max<int64_t>(square_rows_, 1)},
+                                            Blocked{te, te, std::max<int64_t>(lh, 1)}, n, n,
+                                            &move));
     }
     JAXMG_RETURN_IF_ERROR(dh.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
     JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
     JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, h, 1, 1,
                                             dh.get(), w, z, 1, 1, dz.get(), DataTypeOf<T>(), &dev,
                                             &host));
-    return Workspace(std::max(dev, move_dev), std::max(host, move_host), &d_work);
+    return Workspace(dev, host, &d_work);
   }();
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers));
-  if (retile) {
-    JAXMG_BLASMP(cublasMpGemr2D(ctx_.blas, n, n, square_, 1, 1, from.get(), h, 1, 1, to.get(),
-                                d_work, workspace_bytes_, ctx_.host_work.data(),
-                                ctx_.host_work.size(), ctx_.comm));
-  }
+  if (retile) JAXMG_RETURN_IF_ERROR(RemapRun<T>(square_, h, move));
   JAXMG_SOLVER(cusolverMpSyevd(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, h, 1, 1, dh.get(), w,
                                z, 1, 1, dz.get(), DataTypeOf<T>(), d_work, workspace_bytes_,
                                ctx_.host_work.data(), ctx_.host_work.size(), small_));

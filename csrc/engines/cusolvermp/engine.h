@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engines/cusolvermp/cusolvermp.h"
@@ -29,6 +30,16 @@ class Descriptor {
 
  private:
   cusolverMpMatrixDescriptor_t desc_ = nullptr;
+};
+
+// One axis of a copy between two block-cyclic distributions over the same process grid (blocks
+// of bf indices before, bt after, over `procs` processes): for every process q, the local
+// indices, by increasing global index, of the n indices that this process (`me`) holds before
+// and q after (send[q], local before), and that q holds before and this process after (recv[q],
+// local after).
+struct AxisExchange {
+  std::vector<std::vector<int64_t>> send, recv;
+  AxisExchange(int64_t n, int64_t bf, int64_t bt, int procs, int me);
 };
 
 class Engine {
@@ -136,9 +147,34 @@ class Engine {
   Status Scratch(size_t bytes, void** out);
   // The call's small device buffer (small_), allocated and zeroed on first use.
   Status Small();
-  // Gemr2D between the JAX block layout and block-cyclic tiles (to_tiles) or back.
+  // Between the JAX block layout and block-cyclic tiles (to_tiles) or back (Remap).
   template <typename T>
   Status Redistribute(const void* from, bool to_tiles, void* to);
+  // A matrix's local part under a block-cyclic distribution over the grid: blocks of rows x cols,
+  // local leading dimension ld.
+  struct Blocked {
+    int64_t rows, cols, ld;
+  };
+  // `to` := the m x n matrix `from` from one distribution into the other (device moves and NCCL
+  // send/recv; every rank of the grid calls it).
+  template <typename T>
+  Status Remap(const void* from, const Blocked& f, void* to, const Blocked& d, int64_t m,
+               int64_t n);
+  // Remap in two steps: the index lists and buffers (before a call's collectives, so that an
+  // allocation failure can be agreed on), then the moves.
+  struct RemapBuffers {
+    Blocked f{}, d{};
+    std::shared_ptr<const AxisExchange> rows, cols;
+    std::vector<size_t> rs, rr, cs, cr;  // offsets of the lists in idx
+    const int64_t* idx = nullptr;        // device
+    void *packed = nullptr, *unpacked = nullptr;
+    int64_t Sent(int qr, int qc) const;
+    int64_t Received(int qr, int qc) const;
+  };
+  template <typename T>
+  Status RemapPrepare(const Blocked& f, const Blocked& d, int64_t m, int64_t n, RemapBuffers* r);
+  template <typename T>
+  Status RemapRun(const void* from, void* to, const RemapBuffers& r);
   // The single-GPU cuBLAS table and the context's handle, on this call's stream.
   Status LocalHandle(const LocalBlas** lb, cublasHandle_t* handle);
   // A device workspace of at least `bytes` (reused across the steps of the call).
