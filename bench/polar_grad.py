@@ -94,7 +94,7 @@ for n in [int(s) for s in args.sizes.split(",")]:
             g_full = np.asarray(jax.experimental.multihost_utils.process_allgather(g, tiled=True))
             g_ref = np.asarray(g_ref)
             rec["rel_err"] = float(np.linalg.norm(g_full - g_ref) / np.linalg.norm(g_ref))
-            rec["check_ok"] = rec["rel_err"] < 1e3 * n * np.finfo(np.float64).eps
+            rec["check_ok"] = bool(rec["rel_err"] < 1e3 * n * np.finfo(np.float64).eps)
     records.append(rec)
     if jax.process_index() == 0:
         print(
