@@ -3,9 +3,9 @@
 //
 // The engine redistributes (jaxmg/routines/inv.py asks for it), so it holds M, the shards read
 // column-major, with no relabeling: M = Aᵀ. It forms Y = M⁻¹ = U⁻¹ L⁻¹ Pᵀ from M's LU factors,
-// distributed like M (never gathered; InverseSolve), and writes Y = A⁻ᵀ back into the block layout: read
-// row-major, that is A⁻¹. (With relabeling, B = Π_r M Π_cᵀ and B⁻¹ = Π_c M⁻¹ Π_rᵀ: an entry would
-// belong to another device whenever Π_r ≠ Π_c.)
+// distributed like M (never gathered; InverseSolve), and writes Y = A⁻ᵀ back into the block layout:
+// read row-major, that is A⁻¹. (With relabeling, B = Π_r M Π_cᵀ and B⁻¹ = Π_c M⁻¹ Π_rᵀ: an entry
+// would belong to another device whenever Π_r ≠ Π_c.)
 #pragma once
 
 #include "ffi/solve.h"
