@@ -850,3 +850,75 @@ def test_forced_redistribution(lib, pr, pc, kind):
                 f"{where}: local preparation of a redistribute plan: {err.value.decode()!r}"
             )
     assert count > 0
+
+
+# The GPU engine's redistribution (Remap) from its index lists, run here for every process of
+# a grid at once: the part that stays moves locally; what goes to process (qr, qc) is packed
+# as rows.send[qr] x cols.send[qc] (column-major), and the receiver unpacks it at
+# rows.recv[pr] x cols.recv[pc]. The result must be the target distribution of the matrix.
+
+
+def axis_exchange(lib, n, bf, bt, procs, me):
+    i64p = ctypes.POINTER(ctypes.c_int64)
+    lib.jaxmg_layout_axis_exchange.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int] * 2 + [i64p] * 2
+    lib.jaxmg_layout_axis_exchange.restype = ctypes.c_int
+    counts = np.zeros(2 * procs, dtype=np.int64)
+    assert (
+        lib.jaxmg_layout_axis_exchange(n, bf, bt, procs, me, counts.ctypes.data_as(i64p), None) == 0
+    )
+    lists = np.full(int(counts.sum()) + GUARD, GUARD_INT, dtype=np.int64)
+    rc = lib.jaxmg_layout_axis_exchange(
+        n, bf, bt, procs, me, counts.ctypes.data_as(i64p), lists.ctypes.data_as(i64p)
+    )
+    assert rc == 0 and np.all(lists[int(counts.sum()) :] == GUARD_INT)
+    parts = np.split(lists[: int(counts.sum())], np.cumsum(counts)[:-1])
+    return parts[:procs], parts[procs:]
+
+
+def local_part(x, rb, cb, pr, pc, r, c):
+    """Process (r, c)'s local array of x, block-cyclic with blocks rb x cb over a pr x pc grid."""
+    rows = [g for g in range(x.shape[0]) if (g // rb) % pr == r]
+    cols = [g for g in range(x.shape[1]) if (g // cb) % pc == c]
+    return x[np.ix_(rows, cols)]
+
+
+REMAP_CASES = [
+    # (m, n, grid, blocks before, blocks after): the block layout into tiles and back, tiles
+    # into other tiles, tiles that do not divide, empty local parts.
+    (12, 12, (2, 1), (6, 12), (4, 4)),
+    (12, 12, (1, 2), (12, 6), (5, 5)),
+    (24, 18, (2, 2), (12, 9), (5, 4)),
+    (24, 18, (2, 2), (5, 4), (12, 9)),
+    (18, 12, (3, 2), (6, 6), (7, 3)),
+    (16, 16, (4, 1), (3, 3), (4, 4)),
+    (16, 16, (1, 4), (16, 4), (256, 256)),
+    (9, 7, (2, 3), (2, 3), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("m,n,grid,before,after", REMAP_CASES)
+def test_remap_lists_move_every_entry_to_its_target(lib, m, n, grid, before, after):
+    p, q = grid
+    x = np.arange(m * n, dtype=np.float64).reshape(m, n) + 1.0
+    rows = [axis_exchange(lib, m, before[0], after[0], p, r) for r in range(p)]
+    cols = [axis_exchange(lib, n, before[1], after[1], q, c) for c in range(q)]
+    src = {(r, c): local_part(x, *before, p, q, r, c) for r in range(p) for c in range(q)}
+    dst = {
+        (r, c): np.full(local_part(x, *after, p, q, r, c).shape, np.nan)
+        for r in range(p)
+        for c in range(q)
+    }
+    for (r, c), a in src.items():
+        rsend, _ = rows[r]
+        csend, _ = cols[c]
+        for qr in range(p):
+            for qc in range(q):
+                packed = a[np.ix_(rsend[qr], csend[qc])].reshape(-1, order="F")
+                _, rrecv = rows[qr]
+                _, crecv = cols[qc]
+                nr, nc = len(rrecv[r]), len(crecv[c])
+                assert packed.size == nr * nc, f"{(r, c)} -> {(qr, qc)}: sizes disagree"
+                dst[(qr, qc)][np.ix_(rrecv[r], crecv[c])] = packed.reshape(nr, nc, order="F")
+    for (r, c), d in dst.items():
+        want = local_part(x, *after, p, q, r, c)
+        assert np.array_equal(d, want), f"process {(r, c)}: wrong entries after the remap"

@@ -365,4 +365,14 @@ JAXMG_INSTANTIATE(std::complex<float>)
 JAXMG_INSTANTIATE(std::complex<double>)
 #undef JAXMG_INSTANTIATE
 
+AxisExchange::AxisExchange(int64_t n, int64_t bf, int64_t bt, int procs, int me)
+    : send(procs), recv(procs) {
+  for (int64_t g = 0; g < n; ++g) {
+    const int before = static_cast<int>((g / bf) % procs);
+    const int after = static_cast<int>((g / bt) % procs);
+    if (before == me) send[after].push_back((g / (bf * procs)) * bf + g % bf);
+    if (after == me) recv[before].push_back((g / (bt * procs)) * bt + g % bt);
+  }
+}
+
 }  // namespace jaxmg::layout

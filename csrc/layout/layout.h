@@ -164,6 +164,18 @@ inline int64_t CyclicLocalExtent(int64_t n, int64_t t, int coord, int procs) {
   return local;
 }
 
+// One axis of a copy between two block-cyclic distributions over the same process grid (blocks
+// of bf indices before, bt after, over `procs` processes): for every process q, the local
+// indices, by increasing global index, of the n indices that this process (`me`) holds before
+// and q after (send[q], local before), and that q holds before and this process after (recv[q],
+// local after). Rows and columns of a matrix are independent, so what process p sends process q
+// is rows.send[q_row] x cols.send[q_col], in the order that q reads as rows.recv[p_row] x
+// cols.recv[p_col] (the GPU engine's Remap).
+struct AxisExchange {
+  std::vector<std::vector<int64_t>> send, recv;
+  AxisExchange(int64_t n, int64_t bf, int64_t bt, int procs, int me);
+};
+
 // One copy of a cycle-following tile permutation: tile `src` -> tile `dst`, where kScratchTile
 // stands for one tile of scratch. Executing TileMoves(perm) in order permutes tiles in place so
 // that destination tile j receives source tile perm[j]; engines run the moves with their own copy

@@ -91,4 +91,27 @@ __attribute__((visibility("default"))) int jaxmg_layout_prepare_local_f64(
   return 0;
 }
 
+// One axis of a block-cyclic remap (layout::AxisExchange) for process `me` of `procs`:
+// counts[q] = |send[q]| and counts[procs + q] = |recv[q]|; with `lists`, the send lists one after
+// the other, then the recv lists (sum of counts entries).
+__attribute__((visibility("default"))) int jaxmg_layout_axis_exchange(int64_t n, int64_t bf,
+                                                                      int64_t bt, int procs, int me,
+                                                                      int64_t* counts,
+                                                                      int64_t* lists) {
+  if (n < 0 || bf < 1 || bt < 1 || procs < 1 || me < 0 || me >= procs) return 1;
+  const jaxmg::layout::AxisExchange x(n, bf, bt, procs, me);
+  for (int q = 0; q < procs; ++q) {
+    counts[q] = static_cast<int64_t>(x.send[q].size());
+    counts[procs + q] = static_cast<int64_t>(x.recv[q].size());
+  }
+  if (lists) {
+    for (const auto* side : {&x.send, &x.recv}) {
+      for (const auto& v : *side) {
+        for (int64_t i : v) *lists++ = i;
+      }
+    }
+  }
+  return 0;
+}
+
 }  // extern "C"

@@ -155,16 +155,6 @@ Status Engine::Workspace(size_t bytes, size_t host_bytes, void** out) {
   return Status();
 }
 
-AxisExchange::AxisExchange(int64_t n, int64_t bf, int64_t bt, int procs, int me)
-    : send(procs), recv(procs) {
-  for (int64_t g = 0; g < n; ++g) {
-    const int before = static_cast<int>((g / bf) % procs);
-    const int after = static_cast<int>((g / bt) % procs);
-    if (before == me) send[after].push_back((g / (bf * procs)) * bf + g % bf);
-    if (after == me) recv[before].push_back((g / (bt * procs)) * bt + g % bt);
-  }
-}
-
 int64_t Engine::RemapBuffers::Sent(int qr, int qc) const {
   return static_cast<int64_t>(rows->send[qr].size() * cols->send[qc].size());
 }

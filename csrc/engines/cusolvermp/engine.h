@@ -32,15 +32,7 @@ class Descriptor {
   cusolverMpMatrixDescriptor_t desc_ = nullptr;
 };
 
-// One axis of a copy between two block-cyclic distributions over the same process grid (blocks
-// of bf indices before, bt after, over `procs` processes): for every process q, the local
-// indices, by increasing global index, of the n indices that this process (`me`) holds before
-// and q after (send[q], local before), and that q holds before and this process after (recv[q],
-// local after).
-struct AxisExchange {
-  std::vector<std::vector<int64_t>> send, recv;
-  AxisExchange(int64_t n, int64_t bf, int64_t bt, int procs, int me);
-};
+using layout::AxisExchange;
 
 class Engine {
  public:
