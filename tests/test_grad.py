@@ -29,7 +29,7 @@ def test_solve_and_log_determinant_gradients(tmp_path, mesh):
 MATRIX_WORKER = Path(__file__).parent / "mp" / "grad_matrix_worker.py"
 
 
-@pytest.mark.parametrize("mesh", [(1, 1), (2, 1), (2, 2)], ids=["1x1", "2x1", "2x2"])
+@pytest.mark.parametrize("mesh", [(1, 1), (2, 1), (1, 2), (2, 2)], ids=["1x1", "2x1", "1x2", "2x2"])
 def test_inverse_and_eigensolver_gradients(tmp_path, mesh):
     """check_grads (finite differences, forward and reverse mode) of inv's and potri's inverse
     and log-determinant, of syevd's eigenvalues and eigenvectors (a phase-invariant loss,
@@ -40,7 +40,8 @@ def test_inverse_and_eigensolver_gradients(tmp_path, mesh):
     pads and the automatic one; second derivatives of inv and potri; and, for inv, potri,
     syevd (with and without vectors), eigh(a, b) and matmul, whose rules take the engine's
     products, no XLA collective of matrix size in the compiled gradient; for qr,
-    least_squares, gesvd and polar (2N x N), none larger than their N x N factors, and for
+    least_squares, gesvd and polar (2N x N), none larger than their N x N factors (on 1x2, where
+    the tall factors' columns are split, they are moved to split rows, nothing gathered), and for
     square gesvd and polar (the engine's products) none larger than a shard; jax.vmap of inv's
     gradient."""
     out = run_cases(mesh[0] * mesh[1], MATRIX_WORKER, [str(mesh[0]), str(mesh[1])], tmp_path, 900)

@@ -249,20 +249,60 @@ def engine_product(placement, m1, m2, adjoint_1=False, adjoint_2=False):
 def factor_product(placement, m1, m2, adjoint_1=False, adjoint_2=False):
     """op(m1) op(m2) for the factors of a (M x N, M >= N) and N x N matrices in a's matrix
     spec: the engine's product when a is square (`engine_product`, nothing moves through
-    XLA), else XLA's, with a tall factor's adjoint taken in the spec that moves nothing
-    (`free_transpose_spec`): a product Uᴴ X then sums N x N partial products over the rows, the
-    largest collective."""
+    XLA), else XLA's, with a tall factor in `factor_spec` and its adjoint taken in the spec that
+    moves nothing (`factor_adjoint_spec`): a product Uᴴ X then sums N x N partial products over
+    the rows, the largest collective besides a 1 x P mesh's all-to-all of the factor."""
     if m1.shape[0] == m1.shape[1] and m2.shape[0] == m2.shape[1] and m1.shape == m2.shape:
         if not (adjoint_1 and adjoint_2):
             return engine_product(placement, m1, m2, adjoint_1, adjoint_2)
 
     def op(m, adjoint_m):
+        tall = m.shape[0] > m.shape[1]
+        if tall:
+            m = _mesh.constrain(m, placement.mesh, factor_spec(placement))
         if not adjoint_m:
             return m
-        tall = m.shape[0] > m.shape[1]
-        return adjoint(placement, m, free_transpose_spec(placement) if tall else None)
+        return adjoint(placement, m, factor_adjoint_spec(placement) if tall else None)
 
-    return product(placement, op(m1, adjoint_1), op(m2, adjoint_2))
+    return tall_product(placement, op(m1, adjoint_1), op(m2, adjoint_2))
+
+
+def tall_product(placement, m1, m2):
+    """m1 @ m2 by XLA in a's matrix spec; a tall product computed in `factor_spec` first (on a
+    1 x P mesh its rows split, so that the transposed product's cotangent arrives split like
+    the factor instead of being gathered)."""
+    if m1.shape[0] > m2.shape[1] and one_device_row(placement):
+        out = product(placement, m1, m2, factor_spec(placement))
+        return _mesh.constrain(out, placement.mesh, placement.matrix_spec)
+    return product(placement, m1, m2)
+
+
+def one_device_row(placement):
+    """A mesh of one device row whose columns are split (1 x P)."""
+    return placement.mesh_rows == 1 and placement.mesh_cols > 1
+
+
+def factor_spec(placement):
+    """The spec of a tall M x N factor in XLA's products: a's matrix spec, except on a mesh of
+    one device row (1 x P), where it would split the factor's columns, and a product of two
+    such factors over their rows would gather one of them whole: there its rows are split over
+    the column axis instead (one all-to-all of the factor, nothing gathered)."""
+    if one_device_row(placement):
+        return P(placement.col_axis, None)
+    return placement.matrix_spec
+
+
+def factor_rows_spec(placement):
+    """The spec that splits a tall factor's (or a right-hand side's) rows: over a's row axis,
+    or on a mesh of one device row over its column axis (`factor_spec`)."""
+    return P(placement.col_axis if one_device_row(placement) else placement.row_axis, None)
+
+
+def factor_adjoint_spec(placement):
+    """The spec of mᴴ for a factor m in `factor_spec` that moves nothing."""
+    if one_device_row(placement):
+        return P(None, placement.col_axis)
+    return free_transpose_spec(placement)
 
 
 def adjoint(placement, m, spec=None):

@@ -97,7 +97,7 @@ def _right_solve(pl, r, m):
     """m R⁻¹ for the upper triangular R (replicated: N x N), each device its own rows of m (a
     shard_map, so that the transpose stays local too: XLA's partitioning of the triangular
     solve's transpose gathered the whole of m)."""
-    rows = P(pl.row_axis, None)
+    rows = _rules.factor_rows_spec(pl)
     r = _mesh.constrain(r, pl.mesh, P())
     m = _mesh.constrain(m, pl.mesh, rows)
     solve = jax.shard_map(
@@ -115,12 +115,14 @@ def _qr_tangent(opts, pl, primals, out, tangents):
     (da,), (q, r, _) = tangents, out
     n = r.shape[0]
     rep = P()
-    da_rinv = _mesh.constrain(_right_solve(pl, r, da), pl.mesh, pl.matrix_spec)
-    c = _rules.product(pl, _rules.adjoint(pl, q, _rules.free_transpose_spec(pl)), da_rinv, rep)
+    spec = _rules.factor_spec(pl)  # (a's, except on 1 x P meshes: rows split)
+    da_rinv = _mesh.constrain(_right_solve(pl, r, da), pl.mesh, spec)
+    q_f = _mesh.constrain(q, pl.mesh, spec)
+    c = _rules.product(pl, _rules.adjoint(pl, q_f, _rules.factor_adjoint_spec(pl)), da_rinv, rep)
     lower = jnp.tril(c, -1)
     omega = lower - jnp.conj(lower.T)
     omega = omega + jnp.eye(n, dtype=c.dtype) * (c - jnp.real(c).astype(c.dtype))
-    dq = _rules.product(pl, q, omega - c) + da_rinv
+    dq = _rules.tall_product(pl, q_f, omega - c) + _mesh.constrain(da_rinv, pl.mesh, pl.matrix_spec)
     dr = jnp.matmul(c - omega, _mesh.constrain(r, pl.mesh, rep))
     return dq, _place_r(dr, pl, n), _rules.float0()
 
@@ -183,11 +185,17 @@ def _lstsq_tangent(opts, pl, primals, out, tangents):
     x2 = _mesh.constrain(x2, pl.mesh, rep)
     _, r, _ = _QR(opts, False, a)
     r = _mesh.constrain(r, pl.mesh, rep)
-    rows = P(pl.row_axis, None)
+    rows, spec, adj = (
+        _rules.factor_rows_spec(pl),
+        _rules.factor_spec(pl),
+        _rules.factor_adjoint_spec(pl),
+    )
+    a, da = (_mesh.constrain(m, pl.mesh, spec) for m in (a, da))
+    b2, db2 = (_mesh.constrain(m, pl.mesh, rows) for m in (b2, db2))
     resid = b2 - _rules.product(pl, a, x2, rows)
-    rhs = _rules.product(pl, _rules.adjoint(pl, da, P(pl.col_axis, pl.row_axis)), resid, rep)
+    rhs = _rules.product(pl, _rules.adjoint(pl, da, adj), resid, rep)
     dres = db2 - _rules.product(pl, da, x2, rows)
-    rhs = rhs + _rules.product(pl, _rules.adjoint(pl, a, P(pl.col_axis, pl.row_axis)), dres, rep)
+    rhs = rhs + _rules.product(pl, _rules.adjoint(pl, a, adj), dres, rep)
     y = jax.lax.linalg.triangular_solve(
         r, rhs, left_side=True, lower=False, conjugate_a=True, transpose_a=True
     )
