@@ -269,6 +269,29 @@ Status Engine::RhsOut(void* x, Axis axis, bool conj) {
 }
 
 template <typename T>
+Status Engine::InverseSolve(bool transpose) {
+  const int64_t lr = local_rows_, lc = local_cols_;
+  int info = 0;
+  JAXMG_RETURN_IF_ERROR(scalapack::Getri<T>(plan_->engine_rows(), lr, lc, As<T>(work_), desc_a_,
+                                            ipiv_.data(), &info));
+  if (info != 0) return JAXMG_ERROR("p?getri: singular factor " + std::to_string(info));
+  nrhs_ = plan_->engine_cols();
+  rhs_local_cols_ = lc;
+  desc_b_ = desc_a_;
+  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
+  T* y = As<T>(local_b_.data());
+  if (!transpose) {
+    std::copy(As<T>(work_), As<T>(work_) + lr * lc, y);
+    return Status();
+  }
+  // The transpose, not the adjoint: the adjoint (p?tran / p?tranc), conjugated back.
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Adjoint<T>(plan_->engine_rows(), As<T>(work_), desc_a_, y, desc_b_));
+  for (int64_t i = 0; i < lr * lc; ++i) y[i] = Conj(y[i]);
+  return Status();
+}
+
+template <typename T>
 Status Engine::Identity() {
   const layout::Plan& plan = *plan_;
   const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;

@@ -54,12 +54,11 @@ class Engine {
   Status RhsOut(void* x, Axis axis, bool conj);
   template <typename T>
   Status Identity();
-  // The solve with the identity (p?getrs).
+  // M⁻¹ from the LU factors (p?getri: U⁻¹, then the solve with L and the column interchanges;
+  // 4N³/3 flops against 2N³ for the solve with the identity), into the right-hand side's place;
+  // M⁻ᵀ by one distributed transpose.
   template <typename T>
-  Status InverseSolve(bool transpose) {
-    JAXMG_RETURN_IF_ERROR(Identity<T>());
-    return Getrs<T>(transpose);
-  }
+  Status InverseSolve(bool transpose);
   template <typename T>
   Status InverseOut(void* shard);
   template <typename T>

@@ -30,6 +30,9 @@ void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* 
   void p##getrs_(const char* trans, const int* n, const int* nrhs, const T* a, const int* ia,      \
                  const int* ja, const int* desca, const int* ipiv, T* b, const int* ib,            \
                  const int* jb, const int* descb, int* info);                                      \
+  void p##getri_(const int* n, T* a, const int* ia, const int* ja, const int* desca,               \
+                 const int* ipiv, T* work, const int* lwork, int* iwork, const int* liwork,        \
+                 int* info);                                                                       \
   void p##gemr2d_(const int* m, const int* n, const T* a, const int* ia, const int* ja,            \
                   const int* desca, T* b, const int* ib, const int* jb, const int* descb,          \
                   const int* ictxt);
@@ -423,52 +426,74 @@ Status MakeDescriptor(const Grid& grid, int64_t m, int64_t n, int64_t mb, int64_
   return Status();
 }
 
-#define JAXMG_DEFINE_ROUTINES(p, T)                                                              \
-  template <>                                                                                    \
-  Status Potrf<T>(int64_t n, T* a, const Descriptor& desc, int* info) {                          \
-    int in, one = 1;                                                                             \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
-    p##potrf_("L", &in, a, &one, &one, desc.desc, info);                                         \
-    if (*info < 0) return JAXMG_ERROR(#p "potrf: illegal argument " + std::to_string(-*info));   \
-    return Status();                                                                             \
-  }                                                                                              \
-  template <>                                                                                    \
-  Status Potrs<T>(int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a, T* b,           \
-                  const Descriptor& desc_b, int* info) {                                         \
-    int in, ir, one = 1;                                                                         \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                            \
-    p##potrs_("L", &in, &ir, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, info);      \
-    if (*info < 0) return JAXMG_ERROR(#p "potrs: illegal argument " + std::to_string(-*info));   \
-    return Status();                                                                             \
-  }                                                                                              \
-  template <>                                                                                    \
-  Status Getrf<T>(int64_t n, T* a, const Descriptor& desc, int* ipiv, int* info) {               \
-    int in, one = 1;                                                                             \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
-    p##getrf_(&in, &in, a, &one, &one, desc.desc, ipiv, info);                                   \
-    if (*info < 0) return JAXMG_ERROR(#p "getrf: illegal argument " + std::to_string(-*info));   \
-    return Status();                                                                             \
-  }                                                                                              \
-  template <>                                                                                    \
-  Status Getrs<T>(char trans, int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a,     \
-                  const int* ipiv, T* b, const Descriptor& desc_b, int* info) {                  \
-    int in, ir, one = 1;                                                                         \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                          \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                            \
-    p##getrs_(&trans, &in, &ir, a, &one, &one, desc_a.desc, ipiv, b, &one, &one, desc_b.desc,    \
-              info);                                                                             \
-    if (*info < 0) return JAXMG_ERROR(#p "getrs: illegal argument " + std::to_string(-*info));   \
-    return Status();                                                                             \
-  }                                                                                              \
-  template <>                                                                                    \
-  Status Gemr2d<T>(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,             \
-                   const Descriptor& desc_b, const Grid& grid) {                                 \
-    int im, in, one = 1;                                                                         \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                           \
-    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                        \
-    p##gemr2d_(&im, &in, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, &grid.context); \
-    return Status();                                                                             \
+#define JAXMG_DEFINE_ROUTINES(p, T)                                                                \
+  template <>                                                                                      \
+  Status Potrf<T>(int64_t n, T* a, const Descriptor& desc, int* info) {                            \
+    int in, one = 1;                                                                               \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
+    p##potrf_("L", &in, a, &one, &one, desc.desc, info);                                           \
+    if (*info < 0) return JAXMG_ERROR(#p "potrf: illegal argument " + std::to_string(-*info));     \
+    return Status();                                                                               \
+  }                                                                                                \
+  template <>                                                                                      \
+  Status Potrs<T>(int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a, T* b,             \
+                  const Descriptor& desc_b, int* info) {                                           \
+    int in, ir, one = 1;                                                                           \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                              \
+    p##potrs_("L", &in, &ir, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, info);        \
+    if (*info < 0) return JAXMG_ERROR(#p "potrs: illegal argument " + std::to_string(-*info));     \
+    return Status();                                                                               \
+  }                                                                                                \
+  template <>                                                                                      \
+  Status Getrf<T>(int64_t n, T* a, const Descriptor& desc, int* ipiv, int* info) {                 \
+    int in, one = 1;                                                                               \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
+    p##getrf_(&in, &in, a, &one, &one, desc.desc, ipiv, info);                                     \
+    if (*info < 0) return JAXMG_ERROR(#p "getrf: illegal argument " + std::to_string(-*info));     \
+    return Status();                                                                               \
+  }                                                                                                \
+  template <>                                                                                      \
+  Status Getrs<T>(char trans, int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a,       \
+                  const int* ipiv, T* b, const Descriptor& desc_b, int* info) {                    \
+    int in, ir, one = 1;                                                                           \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(nrhs, "right-hand sides", &ir));                              \
+    p##getrs_(&trans, &in, &ir, a, &one, &one, desc_a.desc, ipiv, b, &one, &one, desc_b.desc,      \
+              info);                                                                               \
+    if (*info < 0) return JAXMG_ERROR(#p "getrs: illegal argument " + std::to_string(-*info));     \
+    return Status();                                                                               \
+  }                                                                                                \
+  template <>                                                                                      \
+  Status Getri<T>(int64_t n, int64_t local_rows, int64_t local_cols, T* a, const Descriptor& desc, \
+                  const int* ipiv, int* info) {                                                    \
+    int in, one = 1, lwork = -1, liwork = -1, iquery = 0;                                          \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "order", &in));                                            \
+    T query(0);                                                                                    \
+    p##getri_(&in, a, &one, &one, desc.desc, ipiv, &query, &lwork, &iquery, &liwork, info);        \
+    if (*info < 0) return JAXMG_ERROR(#p "getri: illegal argument " + std::to_string(-*info));     \
+    /* At least the documented bounds: LOCr(N) NB, and LOCc(N) + max(LOCr(N) / MB + 1, NB). */     \
+    const int64_t nb = desc.desc[5];                                                               \
+    const int64_t lw =                                                                             \
+        std::max<int64_t>(static_cast<int64_t>(std::abs(query)) + 1, (local_rows + nb) * nb);      \
+    const int64_t liw = std::max<int64_t>(iquery, local_cols + local_rows + 2 * nb);               \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(lw, "workspace", &lwork));                                    \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(liw, "integer workspace", &liwork));                          \
+    std::vector<T> work(static_cast<size_t>(lwork));                                               \
+    std::vector<int> iwork(static_cast<size_t>(liwork));                                           \
+    p##getri_(&in, a, &one, &one, desc.desc, ipiv, work.data(), &lwork, iwork.data(), &liwork,     \
+              info);                                                                               \
+    if (*info < 0) return JAXMG_ERROR(#p "getri: illegal argument " + std::to_string(-*info));     \
+    return Status();                                                                               \
+  }                                                                                                \
+  template <>                                                                                      \
+  Status Gemr2d<T>(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,               \
+                   const Descriptor& desc_b, const Grid& grid) {                                   \
+    int im, in, one = 1;                                                                           \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                             \
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                          \
+    p##gemr2d_(&im, &in, a, &one, &one, desc_a.desc, b, &one, &one, desc_b.desc, &grid.context);   \
+    return Status();                                                                               \
   }
 JAXMG_DEFINE_ROUTINES(ps, float)
 JAXMG_DEFINE_ROUTINES(pd, double)

@@ -65,6 +65,10 @@ Status Getrf(int64_t n, T* a, const Descriptor& desc, int* ipiv, int* info);
 template <typename T>
 Status Getrs(char trans, int64_t n, int64_t nrhs, const T* a, const Descriptor& desc_a,
              const int* ipiv, T* b, const Descriptor& desc_b, int* info);
+// A⁻¹ in place of its LU factors (p?getri; local_rows x local_cols: this process's part).
+template <typename T>
+Status Getri(int64_t n, int64_t local_rows, int64_t local_cols, T* a, const Descriptor& desc,
+             const int* ipiv, int* info);
 // QR of the m x n matrix (tau: LOCc(n) entries); Q's first n columns from it (k = n
 // reflectors); least squares min ‖A x − b‖ for m >= n (x in b's first n rows; A is left
 // holding its QR factors).
