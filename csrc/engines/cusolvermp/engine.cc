@@ -164,22 +164,21 @@ int64_t Engine::RemapBuffers::Received(int qr, int qc) const {
 }
 
 template <typename T>
-Status Engine::Redistribute(const void* from, bool to_tiles, void* to) {
+Status Engine::Redistribute(const void* from, bool to_tiles, void* to, const Status& allocated) {
   // Between the block layout (block (v, u) of the engine matrix on grid position (v, u), leading
-  // dimension the shard's rows) and block-cyclic tiles.
+  // dimension the shard's rows) and block-cyclic tiles. The ranks agree that every one of them
+  // has its buffers (`allocated`: the caller's, and the exchange's) before the exchange, so that
+  // a device short of scratch gives an error on all of them instead of leaving its peers in
+  // NCCL.
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.rows.extent, n = plan.cols.extent, t = plan.tile;
   const Blocked blocks{plan.rows.shard, plan.cols.shard, plan.rows.shard};
   const Blocked tiles{t, t, std::max<int64_t>(local_rows_, 1)};
-  return to_tiles ? Remap<T>(from, blocks, to, tiles, m, n)
-                  : Remap<T>(from, tiles, to, blocks, m, n);
-}
-
-template <typename T>
-Status Engine::Remap(const void* from, const Blocked& f, void* to, const Blocked& d, int64_t m,
-                     int64_t n) {
   RemapBuffers r;
-  JAXMG_RETURN_IF_ERROR(RemapPrepare<T>(f, d, m, n, &r));
+  const Status buffers = allocated.ok() ? (to_tiles ? RemapPrepare<T>(blocks, tiles, m, n, &r)
+                                                    : RemapPrepare<T>(tiles, blocks, m, n, &r))
+                                        : allocated;
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers));
   return RemapRun<T>(from, to, r);
 }
 
@@ -416,8 +415,8 @@ Status Engine::Prepare(void* shard) {
     }
   } else {
     // Redistribution from the block layout into block-cyclic tiles.
-    JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &work_));
-    JAXMG_RETURN_IF_ERROR(Redistribute<T>(shard, /*to_tiles=*/true, work_));
+    const Status copy = Scratch(es * std::max<int64_t>(lr * lc, 1), &work_);
+    JAXMG_RETURN_IF_ERROR(Redistribute<T>(shard, /*to_tiles=*/true, work_, copy));
   }
   return desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), plan.engine_cols(), t, t,
                         std::max<int64_t>(lr, 1));
@@ -2008,8 +2007,8 @@ Status Engine::MatrixIn(const void* shard) {
     return JAXMG_ERROR("a second matrix is read into a redistributed plan only");
   }
   const int64_t lr = local_rows_, lc = local_cols_;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_));
-  JAXMG_RETURN_IF_ERROR(Redistribute<T>(shard, /*to_tiles=*/true, local_b_));
+  const Status copy = Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_);
+  JAXMG_RETURN_IF_ERROR(Redistribute<T>(shard, /*to_tiles=*/true, local_b_, copy));
   nrhs_ = plan.cols.extent;
   rhs_local_cols_ = lc;
   return desc_b_.Create(ctx_, DataTypeOf<T>(), plan.rows.extent, plan.cols.extent, plan.tile,

@@ -141,19 +141,17 @@ class Engine {
   Status Small();
   // Between the JAX block layout and block-cyclic tiles (to_tiles) or back (Remap).
   template <typename T>
-  Status Redistribute(const void* from, bool to_tiles, void* to);
+  Status Redistribute(const void* from, bool to_tiles, void* to,
+                      const Status& allocated = Status());
   // A matrix's local part under a block-cyclic distribution over the grid: blocks of rows x cols,
   // local leading dimension ld.
   struct Blocked {
     int64_t rows, cols, ld;
   };
-  // `to` := the m x n matrix `from` from one distribution into the other (device moves and NCCL
-  // send/recv; every rank of the grid calls it).
-  template <typename T>
-  Status Remap(const void* from, const Blocked& f, void* to, const Blocked& d, int64_t m,
-               int64_t n);
-  // Remap in two steps: the index lists and buffers (before a call's collectives, so that an
-  // allocation failure can be agreed on), then the moves.
+  // A copy of an m x n matrix from one distribution into the other (every rank of the grid takes
+  // part), in two steps: the index lists and buffers (RemapPrepare; before the collectives, so
+  // that an allocation failure can be agreed on), then the moves (RemapRun: device moves for what
+  // stays, one NCCL send/recv group for the rest).
   struct RemapBuffers {
     Blocked f{}, d{};
     std::shared_ptr<const AxisExchange> rows, cols;
