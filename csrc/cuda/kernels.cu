@@ -402,6 +402,67 @@ __global__ void ScaleKernel(T* a, int64_t count, typename Traits<T>::Real s) {
 }
 
 // Calls fn(T{}) with the device element type of dt.
+// Householder QR's blocks (the GPU engine's 1-D QR).
+__device__ inline float Inverse(float v) { return 1.f / v; }
+__device__ inline double Inverse(double v) { return 1.0 / v; }
+template <typename R>
+__device__ inline Cplx<R> Inverse(Cplx<R> v) {
+  const R d = v.re * v.re + v.im * v.im;
+  return {v.re / d, -v.im / d};
+}
+template <typename T>
+__device__ inline bool IsZero(T v) {
+  return Traits<T>::Abs(v) == 0;
+}
+
+template <typename T>
+__global__ void ReflectorBlockKernel(const T* a, int64_t lda, int64_t rows, int64_t cols,
+                                     const T* tau, T* v, int64_t ldv) {
+  const int64_t total = rows * cols;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % rows, c = idx / rows;
+    T x = Traits<T>::Zero();
+    if (!IsZero(tau[c])) x = r > c ? a[r + c * lda] : (r == c ? Traits<T>::One() : x);
+    v[r + c * ldv] = x;
+  }
+}
+
+template <typename T>
+__global__ void ReflectorFactorKernel(T* s, int64_t ld, int64_t k, const T* tau) {
+  const int64_t total = k * k;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % k, c = idx / k;
+    if (r > c) {
+      s[r + c * ld] = Traits<T>::Zero();
+    } else if (r == c) {
+      s[r + c * ld] = IsZero(tau[c]) ? Traits<T>::One() : Inverse(tau[c]);
+    }
+  }
+}
+
+template <typename T>
+__global__ void AdjointKernel(const T* src, int64_t lds, int64_t rows, int64_t cols, T* dst,
+                              int64_t ldd) {
+  const int64_t total = rows * cols;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % rows, c = idx / rows;
+    dst[c + r * ldd] = Traits<T>::Conj(src[r + c * lds]);
+  }
+}
+
+template <typename T>
+__global__ void IdentityBlockKernel(T* a, int64_t ld, int64_t rows, int64_t cols, int64_t row0) {
+  const int64_t total = rows * cols;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % rows, c = idx / rows;
+    a[r + c * ld] = r == row0 + c ? Traits<T>::One() : Traits<T>::Zero();
+  }
+}
+
 template <typename Fn>
 cudaError_t Dispatch(Dtype dt, Fn&& fn) {
   switch (dt) {
@@ -615,6 +676,47 @@ cudaError_t SumSquares(Dtype dt, const void* a, int64_t count, double* sum, cuda
     using T = decltype(tag);
     SumSquaresKernel<T>
         <<<Blocks(count), kThreads, 0, stream>>>(static_cast<const T*>(a), count, sum);
+  });
+}
+
+cudaError_t ReflectorBlock(Dtype dt, const void* a, int64_t lda, int64_t rows, int64_t cols,
+                           const void* tau, void* v, int64_t ldv, cudaStream_t stream) {
+  if (rows * cols == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    ReflectorBlockKernel<T><<<Blocks(rows * cols), kThreads, 0, stream>>>(
+        static_cast<const T*>(a), lda, rows, cols, static_cast<const T*>(tau), static_cast<T*>(v),
+        ldv);
+  });
+}
+
+cudaError_t ReflectorFactor(Dtype dt, void* s, int64_t ld, int64_t k, const void* tau,
+                            cudaStream_t stream) {
+  if (k == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    ReflectorFactorKernel<T><<<Blocks(k * k), kThreads, 0, stream>>>(static_cast<T*>(s), ld, k,
+                                                                     static_cast<const T*>(tau));
+  });
+}
+
+cudaError_t Adjoint(Dtype dt, const void* src, int64_t lds, int64_t rows, int64_t cols, void* dst,
+                    int64_t ldd, cudaStream_t stream) {
+  if (rows * cols == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    AdjointKernel<T><<<Blocks(rows * cols), kThreads, 0, stream>>>(
+        static_cast<const T*>(src), lds, rows, cols, static_cast<T*>(dst), ldd);
+  });
+}
+
+cudaError_t IdentityBlock(Dtype dt, void* a, int64_t ld, int64_t rows, int64_t cols, int64_t row0,
+                          cudaStream_t stream) {
+  if (rows * cols == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    IdentityBlockKernel<T>
+        <<<Blocks(rows * cols), kThreads, 0, stream>>>(static_cast<T*>(a), ld, rows, cols, row0);
   });
 }
 

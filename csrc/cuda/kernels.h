@@ -103,6 +103,22 @@ cudaError_t AbsSums(Dtype dt, const void* a, int64_t lr, int64_t lc, int64_t t, 
 // *sum += Σ |a|² over count entries (a device double).
 cudaError_t SumSquares(Dtype dt, const void* a, int64_t count, double* sum, cudaStream_t stream);
 
+// Householder QR's blocks (the GPU engine's 1-D QR), column-major:
+// v (rows x cols, ld ldv) := the unit lower trapezoidal vectors that geqrf left below the
+// diagonal of a (lda), with column j zero where tau[j] = 0 (H_j = I);
+cudaError_t ReflectorBlock(Dtype dt, const void* a, int64_t lda, int64_t rows, int64_t cols,
+                           const void* tau, void* v, int64_t ldv, cudaStream_t stream);
+// s (k x k, ld ld, holding VᴴV) := striu(s) + diag(1/tau) (1 where tau = 0), zero below: the
+// inverse of the compact WY form's T (Q = I − V T Vᴴ);
+cudaError_t ReflectorFactor(Dtype dt, void* s, int64_t ld, int64_t k, const void* tau,
+                            cudaStream_t stream);
+// dst (cols x rows, ld ldd) := srcᴴ (src rows x cols, ld lds);
+cudaError_t Adjoint(Dtype dt, const void* src, int64_t lds, int64_t rows, int64_t cols, void* dst,
+                    int64_t ldd, cudaStream_t stream);
+// a (rows x cols, ld ld) := columns row0 .. row0 + cols - 1 of the identity.
+cudaError_t IdentityBlock(Dtype dt, void* a, int64_t ld, int64_t rows, int64_t cols, int64_t row0,
+                          cudaStream_t stream);
+
 // a := s a over count entries.
 cudaError_t Scale(Dtype dt, void* a, int64_t count, double s, cudaStream_t stream);
 

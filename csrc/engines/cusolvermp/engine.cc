@@ -68,6 +68,12 @@ class BlasDescriptor {
   cublasMpMatrixDescriptor_t desc_ = nullptr;
 };
 
+// op(x) = xᴴ (a transpose for real types).
+template <typename T>
+constexpr cublasOperation_t AdjointOp() {
+  return Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+}
+
 template <typename T>
 constexpr cublasComputeType_t ComputeOf() {
   return sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
@@ -297,6 +303,23 @@ Status Engine::LocalHandle(const LocalBlas** lb, cublasHandle_t* handle) {
   }
   *handle = static_cast<cublasHandle_t>(ctx_.local_blas);
   return CublasCheck((*lb)->set_stream(*handle, stream_), "cublasSetStream");
+}
+
+Status Engine::LocalSolver(const LocalBlas** lb, cublasHandle_t* blas, cusolverDnHandle_t* dn,
+                           cusolverDnParams_t* params) {
+  JAXMG_RETURN_IF_ERROR(LocalHandle(lb, blas));
+  if (ctx_.dn == nullptr) {
+    cusolverDnHandle_t h = nullptr;
+    cusolverDnParams_t p = nullptr;
+    JAXMG_SOLVER((*lb)->dn_create(&h));
+    JAXMG_SOLVER((*lb)->dn_create_params(&p));
+    ctx_.dn = h;
+    ctx_.dn_params = p;
+  }
+  *dn = static_cast<cusolverDnHandle_t>(ctx_.dn);
+  *params = static_cast<cusolverDnParams_t>(ctx_.dn_params);
+  JAXMG_SOLVER((*lb)->dn_set_stream(*dn, stream_));
+  return Status();
 }
 
 template <typename T>
@@ -546,18 +569,9 @@ template <typename T>
 Status Engine::Lu1D(int* info) {
   const LocalBlas* lb = nullptr;
   cublasHandle_t blas = nullptr;
-  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
-  if (ctx_.dn == nullptr) {
-    cusolverDnHandle_t h = nullptr;
-    cusolverDnParams_t params = nullptr;
-    JAXMG_SOLVER(lb->dn_create(&h));
-    JAXMG_SOLVER(lb->dn_create_params(&params));
-    ctx_.dn = h;
-    ctx_.dn_params = params;
-  }
-  auto dn = static_cast<cusolverDnHandle_t>(ctx_.dn);
-  auto params = static_cast<cusolverDnParams_t>(ctx_.dn_params);
-  JAXMG_SOLVER(lb->dn_set_stream(dn, stream_));
+  cusolverDnHandle_t dn = nullptr;
+  cusolverDnParams_t params = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
   const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
   const int64_t lc = local_cols_, procs = ctx_.npcol, me = ctx_.mycol;
   const size_t es = sizeof(T);
@@ -1058,7 +1072,7 @@ Status Engine::CholeskyInverse() {
   const size_t bytes = sizeof(T) * std::max<int64_t>(local_rows_ * local_cols_, 1);
   JAXMG_RETURN_IF_ERROR(Scratch(bytes, &y));
   JAXMG_CUDA(cudaMemsetAsync(y, 0, bytes, stream_));
-  const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  const cublasOperation_t adjoint = AdjointOp<T>();
   for (int64_t k0 = 0; k0 < n; k0 += nb) {
     const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
     size_t dev = 0, host = 0;
@@ -1263,7 +1277,7 @@ Status Engine::QrSolve(int* info) {
   JAXMG_RETURN_IF_ERROR(CheckedInt(k, "right-hand sides", &ik));
   JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
   const T one(1), zero(0);
-  const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  const cublasOperation_t adjoint = AdjointOp<T>();
   if (lc > 0 && k > 0) {
     JAXMG_RETURN_IF_ERROR(CublasCheck(
         lb->gemm[Scalar<T>::kIndex](blas, adjoint, CUBLAS_OP_N, ilc, ik, ilr, &one, work_,
@@ -1296,6 +1310,7 @@ Status Engine::QrSolve(int* info) {
 
 template <typename T>
 Status Engine::QrFactor() {
+  if (UseOwnQr()) return Qr1D<T>();
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (local_cols_ + plan.tile), &tau_));
@@ -1313,6 +1328,7 @@ Status Engine::QrFactor() {
 template <typename T>
 Status Engine::Orgqr() {
   StepTimer timer("Orgqr", stream_);
+  if (qr_s_ != nullptr) return Orgqr1D<T>();
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   size_t dev = 0, host = 0;
@@ -1323,6 +1339,183 @@ Status Engine::Orgqr() {
   JAXMG_SOLVER(cusolverMpOrgqr(ctx_.handle, m, n, n, work_, 1, 1, desc_a_.get(), tau_,
                                DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
                                ctx_.host_work.size(), small_ + 2));
+  return Status();
+}
+
+bool Engine::UseOwnQr() const {
+  // The 1-D QR needs every engine row on every process: a 1 x P grid.
+  const char* choice = std::getenv("JAXMG_GPU_QR");
+  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
+  return !library && ctx_.nprow == 1;
+}
+
+// Blocked Householder QR on a 1 x P grid (columns block-cyclic in tiles of t, every row local),
+// in the compact WY form Q_k = I − V T Vᴴ of each tile column k of the n factored: its owner
+// factors the panel (rows k t .. m) with cusolverDn geqrf, and builds V (unit lower
+// trapezoidal) and S = T⁻¹ = striu(VᴴV) + diag(1/τ) (Joffrain et al.'s UT transform); one NCCL
+// broadcast of V and S; every rank applies Q_kᴴ to its columns right of the panel (W = Vᴴ C,
+// Sᴴ W' = W by trsm, C −= V W'). About 2 m n² − 2n³/3 flops, all but the panels' in gemm and
+// trsm spread over the P devices. The matrix is left as geqrf leaves it (R on and above the
+// diagonal, the vectors below, τ in tau_), and every S_k is kept in qr_s_ for Orgqr1D.
+template <typename T>
+Status Engine::Qr1D() {
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  cusolverDnHandle_t dn = nullptr;
+  cusolverDnParams_t params = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
+  const int procs = ctx_.npcol, me = ctx_.mycol;
+  const int64_t tiles = (n + t - 1) / t, held = layout::CyclicLocalExtent(n, t, me, procs);
+  const size_t es = sizeof(T);
+  void* w = nullptr;
+  Status local = Scratch(es * n, &tau_);
+  if (local.ok()) local = Scratch(es * m * t, &qr_panel_);
+  if (local.ok()) local = Scratch(es * tiles * t * t, &qr_s_);
+  if (local.ok()) local = Scratch(es * t * std::max<int64_t>(held, t), &w);
+  size_t dev = 0, host = 0;
+  if (local.ok()) {
+    local = SolverCheck(lb->geqrf_buffer_size(dn, params, m, std::min(t, n), DataTypeOf<T>(), work_,
+                                              std::max<int64_t>(lr, 1), DataTypeOf<T>(), tau_,
+                                              DataTypeOf<T>(), &dev, &host),
+                        "cusolverDnXgeqrf_bufferSize");
+  }
+  void* d_work = nullptr;
+  if (local.ok()) local = Workspace(dev + sizeof(int), host, &d_work);
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
+  int* geqrf_info = reinterpret_cast<int*>(static_cast<char*>(d_work) + dev);
+  char* a = static_cast<char*>(work_);
+  char* tau = static_cast<char*>(tau_);
+  for (int64_t k = 0; k < tiles; ++k) {
+    const int owner = static_cast<int>(k % procs);
+    const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
+    char* column = a + es * (row0 + (k / procs) * t * lr);
+    void* s = static_cast<char*>(qr_s_) + es * k * t * t;
+    if (me == owner) {
+      JAXMG_SOLVER(lb->geqrf(dn, params, rows, kb, DataTypeOf<T>(), column, lr, DataTypeOf<T>(),
+                             tau + es * row0, DataTypeOf<T>(), d_work, dev, ctx_.host_work.data(),
+                             ctx_.host_work.size(), geqrf_info));
+    }
+    JAXMG_RETURN_IF_ERROR(
+        BroadcastReflectors<T>(owner, column, rows, kb, tau + es * row0, qr_panel_, s));
+    // This rank's factored columns right of tile k: local tiles j with j * procs + me > k.
+    const int64_t first = k >= me ? (k - me) / procs + 1 : 0, cols = held - first * t;
+    JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(qr_panel_, rows, kb, s, t, /*adjoint=*/true,
+                                             a + es * (row0 + first * t * lr), cols, lr, w));
+  }
+  return Status();
+}
+
+template <typename T>
+Status Engine::BroadcastReflectors(int owner, const void* column, int64_t rows, int64_t cols,
+                                   const void* tau, void* v, void* s) {
+  const int64_t t = state_.plan.tile;
+  if (ctx_.mycol == owner) {
+    JAXMG_CUDA(cuda::ReflectorBlock(KernelType<T>(), column, local_rows_, rows, cols, tau, v, rows,
+                                    stream_));
+    if (s != nullptr) {  // S := VᴴV, then its strict upper part and diag(1/τ)
+      const LocalBlas* lb = nullptr;
+      cublasHandle_t blas = nullptr;
+      JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
+      int ir = 0, ic = 0, it = 0;
+      JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
+      JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &ic));
+      JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
+      const T one(1), zero(0);
+      JAXMG_RETURN_IF_ERROR(
+          CublasCheck(lb->gemm[Scalar<T>::kIndex](blas, AdjointOp<T>(), CUBLAS_OP_N, ic, ic, ir,
+                                                  &one, v, ir, v, ir, &zero, s, it),
+                      "cublas gemm (VᴴV)"));
+      JAXMG_CUDA(cuda::ReflectorFactor(KernelType<T>(), s, t, cols, tau, stream_));
+    }
+  }
+  if (ctx_.npcol == 1) return Status();
+  const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
+  JAXMG_NCCL(ncclGroupStart());
+  JAXMG_NCCL(ncclBroadcast(v, v, rows * cols * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
+  if (s != nullptr) {
+    JAXMG_NCCL(ncclBroadcast(s, s, t * cols * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
+  }
+  JAXMG_NCCL(ncclGroupEnd());
+  return Status();
+}
+
+template <typename T>
+Status Engine::ApplyReflectors(const void* v, int64_t rows, int64_t k, const void* s, int64_t lds,
+                               bool adjoint, void* c, int64_t cols, int64_t ldc, void* w) {
+  if (cols <= 0 || rows <= 0 || k <= 0) return Status();
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
+  int ir = 0, ic = 0, ik = 0, is = 0, il = 0;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &ic));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(k, "reflectors", &ik));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(lds, "tile", &is));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(ldc, "local rows", &il));
+  const T one(1), zero(0), minus_one(-1);
+  const int x = Scalar<T>::kIndex;
+  JAXMG_RETURN_IF_ERROR(CublasCheck(
+      lb->gemm[x](blas, AdjointOp<T>(), CUBLAS_OP_N, ik, ic, ir, &one, v, ir, c, il, &zero, w, ik),
+      "cublas gemm (Vᴴ C)"));
+  JAXMG_RETURN_IF_ERROR(CublasCheck(lb->trsm[x](blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
+                                                adjoint ? AdjointOp<T>() : CUBLAS_OP_N,
+                                                CUBLAS_DIAG_NON_UNIT, ik, ic, &one, s, is, w, ik),
+                                    "cublas trsm (T W)"));
+  return CublasCheck(lb->gemm[x](blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ic, ik, &minus_one, v, ir, w,
+                                 ik, &one, c, il),
+                     "cublas gemm (C − V W)");
+}
+
+// Q (the leading n columns, in place of the factors) by backward accumulation, tile column k
+// from the last: its owner rebuilds V_k from its columns (before they are overwritten) and
+// broadcasts it; every rank applies Q_k to its columns right of tile k (already Q's, rows
+// k t .. m); the owner then writes tile k's own columns, Q_k [0; I; 0] = [0; I; 0] − [0; V X]
+// with X = S⁻¹ (V's leading block)ᴴ. About 2 m n² − 2n³/3 flops, as the factorization.
+template <typename T>
+Status Engine::Orgqr1D() {
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
+  const int procs = ctx_.npcol, me = ctx_.mycol;
+  const int64_t tiles = (n + t - 1) / t, held = layout::CyclicLocalExtent(n, t, me, procs);
+  const size_t es = sizeof(T);
+  void* w = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(es * t * std::max<int64_t>(held, t), &w));
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
+  char* a = static_cast<char*>(work_);
+  const char* tau = static_cast<const char*>(tau_);
+  const T one(1), minus_one(-1);
+  for (int64_t k = tiles - 1; k >= 0; --k) {
+    const int owner = static_cast<int>(k % procs);
+    const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
+    char* column = a + es * (k / procs) * t * lr;  // the tile's columns from row 0
+    const void* s = static_cast<const char*>(qr_s_) + es * k * t * t;
+    JAXMG_RETURN_IF_ERROR(BroadcastReflectors<T>(owner, column + es * row0, rows, kb,
+                                                 tau + es * row0, qr_panel_, nullptr));
+    const int64_t first = k >= me ? (k - me) / procs + 1 : 0, cols = held - first * t;
+    JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(qr_panel_, rows, kb, s, t, /*adjoint=*/false,
+                                             a + es * (row0 + first * t * lr), cols, lr, w));
+    if (me != owner) continue;
+    int ir = 0, ik = 0, it = 0, il = 0;
+    JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(kb, "reflectors", &ik));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &il));
+    JAXMG_CUDA(cuda::Adjoint(KernelType<T>(), qr_panel_, rows, kb, kb, w, kb, stream_));
+    const int x = Scalar<T>::kIndex;
+    JAXMG_RETURN_IF_ERROR(
+        CublasCheck(lb->trsm[x](blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                CUBLAS_DIAG_NON_UNIT, ik, ik, &one, s, it, w, ik),
+                    "cublas trsm (S⁻¹ Lᴴ)"));
+    JAXMG_CUDA(cuda::IdentityBlock(KernelType<T>(), column, lr, m, kb, row0, stream_));
+    JAXMG_RETURN_IF_ERROR(
+        CublasCheck(lb->gemm[x](blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ik, ik, &minus_one, qr_panel_,
+                                ir, w, ik, &one, column + es * row0, il),
+                    "cublas gemm (Q_k's columns)"));
+  }
   return Status();
 }
 
@@ -1526,7 +1719,7 @@ Status Engine::VectorsOut(void* shard) {
   JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
   JAXMG_CUDA(cudaMemsetAsync(work_, 0, sizeof(T) * local_rows_ * local_cols_, stream_));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  const cublasOperation_t adjoint = AdjointOp<T>();
   const T one(1), zero(0);
   size_t dev = 0, host = 0;
   JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &one, local_b_, 1, 1, dz.get(),
@@ -1621,10 +1814,7 @@ Status Engine::AgreeOnValue(double* value) {
 template <typename T>
 Status Engine::Product(char op_a, char op_b, int64_t m, int64_t n, int64_t k, double alpha,
                        const Tiled& a, const Tiled& b, double beta, const Tiled& c) {
-  const auto op = [](char o) {
-    if (o == 'N') return CUBLAS_OP_N;
-    return Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
-  };
+  const auto op = [](char o) { return o == 'N' ? CUBLAS_OP_N : AdjointOp<T>(); };
   const int64_t t = state_.plan.tile;
   BlasDescriptor da, db, dc;
   JAXMG_RETURN_IF_ERROR(
@@ -1865,7 +2055,7 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
   // W := U Z⁻¹ = U L⁻ᴴ L⁻¹.
   const size_t bytes = sizeof(T) * std::max<int64_t>(count, 1);
   JAXMG_CUDA(cudaMemcpyAsync(polar_w_, work_, bytes, cudaMemcpyDeviceToDevice, stream_));
-  const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  const cublasOperation_t adjoint = AdjointOp<T>();
   const T one(1);
   StepTimer solves("PolarCholesky: two Trsm", stream_);
   for (const cublasOperation_t op : {adjoint, CUBLAS_OP_N}) {
@@ -1930,7 +2120,7 @@ Status Engine::PolarEnd(bool h, int* info) {
       dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
   JAXMG_RETURN_IF_ERROR(
       dh.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1)));
-  const cublasOperation_t adjoint = Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  const cublasOperation_t adjoint = AdjointOp<T>();
   const T half(0.5);
   size_t dev = 0, host = 0;
   JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &half, polar_z_, 1, 1, dz.get(),

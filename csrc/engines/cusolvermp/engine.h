@@ -167,12 +167,32 @@ class Engine {
   Status RemapRun(const void* from, void* to, const RemapBuffers& r);
   // The single-GPU cuBLAS table and the context's handle, on this call's stream.
   Status LocalHandle(const LocalBlas** lb, cublasHandle_t* handle);
+  // The same and the context's cusolverDn handle and parameters, on this call's stream.
+  Status LocalSolver(const LocalBlas** lb, cublasHandle_t* blas, cusolverDnHandle_t* dn,
+                     cusolverDnParams_t* params);
   // A device workspace of at least `bytes` (reused across the steps of the call).
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
   bool UseOwnLu() const;
   // Householder QR of the engine matrix's leading cols.extent columns (tau_), no agreement.
   template <typename T>
   Status QrFactor();
+  bool UseOwnQr() const;
+  // The 1-D QR (1 x P grids) and its Q, formed in place (engine.cc).
+  template <typename T>
+  Status Qr1D();
+  template <typename T>
+  Status Orgqr1D();
+  // Q_k's compact WY form on every rank: v (rows x cols, ld rows) := the panel's vectors, built
+  // by the owner from its columns at `column` (leading dimension local_rows_) and, where s is
+  // not null, s (ld tile) := S = T⁻¹ from them; then broadcast (one NCCL group).
+  template <typename T>
+  Status BroadcastReflectors(int owner, const void* column, int64_t rows, int64_t cols,
+                             const void* tau, void* v, void* s);
+  // c (rows x cols, ld ldc) := op(Q_k) c for Q_k = I − V S⁻¹ Vᴴ (adjoint: I − V S⁻ᴴ Vᴴ), with
+  // w (s's order x cols) as scratch.
+  template <typename T>
+  Status ApplyReflectors(const void* v, int64_t rows, int64_t k, const void* s, int64_t lds,
+                         bool adjoint, void* c, int64_t cols, int64_t ldc, void* w);
   template <typename T>
   Status QrSolve(int* info);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
@@ -281,8 +301,10 @@ class Engine {
   void* square_ = nullptr;    // n x n: Vᴴ of an SVD, H of a polar decomposition
   Descriptor desc_square_;
   int64_t square_rows_ = 0;
-  bool own_lu_ = false;     // the factors come from Lu1D, with its pivots in own_pivots_
-  int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
+  bool own_lu_ = false;       // the factors come from Lu1D, with its pivots in own_pivots_
+  void* qr_s_ = nullptr;      // Qr1D's S_k = T_k⁻¹ (tile x tile each, leading dimension tile)
+  void* qr_panel_ = nullptr;  // Qr1D's broadcast vectors (rows x tile)
+  int64_t symmetry_n_ = 0;    // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
   std::vector<int64_t> own_pivots_;
   // QDWH's buffers (routines/polar.h), allocated at first use in the call: A kept for H; the

@@ -53,6 +53,8 @@ Status GetLocalBlas(const LocalBlas** out) {
     if (s.ok()) s = Resolve("cusolverDnCreateParams", kSolver, &table.dn_create_params);
     if (s.ok()) s = Resolve("cusolverDnXgetrf_bufferSize", kSolver, &table.getrf_buffer_size);
     if (s.ok()) s = Resolve("cusolverDnXgetrf", kSolver, &table.getrf);
+    if (s.ok()) s = Resolve("cusolverDnXgeqrf_bufferSize", kSolver, &table.geqrf_buffer_size);
+    if (s.ok()) s = Resolve("cusolverDnXgeqrf", kSolver, &table.geqrf);
     status = s;
   });
   *out = &table;

@@ -1,5 +1,5 @@
-// Single-GPU cuBLAS and cuSOLVER calls for the engine's own algorithms (the 1-D LU), found in the
-// process at run time: libcusolverMp already loads libcublas and libcusolver, and so does
+// Single-GPU cuBLAS and cuSOLVER calls for the engine's own algorithms (the 1-D LU and QR), found
+// in the process at run time: libcusolverMp already loads libcublas and libcusolver, and so does
 // jaxlib, so no link-time dependency on those large libraries is added.
 #pragma once
 
@@ -28,6 +28,8 @@ struct LocalBlas {
   decltype(&cusolverDnCreateParams) dn_create_params = nullptr;
   decltype(&cusolverDnXgetrf_bufferSize) getrf_buffer_size = nullptr;
   decltype(&cusolverDnXgetrf) getrf = nullptr;
+  decltype(&cusolverDnXgeqrf_bufferSize) geqrf_buffer_size = nullptr;
+  decltype(&cusolverDnXgeqrf) geqrf = nullptr;
 };
 
 // The table, resolved once; an error names the missing symbol.
