@@ -1342,6 +1342,14 @@ Status Engine::Orgqr() {
   return Status();
 }
 
+int64_t Engine::QrPanelBlock(int64_t t) {
+  // JAXMG_QR_PANEL: the width of the blocks a panel is factored in (t or more: the whole panel
+  // at once).
+  const char* value = std::getenv("JAXMG_QR_PANEL");
+  const int64_t ib = value != nullptr ? std::atoll(value) : 256;
+  return ib > 0 ? std::min(ib, t) : t;
+}
+
 bool Engine::UseOwnQr() const {
   // The 1-D QR needs every engine row on every process: a 1 x P grid.
   const char* choice = std::getenv("JAXMG_GPU_QR");
@@ -1385,6 +1393,7 @@ Status Engine::Qr1D() {
   if (local.ok()) local = Workspace(dev + sizeof(int), host, &d_work);
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
   int* geqrf_info = reinterpret_cast<int*>(static_cast<char*>(d_work) + dev);
+  const int64_t ib = QrPanelBlock(t);
   char* a = static_cast<char*>(work_);
   char* tau = static_cast<char*>(tau_);
   for (int64_t k = 0; k < tiles; ++k) {
@@ -1393,9 +1402,23 @@ Status Engine::Qr1D() {
     char* column = a + es * (row0 + (k / procs) * t * lr);
     void* s = static_cast<char*>(qr_s_) + es * k * t * t;
     if (me == owner) {
-      JAXMG_SOLVER(lb->geqrf(dn, params, rows, kb, DataTypeOf<T>(), column, lr, DataTypeOf<T>(),
-                             tau + es * row0, DataTypeOf<T>(), d_work, dev, ctx_.host_work.data(),
-                             ctx_.host_work.size(), geqrf_info));
+      // The panel in blocks of ib columns: cusolverDn geqrf on each, the panel's columns right
+      // of it updated as the trailing matrix is (gemm and trsm), so that the BLAS2 part of the
+      // panel's factorization is ib wide, not t.
+      for (int64_t j = 0; j < kb; j += ib) {
+        const int64_t jb = std::min(ib, kb - j);
+        char* block = column + es * (j + j * lr);
+        JAXMG_SOLVER(lb->geqrf(dn, params, rows - j, jb, DataTypeOf<T>(), block, lr,
+                               DataTypeOf<T>(), tau + es * (row0 + j), DataTypeOf<T>(), d_work, dev,
+                               ctx_.host_work.data(), ctx_.host_work.size(), geqrf_info));
+        if (j + jb == kb) break;
+        JAXMG_CUDA(cuda::ReflectorBlock(KernelType<T>(), block, lr, rows - j, jb,
+                                        tau + es * (row0 + j), qr_panel_, rows - j, stream_));
+        JAXMG_RETURN_IF_ERROR(
+            ReflectorFactorOf<T>(qr_panel_, rows - j, jb, tau + es * (row0 + j), s));
+        JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(qr_panel_, rows - j, jb, s, t, /*adjoint=*/true,
+                                                 block + es * jb * lr, kb - j - jb, lr, w));
+      }
     }
     JAXMG_RETURN_IF_ERROR(
         BroadcastReflectors<T>(owner, column, rows, kb, tau + es * row0, qr_panel_, s));
@@ -1414,21 +1437,7 @@ Status Engine::BroadcastReflectors(int owner, const void* column, int64_t rows, 
   if (ctx_.mycol == owner) {
     JAXMG_CUDA(cuda::ReflectorBlock(KernelType<T>(), column, local_rows_, rows, cols, tau, v, rows,
                                     stream_));
-    if (s != nullptr) {  // S := VᴴV, then its strict upper part and diag(1/τ)
-      const LocalBlas* lb = nullptr;
-      cublasHandle_t blas = nullptr;
-      JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
-      int ir = 0, ic = 0, it = 0;
-      JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
-      JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &ic));
-      JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
-      const T one(1), zero(0);
-      JAXMG_RETURN_IF_ERROR(
-          CublasCheck(lb->gemm[Scalar<T>::kIndex](blas, AdjointOp<T>(), CUBLAS_OP_N, ic, ic, ir,
-                                                  &one, v, ir, v, ir, &zero, s, it),
-                      "cublas gemm (VᴴV)"));
-      JAXMG_CUDA(cuda::ReflectorFactor(KernelType<T>(), s, t, cols, tau, stream_));
-    }
+    if (s != nullptr) JAXMG_RETURN_IF_ERROR(ReflectorFactorOf<T>(v, rows, cols, tau, s));
   }
   if (ctx_.npcol == 1) return Status();
   const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
@@ -1438,6 +1447,27 @@ Status Engine::BroadcastReflectors(int owner, const void* column, int64_t rows, 
     JAXMG_NCCL(ncclBroadcast(s, s, t * cols * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
   }
   JAXMG_NCCL(ncclGroupEnd());
+  return Status();
+}
+
+template <typename T>
+Status Engine::ReflectorFactorOf(const void* v, int64_t rows, int64_t cols, const void* tau,
+                                 void* s) {
+  // S := VᴴV, then its strict upper part and diag(1/τ).
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
+  const int64_t t = state_.plan.tile;
+  int ir = 0, ic = 0, it = 0;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &ic));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
+  const T one(1), zero(0);
+  JAXMG_RETURN_IF_ERROR(
+      CublasCheck(lb->gemm[Scalar<T>::kIndex](blas, AdjointOp<T>(), CUBLAS_OP_N, ic, ic, ir, &one,
+                                              v, ir, v, ir, &zero, s, it),
+                  "cublas gemm (VᴴV)"));
+  JAXMG_CUDA(cuda::ReflectorFactor(KernelType<T>(), s, t, cols, tau, stream_));
   return Status();
 }
 

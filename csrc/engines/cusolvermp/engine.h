@@ -188,6 +188,10 @@ class Engine {
   template <typename T>
   Status BroadcastReflectors(int owner, const void* column, int64_t rows, int64_t cols,
                              const void* tau, void* v, void* s);
+  // s (ld tile) := S = T⁻¹ of the rows x cols vectors v (ld rows) and their τ.
+  template <typename T>
+  Status ReflectorFactorOf(const void* v, int64_t rows, int64_t cols, const void* tau, void* s);
+  static int64_t QrPanelBlock(int64_t t);
   // c (rows x cols, ld ldc) := op(Q_k) c for Q_k = I − V S⁻¹ Vᴴ (adjoint: I − V S⁻ᴴ Vᴴ), with
   // w (s's order x cols) as scratch.
   template <typename T>
