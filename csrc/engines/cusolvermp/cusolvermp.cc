@@ -96,6 +96,10 @@ Context::~Context() {
   if (pinned) cudaFreeHost(pinned);
   if (probe_host) cudaFreeHost(probe_host);
   if (init_stream) cudaStreamDestroy(init_stream);
+  for (cudaEvent_t e : side_events) {
+    if (e) cudaEventDestroy(e);
+  }
+  if (side_stream) cudaStreamDestroy(side_stream);
   if (comm) ncclCommDestroy(comm);
 }
 

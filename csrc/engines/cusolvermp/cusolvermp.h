@@ -84,6 +84,13 @@ struct Context {
   void* dn = nullptr;                  // cusolverDnHandle_t
   void* dn_params = nullptr;           // cusolverDnParams_t
   cudaStream_t init_stream = nullptr;  // the handles' creation stream; calls use XLA's stream
+  // A side stream of the highest priority for the own algorithms' look-ahead, its own cuBLAS and
+  // cusolverDn handles, and two events (created on first use).
+  cudaStream_t side_stream = nullptr;
+  void* side_blas = nullptr;
+  void* side_dn = nullptr;
+  void* side_dn_params = nullptr;
+  cudaEvent_t side_events[2] = {nullptr, nullptr};
   int32_t* pinned = nullptr;   // 16 pinned ints: status, diagonal check, mesh position, agreement
   void* probe_host = nullptr;  // pinned: the symmetry check's products (grown on demand)
   size_t probe_host_bytes = 0;

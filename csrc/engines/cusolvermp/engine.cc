@@ -1343,11 +1343,11 @@ Status Engine::Orgqr() {
 }
 
 int64_t Engine::QrPanelBlock(int64_t t) {
-  // JAXMG_QR_PANEL: the width of the blocks a panel is factored in (t or more: the whole panel
-  // at once).
+  // JAXMG_QR_PANEL: the width of the blocks a panel is factored in (at most 512: cusolverDn's
+  // geqrf answered INVALID_VALUE for a 32768 x 2048 panel on H200s).
   const char* value = std::getenv("JAXMG_QR_PANEL");
   const int64_t ib = value != nullptr ? std::atoll(value) : 256;
-  return ib > 0 ? std::min(ib, t) : t;
+  return std::min<int64_t>({ib > 0 ? ib : 256, 512, t});
 }
 
 bool Engine::UseOwnQr() const {
@@ -1357,106 +1357,170 @@ bool Engine::UseOwnQr() const {
   return !library && ctx_.nprow == 1;
 }
 
+Status Engine::MainLane(Lane* out) {
+  JAXMG_RETURN_IF_ERROR(LocalSolver(&out->lb, &out->blas, &out->dn, &out->params));
+  out->stream = stream_;
+  return Status();
+}
+
+Status Engine::SideLane(Lane* out) {
+  JAXMG_RETURN_IF_ERROR(GetLocalBlas(&out->lb));
+  if (ctx_.side_stream == nullptr) {
+    int least = 0, greatest = 0;
+    JAXMG_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t s = nullptr;
+    JAXMG_CUDA(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+    for (cudaEvent_t& e : ctx_.side_events) {
+      JAXMG_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+    cublasHandle_t blas = nullptr;
+    cusolverDnHandle_t dn = nullptr;
+    cusolverDnParams_t params = nullptr;
+    JAXMG_RETURN_IF_ERROR(CublasCheck(out->lb->create(&blas), "cublasCreate"));
+    JAXMG_RETURN_IF_ERROR(CublasCheck(out->lb->set_stream(blas, s), "cublasSetStream"));
+    JAXMG_SOLVER(out->lb->dn_create(&dn));
+    JAXMG_SOLVER(out->lb->dn_create_params(&params));
+    JAXMG_SOLVER(out->lb->dn_set_stream(dn, s));
+    ctx_.side_blas = blas;
+    ctx_.side_dn = dn;
+    ctx_.side_dn_params = params;
+    ctx_.side_stream = s;
+  }
+  out->stream = ctx_.side_stream;
+  out->blas = static_cast<cublasHandle_t>(ctx_.side_blas);
+  out->dn = static_cast<cusolverDnHandle_t>(ctx_.side_dn);
+  out->params = static_cast<cusolverDnParams_t>(ctx_.side_dn_params);
+  return Status();
+}
+
+Status Engine::Join(cudaStream_t from, cudaStream_t to, int event) {
+  cudaEvent_t e = ctx_.side_events[event];
+  JAXMG_CUDA(cudaEventRecord(e, from));
+  JAXMG_CUDA(cudaStreamWaitEvent(to, e, 0));
+  return Status();
+}
+
 // Blocked Householder QR on a 1 x P grid (columns block-cyclic in tiles of t, every row local),
 // in the compact WY form Q_k = I − V T Vᴴ of each tile column k of the n factored: its owner
-// factors the panel (rows k t .. m) with cusolverDn geqrf, and builds V (unit lower
-// trapezoidal) and S = T⁻¹ = striu(VᴴV) + diag(1/τ) (Joffrain et al.'s UT transform); one NCCL
-// broadcast of V and S; every rank applies Q_kᴴ to its columns right of the panel (W = Vᴴ C,
-// Sᴴ W' = W by trsm, C −= V W'). About 2 m n² − 2n³/3 flops, all but the panels' in gemm and
-// trsm spread over the P devices. The matrix is left as geqrf leaves it (R on and above the
-// diagonal, the vectors below, τ in tau_), and every S_k is kept in qr_s_ for Orgqr1D.
+// factors the panel (rows k t .. m; QrPanel) and builds V (unit lower trapezoidal) and
+// S = T⁻¹ = striu(VᴴV) + diag(1/τ) (Joffrain et al.'s UT transform); one NCCL broadcast of V
+// and S; every rank applies Q_kᴴ to its columns right of the panel (W = Vᴴ C, Sᴴ W' = W by
+// trsm, C −= V W'). About 2 m n² − 2n³/3 flops, all but the panels' in gemm and trsm spread
+// over the P devices.
+// Look-ahead: the owner of panel k + 1 updates that tile first, then factors it on the side
+// stream while it updates the rest of its columns, so that the panels (latency-bound: cusolverDn
+// geqrf's cost grows with their columns, not with their width) overlap the updates.
+// The matrix is left as geqrf leaves it (R on and above the diagonal, the vectors below, τ in
+// tau_), and every S_k is kept in qr_s_ for Orgqr1D. A local library error (invalid arguments:
+// not expected) stops this rank's computing but not its part of the broadcasts, and is agreed
+// at the end, so that no rank waits for another.
 template <typename T>
 Status Engine::Qr1D() {
-  const LocalBlas* lb = nullptr;
-  cublasHandle_t blas = nullptr;
-  cusolverDnHandle_t dn = nullptr;
-  cusolverDnParams_t params = nullptr;
-  JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
   const int procs = ctx_.npcol, me = ctx_.mycol;
   const int64_t tiles = (n + t - 1) / t, held = layout::CyclicLocalExtent(n, t, me, procs);
+  const int64_t ib = QrPanelBlock(t);
   const size_t es = sizeof(T);
-  void* w = nullptr;
-  Status local = Scratch(es * n, &tau_);
-  if (local.ok()) local = Scratch(es * m * t, &qr_panel_);
+  Lane main, side;
+  void *w = nullptr, *w_side = nullptr, *panels = nullptr, *info = nullptr;
+  Status local = MainLane(&main);
+  if (local.ok()) local = SideLane(&side);
+  if (local.ok()) local = Scratch(es * n, &tau_);
+  if (local.ok()) local = Scratch(2 * es * m * t, &panels);  // V_k and V_k+1
   if (local.ok()) local = Scratch(es * tiles * t * t, &qr_s_);
   if (local.ok()) local = Scratch(es * t * std::max<int64_t>(held, t), &w);
+  if (local.ok()) local = Scratch(es * ib * t, &w_side);
+  if (local.ok()) local = Scratch(sizeof(int), &info);
   size_t dev = 0, host = 0;
   if (local.ok()) {
-    local = SolverCheck(lb->geqrf_buffer_size(dn, params, m, std::min(t, n), DataTypeOf<T>(), work_,
-                                              std::max<int64_t>(lr, 1), DataTypeOf<T>(), tau_,
-                                              DataTypeOf<T>(), &dev, &host),
+    local = SolverCheck(main.lb->geqrf_buffer_size(main.dn, main.params, m, ib, DataTypeOf<T>(),
+                                                   work_, std::max<int64_t>(lr, 1), DataTypeOf<T>(),
+                                                   tau_, DataTypeOf<T>(), &dev, &host),
                         "cusolverDnXgeqrf_bufferSize");
   }
   void* d_work = nullptr;
-  if (local.ok()) local = Workspace(dev + sizeof(int), host, &d_work);
+  if (local.ok()) local = Workspace(dev, host, &d_work);
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
-  int* geqrf_info = reinterpret_cast<int*>(static_cast<char*>(d_work) + dev);
-  const int64_t ib = QrPanelBlock(t);
+  qr_panel_ = panels;
   char* a = static_cast<char*>(work_);
   char* tau = static_cast<char*>(tau_);
+  auto v_of = [&](int64_t k) { return static_cast<char*>(panels) + es * (k % 2) * m * t; };
+  auto s_of = [&](int64_t k) { return static_cast<char*>(qr_s_) + es * k * t * t; };
+  auto column_of = [&](int64_t k) { return a + es * (k * t + (k / procs) * t * lr); };
+  QrPanelWork pw{ib, d_work, dev, static_cast<int*>(info), w_side};
+  auto panel = [&](const Lane& lane, int64_t k) {
+    const int64_t row0 = k * t;
+    return QrPanel<T>(lane, pw, column_of(k), m - row0, std::min(t, n - row0), tau + es * row0,
+                      v_of(k), s_of(k));
+  };
+  Status failed;  // this rank's first local error
+  if (me == 0) failed = panel(main, 0);
   for (int64_t k = 0; k < tiles; ++k) {
     const int owner = static_cast<int>(k % procs);
     const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
-    char* column = a + es * (row0 + (k / procs) * t * lr);
-    void* s = static_cast<char*>(qr_s_) + es * k * t * t;
-    if (me == owner) {
-      // The panel in blocks of ib columns: cusolverDn geqrf on each, the panel's columns right
-      // of it updated as the trailing matrix is (gemm and trsm), so that the BLAS2 part of the
-      // panel's factorization is ib wide, not t.
-      for (int64_t j = 0; j < kb; j += ib) {
-        const int64_t jb = std::min(ib, kb - j);
-        char* block = column + es * (j + j * lr);
-        JAXMG_SOLVER(lb->geqrf(dn, params, rows - j, jb, DataTypeOf<T>(), block, lr,
-                               DataTypeOf<T>(), tau + es * (row0 + j), DataTypeOf<T>(), d_work, dev,
-                               ctx_.host_work.data(), ctx_.host_work.size(), geqrf_info));
-        if (j + jb == kb) break;
-        JAXMG_CUDA(cuda::ReflectorBlock(KernelType<T>(), block, lr, rows - j, jb,
-                                        tau + es * (row0 + j), qr_panel_, rows - j, stream_));
-        JAXMG_RETURN_IF_ERROR(
-            ReflectorFactorOf<T>(qr_panel_, rows - j, jb, tau + es * (row0 + j), s));
-        JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(qr_panel_, rows - j, jb, s, t, /*adjoint=*/true,
-                                                 block + es * jb * lr, kb - j - jb, lr, w));
-      }
+    if (procs > 1) {
+      const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
+      JAXMG_NCCL(ncclGroupStart());
+      JAXMG_NCCL(ncclBroadcast(v_of(k), v_of(k), rows * kb * reals, NcclRealOf<T>(), owner,
+                               ctx_.comm, stream_));
+      JAXMG_NCCL(ncclBroadcast(s_of(k), s_of(k), t * kb * reals, NcclRealOf<T>(), owner, ctx_.comm,
+                               stream_));
+      JAXMG_NCCL(ncclGroupEnd());
     }
-    JAXMG_RETURN_IF_ERROR(
-        BroadcastReflectors<T>(owner, column, rows, kb, tau + es * row0, qr_panel_, s));
-    // This rank's factored columns right of tile k: local tiles j with j * procs + me > k.
+    if (!failed.ok()) continue;
+    // This rank's factored columns right of tile k: local tiles j with j * procs + me > k; the
+    // first of them is tile k + 1 where this rank owns it.
     const int64_t first = k >= me ? (k - me) / procs + 1 : 0, cols = held - first * t;
-    JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(qr_panel_, rows, kb, s, t, /*adjoint=*/true,
-                                             a + es * (row0 + first * t * lr), cols, lr, w));
+    char* c = a + es * (row0 + first * t * lr);
+    auto update = [&](char* at, int64_t width) {
+      return ApplyReflectors<T>(main, v_of(k), rows, kb, s_of(k), t, /*adjoint=*/true, at, width,
+                                lr, w);
+    };
+    if (k + 1 < tiles && (k + 1) % procs == me) {
+      const int64_t next = std::min(t, n - (k + 1) * t);
+      failed = update(c, next);
+      if (failed.ok()) failed = Join(stream_, side.stream, 0);
+      if (failed.ok()) failed = panel(side, k + 1);
+      if (failed.ok()) failed = update(c + es * next * lr, cols - next);
+      if (failed.ok()) failed = Join(side.stream, stream_, 1);
+    } else {
+      failed = update(c, cols);
+    }
   }
-  return Status();
+  return AgreeOnBuffers(failed);
+}
+
+// The owner's part of panel k (rows x cols from `column`, leading dimension local_rows_): geqrf
+// in blocks of ib columns, the panel's columns right of each block updated as the trailing
+// matrix is (so that the BLAS2 part is ib wide); then v := the panel's V and s := its S.
+template <typename T>
+Status Engine::QrPanel(const Lane& lane, const QrPanelWork& pw, char* column, int64_t rows,
+                       int64_t cols, char* tau, void* v, void* s) {
+  const size_t es = sizeof(T);
+  const int64_t lr = local_rows_, t = state_.plan.tile;
+  for (int64_t j = 0; j < cols; j += pw.ib) {
+    const int64_t jb = std::min(pw.ib, cols - j);
+    char* block = column + es * (j + j * lr);
+    JAXMG_SOLVER(lane.lb->geqrf(lane.dn, lane.params, rows - j, jb, DataTypeOf<T>(), block, lr,
+                                DataTypeOf<T>(), tau + es * j, DataTypeOf<T>(), pw.d_work, pw.dev,
+                                ctx_.host_work.data(), ctx_.host_work.size(), pw.info));
+    if (j + jb == cols) break;
+    JAXMG_CUDA(cuda::ReflectorBlock(KernelType<T>(), block, lr, rows - j, jb, tau + es * j, v,
+                                    rows - j, lane.stream));
+    JAXMG_RETURN_IF_ERROR(ReflectorFactorOf<T>(lane, v, rows - j, jb, tau + es * j, s));
+    JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(lane, v, rows - j, jb, s, t, /*adjoint=*/true,
+                                             block + es * jb * lr, cols - j - jb, lr, pw.w));
+  }
+  JAXMG_CUDA(
+      cuda::ReflectorBlock(KernelType<T>(), column, lr, rows, cols, tau, v, rows, lane.stream));
+  return ReflectorFactorOf<T>(lane, v, rows, cols, tau, s);
 }
 
 template <typename T>
-Status Engine::BroadcastReflectors(int owner, const void* column, int64_t rows, int64_t cols,
-                                   const void* tau, void* v, void* s) {
-  const int64_t t = state_.plan.tile;
-  if (ctx_.mycol == owner) {
-    JAXMG_CUDA(cuda::ReflectorBlock(KernelType<T>(), column, local_rows_, rows, cols, tau, v, rows,
-                                    stream_));
-    if (s != nullptr) JAXMG_RETURN_IF_ERROR(ReflectorFactorOf<T>(v, rows, cols, tau, s));
-  }
-  if (ctx_.npcol == 1) return Status();
-  const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
-  JAXMG_NCCL(ncclGroupStart());
-  JAXMG_NCCL(ncclBroadcast(v, v, rows * cols * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
-  if (s != nullptr) {
-    JAXMG_NCCL(ncclBroadcast(s, s, t * cols * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
-  }
-  JAXMG_NCCL(ncclGroupEnd());
-  return Status();
-}
-
-template <typename T>
-Status Engine::ReflectorFactorOf(const void* v, int64_t rows, int64_t cols, const void* tau,
-                                 void* s) {
+Status Engine::ReflectorFactorOf(const Lane& lane, const void* v, int64_t rows, int64_t cols,
+                                 const void* tau, void* s) {
   // S := VᴴV, then its strict upper part and diag(1/τ).
-  const LocalBlas* lb = nullptr;
-  cublasHandle_t blas = nullptr;
-  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
   const int64_t t = state_.plan.tile;
   int ir = 0, ic = 0, it = 0;
   JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
@@ -1464,20 +1528,18 @@ Status Engine::ReflectorFactorOf(const void* v, int64_t rows, int64_t cols, cons
   JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
   const T one(1), zero(0);
   JAXMG_RETURN_IF_ERROR(
-      CublasCheck(lb->gemm[Scalar<T>::kIndex](blas, AdjointOp<T>(), CUBLAS_OP_N, ic, ic, ir, &one,
-                                              v, ir, v, ir, &zero, s, it),
+      CublasCheck(lane.lb->gemm[Scalar<T>::kIndex](lane.blas, AdjointOp<T>(), CUBLAS_OP_N, ic, ic,
+                                                   ir, &one, v, ir, v, ir, &zero, s, it),
                   "cublas gemm (VᴴV)"));
-  JAXMG_CUDA(cuda::ReflectorFactor(KernelType<T>(), s, t, cols, tau, stream_));
+  JAXMG_CUDA(cuda::ReflectorFactor(KernelType<T>(), s, t, cols, tau, lane.stream));
   return Status();
 }
 
 template <typename T>
-Status Engine::ApplyReflectors(const void* v, int64_t rows, int64_t k, const void* s, int64_t lds,
-                               bool adjoint, void* c, int64_t cols, int64_t ldc, void* w) {
+Status Engine::ApplyReflectors(const Lane& lane, const void* v, int64_t rows, int64_t k,
+                               const void* s, int64_t lds, bool adjoint, void* c, int64_t cols,
+                               int64_t ldc, void* w) {
   if (cols <= 0 || rows <= 0 || k <= 0) return Status();
-  const LocalBlas* lb = nullptr;
-  cublasHandle_t blas = nullptr;
-  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
   int ir = 0, ic = 0, ik = 0, is = 0, il = 0;
   JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
   JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &ic));
@@ -1485,16 +1547,17 @@ Status Engine::ApplyReflectors(const void* v, int64_t rows, int64_t k, const voi
   JAXMG_RETURN_IF_ERROR(CheckedInt(lds, "tile", &is));
   JAXMG_RETURN_IF_ERROR(CheckedInt(ldc, "local rows", &il));
   const T one(1), zero(0), minus_one(-1);
+  const LocalBlas& lb = *lane.lb;
   const int x = Scalar<T>::kIndex;
-  JAXMG_RETURN_IF_ERROR(CublasCheck(
-      lb->gemm[x](blas, AdjointOp<T>(), CUBLAS_OP_N, ik, ic, ir, &one, v, ir, c, il, &zero, w, ik),
-      "cublas gemm (Vᴴ C)"));
-  JAXMG_RETURN_IF_ERROR(CublasCheck(lb->trsm[x](blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
-                                                adjoint ? AdjointOp<T>() : CUBLAS_OP_N,
-                                                CUBLAS_DIAG_NON_UNIT, ik, ic, &one, s, is, w, ik),
+  JAXMG_RETURN_IF_ERROR(CublasCheck(lb.gemm[x](lane.blas, AdjointOp<T>(), CUBLAS_OP_N, ik, ic, ir,
+                                               &one, v, ir, c, il, &zero, w, ik),
+                                    "cublas gemm (Vᴴ C)"));
+  JAXMG_RETURN_IF_ERROR(CublasCheck(lb.trsm[x](lane.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
+                                               adjoint ? AdjointOp<T>() : CUBLAS_OP_N,
+                                               CUBLAS_DIAG_NON_UNIT, ik, ic, &one, s, is, w, ik),
                                     "cublas trsm (T W)"));
-  return CublasCheck(lb->gemm[x](blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ic, ik, &minus_one, v, ir, w,
-                                 ik, &one, c, il),
+  return CublasCheck(lb.gemm[x](lane.blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ic, ik, &minus_one, v, ir,
+                                w, ik, &one, c, il),
                      "cublas gemm (C − V W)");
 }
 
@@ -1502,7 +1565,8 @@ Status Engine::ApplyReflectors(const void* v, int64_t rows, int64_t k, const voi
 // from the last: its owner rebuilds V_k from its columns (before they are overwritten) and
 // broadcasts it; every rank applies Q_k to its columns right of tile k (already Q's, rows
 // k t .. m); the owner then writes tile k's own columns, Q_k [0; I; 0] = [0; I; 0] − [0; V X]
-// with X = S⁻¹ (V's leading block)ᴴ. About 2 m n² − 2n³/3 flops, as the factorization.
+// with X = S⁻¹ (V's leading block)ᴴ. About 2 m n² − 2n³/3 flops, as the factorization. Local
+// errors as in Qr1D.
 template <typename T>
 Status Engine::Orgqr1D() {
   const layout::Plan& plan = state_.plan;
@@ -1510,43 +1574,55 @@ Status Engine::Orgqr1D() {
   const int procs = ctx_.npcol, me = ctx_.mycol;
   const int64_t tiles = (n + t - 1) / t, held = layout::CyclicLocalExtent(n, t, me, procs);
   const size_t es = sizeof(T);
+  Lane main;
   void* w = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(es * t * std::max<int64_t>(held, t), &w));
-  const LocalBlas* lb = nullptr;
-  cublasHandle_t blas = nullptr;
-  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
+  Status local = MainLane(&main);
+  if (local.ok()) local = Scratch(es * t * std::max<int64_t>(held, t), &w);
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
   char* a = static_cast<char*>(work_);
   const char* tau = static_cast<const char*>(tau_);
-  const T one(1), minus_one(-1);
-  for (int64_t k = tiles - 1; k >= 0; --k) {
-    const int owner = static_cast<int>(k % procs);
-    const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
-    char* column = a + es * (k / procs) * t * lr;  // the tile's columns from row 0
-    const void* s = static_cast<const char*>(qr_s_) + es * k * t * t;
-    JAXMG_RETURN_IF_ERROR(BroadcastReflectors<T>(owner, column + es * row0, rows, kb,
-                                                 tau + es * row0, qr_panel_, nullptr));
-    const int64_t first = k >= me ? (k - me) / procs + 1 : 0, cols = held - first * t;
-    JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(qr_panel_, rows, kb, s, t, /*adjoint=*/false,
-                                             a + es * (row0 + first * t * lr), cols, lr, w));
-    if (me != owner) continue;
+  void* v = qr_panel_;
+  Status failed;
+  // Tile k's own columns from row 0: [0; I; 0] − [0; V X].
+  auto own_columns = [&](char* column, int64_t row0, int64_t rows, int64_t kb, const void* s) {
     int ir = 0, ik = 0, it = 0, il = 0;
     JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
     JAXMG_RETURN_IF_ERROR(CheckedInt(kb, "reflectors", &ik));
     JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
     JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &il));
-    JAXMG_CUDA(cuda::Adjoint(KernelType<T>(), qr_panel_, rows, kb, kb, w, kb, stream_));
+    const T one(1), minus_one(-1);
     const int x = Scalar<T>::kIndex;
+    JAXMG_CUDA(cuda::Adjoint(KernelType<T>(), v, rows, kb, kb, w, kb, stream_));
     JAXMG_RETURN_IF_ERROR(
-        CublasCheck(lb->trsm[x](blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                CUBLAS_DIAG_NON_UNIT, ik, ik, &one, s, it, w, ik),
+        CublasCheck(main.lb->trsm[x](main.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
+                                     CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, ik, ik, &one, s, it, w, ik),
                     "cublas trsm (S⁻¹ Lᴴ)"));
     JAXMG_CUDA(cuda::IdentityBlock(KernelType<T>(), column, lr, m, kb, row0, stream_));
-    JAXMG_RETURN_IF_ERROR(
-        CublasCheck(lb->gemm[x](blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ik, ik, &minus_one, qr_panel_,
-                                ir, w, ik, &one, column + es * row0, il),
-                    "cublas gemm (Q_k's columns)"));
+    return CublasCheck(main.lb->gemm[x](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ik, ik, &minus_one,
+                                        v, ir, w, ik, &one, column + es * row0, il),
+                       "cublas gemm (Q_k's columns)");
+  };
+  for (int64_t k = tiles - 1; k >= 0; --k) {
+    const int owner = static_cast<int>(k % procs);
+    const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
+    char* column = a + es * (k / procs) * t * lr;  // the tile's columns from row 0
+    const void* s = static_cast<const char*>(qr_s_) + es * k * t * t;
+    if (me == owner && failed.ok()) {
+      const cudaError_t e = cuda::ReflectorBlock(KernelType<T>(), column + es * row0, lr, rows, kb,
+                                                 tau + es * row0, v, rows, stream_);
+      if (e != cudaSuccess) failed = Status::Error(std::string("CUDA: ") + cudaGetErrorString(e));
+    }
+    if (procs > 1) {
+      JAXMG_NCCL(ncclBroadcast(v, v, rows * kb * Scalar<T>::kParts, NcclRealOf<T>(), owner,
+                               ctx_.comm, stream_));
+    }
+    if (!failed.ok()) continue;
+    const int64_t first = k >= me ? (k - me) / procs + 1 : 0, cols = held - first * t;
+    failed = ApplyReflectors<T>(main, v, rows, kb, s, t, /*adjoint=*/false,
+                                a + es * (row0 + first * t * lr), cols, lr, w);
+    if (failed.ok() && me == owner) failed = own_columns(column, row0, rows, kb, s);
   }
-  return Status();
+  return AgreeOnBuffers(failed);
 }
 
 template <typename T>

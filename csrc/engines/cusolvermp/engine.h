@@ -182,21 +182,40 @@ class Engine {
   Status Qr1D();
   template <typename T>
   Status Orgqr1D();
-  // Q_k's compact WY form on every rank: v (rows x cols, ld rows) := the panel's vectors, built
-  // by the owner from its columns at `column` (leading dimension local_rows_) and, where s is
-  // not null, s (ld tile) := S = T⁻¹ from them; then broadcast (one NCCL group).
+  // A stream with the single-GPU handles that run on it: the call's (the context's handles) or
+  // the look-ahead's side stream (handles of its own).
+  struct Lane {
+    const LocalBlas* lb = nullptr;
+    cudaStream_t stream = nullptr;
+    cublasHandle_t blas = nullptr;
+    cusolverDnHandle_t dn = nullptr;
+    cusolverDnParams_t params = nullptr;
+  };
+  Status MainLane(Lane* out);
+  Status SideLane(Lane* out);
+  // `to` waits for the work queued so far on `from` (the context's side event `event`).
+  Status Join(cudaStream_t from, cudaStream_t to, int event);
+  // A panel's block width, geqrf workspace and info, and update scratch (ib x tile).
+  struct QrPanelWork {
+    int64_t ib;
+    void* d_work;
+    size_t dev;
+    int* info;
+    void* w;
+  };
+  static int64_t QrPanelBlock(int64_t t);
   template <typename T>
-  Status BroadcastReflectors(int owner, const void* column, int64_t rows, int64_t cols,
-                             const void* tau, void* v, void* s);
+  Status QrPanel(const Lane& lane, const QrPanelWork& pw, char* column, int64_t rows, int64_t cols,
+                 char* tau, void* v, void* s);
   // s (ld tile) := S = T⁻¹ of the rows x cols vectors v (ld rows) and their τ.
   template <typename T>
-  Status ReflectorFactorOf(const void* v, int64_t rows, int64_t cols, const void* tau, void* s);
-  static int64_t QrPanelBlock(int64_t t);
+  Status ReflectorFactorOf(const Lane& lane, const void* v, int64_t rows, int64_t cols,
+                           const void* tau, void* s);
   // c (rows x cols, ld ldc) := op(Q_k) c for Q_k = I − V S⁻¹ Vᴴ (adjoint: I − V S⁻ᴴ Vᴴ), with
-  // w (s's order x cols) as scratch.
+  // w (k x cols) as scratch.
   template <typename T>
-  Status ApplyReflectors(const void* v, int64_t rows, int64_t k, const void* s, int64_t lds,
-                         bool adjoint, void* c, int64_t cols, int64_t ldc, void* w);
+  Status ApplyReflectors(const Lane& lane, const void* v, int64_t rows, int64_t k, const void* s,
+                         int64_t lds, bool adjoint, void* c, int64_t cols, int64_t ldc, void* w);
   template <typename T>
   Status QrSolve(int* info);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
@@ -307,7 +326,7 @@ class Engine {
   int64_t square_rows_ = 0;
   bool own_lu_ = false;       // the factors come from Lu1D, with its pivots in own_pivots_
   void* qr_s_ = nullptr;      // Qr1D's S_k = T_k⁻¹ (tile x tile each, leading dimension tile)
-  void* qr_panel_ = nullptr;  // Qr1D's broadcast vectors (rows x tile)
+  void* qr_panel_ = nullptr;  // Qr1D's broadcast vectors (rows x tile), reused by Orgqr1D
   int64_t symmetry_n_ = 0;    // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
   std::vector<int64_t> own_pivots_;
