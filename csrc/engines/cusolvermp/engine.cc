@@ -1491,15 +1491,16 @@ Status Engine::Qr1D() {
       const int64_t next = std::min(t, n - (k + 1) * t);
       failed = update(c, next);
       if (failed.ok()) failed = Join(stream_, side.stream, 0);
-      if (failed.ok()) failed = panel(side, k + 1);
-      // The update leaves `reserve` multiprocessors to the panel: a gemm holding them all would
-      // starve it (its kernels wait for the update's long-running blocks).
+      // The rest of the update is queued before the panel (cusolverDn may block the host until
+      // its stream is done), and leaves `reserve` multiprocessors to the panel: a gemm holding
+      // them all would starve it (its kernels wait for the update's long-running blocks).
       if (failed.ok() && reserve > 0) {
         failed = CublasCheck(main.lb->set_sm_count_target(main.blas, sms - reserve),
                              "cublasSetSmCountTarget");
       }
       if (failed.ok()) failed = update(c + es * next * lr, cols - next);
       if (reserve > 0) main.lb->set_sm_count_target(main.blas, 0);
+      if (failed.ok()) failed = panel(side, k + 1);
       if (failed.ok()) failed = Join(side.stream, stream_, 1);
     } else {
       failed = update(c, cols);
