@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -115,6 +116,48 @@ class StepTimer {
   cudaStream_t stream_;
   std::chrono::steady_clock::time_point start_;
 };
+
+// With JAXMG_DEBUG=2: the time of parts of a step summed by name (the device is synchronized
+// around each part, so that parts meant to overlap run one after the other), printed and reset
+// by PrintParts.
+std::map<std::string, double>& Parts() {
+  static std::map<std::string, double> parts;
+  return parts;
+}
+
+bool DebugParts() {
+  static const bool parts = [] {
+    const char* v = std::getenv("JAXMG_DEBUG");
+    return v != nullptr && std::atoi(v) >= 2;
+  }();
+  return parts;
+}
+
+class PartTimer {
+ public:
+  explicit PartTimer(const char* name) : name_(name) {
+    if (!DebugParts()) return;
+    cudaDeviceSynchronize();
+    start_ = std::chrono::steady_clock::now();
+  }
+  ~PartTimer() {
+    if (!DebugParts()) return;
+    cudaDeviceSynchronize();
+    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start_;
+    Parts()[name_] += ms.count();
+  }
+
+ private:
+  const char* name_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+void PrintParts(const char* step) {
+  for (const auto& [name, ms] : Parts()) {
+    std::fprintf(stderr, "[jaxmg] %s part %s: %.2f ms\n", step, name.c_str(), ms);
+  }
+  Parts().clear();
+}
 
 // NonFinite's value when every entry is finite (its buffer is set with the byte 0x7f).
 constexpr int32_t kNoColumn = 0x7f7f7f7f;
@@ -1457,6 +1500,7 @@ Status Engine::Qr1D() {
   auto column_of = [&](int64_t k) { return a + es * (k * t + (k / procs) * t * lr); };
   QrPanelWork pw{ib, d_work, dev, static_cast<int*>(info), w_side};
   auto panel = [&](const Lane& lane, int64_t k) {
+    PartTimer part("panel (all)");
     const int64_t row0 = k * t;
     return QrPanel<T>(lane, pw, column_of(k), m - row0, std::min(t, n - row0), tau + es * row0,
                       v_of(k), s_of(k));
@@ -1470,6 +1514,7 @@ Status Engine::Qr1D() {
     const int owner = static_cast<int>(k % procs);
     const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
     if (procs > 1) {
+      PartTimer part("broadcast");
       const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
       JAXMG_NCCL(ncclGroupStart());
       JAXMG_NCCL(ncclBroadcast(v_of(k), v_of(k), rows * kb * reals, NcclRealOf<T>(), owner,
@@ -1506,6 +1551,7 @@ Status Engine::Qr1D() {
       failed = update(c, cols);
     }
   }
+  if (DebugParts()) PrintParts("Qr1D");
   return AgreeOnBuffers(failed);
 }
 
@@ -1520,9 +1566,12 @@ Status Engine::QrPanel(const Lane& lane, const QrPanelWork& pw, char* column, in
   for (int64_t j = 0; j < cols; j += pw.ib) {
     const int64_t jb = std::min(pw.ib, cols - j);
     char* block = column + es * (j + j * lr);
-    JAXMG_SOLVER(lane.lb->geqrf(lane.dn, lane.params, rows - j, jb, DataTypeOf<T>(), block, lr,
-                                DataTypeOf<T>(), tau + es * j, DataTypeOf<T>(), pw.d_work, pw.dev,
-                                ctx_.host_work.data(), ctx_.host_work.size(), pw.info));
+    {
+      PartTimer part("panel geqrf");
+      JAXMG_SOLVER(lane.lb->geqrf(lane.dn, lane.params, rows - j, jb, DataTypeOf<T>(), block, lr,
+                                  DataTypeOf<T>(), tau + es * j, DataTypeOf<T>(), pw.d_work, pw.dev,
+                                  ctx_.host_work.data(), ctx_.host_work.size(), pw.info));
+    }
     if (j + jb == cols) break;
     JAXMG_CUDA(cuda::ReflectorBlock(KernelType<T>(), block, lr, rows - j, jb, tau + es * j, v,
                                     rows - j, lane.stream));
@@ -1567,13 +1616,21 @@ Status Engine::ApplyReflectors(const Lane& lane, const void* v, int64_t rows, in
   const T one(1), zero(0), minus_one(-1);
   const LocalBlas& lb = *lane.lb;
   const int x = Scalar<T>::kIndex;
-  JAXMG_RETURN_IF_ERROR(CublasCheck(lb.gemm[x](lane.blas, AdjointOp<T>(), CUBLAS_OP_N, ik, ic, ir,
-                                               &one, v, ir, c, il, &zero, w, ik),
-                                    "cublas gemm (Vᴴ C)"));
-  JAXMG_RETURN_IF_ERROR(CublasCheck(lb.trsm[x](lane.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
-                                               adjoint ? AdjointOp<T>() : CUBLAS_OP_N,
-                                               CUBLAS_DIAG_NON_UNIT, ik, ic, &one, s, is, w, ik),
-                                    "cublas trsm (T W)"));
+  {
+    PartTimer part("gemm W = Vᴴ C");
+    JAXMG_RETURN_IF_ERROR(CublasCheck(lb.gemm[x](lane.blas, AdjointOp<T>(), CUBLAS_OP_N, ik, ic, ir,
+                                                 &one, v, ir, c, il, &zero, w, ik),
+                                      "cublas gemm (Vᴴ C)"));
+  }
+  {
+    PartTimer part(adjoint ? "trsm S^H W" : "trsm S W");
+    JAXMG_RETURN_IF_ERROR(
+        CublasCheck(lb.trsm[x](lane.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
+                               adjoint ? AdjointOp<T>() : CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, ik, ic,
+                               &one, s, is, w, ik),
+                    "cublas trsm (T W)"));
+  }
+  PartTimer part("gemm C -= V W");
   return CublasCheck(lb.gemm[x](lane.blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ic, ik, &minus_one, v, ir,
                                 w, ik, &one, c, il),
                      "cublas gemm (C − V W)");
@@ -1640,6 +1697,7 @@ Status Engine::Orgqr1D() {
                                 a + es * (row0 + first * t * lr), cols, lr, w);
     if (failed.ok() && me == owner) failed = own_columns(column, row0, rows, kb, s);
   }
+  if (DebugParts()) PrintParts("Orgqr1D");
   return AgreeOnBuffers(failed);
 }
 
