@@ -1371,7 +1371,7 @@ Status Engine::QrFactor() {
 template <typename T>
 Status Engine::Orgqr() {
   StepTimer timer("Orgqr", stream_);
-  if (qr_s_ != nullptr) return Orgqr1D<T>();
+  if (qr_t_ != nullptr) return Orgqr1D<T>();
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   size_t dev = 0, host = 0;
@@ -1452,16 +1452,17 @@ Status Engine::Join(cudaStream_t from, cudaStream_t to, int event) {
 
 // Blocked Householder QR on a 1 x P grid (columns block-cyclic in tiles of t, every row local),
 // in the compact WY form Q_k = I − V T Vᴴ of each tile column k of the n factored: its owner
-// factors the panel (rows k t .. m; QrPanel) and builds V (unit lower trapezoidal) and
-// S = T⁻¹ = striu(VᴴV) + diag(1/τ) (Joffrain et al.'s UT transform); one NCCL broadcast of V
-// and S; every rank applies Q_kᴴ to its columns right of the panel (W = Vᴴ C, Sᴴ W' = W by
-// trsm, C −= V W'). About 2 m n² − 2n³/3 flops, all but the panels' in gemm and trsm spread
-// over the P devices.
+// factors the panel (rows k t .. m; QrPanel), builds V (unit lower trapezoidal) and T = S⁻¹ for
+// S = striu(VᴴV) + diag(1/τ) (Joffrain et al.'s UT transform; one small trsm); one NCCL
+// broadcast of V and T; every rank applies Q_kᴴ to its columns right of the panel (W = Vᴴ C,
+// W' = Tᴴ W by trmm, C −= V W'). About 2 m n² − 2n³/3 flops, all but the panels' in gemm and
+// trmm spread over the P devices (a trsm with S in each update instead: slower on H200s, see
+// bench/results/qr_own_h200x2_*.json).
 // Look-ahead: the owner of panel k + 1 updates that tile first, then factors it on the side
 // stream while it updates the rest of its columns, so that the panels (latency-bound: cusolverDn
-// geqrf's cost grows with their columns, not with their width) overlap the updates.
+// geqrf's cost grows with their columns, not with their width) may overlap the updates.
 // The matrix is left as geqrf leaves it (R on and above the diagonal, the vectors below, τ in
-// tau_), and every S_k is kept in qr_s_ for Orgqr1D. A local library error (invalid arguments:
+// tau_), and every T_k is kept in qr_t_ for Orgqr1D. A local library error (invalid arguments:
 // not expected) stops this rank's computing but not its part of the broadcasts, and is agreed
 // at the end, so that no rank waits for another.
 template <typename T>
@@ -1473,14 +1474,22 @@ Status Engine::Qr1D() {
   const int64_t ib = QrPanelBlock(t);
   const size_t es = sizeof(T);
   Lane main, side;
-  void *w = nullptr, *w_side = nullptr, *panels = nullptr, *info = nullptr;
+  QrWork work{}, side_work{};
+  void *panels = nullptr, *info = nullptr;
   Status local = MainLane(&main);
   if (local.ok()) local = SideLane(&side);
   if (local.ok()) local = Scratch(es * n, &tau_);
   if (local.ok()) local = Scratch(2 * es * m * t, &panels);  // V_k and V_k+1
-  if (local.ok()) local = Scratch(es * tiles * t * t, &qr_s_);
-  if (local.ok()) local = Scratch(es * t * std::max<int64_t>(held, t), &w);
-  if (local.ok()) local = Scratch(es * ib * t, &w_side);
+  if (local.ok()) local = Scratch(es * tiles * t * t, &qr_t_);
+  for (void** p : {&work.w, &work.w2}) {
+    if (local.ok()) local = Scratch(es * t * std::max<int64_t>(held, t), p);
+  }
+  for (void** p : {&side_work.w, &side_work.w2}) {
+    if (local.ok()) local = Scratch(es * ib * t, p);
+  }
+  for (void** p : {&work.s, &side_work.s}) {
+    if (local.ok()) local = Scratch(es * t * t, p);
+  }
   if (local.ok()) local = Scratch(sizeof(int), &info);
   size_t dev = 0, host = 0;
   if (local.ok()) {
@@ -1496,12 +1505,13 @@ Status Engine::Qr1D() {
   char* a = static_cast<char*>(work_);
   char* tau = static_cast<char*>(tau_);
   auto v_of = [&](int64_t k) { return static_cast<char*>(panels) + es * (k % 2) * m * t; };
-  auto s_of = [&](int64_t k) { return static_cast<char*>(qr_s_) + es * k * t * t; };
+  auto s_of = [&](int64_t k) { return static_cast<char*>(qr_t_) + es * k * t * t; };
   auto column_of = [&](int64_t k) { return a + es * (k * t + (k / procs) * t * lr); };
-  QrPanelWork pw{ib, d_work, dev, static_cast<int*>(info), w_side};
   auto panel = [&](const Lane& lane, int64_t k) {
     PartTimer part("panel (all)");
     const int64_t row0 = k * t;
+    const QrPanelWork pw{ib, d_work, dev, static_cast<int*>(info),
+                         lane.stream == stream_ ? work : side_work};
     return QrPanel<T>(lane, pw, column_of(k), m - row0, std::min(t, n - row0), tau + es * row0,
                       v_of(k), s_of(k));
   };
@@ -1530,7 +1540,7 @@ Status Engine::Qr1D() {
     char* c = a + es * (row0 + first * t * lr);
     auto update = [&](char* at, int64_t width) {
       return ApplyReflectors<T>(main, v_of(k), rows, kb, s_of(k), t, /*adjoint=*/true, at, width,
-                                lr, w);
+                                lr, work);
     };
     if (k + 1 < tiles && (k + 1) % procs == me) {
       const int64_t next = std::min(t, n - (k + 1) * t);
@@ -1557,10 +1567,10 @@ Status Engine::Qr1D() {
 
 // The owner's part of panel k (rows x cols from `column`, leading dimension local_rows_): geqrf
 // in blocks of ib columns, the panel's columns right of each block updated as the trailing
-// matrix is (so that the BLAS2 part is ib wide); then v := the panel's V and s := its S.
+// matrix is (so that the BLAS2 part is ib wide); then v := the panel's V and f := its T.
 template <typename T>
 Status Engine::QrPanel(const Lane& lane, const QrPanelWork& pw, char* column, int64_t rows,
-                       int64_t cols, char* tau, void* v, void* s) {
+                       int64_t cols, char* tau, void* v, void* f) {
   const size_t es = sizeof(T);
   const int64_t lr = local_rows_, t = state_.plan.tile;
   for (int64_t j = 0; j < cols; j += pw.ib) {
@@ -1575,43 +1585,47 @@ Status Engine::QrPanel(const Lane& lane, const QrPanelWork& pw, char* column, in
     if (j + jb == cols) break;
     JAXMG_CUDA(cuda::ReflectorBlock(KernelType<T>(), block, lr, rows - j, jb, tau + es * j, v,
                                     rows - j, lane.stream));
-    JAXMG_RETURN_IF_ERROR(ReflectorFactorOf<T>(lane, v, rows - j, jb, tau + es * j, s));
-    JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(lane, v, rows - j, jb, s, t, /*adjoint=*/true,
-                                             block + es * jb * lr, cols - j - jb, lr, pw.w));
+    JAXMG_RETURN_IF_ERROR(ReflectorFactorOf<T>(lane, v, rows - j, jb, tau + es * j, f, pw.work.s));
+    JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(lane, v, rows - j, jb, f, t, /*adjoint=*/true,
+                                             block + es * jb * lr, cols - j - jb, lr, pw.work));
   }
   JAXMG_CUDA(
       cuda::ReflectorBlock(KernelType<T>(), column, lr, rows, cols, tau, v, rows, lane.stream));
-  return ReflectorFactorOf<T>(lane, v, rows, cols, tau, s);
+  return ReflectorFactorOf<T>(lane, v, rows, cols, tau, f, pw.work.s);
 }
 
 template <typename T>
 Status Engine::ReflectorFactorOf(const Lane& lane, const void* v, int64_t rows, int64_t cols,
-                                 const void* tau, void* s) {
-  // S := VᴴV, then its strict upper part and diag(1/τ).
+                                 const void* tau, void* f, void* s) {
+  // S := VᴴV, then its strict upper part and diag(1/τ); F := S⁻¹ (trsm on the identity).
   const int64_t t = state_.plan.tile;
   int ir = 0, ic = 0, it = 0;
   JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
   JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &ic));
   JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
   const T one(1), zero(0);
-  JAXMG_RETURN_IF_ERROR(
-      CublasCheck(lane.lb->gemm[Scalar<T>::kIndex](lane.blas, AdjointOp<T>(), CUBLAS_OP_N, ic, ic,
-                                                   ir, &one, v, ir, v, ir, &zero, s, it),
-                  "cublas gemm (VᴴV)"));
+  const int x = Scalar<T>::kIndex;
+  JAXMG_RETURN_IF_ERROR(CublasCheck(lane.lb->gemm[x](lane.blas, AdjointOp<T>(), CUBLAS_OP_N, ic, ic,
+                                                     ir, &one, v, ir, v, ir, &zero, s, it),
+                                    "cublas gemm (VᴴV)"));
   JAXMG_CUDA(cuda::ReflectorFactor(KernelType<T>(), s, t, cols, tau, lane.stream));
-  return Status();
+  JAXMG_CUDA(cuda::IdentityBlock(KernelType<T>(), f, t, cols, cols, 0, lane.stream));
+  return CublasCheck(
+      lane.lb->trsm[x](lane.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                       CUBLAS_DIAG_NON_UNIT, ic, ic, &one, s, it, f, it),
+      "cublas trsm (T = S⁻¹)");
 }
 
 template <typename T>
 Status Engine::ApplyReflectors(const Lane& lane, const void* v, int64_t rows, int64_t k,
-                               const void* s, int64_t lds, bool adjoint, void* c, int64_t cols,
-                               int64_t ldc, void* w) {
+                               const void* f, int64_t ldf, bool adjoint, void* c, int64_t cols,
+                               int64_t ldc, const QrWork& work) {
   if (cols <= 0 || rows <= 0 || k <= 0) return Status();
   int ir = 0, ic = 0, ik = 0, is = 0, il = 0;
   JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
   JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &ic));
   JAXMG_RETURN_IF_ERROR(CheckedInt(k, "reflectors", &ik));
-  JAXMG_RETURN_IF_ERROR(CheckedInt(lds, "tile", &is));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(ldf, "tile", &is));
   JAXMG_RETURN_IF_ERROR(CheckedInt(ldc, "local rows", &il));
   const T one(1), zero(0), minus_one(-1);
   const LocalBlas& lb = *lane.lb;
@@ -1619,20 +1633,20 @@ Status Engine::ApplyReflectors(const Lane& lane, const void* v, int64_t rows, in
   {
     PartTimer part("gemm W = Vᴴ C");
     JAXMG_RETURN_IF_ERROR(CublasCheck(lb.gemm[x](lane.blas, AdjointOp<T>(), CUBLAS_OP_N, ik, ic, ir,
-                                                 &one, v, ir, c, il, &zero, w, ik),
+                                                 &one, v, ir, c, il, &zero, work.w, ik),
                                       "cublas gemm (Vᴴ C)"));
   }
   {
-    PartTimer part(adjoint ? "trsm S^H W" : "trsm S W");
+    PartTimer part(adjoint ? "trmm Tᴴ W" : "trmm T W");
     JAXMG_RETURN_IF_ERROR(
-        CublasCheck(lb.trsm[x](lane.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
+        CublasCheck(lb.trmm[x](lane.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
                                adjoint ? AdjointOp<T>() : CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, ik, ic,
-                               &one, s, is, w, ik),
-                    "cublas trsm (T W)"));
+                               &one, f, is, work.w, ik, work.w2, ik),
+                    "cublas trmm (T W)"));
   }
   PartTimer part("gemm C -= V W");
   return CublasCheck(lb.gemm[x](lane.blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ic, ik, &minus_one, v, ir,
-                                w, ik, &one, c, il),
+                                work.w2, ik, &one, c, il),
                      "cublas gemm (C − V W)");
 }
 
@@ -1640,7 +1654,7 @@ Status Engine::ApplyReflectors(const Lane& lane, const void* v, int64_t rows, in
 // from the last: its owner rebuilds V_k from its columns (before they are overwritten) and
 // broadcasts it; every rank applies Q_k to its columns right of tile k (already Q's, rows
 // k t .. m); the owner then writes tile k's own columns, Q_k [0; I; 0] = [0; I; 0] − [0; V X]
-// with X = S⁻¹ (V's leading block)ᴴ. About 2 m n² − 2n³/3 flops, as the factorization. Local
+// with X = T (V's leading block)ᴴ. About 2 m n² − 2n³/3 flops, as the factorization. Local
 // errors as in Qr1D.
 template <typename T>
 Status Engine::Orgqr1D() {
@@ -1650,16 +1664,18 @@ Status Engine::Orgqr1D() {
   const int64_t tiles = (n + t - 1) / t, held = layout::CyclicLocalExtent(n, t, me, procs);
   const size_t es = sizeof(T);
   Lane main;
-  void* w = nullptr;
+  QrWork work{};
   Status local = MainLane(&main);
-  if (local.ok()) local = Scratch(es * t * std::max<int64_t>(held, t), &w);
+  for (void** p : {&work.w, &work.w2}) {
+    if (local.ok()) local = Scratch(es * t * std::max<int64_t>(held, t), p);
+  }
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
   char* a = static_cast<char*>(work_);
   const char* tau = static_cast<const char*>(tau_);
   void* v = qr_panel_;
   Status failed;
   // Tile k's own columns from row 0: [0; I; 0] − [0; V X].
-  auto own_columns = [&](char* column, int64_t row0, int64_t rows, int64_t kb, const void* s) {
+  auto own_columns = [&](char* column, int64_t row0, int64_t rows, int64_t kb, const void* f) {
     int ir = 0, ik = 0, it = 0, il = 0;
     JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
     JAXMG_RETURN_IF_ERROR(CheckedInt(kb, "reflectors", &ik));
@@ -1667,21 +1683,21 @@ Status Engine::Orgqr1D() {
     JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &il));
     const T one(1), minus_one(-1);
     const int x = Scalar<T>::kIndex;
-    JAXMG_CUDA(cuda::Adjoint(KernelType<T>(), v, rows, kb, kb, w, kb, stream_));
-    JAXMG_RETURN_IF_ERROR(
-        CublasCheck(main.lb->trsm[x](main.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
-                                     CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, ik, ik, &one, s, it, w, ik),
-                    "cublas trsm (S⁻¹ Lᴴ)"));
+    JAXMG_CUDA(cuda::Adjoint(KernelType<T>(), v, rows, kb, kb, work.w, kb, stream_));
+    JAXMG_RETURN_IF_ERROR(CublasCheck(
+        main.lb->trmm[x](main.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                         CUBLAS_DIAG_NON_UNIT, ik, ik, &one, f, it, work.w, ik, work.w2, ik),
+        "cublas trmm (T Lᴴ)"));
     JAXMG_CUDA(cuda::IdentityBlock(KernelType<T>(), column, lr, m, kb, row0, stream_));
     return CublasCheck(main.lb->gemm[x](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ik, ik, &minus_one,
-                                        v, ir, w, ik, &one, column + es * row0, il),
+                                        v, ir, work.w2, ik, &one, column + es * row0, il),
                        "cublas gemm (Q_k's columns)");
   };
   for (int64_t k = tiles - 1; k >= 0; --k) {
     const int owner = static_cast<int>(k % procs);
     const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
     char* column = a + es * (k / procs) * t * lr;  // the tile's columns from row 0
-    const void* s = static_cast<const char*>(qr_s_) + es * k * t * t;
+    const void* f = static_cast<const char*>(qr_t_) + es * k * t * t;
     if (me == owner && failed.ok()) {
       const cudaError_t e = cuda::ReflectorBlock(KernelType<T>(), column + es * row0, lr, rows, kb,
                                                  tau + es * row0, v, rows, stream_);
@@ -1693,9 +1709,9 @@ Status Engine::Orgqr1D() {
     }
     if (!failed.ok()) continue;
     const int64_t first = k >= me ? (k - me) / procs + 1 : 0, cols = held - first * t;
-    failed = ApplyReflectors<T>(main, v, rows, kb, s, t, /*adjoint=*/false,
-                                a + es * (row0 + first * t * lr), cols, lr, w);
-    if (failed.ok() && me == owner) failed = own_columns(column, row0, rows, kb, s);
+    failed = ApplyReflectors<T>(main, v, rows, kb, f, t, /*adjoint=*/false,
+                                a + es * (row0 + first * t * lr), cols, lr, work);
+    if (failed.ok() && me == owner) failed = own_columns(column, row0, rows, kb, f);
   }
   if (DebugParts()) PrintParts("Orgqr1D");
   return AgreeOnBuffers(failed);

@@ -195,28 +195,35 @@ class Engine {
   Status SideLane(Lane* out);
   // `to` waits for the work queued so far on `from` (the context's side event `event`).
   Status Join(cudaStream_t from, cudaStream_t to, int event);
+  // A lane's scratch for the reflectors: w and w2 (tile x the columns updated), s (tile x tile,
+  // S before its inversion).
+  struct QrWork {
+    void *w, *w2, *s;
+  };
   // A panel's block width, geqrf workspace and info, and update scratch (ib x tile).
   struct QrPanelWork {
     int64_t ib;
     void* d_work;
     size_t dev;
     int* info;
-    void* w;
+    QrWork work;
   };
   static int64_t QrPanelBlock(int64_t t);
   static int QrPanelSms(int sms);
   template <typename T>
   Status QrPanel(const Lane& lane, const QrPanelWork& pw, char* column, int64_t rows, int64_t cols,
                  char* tau, void* v, void* s);
-  // s (ld tile) := S = T⁻¹ of the rows x cols vectors v (ld rows) and their τ.
+  // f (ld tile) := T of the compact WY form Q = I − V T Vᴴ of the rows x cols vectors v (ld
+  // rows) and their τ: T = S⁻¹ for S = striu(VᴴV) + diag(1/τ) (in work.s).
   template <typename T>
   Status ReflectorFactorOf(const Lane& lane, const void* v, int64_t rows, int64_t cols,
-                           const void* tau, void* s);
-  // c (rows x cols, ld ldc) := op(Q_k) c for Q_k = I − V S⁻¹ Vᴴ (adjoint: I − V S⁻ᴴ Vᴴ), with
-  // w (k x cols) as scratch.
+                           const void* tau, void* f, void* s);
+  // c (rows x cols, ld ldc) := op(Q_k) c for Q_k = I − V F Vᴴ (adjoint: I − V Fᴴ Vᴴ), F k x k
+  // upper triangular (leading dimension ldf): two gemm and a trmm.
   template <typename T>
-  Status ApplyReflectors(const Lane& lane, const void* v, int64_t rows, int64_t k, const void* s,
-                         int64_t lds, bool adjoint, void* c, int64_t cols, int64_t ldc, void* w);
+  Status ApplyReflectors(const Lane& lane, const void* v, int64_t rows, int64_t k, const void* f,
+                         int64_t ldf, bool adjoint, void* c, int64_t cols, int64_t ldc,
+                         const QrWork& work);
   template <typename T>
   Status QrSolve(int* info);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
@@ -326,7 +333,7 @@ class Engine {
   Descriptor desc_square_;
   int64_t square_rows_ = 0;
   bool own_lu_ = false;       // the factors come from Lu1D, with its pivots in own_pivots_
-  void* qr_s_ = nullptr;      // Qr1D's S_k = T_k⁻¹ (tile x tile each, leading dimension tile)
+  void* qr_t_ = nullptr;      // Qr1D's T_k (tile x tile each, leading dimension tile)
   void* qr_panel_ = nullptr;  // Qr1D's broadcast vectors (rows x tile), reused by Orgqr1D
   int64_t symmetry_n_ = 0;    // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;

@@ -43,11 +43,13 @@ Status GetLocalBlas(const LocalBlas** out) {
     constexpr const char* kBlas = "libcublas.so.13";
     constexpr const char* kSolver = "libcusolver.so.12";
     const char* trsm[4] = {"cublasStrsm_v2", "cublasDtrsm_v2", "cublasCtrsm_v2", "cublasZtrsm_v2"};
+    const char* trmm[4] = {"cublasStrmm_v2", "cublasDtrmm_v2", "cublasCtrmm_v2", "cublasZtrmm_v2"};
     const char* gemm[4] = {"cublasSgemm_v2", "cublasDgemm_v2", "cublasCgemm_v2", "cublasZgemm_v2"};
     Status s = Resolve("cublasCreate_v2", kBlas, &table.create);
     if (s.ok()) s = Resolve("cublasSetStream_v2", kBlas, &table.set_stream);
     if (s.ok()) s = Resolve("cublasSetSmCountTarget", kBlas, &table.set_sm_count_target);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trsm[i], kBlas, &table.trsm[i]);
+    for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trmm[i], kBlas, &table.trmm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(gemm[i], kBlas, &table.gemm[i]);
     if (s.ok()) s = Resolve("cusolverDnCreate", kSolver, &table.dn_create);
     if (s.ok()) s = Resolve("cusolverDnSetStream", kSolver, &table.dn_set_stream);

@@ -22,7 +22,12 @@ struct LocalBlas {
   using Gemm = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
                                   int, const void*, const void*, int, const void*, int, const void*,
                                   void*, int);
+  // Typed trmm (out of place: c := alpha op(a) b).
+  using Trmm = cublasStatus_t (*)(cublasHandle_t, cublasSideMode_t, cublasFillMode_t,
+                                  cublasOperation_t, cublasDiagType_t, int, int, const void*,
+                                  const void*, int, const void*, int, void*, int);
   Trsm trsm[4] = {};
+  Trmm trmm[4] = {};
   Gemm gemm[4] = {};
   decltype(&cusolverDnCreate) dn_create = nullptr;
   decltype(&cusolverDnSetStream) dn_set_stream = nullptr;
