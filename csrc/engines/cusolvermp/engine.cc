@@ -1393,13 +1393,6 @@ int64_t Engine::QrPanelBlock(int64_t t) {
   return std::min<int64_t>({ib > 0 ? ib : 256, 512, t});
 }
 
-int Engine::QrPanelSms(int sms) {
-  // JAXMG_QR_PANEL_SMS: the multiprocessors the trailing update leaves to the next panel.
-  const char* value = std::getenv("JAXMG_QR_PANEL_SMS");
-  const int reserve = value != nullptr ? std::atoi(value) : 16;
-  return std::clamp(reserve, 0, sms / 2);
-}
-
 bool Engine::UseOwnQr() const {
   // The 1-D QR needs every engine row on every process: a 1 x P grid.
   const char* choice = std::getenv("JAXMG_GPU_QR");
@@ -1515,9 +1508,6 @@ Status Engine::Qr1D() {
     return QrPanel<T>(lane, pw, column_of(k), m - row0, std::min(t, n - row0), tau + es * row0,
                       v_of(k), s_of(k));
   };
-  int sms = 0;
-  JAXMG_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx_.device));
-  const int reserve = QrPanelSms(sms);
   Status failed;  // this rank's first local error
   if (me == 0) failed = panel(main, 0);
   for (int64_t k = 0; k < tiles; ++k) {
@@ -1547,14 +1537,8 @@ Status Engine::Qr1D() {
       failed = update(c, next);
       if (failed.ok()) failed = Join(stream_, side.stream, 0);
       // The rest of the update is queued before the panel (cusolverDn may block the host until
-      // its stream is done), and leaves `reserve` multiprocessors to the panel: a gemm holding
-      // them all would starve it (its kernels wait for the update's long-running blocks).
-      if (failed.ok() && reserve > 0) {
-        failed = CublasCheck(main.lb->set_sm_count_target(main.blas, sms - reserve),
-                             "cublasSetSmCountTarget");
-      }
+      // its stream is done).
       if (failed.ok()) failed = update(c + es * next * lr, cols - next);
-      if (reserve > 0) main.lb->set_sm_count_target(main.blas, 0);
       if (failed.ok()) failed = panel(side, k + 1);
       if (failed.ok()) failed = Join(side.stream, stream_, 1);
     } else {

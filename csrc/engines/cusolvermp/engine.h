@@ -209,7 +209,6 @@ class Engine {
     QrWork work;
   };
   static int64_t QrPanelBlock(int64_t t);
-  static int QrPanelSms(int sms);
   template <typename T>
   Status QrPanel(const Lane& lane, const QrPanelWork& pw, char* column, int64_t rows, int64_t cols,
                  char* tau, void* v, void* s);

@@ -47,7 +47,6 @@ Status GetLocalBlas(const LocalBlas** out) {
     const char* gemm[4] = {"cublasSgemm_v2", "cublasDgemm_v2", "cublasCgemm_v2", "cublasZgemm_v2"};
     Status s = Resolve("cublasCreate_v2", kBlas, &table.create);
     if (s.ok()) s = Resolve("cublasSetStream_v2", kBlas, &table.set_stream);
-    if (s.ok()) s = Resolve("cublasSetSmCountTarget", kBlas, &table.set_sm_count_target);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trsm[i], kBlas, &table.trsm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trmm[i], kBlas, &table.trmm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(gemm[i], kBlas, &table.gemm[i]);

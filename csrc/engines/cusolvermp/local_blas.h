@@ -14,7 +14,6 @@ namespace jaxmg::cusolvermp {
 struct LocalBlas {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
-  decltype(&cublasSetSmCountTarget) set_sm_count_target = nullptr;
   // Typed trsm / gemm by Scalar<T>::kIndex (S, D, C, Z); data and scalars passed as void*.
   using Trsm = cublasStatus_t (*)(cublasHandle_t, cublasSideMode_t, cublasFillMode_t,
                                   cublasOperation_t, cublasDiagType_t, int, int, const void*,
