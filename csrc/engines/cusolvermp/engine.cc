@@ -1400,6 +1400,16 @@ bool Engine::UseOwnQr() const {
   return !library && ctx_.nprow == 1;
 }
 
+Engine::QrShape Engine::QrShapeOf() const {
+  const layout::Plan& plan = state_.plan;
+  QrShape q;
+  q.m = plan.engine_rows(), q.n = plan.cols.extent, q.t = plan.tile, q.lr = local_rows_;
+  q.procs = ctx_.npcol, q.me = ctx_.mycol;
+  q.tiles = (q.n + q.t - 1) / q.t;
+  q.held = layout::CyclicLocalExtent(q.n, q.t, q.me, q.procs);
+  return q;
+}
+
 Status Engine::MainLane(Lane* out) {
   JAXMG_RETURN_IF_ERROR(LocalSolver(&out->lb, &out->blas, &out->dn, &out->params));
   out->stream = stream_;
@@ -1460,14 +1470,14 @@ Status Engine::Join(cudaStream_t from, cudaStream_t to, int event) {
 // at the end, so that no rank waits for another.
 template <typename T>
 Status Engine::Qr1D() {
-  const layout::Plan& plan = state_.plan;
-  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
-  const int procs = ctx_.npcol, me = ctx_.mycol;
-  const int64_t tiles = (n + t - 1) / t, held = layout::CyclicLocalExtent(n, t, me, procs);
+  const QrShape q = QrShapeOf();
+  const int64_t m = q.m, n = q.n, t = q.t, lr = q.lr, tiles = q.tiles, held = q.held;
+  const int procs = q.procs, me = q.me;
   const int64_t ib = QrPanelBlock(t);
   const size_t es = sizeof(T);
   Lane main, side;
-  QrWork work{}, side_work{};
+  QrWork& work = qr_work_;
+  QrWork side_work{};
   void *panels = nullptr, *info = nullptr;
   Status local = MainLane(&main);
   if (local.ok()) local = SideLane(&side);
@@ -1642,18 +1652,13 @@ Status Engine::ApplyReflectors(const Lane& lane, const void* v, int64_t rows, in
 // errors as in Qr1D.
 template <typename T>
 Status Engine::Orgqr1D() {
-  const layout::Plan& plan = state_.plan;
-  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
-  const int procs = ctx_.npcol, me = ctx_.mycol;
-  const int64_t tiles = (n + t - 1) / t, held = layout::CyclicLocalExtent(n, t, me, procs);
+  const QrShape q = QrShapeOf();
+  const int64_t m = q.m, n = q.n, t = q.t, lr = q.lr, tiles = q.tiles, held = q.held;
+  const int procs = q.procs, me = q.me;
   const size_t es = sizeof(T);
   Lane main;
-  QrWork work{};
-  Status local = MainLane(&main);
-  for (void** p : {&work.w, &work.w2}) {
-    if (local.ok()) local = Scratch(es * t * std::max<int64_t>(held, t), p);
-  }
-  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
+  const QrWork& work = qr_work_;  // Qr1D's
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(MainLane(&main)));
   char* a = static_cast<char*>(work_);
   const char* tau = static_cast<const char*>(tau_);
   void* v = qr_panel_;

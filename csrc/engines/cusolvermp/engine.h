@@ -191,6 +191,13 @@ class Engine {
     cusolverDnHandle_t dn = nullptr;
     cusolverDnParams_t params = nullptr;
   };
+  // The 1-D QR's extents: m x n factored in tiles of t (`tiles` tile columns), lr local rows,
+  // `held` local columns of the n on process column me of procs.
+  struct QrShape {
+    int64_t m, n, t, lr, tiles, held;
+    int procs, me;
+  };
+  QrShape QrShapeOf() const;
   Status MainLane(Lane* out);
   Status SideLane(Lane* out);
   // `to` waits for the work queued so far on `from` (the context's side event `event`).
@@ -333,6 +340,7 @@ class Engine {
   int64_t square_rows_ = 0;
   bool own_lu_ = false;       // the factors come from Lu1D, with its pivots in own_pivots_
   void* qr_t_ = nullptr;      // Qr1D's T_k (tile x tile each, leading dimension tile)
+  QrWork qr_work_{};          // Qr1D's update scratch, reused by Orgqr1D
   void* qr_panel_ = nullptr;  // Qr1D's broadcast vectors (rows x tile), reused by Orgqr1D
   int64_t symmetry_n_ = 0;    // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
