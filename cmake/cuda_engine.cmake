@@ -86,10 +86,12 @@ message(STATUS "GPU engine: cuSOLVERMp ${JAXMG_CUSOLVERMP_ROOT}, cuBLASMp ${JAXM
                "NCCL ${JAXMG_NCCL_ROOT}")
 
 add_library(jaxmg_cuda SHARED
+  csrc/engines/cusolvermp/band_eigenvalues.cc
   csrc/engines/cusolvermp/cusolvermp.cc
   csrc/engines/cusolvermp/engine.cc
   csrc/engines/cusolvermp/local_blas.cc
   csrc/ffi/cuda_targets.cc
+  csrc/cuda/band.cu
   csrc/cuda/kernels.cu)
 target_include_directories(jaxmg_cuda PRIVATE csrc)
 target_include_directories(jaxmg_cuda SYSTEM PRIVATE

@@ -42,19 +42,20 @@ def spectrum_of(kind, n):
 
 
 def eigh_case(mesh, dtype_name, n, tile, variant=""):
-    """variant: "values" (eigenvalues only), "jit", "donate", "degenerate", "clustered"."""
+    """variant: "values" (eigenvalues only), "jit", "donate", "degenerate", "clustered", or
+    "values-degenerate" and "values-clustered" (those spectra, eigenvalues only)."""
     import jaxmg
 
     dtype = DTYPES[dtype_name]
     eps = float(np.finfo(dtype).eps)
-    spectrum = spectrum_of(variant, n)
+    spectrum = spectrum_of(variant.removeprefix("values-"), n)
     a = hermitian(n, dtype, n, spectrum)
     a64 = a.astype(np.complex128)
     norm = np.linalg.norm(a64, 2)
     tol = 10 * n * eps
     ap = place(a, mesh, A_SPEC)
     spec = ap.sharding.spec
-    vectors = variant != "values"
+    vectors = not variant.startswith("values")
 
     def fn(m):
         return jaxmg.syevd(
@@ -86,7 +87,8 @@ def eigh_case(mesh, dtype_name, n, tile, variant=""):
 
 
 def eigh_failure_case(mesh, kind, n, tile):
-    """kind: "not-hermitian" (status -1) or "nan" (status > 0): NaN w and V on every rank."""
+    """kind: "not-hermitian" (status -1) or "nan" (status > 0): NaN w and V on every rank;
+    "nan-values": the same, eigenvalues only."""
     import jaxmg
 
     a = hermitian(n, np.float64, 7)
@@ -95,10 +97,14 @@ def eigh_failure_case(mesh, kind, n, tile):
     else:
         a[n // 2, n // 3] = np.nan
         a[n // 3, n // 2] = np.nan
-    w, v, status = jaxmg.syevd(place(a, mesh, A_SPEC), T_A=tile, return_status=True)
+    vectors = kind != "nan-values"
+    out = jaxmg.syevd(
+        place(a, mesh, A_SPEC), T_A=tile, return_eigenvectors=vectors, return_status=True
+    )
+    w, status = out[0], out[-1]
     statuses = [int(np.real(s)) for s in local_scalars(status)[:, 0]]
     want = -1 if kind == "not-hermitian" else None
-    all_nan = np.isnan(gather(w)).all() and np.isnan(gather(v)).all()
+    all_nan = np.isnan(gather(w)).all() and (not vectors or np.isnan(gather(out[1])).all())
     rec = dict(statuses=statuses, all_nan=bool(all_nan))
     agreed = len(set(statuses)) == 1
     rec["ok"] = rec["all_nan"] and agreed and (statuses[0] == want if want else statuses[0] > 0)
@@ -186,26 +192,33 @@ def generalized_failure_case(mesh, kind, n, tile):
     return rec
 
 
-def eigh_plan(n, tiles=(None, 4, 5)):
-    """[(name, kind, params)]: four dtypes x tiles, eigenvalues only, a user's jit, donation,
-    degenerate and clustered spectra, failures."""
+def eigh_plan(n, tiles=(None, 4, 5), values=()):
+    """[(name, kind, params)]: four dtypes x tiles, eigenvalues only (four dtypes, degenerate and
+    clustered spectra), a user's jit, donation, degenerate and clustered spectra, failures.
+    values: extra (n, tile) of eigenvalues-only cases for the four dtypes (larger matrices)."""
     from solve_plan import DTYPE_NAMES
 
     plan = []
 
-    def add(dtype_name, tile, variant=""):
-        params = dict(dtype_name=dtype_name, n=n, tile=tile, variant=variant)
-        plan.append((eigh_name(dtype_name, n, tile, variant), "eigh", params))
+    def add(dtype_name, tile, variant="", order=n):
+        params = dict(dtype_name=dtype_name, n=order, tile=tile, variant=variant)
+        plan.append((eigh_name(dtype_name, order, tile, variant), "eigh", params))
 
     for dtype_name in DTYPE_NAMES:
         for tile in tiles:
             add(dtype_name, tile)
-    add("float64", 5, "values")
+        add(dtype_name, tiles[-1], "values")
     add("complex128", 4, "values")
+    for variant in ("values-degenerate", "values-clustered"):
+        add("float64", tiles[-1], variant)
+    for order, tile in values:
+        for dtype_name in DTYPE_NAMES:
+            add(dtype_name, tile, "values", order)
+        add("float64", tile, "values-clustered", order)
     for variant in ("jit", "donate", "degenerate", "clustered"):
         add("float64", 4, variant)
     add("complex128", 5, "degenerate")
-    for kind in ("not-hermitian", "nan"):
+    for kind in ("not-hermitian", "nan", "nan-values"):
         plan.append((f"syevd/{kind}", "eigh-failure", dict(kind=kind, n=n, tile=4)))
     for dtype_name in DTYPE_NAMES:
         for tile in tiles[-2:]:

@@ -3,63 +3,21 @@
 #include <climits>
 #include <cstdint>
 
+#include "cuda/element.cuh"
 #include "cuda/kernels.h"
 
 namespace jaxmg::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-// Element types on the device: real scalars and (re, im) pairs.
-template <typename R>
-struct Cplx {
-  R re, im;
-};
-
-template <typename T>
-struct Traits;
-template <>
-struct Traits<float> {
-  using Real = float;
-  static __device__ float Conj(float v) { return v; }
-  static __device__ float Re(float v) { return v; }
-  static __device__ float Abs(float v) { return fabsf(v); }
-  static __device__ float Zero() { return 0.f; }
-  static __device__ float One() { return 1.f; }
-  static __device__ float Nan() { return __int_as_float(0x7fc00000); }
-};
-template <>
-struct Traits<double> {
-  using Real = double;
-  static __device__ double Conj(double v) { return v; }
-  static __device__ double Re(double v) { return v; }
-  static __device__ double Abs(double v) { return fabs(v); }
-  static __device__ double Zero() { return 0.0; }
-  static __device__ double One() { return 1.0; }
-  static __device__ double Nan() { return __longlong_as_double(0x7ff8000000000000ll); }
-};
-template <typename R>
-struct Traits<Cplx<R>> {
-  using Real = R;
-  static __device__ Cplx<R> Conj(Cplx<R> v) { return {v.re, -v.im}; }
-  static __device__ R Re(Cplx<R> v) { return v.re; }
-  static __device__ R Abs(Cplx<R> v) { return hypot(v.re, v.im); }
-  static __device__ Cplx<R> Zero() { return {R(0), R(0)}; }
-  static __device__ Cplx<R> One() { return {R(1), R(0)}; }
-  static __device__ Cplx<R> Nan() { return {Traits<R>::Nan(), R(0)}; }
-};
+using device::Blocks;
+using device::Cplx;
+using device::CyclicGlobal;
+using device::Dispatch;
+using device::kThreads;
+using device::Traits;
 
 __device__ inline float Log(float v) { return logf(v); }
 __device__ inline double Log(double v) { return log(v); }
-
-int Blocks(int64_t count) {
-  const int64_t b = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
-}
-
-__device__ inline int64_t CyclicGlobal(int64_t local, int64_t t, int procs, int coord) {
-  return ((local / t) * procs + coord) * t + local % t;
-}
 
 template <typename T>
 __global__ void PadCopyKernel(const T* shard, int64_t in_rows, T* out, int64_t out_rows,
@@ -461,27 +419,6 @@ __global__ void IdentityBlockKernel(T* a, int64_t ld, int64_t rows, int64_t cols
     const int64_t r = idx % rows, c = idx / rows;
     a[r + c * ld] = r == row0 + c ? Traits<T>::One() : Traits<T>::Zero();
   }
-}
-
-template <typename Fn>
-cudaError_t Dispatch(Dtype dt, Fn&& fn) {
-  switch (dt) {
-    case Dtype::kF32:
-      fn(float{});
-      break;
-    case Dtype::kF64:
-      fn(double{});
-      break;
-    case Dtype::kC64:
-      fn(Cplx<float>{});
-      break;
-    case Dtype::kC128:
-      fn(Cplx<double>{});
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
 }
 
 }  // namespace

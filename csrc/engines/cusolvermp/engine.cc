@@ -17,17 +17,13 @@
 #include "common/scalar.h"
 #include "common/symmetry.h"
 #include "cuda/kernels.h"
+#include "engines/cusolvermp/engine_util.h"
 #include "engines/cusolvermp/local_blas.h"
 
 namespace jaxmg::cusolvermp {
 namespace {
 
 using layout::CyclicLocalExtent;
-
-template <typename T>
-constexpr cuda::Dtype KernelType() {
-  return static_cast<cuda::Dtype>(Scalar<T>::kIndex);
-}
 
 // Tile permutations on the device: the layout core's cycle-following moves, one tile of scratch.
 Status PermuteColumnTiles(char* a, int64_t ld, int64_t tile, size_t es,
@@ -69,12 +65,6 @@ class BlasDescriptor {
   cublasMpMatrixDescriptor_t desc_ = nullptr;
 };
 
-// op(x) = xᴴ (a transpose for real types).
-template <typename T>
-constexpr cublasOperation_t AdjointOp() {
-  return Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
-}
-
 template <typename T>
 constexpr cublasComputeType_t ComputeOf() {
   return sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
@@ -90,74 +80,6 @@ struct PolarLayouts {
     return z.Create(c, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lz, 1));
   }
 };
-
-bool Debug() {
-  static const bool debug = std::getenv("JAXMG_DEBUG") != nullptr;
-  return debug;
-}
-
-// With JAXMG_DEBUG set: the wall time of one engine step (the stream is synchronized around it).
-class StepTimer {
- public:
-  StepTimer(const char* name, cudaStream_t stream) : name_(name), stream_(stream) {
-    if (!Debug()) return;
-    cudaStreamSynchronize(stream_);
-    start_ = std::chrono::steady_clock::now();
-  }
-  ~StepTimer() {
-    if (!Debug()) return;
-    cudaStreamSynchronize(stream_);
-    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start_;
-    std::fprintf(stderr, "[jaxmg] step %s: %.2f ms\n", name_, ms.count());
-  }
-
- private:
-  const char* name_;
-  cudaStream_t stream_;
-  std::chrono::steady_clock::time_point start_;
-};
-
-// With JAXMG_DEBUG=2: the time of parts of a step summed by name (the device is synchronized
-// around each part, so that parts meant to overlap run one after the other), printed and reset
-// by PrintParts.
-std::map<std::string, double>& Parts() {
-  static std::map<std::string, double> parts;
-  return parts;
-}
-
-bool DebugParts() {
-  static const bool parts = [] {
-    const char* v = std::getenv("JAXMG_DEBUG");
-    return v != nullptr && std::atoi(v) >= 2;
-  }();
-  return parts;
-}
-
-class PartTimer {
- public:
-  explicit PartTimer(const char* name) : name_(name) {
-    if (!DebugParts()) return;
-    cudaDeviceSynchronize();
-    start_ = std::chrono::steady_clock::now();
-  }
-  ~PartTimer() {
-    if (!DebugParts()) return;
-    cudaDeviceSynchronize();
-    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start_;
-    Parts()[name_] += ms.count();
-  }
-
- private:
-  const char* name_;
-  std::chrono::steady_clock::time_point start_;
-};
-
-void PrintParts(const char* step) {
-  for (const auto& [name, ms] : Parts()) {
-    std::fprintf(stderr, "[jaxmg] %s part %s: %.2f ms\n", step, name.c_str(), ms);
-  }
-  Parts().clear();
-}
 
 // NonFinite's value when every entry is finite (its buffer is set with the byte 0x7f).
 constexpr int32_t kNoColumn = 0x7f7f7f7f;
@@ -1863,7 +1785,7 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
     return JAXMG_ERROR("the eigensolver runs on a redistributed matrix");
   }
   const size_t es = sizeof(T);
-  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, lc = local_cols_;
+  const int64_t n = plan.engine_rows();
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
   // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
   // check): the solver is not run on it.
@@ -1871,11 +1793,28 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
   if (*info != 0) return Status();
   void* w = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
-  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &local_b_));
+  nrhs_ = n;
+  rhs_local_cols_ = local_cols_;
+  if (!vectors && UseBandEigenvalues()) {
+    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(w));
+  } else {
+    JAXMG_RETURN_IF_ERROR(LibraryEigh<T>(vectors, w));
+  }
+  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
+  // x := the eigenvalues, in the real parts (the imaginary parts stay 0).
+  JAXMG_CUDA(
+      cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
+  return Status();
+}
+
+// cuSOLVERMp's Syevd (one-stage tridiagonal reduction): w := the eigenvalues and, with vectors,
+// local_b_ := the eigenvectors.
+template <typename T>
+Status Engine::LibraryEigh(bool vectors, void* w) {
+  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * local_cols_, 1), &local_b_));
   JAXMG_RETURN_IF_ERROR(
       desc_b_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
-  nrhs_ = n;
-  rhs_local_cols_ = lc;
   char jobz[2] = {vectors ? 'V' : 'N', 0};
   size_t dev = 0, host = 0;
   JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
@@ -1887,10 +1826,6 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
                                desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
                                d_work, workspace_bytes_, ctx_.host_work.data(),
                                ctx_.host_work.size(), small_));
-  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
-  // x := the eigenvalues, in the real parts (the imaginary parts stay 0).
-  JAXMG_CUDA(
-      cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
   return Status();
 }
 
@@ -2484,5 +2419,15 @@ Status Engine::WriteStatus(int info, int32_t* status) {
 }
 
 JAXMG_INSTANTIATE_ENGINE(Engine)
+
+// Used by band_eigenvalues.cc.
+#define JAXMG_INSTANTIATE_REFLECTORS(T)                                                    \
+  template Status Engine::ReflectorFactorOf<T>(const Lane&, const void*, int64_t, int64_t, \
+                                               const void*, void*, void*);
+JAXMG_INSTANTIATE_REFLECTORS(float)
+JAXMG_INSTANTIATE_REFLECTORS(double)
+JAXMG_INSTANTIATE_REFLECTORS(std::complex<float>)
+JAXMG_INSTANTIATE_REFLECTORS(std::complex<double>)
+#undef JAXMG_INSTANTIATE_REFLECTORS
 
 }  // namespace jaxmg::cusolvermp

@@ -177,6 +177,15 @@ class Engine {
   template <typename T>
   Status QrFactor();
   bool UseOwnQr() const;
+  // Eigenvalues in two stages on 1 x P grids (band_eigenvalues.cc): the band reduction over the
+  // devices, then the bulge chase and bisection on rank 0. EigBand: the band's width for tile t
+  // (0: the two stages do not apply).
+  static int64_t EigBand(int64_t t);
+  bool UseBandEigenvalues() const;
+  template <typename T>
+  Status BandEigenvalues(void* w);
+  template <typename T>
+  Status LibraryEigh(bool vectors, void* w);
   // The 1-D QR (1 x P grids) and its Q, formed in place (engine.cc).
   template <typename T>
   Status Qr1D();

@@ -1,0 +1,495 @@
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cstdint>
+
+#include "cuda/band.h"
+#include "cuda/element.cuh"
+
+namespace jaxmg::cuda {
+namespace {
+
+using device::Blocks;
+using device::Cplx;
+using device::CyclicGlobal;
+using device::Dispatch;
+using device::kThreads;
+using device::Traits;
+
+// Arithmetic on the element types.
+__device__ inline float Mul(float a, float b) { return a * b; }
+__device__ inline double Mul(double a, double b) { return a * b; }
+template <typename R>
+__device__ inline Cplx<R> Mul(Cplx<R> a, Cplx<R> b) {
+  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+__device__ inline float Add(float a, float b) { return a + b; }
+__device__ inline double Add(double a, double b) { return a + b; }
+template <typename R>
+__device__ inline Cplx<R> Add(Cplx<R> a, Cplx<R> b) {
+  return {a.re + b.re, a.im + b.im};
+}
+__device__ inline float Sub(float a, float b) { return a - b; }
+__device__ inline double Sub(double a, double b) { return a - b; }
+template <typename R>
+__device__ inline Cplx<R> Sub(Cplx<R> a, Cplx<R> b) {
+  return {a.re - b.re, a.im - b.im};
+}
+__device__ inline double Im(float) { return 0.0; }
+__device__ inline double Im(double) { return 0.0; }
+template <typename R>
+__device__ inline double Im(Cplx<R> a) {
+  return a.im;
+}
+__device__ inline double AbsSq(float a) { return double(a) * a; }
+__device__ inline double AbsSq(double a) { return a * a; }
+template <typename R>
+__device__ inline double AbsSq(Cplx<R> a) {
+  return double(a.re) * a.re + double(a.im) * a.im;
+}
+template <typename T>
+__device__ inline T Make(double re, double im);
+template <>
+__device__ inline float Make<float>(double re, double) {
+  return static_cast<float>(re);
+}
+template <>
+__device__ inline double Make<double>(double re, double) {
+  return re;
+}
+template <>
+__device__ inline Cplx<float> Make<Cplx<float>>(double re, double im) {
+  return {static_cast<float>(re), static_cast<float>(im)};
+}
+template <>
+__device__ inline Cplx<double> Make<Cplx<double>>(double re, double im) {
+  return {re, im};
+}
+template <typename T>
+__device__ inline T Scaled(T a, double s) {
+  return Mul(a, Make<T>(s, 0.0));
+}
+
+// Global loads and stores at L2 (the point of coherence between thread blocks): the chase's
+// blocks hand parts of the band to one another.
+__device__ inline float Load(const float* p) { return __ldcg(p); }
+__device__ inline double Load(const double* p) { return __ldcg(p); }
+template <typename R>
+__device__ inline Cplx<R> Load(const Cplx<R>* p) {
+  return {__ldcg(&p->re), __ldcg(&p->im)};
+}
+__device__ inline void Store(float* p, float v) { __stcg(p, v); }
+__device__ inline void Store(double* p, double v) { __stcg(p, v); }
+template <typename R>
+__device__ inline void Store(Cplx<R>* p, Cplx<R> v) {
+  __stcg(&p->re, v.re);
+  __stcg(&p->im, v.im);
+}
+
+// The chase's thread blocks: kChase threads, bandwidth at most kMaxBand.
+constexpr int kChase = 128;
+constexpr int kWarps = kChase / 32;
+constexpr int kMaxBand = 64;
+
+// Sums and maxima over the block, the same value in every thread (a fixed order).
+__device__ inline double BlockSum(double v, double* red) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  double s = 0.0;
+  for (int w = 0; w < kWarps; ++w) s += red[w];
+  return s;
+}
+__device__ inline double BlockMax(double v, double* red) {
+  for (int o = 16; o > 0; o /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  double s = 0.0;
+  for (int w = 0; w < kWarps; ++w) s = fmax(s, red[w]);
+  return s;
+}
+
+// The chase's shared memory: the reductions' partial sums, the block a task works on (ld
+// kMaxBand + 1), three vectors and τ.
+template <typename T>
+struct ChaseShared {
+  double* red;  // kReduce
+  T* s;         // kMaxBand x (kMaxBand + 1)
+  T *v, *y, *w;
+  T* tau;
+  static constexpr int kLd = kMaxBand + 1;
+  static constexpr int kReduce = 8;
+  static size_t Bytes() {
+    return sizeof(double) * kReduce + sizeof(T) * (kMaxBand * kLd + 3 * kMaxBand + 1);
+  }
+  __device__ static ChaseShared Of(double* base) {
+    ChaseShared c;
+    c.red = base;
+    c.s = reinterpret_cast<T*>(base + kReduce);
+    c.v = c.s + kMaxBand * kLd;
+    c.y = c.v + kMaxBand;
+    c.w = c.y + kMaxBand;
+    c.tau = c.w + kMaxBand;
+    return c;
+  }
+};
+
+// x (len entries, shared) := β e₁ and v := the Householder vector (v₀ = 1), *tau := τ, with
+// Hᴴ x = β e₁ for H = I − τ v vᴴ and β real (LAPACK's larfg; H = I where x's tail is zero and
+// x₀ real). Ends with the block synchronized.
+template <typename T>
+__device__ void Reflector(T* x, int len, T* v, T* tau, double* red) {
+  double amax = 0.0;
+  for (int i = 1 + threadIdx.x; i < len; i += kChase) amax = fmax(amax, sqrt(AbsSq(x[i])));
+  amax = BlockMax(amax, red);
+  double ss = 0.0;
+  if (amax > 0.0) {
+    for (int i = 1 + threadIdx.x; i < len; i += kChase) ss += AbsSq(x[i]) / (amax * amax);
+  }
+  ss = BlockSum(ss, red);
+  const double xnorm = amax * sqrt(ss);
+  const T alpha = x[0];
+  const double ar = Traits<T>::Re(alpha), ai = Im(alpha);
+  const bool identity = xnorm == 0.0 && ai == 0.0;
+  double beta = ar;
+  T t = Make<T>(0.0, 0.0), scale = Make<T>(0.0, 0.0);
+  if (!identity) {
+    beta = -copysign(hypot(hypot(ar, ai), xnorm), ar);
+    t = Make<T>((beta - ar) / beta, -ai / beta);
+    const double dr = ar - beta, d2 = dr * dr + ai * ai;  // 1 / (α − β)
+    scale = Make<T>(dr / d2, -ai / d2);
+  }
+  __syncthreads();  // every thread has read x₀
+  for (int i = 1 + threadIdx.x; i < len; i += kChase) {
+    v[i] = identity ? Make<T>(0.0, 0.0) : Mul(x[i], scale);
+    x[i] = Make<T>(0.0, 0.0);
+  }
+  if (threadIdx.x == 0) {
+    v[0] = Make<T>(1.0, 0.0);
+    *tau = t;
+    x[0] = Make<T>(beta, 0.0);
+  }
+  __syncthreads();
+}
+
+// The Hermitian block C (len x len at band entry (st, st), lower part) := Hᴴ C H for
+// H = I − τ v vᴴ: y = C v, w = τ y − ½|τ|² (vᴴ y) v, C −= w vᴴ + v wᴴ (LAPACK's larfy).
+template <typename T>
+__device__ void TwoSided(T* band, int64_t ld, int64_t st, int len, const ChaseShared<T>& sh) {
+  constexpr int kLd = ChaseShared<T>::kLd;
+  T* s = sh.s;
+  for (int idx = threadIdx.x; idx < len * len; idx += kChase) {
+    const int i = idx % len, j = idx / len;
+    if (i >= j) s[i + j * kLd] = Load(band + (st + i) + (st + j) * ld);
+  }
+  __syncthreads();
+  const T tau = *sh.tau;
+  for (int i = threadIdx.x; i < len; i += kChase) {
+    T acc = Make<T>(0.0, 0.0);
+    for (int j = 0; j <= i; ++j) acc = Add(acc, Mul(s[i + j * kLd], sh.v[j]));
+    for (int j = i + 1; j < len; ++j) {
+      acc = Add(acc, Mul(Traits<T>::Conj(s[j + i * kLd]), sh.v[j]));
+    }
+    sh.y[i] = acc;
+  }
+  __syncthreads();
+  double g = 0.0;
+  for (int i = threadIdx.x; i < len; i += kChase) {
+    g += Traits<T>::Re(Mul(Traits<T>::Conj(sh.v[i]), sh.y[i]));
+  }
+  g = BlockSum(g, sh.red);
+  const double half = 0.5 * AbsSq(tau) * g;
+  for (int i = threadIdx.x; i < len; i += kChase) {
+    sh.w[i] = Sub(Mul(tau, sh.y[i]), Scaled(sh.v[i], half));
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < len * len; idx += kChase) {
+    const int i = idx % len, j = idx / len;
+    if (i < j) continue;
+    const T c = Sub(s[i + j * kLd], Add(Mul(sh.w[i], Traits<T>::Conj(sh.v[j])),
+                                        Mul(sh.v[i], Traits<T>::Conj(sh.w[j]))));
+    Store(band + (st + i) + (st + j) * ld, c);
+  }
+  __syncthreads();
+}
+
+// The block below the diagonal block (rows ed + 1 .. min(ed + b, n − 1), columns st .. ed):
+// B := B H (the bulge), then H₂ from B's first column, B's first column := β e₁ and the rest of
+// B := H₂ᴴ B; v, τ := H₂'s for the next diagonal block (LAPACK's sb2st kernel of type 2).
+template <typename T>
+__device__ void Bulge(T* band, int64_t ld, int64_t n, int64_t b, int64_t st, int64_t ed,
+                      const ChaseShared<T>& sh) {
+  constexpr int kLd = ChaseShared<T>::kLd;
+  T* s = sh.s;
+  const int64_t j1 = ed + 1, j2 = min(ed + b, n - 1);
+  const int lm = static_cast<int>(j2 - j1 + 1), ln = static_cast<int>(ed - st + 1);
+  for (int idx = threadIdx.x; idx < lm * ln; idx += kChase) {
+    const int p = idx % lm, q = idx / lm;
+    s[p + q * kLd] = Load(band + (j1 + p) + (st + q) * ld);
+  }
+  __syncthreads();
+  const T tau = *sh.tau;
+  for (int p = threadIdx.x; p < lm; p += kChase) {
+    T acc = Make<T>(0.0, 0.0);
+    for (int q = 0; q < ln; ++q) acc = Add(acc, Mul(s[p + q * kLd], sh.v[q]));
+    sh.y[p] = Mul(tau, acc);
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < lm * ln; idx += kChase) {
+    const int p = idx % lm, q = idx / lm;
+    s[p + q * kLd] = Sub(s[p + q * kLd], Mul(sh.y[p], Traits<T>::Conj(sh.v[q])));
+  }
+  __syncthreads();
+  Reflector(s, lm, sh.v, sh.tau, sh.red);
+  const T tau2 = Traits<T>::Conj(*sh.tau);
+  for (int q = 1 + threadIdx.x; q < ln; q += kChase) {
+    T acc = Make<T>(0.0, 0.0);
+    for (int p = 0; p < lm; ++p) acc = Add(acc, Mul(Traits<T>::Conj(sh.v[p]), s[p + q * kLd]));
+    sh.y[q] = Mul(tau2, acc);
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < lm * ln; idx += kChase) {
+    const int p = idx % lm, q = idx / lm;
+    T c = s[p + q * kLd];
+    if (q > 0) c = Sub(c, Mul(sh.v[p], sh.y[q]));
+    Store(band + (j1 + p) + (st + q) * ld, c);
+  }
+  __syncthreads();
+}
+
+// Task order between sweeps: sweep s's task m starts once sweep s − 1 has finished its task
+// m + 2 (progress[s − 1] counts its finished tasks; INT_MAX once the sweep is done).
+__device__ inline void WaitFor(const int* progress, int64_t s, int need) {
+  if (s > 0 && threadIdx.x == 0) {
+    const volatile int* p = progress + s - 1;
+    while (*p < need) __nanosleep(64);
+  }
+  __threadfence();
+  __syncthreads();
+}
+__device__ inline void Publish(int* progress, int64_t s, int done) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) atomicExch(progress + s, done);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kChase)
+    ChaseKernel(T* band, int64_t n, int64_t b, int* progress, int* next) {
+  extern __shared__ double chase_shared[];
+  const ChaseShared<T> sh = ChaseShared<T>::Of(chase_shared);
+  __shared__ int64_t taken;
+  const int64_t ld = 2 * b, sweeps = n - 2;
+  for (;;) {
+    __syncthreads();
+    if (threadIdx.x == 0) taken = atomicAdd(next, 1);
+    __syncthreads();
+    const int64_t s = taken;
+    if (s >= sweeps) return;
+    for (int64_t j = 1;; ++j) {
+      const int64_t st = s + 1 + (j - 1) * b, ed = min(s + j * b, n - 1);
+      const int len = static_cast<int>(ed - st + 1);
+      const int task = static_cast<int>(2 * j - 1);
+      WaitFor(progress, s, task + 2);
+      if (j == 1) {
+        // Column s below the subdiagonal (rows st .. ed): annihilated by H.
+        for (int i = threadIdx.x; i < len; i += kChase) sh.y[i] = Load(band + (st + i) + s * ld);
+        __syncthreads();
+        Reflector(sh.y, len, sh.v, sh.tau, sh.red);
+        for (int i = threadIdx.x; i < len; i += kChase) Store(band + (st + i) + s * ld, sh.y[i]);
+        __syncthreads();
+      }
+      TwoSided(band, ld, st, len, sh);
+      Publish(progress, s, task);
+      if (ed >= n - 1) break;
+      WaitFor(progress, s, task + 3);
+      Bulge(band, ld, n, b, st, ed, sh);
+      Publish(progress, s, task + 1);
+    }
+    Publish(progress, s, INT_MAX);
+  }
+}
+
+// d, e² and, in bounds: the Gershgorin interval (widened as LAPACK's stebz does), the pivot
+// limit and whether an entry is not finite. One block.
+constexpr int kSetup = 1024;
+
+template <typename T>
+__global__ void __launch_bounds__(kSetup)
+    TridiagonalKernel(const T* band, int64_t ld, int64_t n, double* d, double* e2, double* bounds) {
+  __shared__ double lo_s[kSetup], hi_s[kSetup], e2_s[kSetup], bad_s[kSetup];
+  double lo = INFINITY, hi = -INFINITY, e2max = 0.0, bad = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kSetup) {
+    const double di = Traits<T>::Re(band[i + i * ld]);
+    const double below = i + 1 < n ? sqrt(AbsSq(band[(i + 1) + i * ld])) : 0.0;
+    const double above = i > 0 ? sqrt(AbsSq(band[i + (i - 1) * ld])) : 0.0;
+    d[i] = di;
+    if (i + 1 < n) e2[i] = below * below;
+    lo = fmin(lo, di - below - above);
+    hi = fmax(hi, di + below + above);
+    e2max = fmax(e2max, below * below);
+    if (!isfinite(di) || !isfinite(below)) bad = 1.0;
+  }
+  lo_s[threadIdx.x] = lo;
+  hi_s[threadIdx.x] = hi;
+  e2_s[threadIdx.x] = e2max;
+  bad_s[threadIdx.x] = bad;
+  __syncthreads();
+  for (int h = kSetup / 2; h > 0; h /= 2) {
+    if (threadIdx.x < h) {
+      lo_s[threadIdx.x] = fmin(lo_s[threadIdx.x], lo_s[threadIdx.x + h]);
+      hi_s[threadIdx.x] = fmax(hi_s[threadIdx.x], hi_s[threadIdx.x + h]);
+      e2_s[threadIdx.x] = fmax(e2_s[threadIdx.x], e2_s[threadIdx.x + h]);
+      bad_s[threadIdx.x] = fmax(bad_s[threadIdx.x], bad_s[threadIdx.x + h]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const double pivmin = DBL_MIN * fmax(1.0, e2_s[0]);
+    const double tnorm = fmax(fabs(lo_s[0]), fabs(hi_s[0]));
+    const double widen = 2.1 * tnorm * DBL_EPSILON * static_cast<double>(n) + 4.2 * pivmin;
+    bounds[0] = lo_s[0] - widen;
+    bounds[1] = hi_s[0] + widen;
+    bounds[2] = pivmin;
+    bounds[3] = bad_s[0];
+  }
+}
+
+// The number of eigenvalues below x (the signs of the LDLᵀ pivots of T − x I).
+__device__ inline int64_t SturmCount(const double* d, const double* e2, int64_t n, double x,
+                                     double pivmin) {
+  double q = __ldg(d) - x;
+  if (fabs(q) < pivmin) q = -pivmin;
+  int64_t count = q < 0.0;
+  for (int64_t i = 1; i < n; ++i) {
+    q = __ldg(d + i) - x - __ldg(e2 + i - 1) / q;
+    if (fabs(q) < pivmin) q = -pivmin;
+    count += q < 0.0;
+  }
+  return count;
+}
+
+template <typename R>
+__global__ void BisectKernel(const double* d, const double* e2, int64_t n, const double* bounds,
+                             R* w) {
+  const int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (k >= n) return;
+  if (bounds[3] != 0.0) {
+    w[k] = static_cast<R>(NAN);
+    return;
+  }
+  double lo = bounds[0], hi = bounds[1];
+  const double pivmin = bounds[2], atol = DBL_EPSILON * fmax(fabs(lo), fabs(hi));
+  for (int it = 0; it < 256; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    if (hi - lo <= fmax(atol, 2.0 * DBL_EPSILON * fmax(fabs(lo), fabs(hi))) || mid <= lo ||
+        mid >= hi) {
+      break;
+    }
+    if (SturmCount(d, e2, n, mid, pivmin) > k) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  w[k] = static_cast<R>(0.5 * (lo + hi));
+}
+
+template <typename T>
+__global__ void BandFromColumnsKernel(const T* a, int64_t lda, int64_t c0, int64_t cols, int64_t n,
+                                      int64_t b, T* band) {
+  const int64_t total = (b + 1) * cols;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % (b + 1), c = idx / (b + 1);
+    const int64_t j = c0 + c, i = j + r;
+    if (i < n) band[i + 2 * b * j] = a[i + c * lda];
+  }
+}
+
+template <typename T>
+__global__ void CyclicRowsKernel(bool to_global, T* local, int64_t ldl, int64_t count, int64_t cols,
+                                 int64_t first, int64_t t, int procs, int me, int64_t offset,
+                                 T* global, int64_t ldg, int64_t shift) {
+  const int64_t total = count * cols;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = idx % count, c = idx / count;
+    const int64_t g = CyclicGlobal(first + i, t, procs, me) - offset;
+    if (to_global) {
+      global[g + c * ldg] = local[i + c * ldl];
+    } else {
+      local[i + c * ldl] = global[g + ((c + shift) % cols) * ldg];
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t c0, int64_t cols,
+                            int64_t n, int64_t b, void* band, cudaStream_t stream) {
+  if (cols <= 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    BandFromColumnsKernel<T><<<Blocks((b + 1) * cols), kThreads, 0, stream>>>(
+        static_cast<const T*>(a), lda, c0, cols, n, b, static_cast<T*>(band));
+  });
+}
+
+cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* sync,
+                              cudaStream_t stream) {
+  if (n <= 2 || b <= 1) return cudaSuccess;
+  if (b > kMaxBand) return cudaErrorInvalidValue;
+  cudaError_t e = cudaMemsetAsync(sync, 0, sizeof(int) * (n + 1), stream);
+  if (e != cudaSuccess) return e;
+  int device = 0, sms = 0;
+  if ((e = cudaGetDevice(&device)) != cudaSuccess) return e;
+  if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess) {
+    return e;
+  }
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    const size_t bytes = ChaseShared<T>::Bytes();
+    cudaFuncSetAttribute(ChaseKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(bytes));
+    int per_sm = 1;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ChaseKernel<T>, kChase, bytes);
+    const int64_t blocks =
+        std::min<int64_t>(n - 2, static_cast<int64_t>(sms) * std::max(per_sm, 1));
+    ChaseKernel<T><<<static_cast<int>(blocks), kChase, bytes, stream>>>(static_cast<T*>(band), n, b,
+                                                                        sync, sync + n);
+  });
+}
+
+cudaError_t TridiagonalEigenvalues(Dtype dt, const void* band, int64_t n, int64_t b,
+                                   double* scratch, void* w, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  double *d = scratch, *e2 = scratch + n, *bounds = scratch + 2 * n;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using R = typename Traits<T>::Real;
+    TridiagonalKernel<T>
+        <<<1, kSetup, 0, stream>>>(static_cast<const T*>(band), 2 * b, n, d, e2, bounds);
+    constexpr int kBisect = 128;
+    BisectKernel<R><<<static_cast<int>((n + kBisect - 1) / kBisect), kBisect, 0, stream>>>(
+        d, e2, n, bounds, static_cast<R*>(w));
+  });
+}
+
+cudaError_t CyclicRows(Dtype dt, bool to_global, void* local, int64_t ldl, int64_t count,
+                       int64_t cols, int64_t first, int64_t t, int procs, int me, int64_t offset,
+                       void* global, int64_t ldg, int64_t shift, cudaStream_t stream) {
+  if (count <= 0 || cols <= 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    CyclicRowsKernel<T><<<Blocks(count * cols), kThreads, 0, stream>>>(
+        to_global, static_cast<T*>(local), ldl, count, cols, first, t, procs, me, offset,
+        static_cast<T*>(global), ldg, shift);
+  });
+}
+
+}  // namespace jaxmg::cuda

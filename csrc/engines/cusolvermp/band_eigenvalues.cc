@@ -1,0 +1,205 @@
+// The GPU engine's eigenvalues in two stages, on 1 x P grids (every row local, columns
+// block-cyclic in tiles of t): the engine matrix is reduced to a Hermitian band of width b over
+// the devices (BLAS3), the band is gathered on rank 0, chased to a tridiagonal matrix and its
+// eigenvalues found by bisection there (cuda/band.h), and broadcast. The one-stage tridiagonal
+// reduction (cuSOLVERMp's Syevd) reads the whole trailing matrix for every column, and is bound
+// by memory bandwidth; the band reduction is all matrix products.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "common/scalar.h"
+#include "cuda/band.h"
+#include "cuda/kernels.h"
+#include "engines/cusolvermp/engine.h"
+#include "engines/cusolvermp/engine_util.h"
+#include "engines/cusolvermp/local_blas.h"
+
+namespace jaxmg::cusolvermp {
+
+int64_t Engine::EigBand(int64_t t) {
+  // JAXMG_EIG_BAND: the widest band tried (default 64, at most 64: the chase's blocks hold a
+  // b x b block in shared memory); the band is the widest divisor of t up to it, so that the
+  // panels stay inside tiles.
+  const char* value = std::getenv("JAXMG_EIG_BAND");
+  int64_t b = value != nullptr ? std::atoll(value) : 64;
+  b = std::min<int64_t>(b > 0 ? b : 64, 64);
+  while (b > 1 && t % b != 0) --b;
+  return b >= 2 ? b : 0;
+}
+
+bool Engine::UseBandEigenvalues() const {
+  const char* choice = std::getenv("JAXMG_GPU_EIGVALS");
+  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
+  return !library && ctx_.nprow == 1 && EigBand(state_.plan.tile) > 0;
+}
+
+// Stage one: for each panel of b columns from c0 (inside one tile, on its owner): QR of the
+// rows below the band (r0 = c0 + b .. n), Q = I − V T Vᴴ; then A22 := Qᴴ A22 Q on the trailing
+// matrix (rows and columns r0 .. n, both triangles kept) as A22 −= V Wᴴ + W Vᴴ with X = A22 V T,
+// M = Tᴴ Vᴴ X, W = X − ½ V M. Every rank forms its rows of A22 V from its own columns
+// ((A22 V)[C, :] = A22[:, C]ᴴ V, A22 Hermitian) and one all-reduce joins them. The panel's
+// columns then hold the band: the diagonal block and R.
+// Local library errors stop this rank's computing but not its collectives, and are agreed
+// before the band is gathered.
+template <typename T>
+Status Engine::BandEigenvalues(void* w) {
+  StepTimer timer("BandEigenvalues", stream_);
+  const QrShape q = QrShapeOf();
+  const int64_t n = q.n, t = q.t, lr = q.lr, held = q.held, b = EigBand(t);
+  const int procs = q.procs, me = q.me;
+  const size_t es = sizeof(T);
+  const cuda::Dtype dt = KernelType<T>();
+  Lane main;
+  void *vw = nullptr, *x = nullptr, *y = nullptr, *g = nullptr, *f = nullptr, *s = nullptr;
+  void *m1 = nullptr, *m2 = nullptr, *tau = nullptr, *info = nullptr, *band = nullptr;
+  void *bisect = nullptr, *sync = nullptr;
+  const int64_t rows_held = std::max<int64_t>(held, 1);
+  Status local = MainLane(&main);
+  for (auto [p, bytes] : {std::pair<void**, size_t>{&vw, es * n * 2 * b},
+                          {&x, es * n * b},
+                          {&y, es * rows_held * b},
+                          {&g, es * rows_held * 2 * b},
+                          {&f, es * t * t},
+                          {&s, es * t * t},
+                          {&m1, es * b * b},
+                          {&m2, es * b * b},
+                          {&tau, es * b},
+                          {&info, sizeof(int)},
+                          {&band, es * cuda::BandElements(n, b)},
+                          {&bisect, sizeof(double) * (2 * n + 4)},
+                          {&sync, sizeof(int) * (n + 1)}}) {
+    if (local.ok()) local = Scratch(bytes, p);
+  }
+  size_t dev = 0, host = 0;
+  if (local.ok()) {
+    local = SolverCheck(main.lb->geqrf_buffer_size(main.dn, main.params, n, b, DataTypeOf<T>(),
+                                                   work_, std::max<int64_t>(lr, 1), DataTypeOf<T>(),
+                                                   tau, DataTypeOf<T>(), &dev, &host),
+                        "cusolverDnXgeqrf_bufferSize");
+  }
+  void* d_work = nullptr;
+  if (local.ok()) local = Workspace(dev, host, &d_work);
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
+  JAXMG_CUDA(cudaMemsetAsync(band, 0, es * cuda::BandElements(n, b), stream_));
+
+  char* a = static_cast<char*>(work_);
+  const LocalBlas& lb = *main.lb;
+  const int xi = Scalar<T>::kIndex;
+  const T one(1), zero(0), minus_one(-1), minus_half(-0.5);
+  const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
+  Status failed;
+  // The panel's QR on its owner: V into vw's first k columns (ld rows), T into f (ld t).
+  auto panel = [&](char* column, int64_t r0, int64_t rows, int64_t k) -> Status {
+    PartTimer part("panel");
+    JAXMG_SOLVER(lb.geqrf(main.dn, main.params, rows, b, DataTypeOf<T>(), column + es * r0, lr,
+                          DataTypeOf<T>(), tau, DataTypeOf<T>(), d_work, dev, ctx_.host_work.data(),
+                          ctx_.host_work.size(), static_cast<int*>(info)));
+    JAXMG_CUDA(cuda::ReflectorBlock(dt, column + es * r0, lr, rows, k, tau, vw, rows, stream_));
+    return ReflectorFactorOf<T>(main, vw, rows, k, tau, f, s);
+  };
+  // A22 := Qᴴ A22 Q on this rank's columns from local column lf.
+  auto update = [&](int64_t r0, int64_t rows, int64_t k) -> Status {
+    PartTimer part("two-sided update");
+    int ir = 0, ik = 0, ic = 0, it = 0, il = 0, i2 = 0;
+    const int64_t lf = layout::CyclicLocalExtent(r0, t, me, procs), cols = held - lf;
+    JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(k, "reflectors", &ik));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(std::max<int64_t>(cols, 1), "columns", &ic));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &il));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(2 * k, "reflectors", &i2));
+    char* c = a + es * (r0 + lf * lr);
+    void* wk = static_cast<char*>(vw) + es * rows * k;  // W, after V in vw
+    JAXMG_CUDA(cudaMemsetAsync(x, 0, es * rows * k, stream_));
+    if (cols > 0) {
+      JAXMG_RETURN_IF_ERROR(CublasCheck(lb.gemm[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, ic, ik,
+                                                    ir, &one, c, il, vw, ir, &zero, y, ic),
+                                        "cublas gemm (A22ᴴ V)"));
+      JAXMG_CUDA(
+          cuda::CyclicRows(dt, true, y, cols, cols, k, lf, t, procs, me, r0, x, rows, 0, stream_));
+    }
+    if (procs > 1) {
+      PartTimer comm("all-reduce");
+      JAXMG_NCCL(
+          ncclAllReduce(x, x, rows * k * reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+    }
+    JAXMG_RETURN_IF_ERROR(
+        CublasCheck(lb.trmm[xi](main.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                CUBLAS_DIAG_NON_UNIT, ir, ik, &one, f, it, x, ir, wk, ir),
+                    "cublas trmm (X = A22 V T)"));
+    JAXMG_RETURN_IF_ERROR(CublasCheck(lb.gemm[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, ik, ik,
+                                                  ir, &one, vw, ir, wk, ir, &zero, m1, ik),
+                                      "cublas gemm (Vᴴ X)"));
+    JAXMG_RETURN_IF_ERROR(
+        CublasCheck(lb.trmm[xi](main.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, AdjointOp<T>(),
+                                CUBLAS_DIAG_NON_UNIT, ik, ik, &one, f, it, m1, ik, m2, ik),
+                    "cublas trmm (M = Tᴴ Vᴴ X)"));
+    JAXMG_RETURN_IF_ERROR(CublasCheck(lb.gemm[xi](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ik, ik,
+                                                  &minus_half, vw, ir, m2, ik, &one, wk, ir),
+                                      "cublas gemm (W = X − ½ V M)"));
+    if (cols <= 0) return Status();
+    // g := this rank's rows of [W V]; A22's columns −= [V W] gᴴ = V Wᴴ + W Vᴴ.
+    JAXMG_CUDA(cuda::CyclicRows(dt, false, g, cols, cols, 2 * k, lf, t, procs, me, r0, vw, rows, k,
+                                stream_));
+    return CublasCheck(lb.gemm[xi](main.blas, CUBLAS_OP_N, AdjointOp<T>(), ir, ic, i2, &minus_one,
+                                   vw, ir, g, ic, &one, c, il),
+                       "cublas gemm (A22 − V Wᴴ − W Vᴴ)");
+  };
+  for (int64_t c0 = 0; c0 < n; c0 += b) {
+    const int owner = static_cast<int>((c0 / t) % procs);
+    const int64_t r0 = c0 + b, rows = n - r0, k = std::min(rows, b);
+    char* column = a + es * lr * ((c0 / t / procs) * t + c0 % t);
+    const bool mine = owner == me;
+    if (rows >= 2) {
+      if (mine && failed.ok()) failed = panel(column, r0, rows, k);
+      if (procs > 1) {
+        PartTimer part("broadcast");
+        JAXMG_NCCL(ncclGroupStart());
+        JAXMG_NCCL(
+            ncclBroadcast(vw, vw, rows * k * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
+        JAXMG_NCCL(ncclBroadcast(f, f, t * k * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
+        JAXMG_NCCL(ncclGroupEnd());
+      }
+      if (failed.ok()) failed = update(r0, rows, k);
+    }
+    if (mine && failed.ok()) {
+      // The panel's columns are final: the diagonal block and R below it.
+      const cudaError_t e =
+          cuda::BandFromColumns(dt, column, lr, c0, std::min(b, n - c0), n, b, band, stream_);
+      if (e != cudaSuccess) failed = Status::Error(std::string("CUDA: ") + cudaGetErrorString(e));
+    }
+  }
+  if (DebugParts()) PrintParts("BandEigenvalues");
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(failed));
+
+  // Stage two on rank 0.
+  const int64_t elements = cuda::BandElements(n, b);
+  if (procs > 1) {
+    JAXMG_NCCL(
+        ncclReduce(band, band, elements * reals, NcclRealOf<T>(), ncclSum, 0, ctx_.comm, stream_));
+  }
+  if (me == 0) {
+    {
+      StepTimer chase("BandToTridiagonal", stream_);
+      JAXMG_CUDA(cuda::BandToTridiagonal(dt, band, n, b, static_cast<int*>(sync), stream_));
+    }
+    StepTimer bisection("TridiagonalEigenvalues", stream_);
+    JAXMG_CUDA(
+        cuda::TridiagonalEigenvalues(dt, band, n, b, static_cast<double*>(bisect), w, stream_));
+  }
+  if (procs > 1) {
+    JAXMG_NCCL(ncclBroadcast(w, w, n, NcclRealOf<T>(), 0, ctx_.comm, stream_));
+  }
+  return Status();
+}
+
+#define JAXMG_INSTANTIATE_BAND_EIGENVALUES(T) template Status Engine::BandEigenvalues<T>(void* w);
+JAXMG_INSTANTIATE_BAND_EIGENVALUES(float)
+JAXMG_INSTANTIATE_BAND_EIGENVALUES(double)
+JAXMG_INSTANTIATE_BAND_EIGENVALUES(std::complex<float>)
+JAXMG_INSTANTIATE_BAND_EIGENVALUES(std::complex<double>)
+#undef JAXMG_INSTANTIATE_BAND_EIGENVALUES
+
+}  // namespace jaxmg::cusolvermp
