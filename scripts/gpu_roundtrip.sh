@@ -60,14 +60,22 @@ mkdir -p .gpu/wheels .gpu/lib build/gpu-deps
 PYTHON=$PY JAXMG_NCCL_WHEEL=$NCCL_WHEEL scripts/build_cuda.sh
 cp "$CACHE"/nvidia_cusolvermp_cu13-0.9.1.9318.post1-*.whl "$CACHE"/nvidia_cublasmp_cu13-0.10.0.3695-*.whl \
   "$NCCL_WHEEL" .gpu/wheels/
-# JAXMg 1.4.1, the peer of the benchmarks (bench/peer_jaxmg1.py), about 3.6 MB.
+# JAXMg 1.4.1, the peer of the benchmarks (bench/peer_jaxmg1.py): its wheel without the CUDA 12
+# library (about 1.9 MB of its 3.6, so that everything fits the carry limit).
 PEER_WHEEL=$(ls "$CACHE"/jaxmg-1.4.1-*.whl 2>/dev/null | head -1 || true)
 if [ -z "$PEER_WHEEL" ]; then
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --platform manylinux_2_28_x86_64 jaxmg==1.4.1 -d "$CACHE"
   PEER_WHEEL=$(ls "$CACHE"/jaxmg-1.4.1-*.whl | head -1)
 fi
-cp "$PEER_WHEEL" .gpu/wheels/
+"$PY" - "$PEER_WHEEL" .gpu/wheels/"$(basename "$PEER_WHEEL")" <<'PYEOF'
+import sys, zipfile
+src, dst = sys.argv[1:]
+with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+    for item in zin.infolist():
+        if not item.filename.startswith("jaxmg/cu12/"):
+            zout.writestr(item, zin.read(item.filename))
+PYEOF
 cp build/cuda/libjaxmg_cuda.so .gpu/lib/
 strip --strip-unneeded .gpu/lib/libjaxmg_cuda.so  # the carry limit: symbols stay in build/
 # The cuSOLVERMg benchmark (the single-process engine comparison; about 0.1 MB).

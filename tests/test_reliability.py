@@ -42,7 +42,12 @@ def _agreement(tmp_path, scenario, env=None):
 
 
 @pytest.mark.parametrize(
-    "scenario,field", [("divergent-tile", "tile"), ("divergent-routine", "routine")]
+    "scenario,field",
+    [
+        ("divergent-tile", "tile"),
+        ("divergent-routine", "routine"),
+        ("divergent-switch", "algorithm switches"),
+    ],
 )
 def test_ranks_that_disagree_get_the_same_error_then_recover(tmp_path, scenario, field):
     records = _agreement(tmp_path, scenario)

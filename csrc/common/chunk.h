@@ -16,6 +16,21 @@ inline int64_t RowsPerChunkOverride() {
   return env == nullptr ? 0 : std::max<int64_t>(std::atoll(env), 0);
 }
 
+// The algorithm switches (environment variables that choose between engine algorithms with
+// different collectives), hashed: every rank of a call must see the same ones.
+inline int64_t AlgorithmSwitches() {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over "NAME=value;" of each one set
+  for (const char* name :
+       {"JAXMG_GPU_LU", "JAXMG_GPU_QR", "JAXMG_GPU_EIGVALS", "JAXMG_EIG_BAND", "JAXMG_QR_PANEL"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) continue;
+    for (const char* part : {name, "=", value, ";"}) {
+      for (const char* c = part; *c; ++c) h = (h ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
+    }
+  }
+  return static_cast<int64_t>(h >> 1);
+}
+
 inline int64_t RowsPerChunk(int64_t bytes, int64_t row_bytes, int64_t rows) {
   int64_t chunk = bytes / std::max<int64_t>(row_bytes, 1);
   if (RowsPerChunkOverride() > 0) chunk = RowsPerChunkOverride();

@@ -175,12 +175,14 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
   return CallFingerprint{
       {static_cast<int64_t>(routine >> 1), dtype, a.n, a.cols, a.nrhs, a.mesh_rows, a.mesh_cols,
        a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry,
-       RowsPerChunkOverride()},
+       RowsPerChunkOverride(), AlgorithmSwitches()},
       {"routine", "dtype", "matrix rows", "matrix columns", "right-hand sides", "mesh rows",
        "mesh columns", "tile", "pad", "redistribution", "transposition",
        "calling thread (a jaxmg call made outside jit carries its Python "
        "thread's name; calls of several threads pair by that name)",
-       "symmetry check", "JAXMG_ROWS_PER_CHUNK"}};
+       "symmetry check", "JAXMG_ROWS_PER_CHUNK",
+       "algorithm switches (JAXMG_GPU_LU, JAXMG_GPU_QR, JAXMG_GPU_EIGVALS, JAXMG_EIG_BAND, "
+       "JAXMG_QR_PANEL)"}};
 }
 
 // The buffers of one call.

@@ -67,6 +67,13 @@ elif scenario == "divergent-routine":
     fn = jaxmg.potrs if me == 0 else jaxmg.lu_solve
     rec["first"] = attempt(lambda: fn(ap, bp, T_A=4))
     rec["then"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+elif scenario == "divergent-switch":
+    # One process with another algorithm switch (the environment is read at each call).
+    if me == 1:
+        os.environ["JAXMG_GPU_QR"] = "cusolvermp"
+    rec["first"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+    os.environ.pop("JAXMG_GPU_QR", None)
+    rec["then"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
 elif scenario == "retry":
     if me == 0:
         rec["bad"] = attempt(lambda: jaxmg.potrs(ap, place(b[:-2], mesh, B_SPEC), T_A=4))
