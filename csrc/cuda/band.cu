@@ -400,14 +400,14 @@ __global__ void BisectKernel(const double* d, const double* e2, int64_t n, const
 }
 
 template <typename T>
-__global__ void BandFromColumnsKernel(const T* a, int64_t lda, int64_t c0, int64_t cols, int64_t n,
-                                      int64_t b, T* band) {
+__global__ void BandFromColumnsKernel(const T* a, int64_t lda, int64_t row0, int64_t c0,
+                                      int64_t cols, int64_t n, int64_t b, T* band) {
   const int64_t total = (b + 1) * cols;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = idx % (b + 1), c = idx / (b + 1);
     const int64_t j = c0 + c, i = j + r;
-    if (i < n) band[i + 2 * b * j] = a[i + c * lda];
+    if (i < n) band[i + 2 * b * j] = a[(i - row0) + c * lda];
   }
 }
 
@@ -430,13 +430,13 @@ __global__ void CyclicRowsKernel(bool to_global, T* local, int64_t ldl, int64_t 
 
 }  // namespace
 
-cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t c0, int64_t cols,
-                            int64_t n, int64_t b, void* band, cudaStream_t stream) {
+cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t row0, int64_t c0,
+                            int64_t cols, int64_t n, int64_t b, void* band, cudaStream_t stream) {
   if (cols <= 0) return cudaSuccess;
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
     BandFromColumnsKernel<T><<<Blocks((b + 1) * cols), kThreads, 0, stream>>>(
-        static_cast<const T*>(a), lda, c0, cols, n, b, static_cast<T*>(band));
+        static_cast<const T*>(a), lda, row0, c0, cols, n, b, static_cast<T*>(band));
   });
 }
 

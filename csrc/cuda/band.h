@@ -22,9 +22,9 @@ namespace jaxmg::cuda {
 inline int64_t BandElements(int64_t n, int64_t b) { return n * (2 * b + 1); }
 
 // band := entries (i, j) of the lower band (j <= i <= min(j + b, n - 1)) of `cols` columns
-// from global column c0, read from a (global row i of column j at a[i + (j - c0) lda]).
-cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t c0, int64_t cols,
-                            int64_t n, int64_t b, void* band, cudaStream_t stream);
+// from global column c0, read from a (global row i of column j at a[i - row0 + (j - c0) lda]).
+cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t row0, int64_t c0,
+                            int64_t cols, int64_t n, int64_t b, void* band, cudaStream_t stream);
 
 // The band (bandwidth b >= 2, band storage above) := a tridiagonal matrix unitarily similar to
 // it (on its diagonal and first subdiagonal; the rest is left as scratch), by Householder bulge

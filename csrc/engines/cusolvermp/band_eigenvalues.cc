@@ -32,29 +32,33 @@ int64_t Engine::EigBand(int64_t t) {
 bool Engine::UseBandEigenvalues() const {
   const char* choice = std::getenv("JAXMG_GPU_EIGVALS");
   const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
-  return !library && ctx_.nprow == 1 && EigBand(state_.plan.tile) > 0;
+  return !library && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(state_.plan.tile) > 0;
 }
 
-// Stage one: for each panel of b columns from c0 (inside one tile, on its owner): QR of the
-// rows below the band (r0 = c0 + b .. n), Q = I − V T Vᴴ; then A22 := Qᴴ A22 Q on the trailing
-// matrix (rows and columns r0 .. n, both triangles kept) as A22 −= V Wᴴ + W Vᴴ with X = A22 V T,
-// M = Tᴴ Vᴴ X, W = X − ½ V M. Every rank forms its rows of A22 V from its own columns
-// ((A22 V)[C, :] = A22[:, C]ᴴ V, A22 Hermitian) and one all-reduce joins them. The panel's
-// columns then hold the band: the diagonal block and R.
+// Stage one: for each panel of b columns from c0 (inside one tile, so on one process): QR of
+// its rows below the band (r0 = c0 + b .. n), Q = I − V T Vᴴ; then A22 := Qᴴ A22 Q on the
+// trailing matrix (rows and columns r0 .. n, both triangles kept) as A22 −= V Wᴴ + W Vᴴ with
+// X = A22 V T, M = Tᴴ Vᴴ X, W = X − ½ V M. Every rank forms the rows of A22 V that match its
+// own columns or rows ((A22 V)[C, :] = A22[:, C]ᴴ V = A22[C, :] V, A22 Hermitian) and one
+// all-reduce joins them. The panel's columns then hold the band: the diagonal block and R.
+// On a 1 x P grid every rank holds whole columns; on a P x 1 grid whole rows, and the panel
+// (A's columns c0 .. c0 + b from row c0) is the adjoint of its owner's rows.
 // Local library errors stop this rank's computing but not its collectives, and are agreed
 // before the band is gathered.
 template <typename T>
 Status Engine::BandEigenvalues(void* w) {
   StepTimer timer("BandEigenvalues", stream_);
-  const QrShape q = QrShapeOf();
-  const int64_t n = q.n, t = q.t, lr = q.lr, held = q.held, b = EigBand(t);
-  const int procs = q.procs, me = q.me;
+  const layout::Plan& plan = state_.plan;
+  const bool by_rows = ctx_.npcol == 1 && ctx_.nprow > 1;  // P x 1: rows are distributed
+  const int procs = by_rows ? ctx_.nprow : ctx_.npcol, me = by_rows ? ctx_.myrow : ctx_.mycol;
+  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, b = EigBand(t);
+  const int64_t held = layout::CyclicLocalExtent(n, t, me, procs);  // local columns (rows)
   const size_t es = sizeof(T);
   const cuda::Dtype dt = KernelType<T>();
   Lane main;
   void *vw = nullptr, *x = nullptr, *y = nullptr, *g = nullptr, *f = nullptr, *s = nullptr;
   void *m1 = nullptr, *m2 = nullptr, *tau = nullptr, *info = nullptr, *band = nullptr;
-  void *bisect = nullptr, *sync = nullptr;
+  void *bisect = nullptr, *sync = nullptr, *panel_copy = nullptr;
   const int64_t rows_held = std::max<int64_t>(held, 1);
   Status local = MainLane(&main);
   for (auto [p, bytes] : {std::pair<void**, size_t>{&vw, es * n * 2 * b},
@@ -69,15 +73,16 @@ Status Engine::BandEigenvalues(void* w) {
                           {&info, sizeof(int)},
                           {&band, es * cuda::BandElements(n, b)},
                           {&bisect, sizeof(double) * (2 * n + 4)},
-                          {&sync, sizeof(int) * (n + 1)}}) {
+                          {&sync, sizeof(int) * (n + 1)},
+                          {&panel_copy, by_rows ? es * n * b : 0}}) {
     if (local.ok()) local = Scratch(bytes, p);
   }
   size_t dev = 0, host = 0;
   if (local.ok()) {
-    local = SolverCheck(main.lb->geqrf_buffer_size(main.dn, main.params, n, b, DataTypeOf<T>(),
-                                                   work_, std::max<int64_t>(lr, 1), DataTypeOf<T>(),
-                                                   tau, DataTypeOf<T>(), &dev, &host),
-                        "cusolverDnXgeqrf_bufferSize");
+    local =
+        SolverCheck(main.lb->geqrf_buffer_size(main.dn, main.params, n, b, DataTypeOf<T>(), vw, n,
+                                               DataTypeOf<T>(), tau, DataTypeOf<T>(), &dev, &host),
+                    "cusolverDnXgeqrf_bufferSize");
   }
   void* d_work = nullptr;
   if (local.ok()) local = Workspace(dev, host, &d_work);
@@ -89,36 +94,48 @@ Status Engine::BandEigenvalues(void* w) {
   const int xi = Scalar<T>::kIndex;
   const T one(1), zero(0), minus_one(-1), minus_half(-0.5);
   const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
-  Status failed;
-  // The panel's QR on its owner: V into vw's first k columns (ld rows), T into f (ld t).
-  auto panel = [&](char* column, int64_t r0, int64_t rows, int64_t k) -> Status {
+  // The panel's columns c0 .. c0 + b on its owner, global row i at column[i − row0 + c ld].
+  struct Panel {
+    char* column;
+    int64_t ld, row0;
+  };
+  auto panel_of = [&](int64_t c0) -> Panel {
+    const int64_t lc0 = (c0 / t / procs) * t + c0 % t;  // local column (row)
+    if (!by_rows) return Panel{a + es * lr * lc0, lr, 0};
+    return Panel{static_cast<char*>(panel_copy), n - c0, c0};
+  };
+  // The panel's QR: V into vw's first k columns (ld rows), T into f (ld t).
+  auto factor = [&](const Panel& pc, int64_t r0, int64_t rows, int64_t k) -> Status {
     PartTimer part("panel");
-    JAXMG_SOLVER(lb.geqrf(main.dn, main.params, rows, b, DataTypeOf<T>(), column + es * r0, lr,
+    char* below = pc.column + es * (r0 - pc.row0);
+    JAXMG_SOLVER(lb.geqrf(main.dn, main.params, rows, b, DataTypeOf<T>(), below, pc.ld,
                           DataTypeOf<T>(), tau, DataTypeOf<T>(), d_work, dev, ctx_.host_work.data(),
                           ctx_.host_work.size(), static_cast<int*>(info)));
-    JAXMG_CUDA(cuda::ReflectorBlock(dt, column + es * r0, lr, rows, k, tau, vw, rows, stream_));
+    JAXMG_CUDA(cuda::ReflectorBlock(dt, below, pc.ld, rows, k, tau, vw, rows, stream_));
     return ReflectorFactorOf<T>(main, vw, rows, k, tau, f, s);
   };
-  // A22 := Qᴴ A22 Q on this rank's columns from local column lf.
+  // A22 := Qᴴ A22 Q on this rank's columns (rows) from local index lf.
   auto update = [&](int64_t r0, int64_t rows, int64_t k) -> Status {
     PartTimer part("two-sided update");
     int ir = 0, ik = 0, ic = 0, it = 0, il = 0, i2 = 0;
-    const int64_t lf = layout::CyclicLocalExtent(r0, t, me, procs), cols = held - lf;
+    const int64_t lf = layout::CyclicLocalExtent(r0, t, me, procs), count = held - lf;
     JAXMG_RETURN_IF_ERROR(CheckedInt(rows, "rows", &ir));
     JAXMG_RETURN_IF_ERROR(CheckedInt(k, "reflectors", &ik));
-    JAXMG_RETURN_IF_ERROR(CheckedInt(std::max<int64_t>(cols, 1), "columns", &ic));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(std::max<int64_t>(count, 1), "columns", &ic));
     JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
     JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &il));
     JAXMG_RETURN_IF_ERROR(CheckedInt(2 * k, "reflectors", &i2));
-    char* c = a + es * (r0 + lf * lr);
+    // This rank's part of A22: columns lf .. from row r0 (1 x P), or rows lf .. from column r0.
+    char* c = by_rows ? a + es * (lf + r0 * lr) : a + es * (r0 + lf * lr);
     void* wk = static_cast<char*>(vw) + es * rows * k;  // W, after V in vw
     JAXMG_CUDA(cudaMemsetAsync(x, 0, es * rows * k, stream_));
-    if (cols > 0) {
-      JAXMG_RETURN_IF_ERROR(CublasCheck(lb.gemm[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, ic, ik,
-                                                    ir, &one, c, il, vw, ir, &zero, y, ic),
-                                        "cublas gemm (A22ᴴ V)"));
-      JAXMG_CUDA(
-          cuda::CyclicRows(dt, true, y, cols, cols, k, lf, t, procs, me, r0, x, rows, 0, stream_));
+    if (count > 0) {
+      JAXMG_RETURN_IF_ERROR(
+          CublasCheck(lb.gemm[xi](main.blas, by_rows ? CUBLAS_OP_N : AdjointOp<T>(), CUBLAS_OP_N,
+                                  ic, ik, ir, &one, c, il, vw, ir, &zero, y, ic),
+                      "cublas gemm (rows of A22 V)"));
+      JAXMG_CUDA(cuda::CyclicRows(dt, true, y, count, count, k, lf, t, procs, me, r0, x, rows, 0,
+                                  stream_));
     }
     if (procs > 1) {
       PartTimer comm("all-reduce");
@@ -139,21 +156,34 @@ Status Engine::BandEigenvalues(void* w) {
     JAXMG_RETURN_IF_ERROR(CublasCheck(lb.gemm[xi](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ir, ik, ik,
                                                   &minus_half, vw, ir, m2, ik, &one, wk, ir),
                                       "cublas gemm (W = X − ½ V M)"));
-    if (cols <= 0) return Status();
-    // g := this rank's rows of [W V]; A22's columns −= [V W] gᴴ = V Wᴴ + W Vᴴ.
-    JAXMG_CUDA(cuda::CyclicRows(dt, false, g, cols, cols, 2 * k, lf, t, procs, me, r0, vw, rows, k,
-                                stream_));
+    if (count <= 0) return Status();
+    // g := this rank's rows of [W V]; its columns −= [V W] gᴴ = V Wᴴ + W Vᴴ, or its rows
+    // −= g [V W]ᴴ.
+    JAXMG_CUDA(cuda::CyclicRows(dt, false, g, count, count, 2 * k, lf, t, procs, me, r0, vw, rows,
+                                k, stream_));
+    if (by_rows) {
+      return CublasCheck(lb.gemm[xi](main.blas, CUBLAS_OP_N, AdjointOp<T>(), ic, ir, i2, &minus_one,
+                                     g, ic, vw, ir, &one, c, il),
+                         "cublas gemm (A22 − V Wᴴ − W Vᴴ)");
+    }
     return CublasCheck(lb.gemm[xi](main.blas, CUBLAS_OP_N, AdjointOp<T>(), ir, ic, i2, &minus_one,
                                    vw, ir, g, ic, &one, c, il),
                        "cublas gemm (A22 − V Wᴴ − W Vᴴ)");
   };
   for (int64_t c0 = 0; c0 < n; c0 += b) {
     const int owner = static_cast<int>((c0 / t) % procs);
-    const int64_t r0 = c0 + b, rows = n - r0, k = std::min(rows, b);
-    char* column = a + es * lr * ((c0 / t / procs) * t + c0 % t);
+    const int64_t r0 = c0 + b, rows = n - r0, k = std::min(rows, b), width = std::min(b, n - c0);
     const bool mine = owner == me;
+    const Panel pc = panel_of(c0);
+    if (mine && local.ok() && by_rows) {
+      // The panel := the adjoint of this rank's rows c0 .. c0 + width from column c0.
+      const int64_t lc0 = (c0 / t / procs) * t + c0 % t;
+      const cudaError_t e =
+          cuda::Adjoint(dt, a + es * (lc0 + c0 * lr), lr, width, n - c0, pc.column, pc.ld, stream_);
+      if (e != cudaSuccess) local = Status::Error(std::string("CUDA: ") + cudaGetErrorString(e));
+    }
     if (rows >= 2) {
-      if (mine && failed.ok()) failed = panel(column, r0, rows, k);
+      if (mine && local.ok()) local = factor(pc, r0, rows, k);
       if (procs > 1) {
         PartTimer part("broadcast");
         JAXMG_NCCL(ncclGroupStart());
@@ -162,17 +192,17 @@ Status Engine::BandEigenvalues(void* w) {
         JAXMG_NCCL(ncclBroadcast(f, f, t * k * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
         JAXMG_NCCL(ncclGroupEnd());
       }
-      if (failed.ok()) failed = update(r0, rows, k);
+      if (local.ok()) local = update(r0, rows, k);
     }
-    if (mine && failed.ok()) {
+    if (mine && local.ok()) {
       // The panel's columns are final: the diagonal block and R below it.
       const cudaError_t e =
-          cuda::BandFromColumns(dt, column, lr, c0, std::min(b, n - c0), n, b, band, stream_);
-      if (e != cudaSuccess) failed = Status::Error(std::string("CUDA: ") + cudaGetErrorString(e));
+          cuda::BandFromColumns(dt, pc.column, pc.ld, pc.row0, c0, width, n, b, band, stream_);
+      if (e != cudaSuccess) local = Status::Error(std::string("CUDA: ") + cudaGetErrorString(e));
     }
   }
   if (DebugParts()) PrintParts("BandEigenvalues");
-  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(failed));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
 
   // Stage two on rank 0.
   const int64_t elements = cuda::BandElements(n, b);
