@@ -192,10 +192,11 @@ def generalized_failure_case(mesh, kind, n, tile):
     return rec
 
 
-def eigh_plan(n, tiles=(None, 4, 5), values=()):
+def eigh_plan(n, tiles=(None, 4, 5), values=(), vectors=()):
     """[(name, kind, params)]: four dtypes x tiles, eigenvalues only (four dtypes, degenerate and
     clustered spectra), a user's jit, donation, degenerate and clustered spectra, failures.
-    values: extra (n, tile) of eigenvalues-only cases for the four dtypes (larger matrices)."""
+    values, vectors: extra (n, tile) of eigenvalues-only cases and of cases with eigenvectors
+    for the four dtypes (larger matrices)."""
     from solve_plan import DTYPE_NAMES
 
     plan = []
@@ -215,6 +216,11 @@ def eigh_plan(n, tiles=(None, 4, 5), values=()):
         for dtype_name in DTYPE_NAMES:
             add(dtype_name, tile, "values", order)
         add("float64", tile, "values-clustered", order)
+    for order, tile in vectors:
+        for dtype_name in DTYPE_NAMES:
+            add(dtype_name, tile, "", order)
+        add("float64", tile, "clustered", order)
+        add("complex128", tile, "degenerate", order)
     for variant in ("jit", "donate", "degenerate", "clustered"):
         add("float64", 4, variant)
     add("complex128", 5, "degenerate")

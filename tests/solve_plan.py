@@ -166,8 +166,15 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     from svd_cases import svd_plan
 
     plan.extend(qr_plan(n, tiles=(8, 5), lstsq_tiles=(8,)))
-    # Eigenvalues only, larger: the two-stage path's bands of 64 (tile 128), 48 (96) and 40.
-    plan.extend(eigh_plan(n, tiles=(8, 5), values=((640, 128), (500, 96), (300, 40))))
+    # Larger, for the two-stage paths' bands of 64 (tile 128), 48 (96) and 40.
+    plan.extend(
+        eigh_plan(
+            n,
+            tiles=(8, 5),
+            values=((640, 128), (500, 96), (300, 40)),
+            vectors=((640, 128), (300, 40)),
+        )
+    )
     plan.extend(svd_plan(n, tiles=(8, 5)))
     plan.extend(matmul_plan(n, tiles=(8, 5)))
     return plan

@@ -93,6 +93,17 @@ constexpr int kChase = 128;
 constexpr int kWarps = kChase / 32;
 constexpr int kMaxBand = 64;
 
+// Where the chase keeps reflector (s, j) (band.h): block row j's sweeps after those of the rows
+// above it, each n − 1 − (i − 1) b sweeps long (n − 2 for the first).
+__host__ __device__ inline int64_t ChaseOffsetOf(int64_t n, int64_t b, int64_t j) {
+  if (j <= 1) return 0;
+  const int64_t m = j - 2;
+  return (n - 2) + m * (n - 1) - b * m * (m + 1) / 2;
+}
+__device__ inline int64_t ChaseOffset(int64_t n, int64_t b, int64_t j) {
+  return ChaseOffsetOf(n, b, j);
+}
+
 // Sums and maxima over the block, the same value in every thread (a fixed order).
 __device__ inline double BlockSum(double v, double* red) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -277,9 +288,21 @@ __device__ inline void Publish(int* progress, int64_t s, int done) {
   if (threadIdx.x == 0) atomicExch(progress + s, done);
 }
 
+// Keeps reflector (s, j) (b entries, zero past its length, and τ) where `v2` is not null.
+template <typename T>
+__device__ void Keep(T* v2, T* tau2, int64_t n, int64_t b, int64_t s, int64_t j, int len,
+                     const ChaseShared<T>& sh) {
+  if (v2 == nullptr) return;
+  const int64_t at = ChaseOffset(n, b, j) + s;
+  for (int i = threadIdx.x; i < b; i += kChase) {
+    v2[at * b + i] = i < len ? sh.v[i] : Make<T>(0.0, 0.0);
+  }
+  if (threadIdx.x == 0) tau2[at] = *sh.tau;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kChase)
-    ChaseKernel(T* band, int64_t n, int64_t b, int* progress, int* next) {
+    ChaseKernel(T* band, int64_t n, int64_t b, int* progress, int* next, T* v2, T* tau2) {
   extern __shared__ double chase_shared[];
   const ChaseShared<T> sh = ChaseShared<T>::Of(chase_shared);
   __shared__ int64_t taken;
@@ -301,6 +324,7 @@ __global__ void __launch_bounds__(kChase)
         __syncthreads();
         Reflector(sh.y, len, sh.v, sh.tau, sh.red);
         for (int i = threadIdx.x; i < len; i += kChase) Store(band + (st + i) + s * ld, sh.y[i]);
+        Keep(v2, tau2, n, b, s, 1, len, sh);
         __syncthreads();
       }
       TwoSided(band, ld, st, len, sh);
@@ -308,6 +332,7 @@ __global__ void __launch_bounds__(kChase)
       if (ed >= n - 1) break;
       WaitFor(progress, s, task + 3);
       Bulge(band, ld, n, b, st, ed, sh);
+      Keep(v2, tau2, n, b, s, j + 1, static_cast<int>(min(ed + b, n - 1) - ed), sh);
       Publish(progress, s, task + 1);
     }
     Publish(progress, s, INT_MAX);
@@ -428,6 +453,103 @@ __global__ void CyclicRowsKernel(bool to_global, T* local, int64_t ldl, int64_t 
   }
 }
 
+// The tridiagonal matrix for Stedc: d, e (real; for complex types e = |subdiagonal|) and the
+// phases p with T = P T_real Pᴴ (p₀ = 1, p_{i+1} = p_i e_i / |e_i|; all 1 for real types).
+// One thread: the phases are a running product.
+template <typename T>
+__global__ void TridiagonalOfKernel(const T* band, int64_t ld, int64_t n,
+                                    typename Traits<T>::Real* d, typename Traits<T>::Real* e,
+                                    T* phase) {
+  using R = typename Traits<T>::Real;
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  T p = Make<T>(1.0, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    d[i] = Traits<T>::Re(band[i + i * ld]);
+    phase[i] = p;
+    if (i + 1 == n) break;
+    const T sub = band[(i + 1) + i * ld];
+    const double mag = sqrt(AbsSq(sub));
+    if (Im(sub) == 0.0 && Im(p) == 0.0 && Traits<T>::Re(p) == 1.0) {
+      e[i] = static_cast<R>(Traits<T>::Re(sub));  // real: the signed entry, no phase
+      continue;
+    }
+    e[i] = static_cast<R>(mag);
+    if (mag > 0.0) p = Mul(p, Scaled(sub, 1.0 / mag));
+  }
+  e[n - 1] = R(0);
+}
+
+// z (complex, ld ldz) := diag(phase) q (q real, ld ldq), rows x cols; for real types z := q
+// (only where z and q differ).
+template <typename T>
+__global__ void PhaseRowsKernel(const typename Traits<T>::Real* q, int64_t ldq, const T* phase,
+                                int64_t rows, int64_t cols, T* z, int64_t ldz) {
+  const int64_t total = rows * cols;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % rows, c = idx / rows;
+    z[r + c * ldz] = Scaled(phase[r], static_cast<double>(q[r + c * ldq]));
+  }
+}
+
+// Wave blocks of the chase's reflectors (band.h ChaseWave): block i of the wave is group g0 + i
+// (sweeps (g0 + i) ℓ .. + ℓ) at block row j0 + 2i; its vectors go to vb[i] (h x ℓ, column q
+// = sweep (g0 + i) ℓ + q at rows q .. q + b), its τ to taub[i].
+template <typename T>
+__global__ void WaveBlocksKernel(const T* v2, const T* tau2, int64_t n, int64_t b, int64_t ell,
+                                 int64_t g0, int64_t j0, int64_t count, T* vb, T* taub) {
+  const int64_t h = b + ell - 1, per = h * ell;
+  const int64_t total = count * per;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = idx / per, r = idx % per % h, q = idx % per / h;
+    const int64_t g = g0 + i, j = j0 + 2 * i, s = g * ell + q;
+    const int64_t sweeps = min(n - 2, n - 1 - (j - 1) * b);
+    const bool there = s < sweeps;
+    T x = Make<T>(0.0, 0.0);
+    if (there && r >= q && r < q + b) x = v2[(ChaseOffset(n, b, j) + s) * b + (r - q)];
+    vb[idx] = x;
+    if (r == 0) taub[i * ell + q] = there ? tau2[ChaseOffset(n, b, j) + s] : Make<T>(0.0, 0.0);
+  }
+}
+
+// t[i] (ℓ x ℓ, upper) := S⁻¹ for S = striu(s[i]) + diag(1/τ) (1 where τ = 0): the compact WY
+// factor of each wave block (s[i] holds VᴴV). One thread block per matrix, one thread per
+// column of the inverse (back substitution in shared memory).
+template <typename T>
+__global__ void WaveFactorsKernel(const T* s, const T* taub, int64_t ell, T* t) {
+  extern __shared__ double wave_shared[];
+  T* m = reinterpret_cast<T*>(wave_shared);  // ℓ x ℓ
+  const int64_t i = blockIdx.x;
+  const T* si = s + i * ell * ell;
+  for (int64_t idx = threadIdx.x; idx < ell * ell; idx += blockDim.x) {
+    const int64_t r = idx % ell, c = idx / ell;
+    const T tau = taub[i * ell + c];
+    const bool identity = Traits<T>::Re(tau) == 0 && Im(tau) == 0.0;
+    T x = Make<T>(0.0, 0.0);
+    if (r < c) x = si[idx];
+    if (r == c) {
+      const double tr = Traits<T>::Re(tau), ti = Im(tau), t2 = tr * tr + ti * ti;
+      x = identity ? Make<T>(1.0, 0.0) : Make<T>(tr / t2, -ti / t2);
+    }
+    m[idx] = x;
+  }
+  __syncthreads();
+  T* ti = t + i * ell * ell;
+  for (int64_t c = threadIdx.x; c < ell; c += blockDim.x) {
+    // Column c of M⁻¹: x_r for r = c down to 0; zero below the diagonal.
+    for (int64_t r = ell - 1; r > c; --r) ti[r + c * ell] = Make<T>(0.0, 0.0);
+    const T one = Make<T>(1.0, 0.0);
+    for (int64_t r = c; r >= 0; --r) {
+      T acc = r == c ? one : Make<T>(0.0, 0.0);
+      for (int64_t k = r + 1; k <= c; ++k) acc = Sub(acc, Mul(m[r + k * ell], ti[k + c * ell]));
+      const T dr = m[r + r * ell];
+      const double a = Traits<T>::Re(dr), bi = Im(dr), den = a * a + bi * bi;
+      ti[r + c * ell] = Mul(acc, Make<T>(a / den, -bi / den));
+    }
+  }
+}
+
 }  // namespace
 
 cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t row0, int64_t c0,
@@ -440,8 +562,8 @@ cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t row0, 
   });
 }
 
-cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* sync,
-                              cudaStream_t stream) {
+cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* sync, void* v2,
+                              void* tau2, cudaStream_t stream) {
   if (n <= 2 || b <= 1) return cudaSuccess;
   if (b > kMaxBand) return cudaErrorInvalidValue;
   cudaError_t e = cudaMemsetAsync(sync, 0, sizeof(int) * (n + 1), stream);
@@ -460,8 +582,8 @@ cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* s
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ChaseKernel<T>, kChase, bytes);
     const int64_t blocks =
         std::min<int64_t>(n - 2, static_cast<int64_t>(sms) * std::max(per_sm, 1));
-    ChaseKernel<T><<<static_cast<int>(blocks), kChase, bytes, stream>>>(static_cast<T*>(band), n, b,
-                                                                        sync, sync + n);
+    ChaseKernel<T><<<static_cast<int>(blocks), kChase, bytes, stream>>>(
+        static_cast<T*>(band), n, b, sync, sync + n, static_cast<T*>(v2), static_cast<T*>(tau2));
   });
 }
 
@@ -489,6 +611,63 @@ cudaError_t CyclicRows(Dtype dt, bool to_global, void* local, int64_t ldl, int64
     CyclicRowsKernel<T><<<Blocks(count * cols), kThreads, 0, stream>>>(
         to_global, static_cast<T*>(local), ldl, count, cols, first, t, procs, me, offset,
         static_cast<T*>(global), ldg, shift);
+  });
+}
+
+int64_t ChaseSweeps(int64_t n, int64_t b, int64_t j) {
+  return std::max<int64_t>(0, std::min(n - 2, n - 1 - (j - 1) * b));
+}
+
+int64_t ChaseReflectors(int64_t n, int64_t b) {
+  return n <= 2 ? 0 : ChaseOffsetOf(n, b, (n - 2) / b + 2);
+}
+
+cudaError_t TridiagonalOf(Dtype dt, const void* band, int64_t n, int64_t b, void* d, void* e,
+                          void* phase, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using R = typename Traits<T>::Real;
+    TridiagonalOfKernel<T><<<1, 1, 0, stream>>>(static_cast<const T*>(band), 2 * b, n,
+                                                static_cast<R*>(d), static_cast<R*>(e),
+                                                static_cast<T*>(phase));
+  });
+}
+
+cudaError_t PhaseRows(Dtype dt, const void* q, int64_t ldq, const void* phase, int64_t rows,
+                      int64_t cols, void* z, int64_t ldz, cudaStream_t stream) {
+  if (rows * cols == 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using R = typename Traits<T>::Real;
+    PhaseRowsKernel<T><<<Blocks(rows * cols), kThreads, 0, stream>>>(
+        static_cast<const R*>(q), ldq, static_cast<const T*>(phase), rows, cols, static_cast<T*>(z),
+        ldz);
+  });
+}
+
+cudaError_t WaveBlocks(Dtype dt, const void* v2, const void* tau2, int64_t n, int64_t b,
+                       int64_t ell, int64_t g0, int64_t j0, int64_t count, void* vb, void* taub,
+                       cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    WaveBlocksKernel<T><<<Blocks(count * (b + ell - 1) * ell), kThreads, 0, stream>>>(
+        static_cast<const T*>(v2), static_cast<const T*>(tau2), n, b, ell, g0, j0, count,
+        static_cast<T*>(vb), static_cast<T*>(taub));
+  });
+}
+
+cudaError_t WaveFactors(Dtype dt, const void* s, const void* taub, int64_t ell, int64_t count,
+                        void* t, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  return Dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    const size_t bytes = sizeof(T) * ell * ell;
+    cudaFuncSetAttribute(WaveFactorsKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(bytes));
+    WaveFactorsKernel<T><<<static_cast<int>(count), 64, bytes, stream>>>(
+        static_cast<const T*>(s), static_cast<const T*>(taub), ell, static_cast<T*>(t));
   });
 }
 

@@ -33,8 +33,40 @@ cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t row0, 
 // band, each of its tasks waiting for the sweep before to be three tasks ahead. Persistent
 // thread blocks take the sweeps in order (an atomic counter), so no block waits for one that has
 // not started. `sync`: n + 1 ints of device scratch. Values only: the reflectors are not kept.
-cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* sync,
-                              cudaStream_t stream);
+// With v2 (ChaseReflectors(n, b) x b elements) and tau2 (ChaseReflectors elements) not null,
+// the chase keeps its reflectors: reflector (s, j) of sweep s at block row j (rows
+// s + 1 + (j − 1) b .. s + j b, clipped at n − 1), the (ChaseOffset(j) + s)-th, its b entries
+// (v₀ = 1, zero past its length) and τ; H = I − τ v vᴴ, and the band = Q₂ T Q₂ᴴ for Q₂ the
+// product of the reflectors in the chase's order.
+cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* sync, void* v2,
+                              void* tau2, cudaStream_t stream);
+
+// The number of sweeps with a block row j (1-based) and the chase's reflectors in all.
+int64_t ChaseSweeps(int64_t n, int64_t b, int64_t j);
+int64_t ChaseReflectors(int64_t n, int64_t b);
+
+// From the chased band: d and e (n reals each, e[n − 1] = 0) of a real symmetric tridiagonal
+// matrix and the phases (n elements of dt) p with T = diag(p) T_real diag(p)ᴴ (complex types;
+// 1 for real ones, whose e keeps its signs).
+cudaError_t TridiagonalOf(Dtype dt, const void* band, int64_t n, int64_t b, void* d, void* e,
+                          void* phase, cudaStream_t stream);
+
+// z (ld ldz) := diag(phase) q for q real (rows x cols, ld ldq).
+cudaError_t PhaseRows(Dtype dt, const void* q, int64_t ldq, const void* phase, int64_t rows,
+                      int64_t cols, void* z, int64_t ldz, cudaStream_t stream);
+
+// The back-transformation by Q₂ in waves. Group g holds sweeps g ℓ .. g ℓ + ℓ − 1; its block at
+// block row j, H(g ℓ, j) ⋯ H(g ℓ + ℓ − 1, j) = I − V T Vᴴ, acts on rows g ℓ + 1 + (j − 1) b ..
+// + b + ℓ − 1. Q₂ = G₀ G₁ ⋯ with G_g = B(g, J) ⋯ B(g, 1) (for ℓ <= b), so Q₂ Z applies the groups
+// from the last, each from block row 1 down; wave w = (j − 1) + 2 (G − 1 − g) holds blocks that
+// share no row, and the waves in order respect every overlap. WaveBlocks: vb (count blocks of
+// (b + ℓ − 1) x ℓ) and taub (count x ℓ) of the wave's blocks g0 + i at block rows j0 + 2i.
+cudaError_t WaveBlocks(Dtype dt, const void* v2, const void* tau2, int64_t n, int64_t b,
+                       int64_t ell, int64_t g0, int64_t j0, int64_t count, void* vb, void* taub,
+                       cudaStream_t stream);
+// t[i] := the compact WY factor T of block i from s[i] = V_iᴴ V_i and its τ (ℓ x ℓ each).
+cudaError_t WaveFactors(Dtype dt, const void* s, const void* taub, int64_t ell, int64_t count,
+                        void* t, cudaStream_t stream);
 
 // w (n reals of dt's precision, ascending) := the eigenvalues of the Hermitian tridiagonal
 // matrix on the band's diagonal and first subdiagonal, by bisection with Sturm counts (in double)

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/scalar.h"
 #include "cuda/band.h"
@@ -35,6 +37,12 @@ bool Engine::UseBandEigenvalues() const {
   return !library && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(state_.plan.tile) > 0;
 }
 
+bool Engine::UseBandEigh() const {
+  const char* choice = std::getenv("JAXMG_GPU_EIGH");
+  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
+  return !library && ctx_.nprow == 1 && EigBand(state_.plan.tile) > 0;
+}
+
 // Stage one: for each panel of b columns from c0 (inside one tile, so on one process): QR of
 // its rows below the band (r0 = c0 + b .. n), Q = I − V T Vᴴ; then A22 := Qᴴ A22 Q on the
 // trailing matrix (rows and columns r0 .. n, both triangles kept) as A22 −= V Wᴴ + W Vᴴ with
@@ -46,19 +54,19 @@ bool Engine::UseBandEigenvalues() const {
 // Local library errors stop this rank's computing but not its collectives, and are agreed
 // before the band is gathered.
 template <typename T>
-Status Engine::BandEigenvalues(void* w) {
-  StepTimer timer("BandEigenvalues", stream_);
+Status Engine::BandReduce(int64_t b, void** band_out, void** taus_out) {
+  StepTimer timer("BandReduce", stream_);
   const layout::Plan& plan = state_.plan;
   const bool by_rows = ctx_.npcol == 1 && ctx_.nprow > 1;  // P x 1: rows are distributed
   const int procs = by_rows ? ctx_.nprow : ctx_.npcol, me = by_rows ? ctx_.myrow : ctx_.mycol;
-  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, b = EigBand(t);
+  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_;
   const int64_t held = layout::CyclicLocalExtent(n, t, me, procs);  // local columns (rows)
   const size_t es = sizeof(T);
   const cuda::Dtype dt = KernelType<T>();
   Lane main;
   void *vw = nullptr, *x = nullptr, *y = nullptr, *g = nullptr, *f = nullptr, *s = nullptr;
-  void *m1 = nullptr, *m2 = nullptr, *tau = nullptr, *info = nullptr, *band = nullptr;
-  void *bisect = nullptr, *sync = nullptr, *panel_copy = nullptr;
+  void *m1 = nullptr, *m2 = nullptr, *taus = nullptr, *info = nullptr, *band = nullptr;
+  void* panel_copy = nullptr;
   const int64_t rows_held = std::max<int64_t>(held, 1);
   Status local = MainLane(&main);
   for (auto [p, bytes] : {std::pair<void**, size_t>{&vw, es * n * 2 * b},
@@ -69,11 +77,9 @@ Status Engine::BandEigenvalues(void* w) {
                           {&s, es * t * t},
                           {&m1, es * b * b},
                           {&m2, es * b * b},
-                          {&tau, es * b},
+                          {&taus, es * n},
                           {&info, sizeof(int)},
                           {&band, es * cuda::BandElements(n, b)},
-                          {&bisect, sizeof(double) * (2 * n + 4)},
-                          {&sync, sizeof(int) * (n + 1)},
                           {&panel_copy, by_rows ? es * n * b : 0}}) {
     if (local.ok()) local = Scratch(bytes, p);
   }
@@ -81,7 +87,7 @@ Status Engine::BandEigenvalues(void* w) {
   if (local.ok()) {
     local =
         SolverCheck(main.lb->geqrf_buffer_size(main.dn, main.params, n, b, DataTypeOf<T>(), vw, n,
-                                               DataTypeOf<T>(), tau, DataTypeOf<T>(), &dev, &host),
+                                               DataTypeOf<T>(), taus, DataTypeOf<T>(), &dev, &host),
                     "cusolverDnXgeqrf_bufferSize");
   }
   void* d_work = nullptr;
@@ -108,6 +114,7 @@ Status Engine::BandEigenvalues(void* w) {
   auto factor = [&](const Panel& pc, int64_t r0, int64_t rows, int64_t k) -> Status {
     PartTimer part("panel");
     char* below = pc.column + es * (r0 - pc.row0);
+    void* tau = static_cast<char*>(taus) + es * (r0 - b);  // the panel's τ, kept for Q₁
     JAXMG_SOLVER(lb.geqrf(main.dn, main.params, rows, b, DataTypeOf<T>(), below, pc.ld,
                           DataTypeOf<T>(), tau, DataTypeOf<T>(), d_work, dev, ctx_.host_work.data(),
                           ctx_.host_work.size(), static_cast<int*>(info)));
@@ -201,19 +208,34 @@ Status Engine::BandEigenvalues(void* w) {
       if (e != cudaSuccess) local = Status::Error(std::string("CUDA: ") + cudaGetErrorString(e));
     }
   }
-  if (DebugParts()) PrintParts("BandEigenvalues");
+  if (DebugParts()) PrintParts("BandReduce");
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
-
-  // Stage two on rank 0.
-  const int64_t elements = cuda::BandElements(n, b);
-  if (procs > 1) {
-    JAXMG_NCCL(
-        ncclReduce(band, band, elements * reals, NcclRealOf<T>(), ncclSum, 0, ctx_.comm, stream_));
+  if (procs > 1) {  // the band, summed onto rank 0
+    JAXMG_NCCL(ncclReduce(band, band, cuda::BandElements(n, b) * reals, NcclRealOf<T>(), ncclSum, 0,
+                          ctx_.comm, stream_));
   }
+  *band_out = band;
+  *taus_out = taus;
+  return Status();
+}
+
+template <typename T>
+Status Engine::BandEigenvalues(void* w) {
+  StepTimer timer("BandEigenvalues", stream_);
+  const int64_t n = state_.plan.cols.extent, b = EigBand(state_.plan.tile);
+  const bool by_rows = ctx_.npcol == 1 && ctx_.nprow > 1;
+  const int procs = by_rows ? ctx_.nprow : ctx_.npcol, me = by_rows ? ctx_.myrow : ctx_.mycol;
+  const cuda::Dtype dt = KernelType<T>();
+  void *band = nullptr, *taus = nullptr, *bisect = nullptr, *sync = nullptr;
+  JAXMG_RETURN_IF_ERROR(BandReduce<T>(b, &band, &taus));
+  Status local = Scratch(sizeof(double) * (2 * n + 4), &bisect);
+  if (local.ok()) local = Scratch(sizeof(int) * (n + 1), &sync);
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
   if (me == 0) {
     {
       StepTimer chase("BandToTridiagonal", stream_);
-      JAXMG_CUDA(cuda::BandToTridiagonal(dt, band, n, b, static_cast<int*>(sync), stream_));
+      JAXMG_CUDA(cuda::BandToTridiagonal(dt, band, n, b, static_cast<int*>(sync), nullptr, nullptr,
+                                         stream_));
     }
     StepTimer bisection("TridiagonalEigenvalues", stream_);
     JAXMG_CUDA(
@@ -225,7 +247,195 @@ Status Engine::BandEigenvalues(void* w) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_BAND_EIGENVALUES(T) template Status Engine::BandEigenvalues<T>(void* w);
+// Eigenvalues and eigenvectors on a 1 x P grid: stage one (BandReduce), the chase on rank 0
+// keeping its reflectors, which every rank then receives with the tridiagonal matrix; Stedc
+// (cuSOLVERMp) gives its eigenvalues and eigenvectors Z on the grid; then Z := Q₂ Z on each
+// rank's columns in waves of compact WY blocks (cuda/band.h WaveBlocks) with strided batched
+// gemm, and Z := Q₁ Z panel by panel from the last (each owner rebuilds its panel's V and T and
+// broadcasts them, as Orgqr1D does). Z is held with b + ℓ − 1 rows of zero padding below, so
+// that every block of a wave has one shape.
+template <typename T>
+Status Engine::BandEigh(void* w) {
+  StepTimer timer("BandEigh", stream_);
+  using R = RealOf<T>;
+  const layout::Plan& plan = state_.plan;
+  const int procs = ctx_.npcol, me = ctx_.mycol;
+  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, b = EigBand(t);
+  const int64_t held = layout::CyclicLocalExtent(n, t, me, procs);
+  const size_t es = sizeof(T);
+  const cuda::Dtype dt = KernelType<T>();
+  const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
+  constexpr bool kComplex = Scalar<T>::kParts == 2;
+  const int64_t ell = b, h = b + ell - 1, ldz = n + h;
+  const int64_t groups = n > 2 ? (n - 2 + ell - 1) / ell : 0;
+  const int64_t rows_j = n > 2 ? (n - 2) / b + 1 : 0;
+  const int64_t kept = cuda::ChaseReflectors(n, b);
+  void *band = nullptr, *taus = nullptr;
+  JAXMG_RETURN_IF_ERROR(BandReduce<T>(b, &band, &taus));
+
+  // Buffers (agreed), then the chase on rank 0.
+  const int64_t batch_max = std::max<int64_t>(std::min(groups, rows_j), 1);
+  const int64_t cols_held = std::max<int64_t>(held, 1);
+  const int64_t chunk = std::clamp<int64_t>(
+      (int64_t{256} << 20) / static_cast<int64_t>(es * batch_max * ell), 1, cols_held);
+  void *v2 = nullptr, *tau2 = nullptr, *sync = nullptr, *d = nullptr, *e = nullptr;
+  void *phase = nullptr, *z = nullptr, *q = nullptr, *vb = nullptr, *taub = nullptr;
+  void *sb = nullptr, *tb = nullptr, *vtb = nullptr, *wb = nullptr, *vw = nullptr, *f = nullptr;
+  void *qw1 = nullptr, *qw2 = nullptr, *qs = nullptr;
+  Lane main;
+  Status local = MainLane(&main);
+  for (auto [p, bytes] : {std::pair<void**, size_t>{&v2, es * std::max<int64_t>(kept, 1) * b},
+                          {&tau2, es * std::max<int64_t>(kept, 1)},
+                          {&sync, sizeof(int) * (n + 1)},
+                          {&d, sizeof(R) * n},
+                          {&e, sizeof(R) * n},
+                          {&phase, es * n},
+                          {&z, es * ldz * cols_held},
+                          {&q, kComplex ? sizeof(R) * std::max<int64_t>(lr, 1) * cols_held : 0},
+                          {&vb, es * batch_max * h * ell},
+                          {&taub, es * batch_max * ell},
+                          {&sb, es * batch_max * ell * ell},
+                          {&tb, es * batch_max * ell * ell},
+                          {&vtb, es * batch_max * h * ell},
+                          {&wb, es * batch_max * ell * chunk},
+                          {&vw, es * n * b},
+                          {&f, es * t * t},
+                          {&qw1, es * b * cols_held},
+                          {&qw2, es * b * cols_held},
+                          {&qs, es * t * t},
+                          {&local_b_, es * std::max<int64_t>(lr * local_cols_, 1)}}) {
+    if (local.ok()) local = Scratch(bytes, p);
+  }
+  if (local.ok()) {
+    local = desc_b_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1));
+  }
+  Descriptor desc_q;
+  if (local.ok()) {
+    local =
+        desc_q.Create(ctx_, DataTypeOf<R>(), n, n, t, t, kComplex ? std::max<int64_t>(lr, 1) : ldz);
+  }
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
+  if (me == 0) {
+    StepTimer chase("BandToTridiagonal (vectors)", stream_);
+    JAXMG_CUDA(cuda::BandToTridiagonal(dt, band, n, b, static_cast<int*>(sync), v2, tau2, stream_));
+    JAXMG_CUDA(cuda::TridiagonalOf(dt, band, n, b, d, e, phase, stream_));
+  }
+  if (procs > 1) {
+    StepTimer share("broadcast reflectors", stream_);
+    JAXMG_NCCL(ncclGroupStart());
+    JAXMG_NCCL(ncclBroadcast(d, d, n, NcclRealOf<T>(), 0, ctx_.comm, stream_));
+    JAXMG_NCCL(ncclBroadcast(e, e, n, NcclRealOf<T>(), 0, ctx_.comm, stream_));
+    JAXMG_NCCL(ncclBroadcast(phase, phase, n * reals, NcclRealOf<T>(), 0, ctx_.comm, stream_));
+    JAXMG_NCCL(ncclBroadcast(tau2, tau2, kept * reals, NcclRealOf<T>(), 0, ctx_.comm, stream_));
+    JAXMG_NCCL(ncclGroupEnd());
+    JAXMG_NCCL(ncclBroadcast(v2, v2, kept * b * reals, NcclRealOf<T>(), 0, ctx_.comm, stream_));
+  }
+
+  // The tridiagonal matrix's eigenvectors (real), into z (or, complex, q then z = diag(p) q).
+  JAXMG_CUDA(cudaMemsetAsync(z, 0, es * ldz * cols_held, stream_));
+  {
+    StepTimer stedc("Stedc", stream_);
+    char compz[2] = {'I', 0};
+    std::vector<int> iwork(std::max<int64_t>(n, 2 * procs + 1));
+    void* qd = kComplex ? q : z;
+    size_t dev = 0, host = 0;
+    JAXMG_SOLVER(cusolverMpStedc_bufferSize(ctx_.handle, compz, n, d, e, qd, 1, 1, desc_q.get(),
+                                            DataTypeOf<R>(), &dev, &host, iwork.data()));
+    void* d_work = nullptr;
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_SOLVER(cusolverMpStedc(ctx_.handle, compz, n, d, e, qd, 1, 1, desc_q.get(),
+                                 DataTypeOf<R>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                                 ctx_.host_work.size(), small_));
+    if (kComplex) {
+      JAXMG_CUDA(cuda::PhaseRows(dt, q, std::max<int64_t>(lr, 1), phase, n, held, z, ldz, stream_));
+    }
+  }
+  JAXMG_CUDA(cudaMemcpyAsync(w, d, sizeof(R) * n, cudaMemcpyDeviceToDevice, stream_));
+
+  const LocalBlas& lb = *main.lb;
+  const int xi = Scalar<T>::kIndex;
+  const T one(1), zero(0), minus_one(-1);
+  int ih = 0, il = 0, ic = 0, iz = 0, icount = 0;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(h, "wave block rows", &ih));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(ell, "wave block columns", &il));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(ldz, "rows", &iz));
+  {
+    // Z := Q₂ Z, wave by wave.
+    StepTimer back("Q2 (chase reflectors)", stream_);
+    const int64_t waves = groups > 0 ? (rows_j - 1) + 2 * (groups - 1) + 1 : 0;
+    for (int64_t wave = 0; wave < waves; ++wave) {
+      int64_t g0 = -1, count = 0, j0 = 0;
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t j = wave + 1 - 2 * (groups - 1 - g);
+        if (j < 1 || j > rows_j || g * ell >= cuda::ChaseSweeps(n, b, j)) continue;
+        if (g0 < 0) g0 = g, j0 = j;
+        ++count;
+      }
+      if (count == 0) continue;
+      JAXMG_RETURN_IF_ERROR(CheckedInt(count, "wave blocks", &icount));
+      JAXMG_CUDA(cuda::WaveBlocks(dt, v2, tau2, n, b, ell, g0, j0, count, vb, taub, stream_));
+      JAXMG_RETURN_IF_ERROR(CublasCheck(
+          lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, il, il, ih, &one, vb, ih,
+                              h * ell, vb, ih, h * ell, &zero, sb, il, ell * ell, icount),
+          "cublas gemm (wave VᴴV)"));
+      JAXMG_CUDA(cuda::WaveFactors(dt, sb, taub, ell, count, tb, stream_));
+      JAXMG_RETURN_IF_ERROR(CublasCheck(
+          lb.gemm_batched[xi](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ih, il, il, &one, vb, ih,
+                              h * ell, tb, il, ell * ell, &zero, vtb, ih, h * ell, icount),
+          "cublas gemm (wave V T)"));
+      const int64_t row0 = g0 * ell + 1 + (j0 - 1) * b, stride = ell + 2 * b;
+      for (int64_t c = 0; c < held; c += chunk) {
+        const int64_t cw = std::min(chunk, held - c);
+        JAXMG_RETURN_IF_ERROR(CheckedInt(cw, "columns", &ic));
+        char* zc = static_cast<char*>(z) + es * (row0 + c * ldz);
+        JAXMG_RETURN_IF_ERROR(CublasCheck(
+            lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, il, ic, ih, &one, vb, ih,
+                                h * ell, zc, iz, stride, &zero, wb, il, ell * cw, icount),
+            "cublas gemm (wave Vᴴ Z)"));
+        JAXMG_RETURN_IF_ERROR(CublasCheck(
+            lb.gemm_batched[xi](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ih, ic, il, &minus_one, vtb,
+                                ih, h * ell, wb, il, ell * cw, &one, zc, iz, stride, icount),
+            "cublas gemm (wave Z − V T W)"));
+      }
+    }
+  }
+  {
+    // Z := Q₁ Z, the panels from the last.
+    StepTimer back("Q1 (band reduction)", stream_);
+    const QrWork qwork{qw1, qw2, qs};
+    char* a = static_cast<char*>(work_);
+    const int64_t panels = (n + b - 1) / b;
+    for (int64_t p = panels - 1; p >= 0; --p) {
+      const int64_t c0 = p * b, r0 = c0 + b, rows = n - r0, k = std::min(rows, b);
+      if (rows < 2) continue;
+      const int owner = static_cast<int>((c0 / t) % procs);
+      if (me == owner) {
+        char* below = a + es * (r0 + lr * ((c0 / t / procs) * t + c0 % t));
+        const void* tau = static_cast<char*>(taus) + es * c0;
+        JAXMG_CUDA(cuda::ReflectorBlock(dt, below, lr, rows, k, tau, vw, rows, stream_));
+        JAXMG_RETURN_IF_ERROR(ReflectorFactorOf<T>(main, vw, rows, k, tau, f, qs));
+      }
+      if (procs > 1) {
+        JAXMG_NCCL(ncclGroupStart());
+        JAXMG_NCCL(
+            ncclBroadcast(vw, vw, rows * k * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
+        JAXMG_NCCL(ncclBroadcast(f, f, t * k * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
+        JAXMG_NCCL(ncclGroupEnd());
+      }
+      JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(main, vw, rows, k, f, t, /*adjoint=*/false,
+                                               static_cast<char*>(z) + es * r0, held, ldz, qwork));
+    }
+  }
+  if (held > 0) {
+    JAXMG_CUDA(cudaMemcpy2DAsync(local_b_, es * lr, z, es * ldz, es * n, held,
+                                 cudaMemcpyDeviceToDevice, stream_));
+  }
+  return Status();
+}
+
+#define JAXMG_INSTANTIATE_BAND_EIGENVALUES(T)          \
+  template Status Engine::BandEigenvalues<T>(void* w); \
+  template Status Engine::BandEigh<T>(void* w);
 JAXMG_INSTANTIATE_BAND_EIGENVALUES(float)
 JAXMG_INSTANTIATE_BAND_EIGENVALUES(double)
 JAXMG_INSTANTIATE_BAND_EIGENVALUES(std::complex<float>)

@@ -1797,6 +1797,8 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
   rhs_local_cols_ = local_cols_;
   if (!vectors && UseBandEigenvalues()) {
     JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(w));
+  } else if (vectors && UseBandEigh()) {
+    JAXMG_RETURN_IF_ERROR(BandEigh<T>(w));
   } else {
     JAXMG_RETURN_IF_ERROR(LibraryEigh<T>(vectors, w));
   }
@@ -2421,9 +2423,12 @@ Status Engine::WriteStatus(int info, int32_t* status) {
 JAXMG_INSTANTIATE_ENGINE(Engine)
 
 // Used by band_eigenvalues.cc.
-#define JAXMG_INSTANTIATE_REFLECTORS(T)                                                    \
-  template Status Engine::ReflectorFactorOf<T>(const Lane&, const void*, int64_t, int64_t, \
-                                               const void*, void*, void*);
+#define JAXMG_INSTANTIATE_REFLECTORS(T)                                                           \
+  template Status Engine::ReflectorFactorOf<T>(const Lane&, const void*, int64_t, int64_t,        \
+                                               const void*, void*, void*);                        \
+  template Status Engine::ApplyReflectors<T>(const Lane&, const void*, int64_t, int64_t,          \
+                                             const void*, int64_t, bool, void*, int64_t, int64_t, \
+                                             const QrWork&);
 JAXMG_INSTANTIATE_REFLECTORS(float)
 JAXMG_INSTANTIATE_REFLECTORS(double)
 JAXMG_INSTANTIATE_REFLECTORS(std::complex<float>)

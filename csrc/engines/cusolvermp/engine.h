@@ -184,6 +184,15 @@ class Engine {
   bool UseBandEigenvalues() const;
   template <typename T>
   Status BandEigenvalues(void* w);
+  // With vectors (1 x P grids): the chase keeps its reflectors, Stedc finds the tridiagonal
+  // matrix's eigenvectors, and both back-transformations follow (local_b_ := the eigenvectors).
+  bool UseBandEigh() const;
+  template <typename T>
+  Status BandEigh(void* w);
+  // Stage one: the band (n (2b + 1) elements, band storage) summed onto rank 0, and each
+  // panel's τ (kept by its owner, whose panel columns keep V below R).
+  template <typename T>
+  Status BandReduce(int64_t b, void** band, void** taus);
   template <typename T>
   Status LibraryEigh(bool vectors, void* w);
   // The 1-D QR (1 x P grids) and its Q, formed in place (engine.cc).

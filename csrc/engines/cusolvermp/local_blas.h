@@ -25,9 +25,15 @@ struct LocalBlas {
   using Trmm = cublasStatus_t (*)(cublasHandle_t, cublasSideMode_t, cublasFillMode_t,
                                   cublasOperation_t, cublasDiagType_t, int, int, const void*,
                                   const void*, int, const void*, int, void*, int);
+  // Typed strided batched gemm.
+  using GemmBatched = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                         int, int, const void*, const void*, int, long long,
+                                         const void*, int, long long, const void*, void*, int,
+                                         long long, int);
   Trsm trsm[4] = {};
   Trmm trmm[4] = {};
   Gemm gemm[4] = {};
+  GemmBatched gemm_batched[4] = {};
   decltype(&cusolverDnCreate) dn_create = nullptr;
   decltype(&cusolverDnSetStream) dn_set_stream = nullptr;
   decltype(&cusolverDnCreateParams) dn_create_params = nullptr;
