@@ -453,8 +453,8 @@ __global__ void CyclicRowsKernel(bool to_global, T* local, int64_t ldl, int64_t 
   }
 }
 
-// The tridiagonal matrix for Stedc: d, e (real; for complex types e = |subdiagonal|) and the
-// phases p with T = P T_real Pᴴ (p₀ = 1, p_{i+1} = p_i e_i / |e_i|; all 1 for real types).
+// The tridiagonal matrix for Stedc: d, e = |subdiagonal| and the phases p with
+// T = P T_real Pᴴ (p₀ = 1, p_{i+1} = p_i e_i / |e_i|: signs for real types).
 // One thread: the phases are a running product.
 template <typename T>
 __global__ void TridiagonalOfKernel(const T* band, int64_t ld, int64_t n,
@@ -469,10 +469,6 @@ __global__ void TridiagonalOfKernel(const T* band, int64_t ld, int64_t n,
     if (i + 1 == n) break;
     const T sub = band[(i + 1) + i * ld];
     const double mag = sqrt(AbsSq(sub));
-    if (Im(sub) == 0.0 && Im(p) == 0.0 && Traits<T>::Re(p) == 1.0) {
-      e[i] = static_cast<R>(Traits<T>::Re(sub));  // real: the signed entry, no phase
-      continue;
-    }
     e[i] = static_cast<R>(mag);
     if (mag > 0.0) p = Mul(p, Scaled(sub, 1.0 / mag));
   }

@@ -45,9 +45,9 @@ cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* s
 int64_t ChaseSweeps(int64_t n, int64_t b, int64_t j);
 int64_t ChaseReflectors(int64_t n, int64_t b);
 
-// From the chased band: d and e (n reals each, e[n − 1] = 0) of a real symmetric tridiagonal
-// matrix and the phases (n elements of dt) p with T = diag(p) T_real diag(p)ᴴ (complex types;
-// 1 for real ones, whose e keeps its signs).
+// From the chased band: d and e (n reals each, e >= 0, e[n − 1] = 0) of a real symmetric
+// tridiagonal matrix and the phases (n elements of dt; signs for real types) p with
+// T = diag(p) T_real diag(p)ᴴ.
 cudaError_t TridiagonalOf(Dtype dt, const void* band, int64_t n, int64_t b, void* d, void* e,
                           void* phase, cudaStream_t stream);
 

@@ -265,7 +265,6 @@ Status Engine::BandEigh(void* w) {
   const size_t es = sizeof(T);
   const cuda::Dtype dt = KernelType<T>();
   const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
-  constexpr bool kComplex = Scalar<T>::kParts == 2;
   const int64_t ell = b, h = b + ell - 1, ldz = n + h;
   const int64_t groups = n > 2 ? (n - 2 + ell - 1) / ell : 0;
   const int64_t rows_j = n > 2 ? (n - 2) / b + 1 : 0;
@@ -291,7 +290,7 @@ Status Engine::BandEigh(void* w) {
                           {&e, sizeof(R) * n},
                           {&phase, es * n},
                           {&z, es * ldz * cols_held},
-                          {&q, kComplex ? sizeof(R) * std::max<int64_t>(lr, 1) * cols_held : 0},
+                          {&q, sizeof(R) * std::max<int64_t>(lr, 1) * cols_held},
                           {&vb, es * batch_max * h * ell},
                           {&taub, es * batch_max * ell},
                           {&sb, es * batch_max * ell * ell},
@@ -311,8 +310,7 @@ Status Engine::BandEigh(void* w) {
   }
   Descriptor desc_q;
   if (local.ok()) {
-    local =
-        desc_q.Create(ctx_, DataTypeOf<R>(), n, n, t, t, kComplex ? std::max<int64_t>(lr, 1) : ldz);
+    local = desc_q.Create(ctx_, DataTypeOf<R>(), n, n, t, t, std::max<int64_t>(lr, 1));
   }
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
   if (me == 0) {
@@ -331,13 +329,14 @@ Status Engine::BandEigh(void* w) {
     JAXMG_NCCL(ncclBroadcast(v2, v2, kept * b * reals, NcclRealOf<T>(), 0, ctx_.comm, stream_));
   }
 
-  // The tridiagonal matrix's eigenvectors (real), into z (or, complex, q then z = diag(p) q).
+  // The tridiagonal matrix's eigenvectors (real) into q, then z = diag(p) q (Stedc wrote wrong
+  // vectors into a buffer whose leading dimension exceeds its local rows).
   JAXMG_CUDA(cudaMemsetAsync(z, 0, es * ldz * cols_held, stream_));
   {
     StepTimer stedc("Stedc", stream_);
     char compz[2] = {'I', 0};
     std::vector<int> iwork(std::max<int64_t>(n, 2 * procs + 1));
-    void* qd = kComplex ? q : z;
+    void* qd = q;
     size_t dev = 0, host = 0;
     JAXMG_SOLVER(cusolverMpStedc_bufferSize(ctx_.handle, compz, n, d, e, qd, 1, 1, desc_q.get(),
                                             DataTypeOf<R>(), &dev, &host, iwork.data()));
@@ -346,9 +345,7 @@ Status Engine::BandEigh(void* w) {
     JAXMG_SOLVER(cusolverMpStedc(ctx_.handle, compz, n, d, e, qd, 1, 1, desc_q.get(),
                                  DataTypeOf<R>(), d_work, workspace_bytes_, ctx_.host_work.data(),
                                  ctx_.host_work.size(), small_));
-    if (kComplex) {
-      JAXMG_CUDA(cuda::PhaseRows(dt, q, std::max<int64_t>(lr, 1), phase, n, held, z, ldz, stream_));
-    }
+    JAXMG_CUDA(cuda::PhaseRows(dt, q, std::max<int64_t>(lr, 1), phase, n, held, z, ldz, stream_));
   }
   JAXMG_CUDA(cudaMemcpyAsync(w, d, sizeof(R) * n, cudaMemcpyDeviceToDevice, stream_));
 
