@@ -501,11 +501,13 @@ __global__ void WaveBlocksKernel(const T* v2, const T* tau2, int64_t n, int64_t 
     const int64_t i = idx / per, r = idx % per % h, q = idx % per / h;
     const int64_t g = g0 + i, j = j0 + 2 * i, s = g * ell + q;
     const int64_t sweeps = min(n - 2, n - 1 - (j - 1) * b);
-    const bool there = s < sweeps;
+    const T tau = s < sweeps ? tau2[ChaseOffset(n, b, j) + s] : Make<T>(0.0, 0.0);
+    // H = I where τ = 0: its column stays zero (T's diagonal is 1 there).
+    const bool there = Traits<T>::Re(tau) != 0 || Im(tau) != 0.0;
     T x = Make<T>(0.0, 0.0);
     if (there && r >= q && r < q + b) x = v2[(ChaseOffset(n, b, j) + s) * b + (r - q)];
     vb[idx] = x;
-    if (r == 0) taub[i * ell + q] = there ? tau2[ChaseOffset(n, b, j) + s] : Make<T>(0.0, 0.0);
+    if (r == 0) taub[i * ell + q] = tau;
   }
 }
 

@@ -94,6 +94,7 @@ Status Engine::BandReduce(int64_t b, void** band_out, void** taus_out) {
   if (local.ok()) local = Workspace(dev, host, &d_work);
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
   JAXMG_CUDA(cudaMemsetAsync(band, 0, es * cuda::BandElements(n, b), stream_));
+  JAXMG_CUDA(cudaMemsetAsync(taus, 0, es * n, stream_));  // τ = 0 (H = I) where none is made
 
   char* a = static_cast<char*>(work_);
   const LocalBlas& lb = *main.lb;
@@ -297,7 +298,7 @@ Status Engine::BandEigh(void* w) {
                           {&tb, es * batch_max * ell * ell},
                           {&vtb, es * batch_max * h * ell},
                           {&wb, es * batch_max * ell * chunk},
-                          {&vw, es * n * b},
+                          {&vw, es * n * t},
                           {&f, es * t * t},
                           {&qw1, es * b * cols_held},
                           {&qw2, es * b * cols_held},
@@ -397,20 +398,31 @@ Status Engine::BandEigh(void* w) {
     }
   }
   {
-    // Z := Q₁ Z, the panels from the last.
+    // Z := Q₁ Z by tiles from the last: a tile's panels (one owner) joined into one compact WY
+    // block (V_p placed p b rows down, T of all their reflectors), so that the products are t
+    // wide instead of b.
     StepTimer back("Q1 (band reduction)", stream_);
     const QrWork qwork{qw1, qw2, qs};
     char* a = static_cast<char*>(work_);
-    const int64_t panels = (n + b - 1) / b;
-    for (int64_t p = panels - 1; p >= 0; --p) {
-      const int64_t c0 = p * b, r0 = c0 + b, rows = n - r0, k = std::min(rows, b);
+    const int64_t tiles = (n + t - 1) / t;
+    for (int64_t k_tile = tiles - 1; k_tile >= 0; --k_tile) {
+      const int64_t c0 = k_tile * t, r0 = c0 + b, rows = n - r0;
       if (rows < 2) continue;
-      const int owner = static_cast<int>((c0 / t) % procs);
+      const int64_t k = std::min(std::min(t, n - c0), rows);  // reflectors: τ = 0 past each panel's
+      const int owner = static_cast<int>(k_tile % procs);
       if (me == owner) {
-        char* below = a + es * (r0 + lr * ((c0 / t / procs) * t + c0 % t));
-        const void* tau = static_cast<char*>(taus) + es * c0;
-        JAXMG_CUDA(cuda::ReflectorBlock(dt, below, lr, rows, k, tau, vw, rows, stream_));
-        JAXMG_RETURN_IF_ERROR(ReflectorFactorOf<T>(main, vw, rows, k, tau, f, qs));
+        JAXMG_CUDA(cudaMemsetAsync(vw, 0, es * rows * k, stream_));
+        char* column = a + es * lr * ((k_tile / procs) * t);
+        for (int64_t p = 0; p * b < k; ++p) {
+          const int64_t pr0 = r0 + p * b, prows = n - pr0, pk = std::min(prows, b);
+          if (prows < 2) break;
+          JAXMG_CUDA(cuda::ReflectorBlock(dt, column + es * (pr0 + p * b * lr), lr, prows, pk,
+                                          static_cast<char*>(taus) + es * (c0 + p * b),
+                                          static_cast<char*>(vw) + es * (p * b + p * b * rows),
+                                          rows, stream_));
+        }
+        JAXMG_RETURN_IF_ERROR(
+            ReflectorFactorOf<T>(main, vw, rows, k, static_cast<char*>(taus) + es * c0, f, qs));
       }
       if (procs > 1) {
         JAXMG_NCCL(ncclGroupStart());
