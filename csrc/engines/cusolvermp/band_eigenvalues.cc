@@ -404,15 +404,19 @@ Status Engine::BandEigh(void* w) {
     StepTimer back("Q1 (band reduction)", stream_);
     const QrWork qwork{qw1, qw2, qs};
     char* a = static_cast<char*>(work_);
-    const int64_t tiles = (n + t - 1) / t;
-    for (int64_t k_tile = tiles - 1; k_tile >= 0; --k_tile) {
-      const int64_t c0 = k_tile * t, r0 = c0 + b, rows = n - r0;
+    // JAXMG_EIG_Q1_WIDTH: the panels joined (a multiple of b dividing t; default t).
+    const char* width_env = std::getenv("JAXMG_EIG_Q1_WIDTH");
+    int64_t gw = width_env != nullptr ? std::atoll(width_env) : t;
+    if (gw < b || t % gw != 0 || gw % b != 0) gw = t;
+    const int64_t groups_q1 = (n + gw - 1) / gw;
+    for (int64_t kg = groups_q1 - 1; kg >= 0; --kg) {
+      const int64_t c0 = kg * gw, r0 = c0 + b, rows = n - r0;
       if (rows < 2) continue;
-      const int64_t k = std::min(std::min(t, n - c0), rows);  // reflectors: τ = 0 past each panel's
-      const int owner = static_cast<int>(k_tile % procs);
+      const int64_t k = std::min(std::min(gw, n - c0), rows);  // τ = 0 past each panel's
+      const int owner = static_cast<int>((c0 / t) % procs);
       if (me == owner) {
         JAXMG_CUDA(cudaMemsetAsync(vw, 0, es * rows * k, stream_));
-        char* column = a + es * lr * ((k_tile / procs) * t);
+        char* column = a + es * lr * ((c0 / t / procs) * t + c0 % t);
         for (int64_t p = 0; p * b < k; ++p) {
           const int64_t pr0 = r0 + p * b, prows = n - pr0, pk = std::min(prows, b);
           if (prows < 2) break;
