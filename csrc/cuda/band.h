@@ -57,7 +57,7 @@ cudaError_t PhaseRows(Dtype dt, const void* q, int64_t ldq, const void* phase, i
 
 // The back-transformation by Q₂ in waves. Group g holds sweeps g ℓ .. g ℓ + ℓ − 1; its block at
 // block row j, H(g ℓ, j) ⋯ H(g ℓ + ℓ − 1, j) = I − V T Vᴴ, acts on rows g ℓ + 1 + (j − 1) b ..
-// + b + ℓ − 1. Q₂ = G₀ G₁ ⋯ with G_g = B(g, J) ⋯ B(g, 1) (for ℓ <= b), so Q₂ Z applies the groups
+// + b + ℓ − 1. Q₂ = G₀ G₁ ⋯ with G_g = B(g, J) ⋯ B(g, 1) (for any ℓ), so Q₂ Z applies the groups
 // from the last, each from block row 1 down; wave w = (j − 1) + 2 (G − 1 − g) holds blocks that
 // share no row, and the waves in order respect every overlap. WaveBlocks: vb (count blocks of
 // (b + ℓ − 1) x ℓ) and taub (count x ℓ) of the wave's blocks g0 + i at block rows j0 + 2i.

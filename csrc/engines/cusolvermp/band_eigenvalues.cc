@@ -266,7 +266,13 @@ Status Engine::BandEigh(void* w) {
   const size_t es = sizeof(T);
   const cuda::Dtype dt = KernelType<T>();
   const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
-  const int64_t ell = b, h = b + ell - 1, ldz = n + h;
+  // ℓ: sweeps per wave block (JAXMG_EIG_Q2_GROUP, default 2b; at most 128 and ℓ² elements in
+  // 160 KB, the factor kernel's shared memory).
+  const char* group_env = std::getenv("JAXMG_EIG_Q2_GROUP");
+  int64_t ell = group_env != nullptr ? std::atoll(group_env) : 2 * b;
+  ell = std::clamp<int64_t>(ell, 1, 128);
+  while (ell > 1 && static_cast<int64_t>(es) * ell * ell > (int64_t{160} << 10)) ell /= 2;
+  const int64_t h = b + ell - 1, ldz = n + h;
   const int64_t groups = n > 2 ? (n - 2 + ell - 1) / ell : 0;
   const int64_t rows_j = n > 2 ? (n - 2) / b + 1 : 0;
   const int64_t kept = cuda::ChaseReflectors(n, b);
@@ -300,8 +306,8 @@ Status Engine::BandEigh(void* w) {
                           {&wb, es * batch_max * ell * chunk},
                           {&vw, es * n * t},
                           {&f, es * t * t},
-                          {&qw1, es * b * cols_held},
-                          {&qw2, es * b * cols_held},
+                          {&qw1, es * t * cols_held},
+                          {&qw2, es * t * cols_held},
                           {&qs, es * t * t},
                           {&local_b_, es * std::max<int64_t>(lr * local_cols_, 1)}}) {
     if (local.ok()) local = Scratch(bytes, p);
