@@ -318,7 +318,6 @@ Status Engine::BandEigh(void* w) {
                           {&e, sizeof(R) * n},
                           {&phase, es * n},
                           {&z, es * ldz * cols_held},
-                          {&q, sizeof(R) * std::max<int64_t>(lr, 1) * cols_held},
                           {&vb, es * batch_max * h * ell},
                           {&taub, es * batch_max * ell},
                           {&sb, es * batch_max * ell * ell},
@@ -333,6 +332,7 @@ Status Engine::BandEigh(void* w) {
                           {&local_b_, es * std::max<int64_t>(lr * local_cols_, 1)}}) {
     if (local.ok()) local = Scratch(bytes, p);
   }
+  q = local_b_;  // Stedc's real vectors, until the eigenvectors are written there at the end
   if (local.ok()) {
     local = desc_b_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1));
   }
