@@ -36,6 +36,7 @@ from eigh_cases import (  # noqa: E402
     eigh_failure_case,
     generalized_case,
     generalized_failure_case,
+    hermitian,
 )
 from factor_cases import factor_case, factor_failure_case  # noqa: E402
 from linalg_cases import (  # noqa: E402
@@ -106,6 +107,50 @@ def case_repeated(mesh, calls=200):
         per_call_ms_n256=per_call_ms,
     )
     rec["ok"] = rec["ok"] and rec["gpu_used_growth_bytes"] <= 4 << 20
+    return rec
+
+
+def case_repeated_eigh(mesh, calls=200):
+    """syevd with and without eigenvectors in turn (the two-stage paths on a mesh of one device
+    row): flat GPU memory and the last results right."""
+    import jaxmg
+
+    n = 256
+    a = hermitian(n, np.float64, 5)
+    ap = place(a, mesh, A_SPEC)
+    fns = [
+        jax.jit(lambda m, v=v: jaxmg.syevd(m, T_A=128, return_eigenvectors=v))
+        for v in (True, False)
+    ]
+    for i in range(10):
+        out = fns[i % 2](ap)
+    jax.block_until_ready(out)
+    used0 = gpu_used_bytes()
+    t0 = time.perf_counter()
+    both = values = None
+    for i in range(calls):
+        if i % 2 == 0:
+            both = fns[0](ap)
+        else:
+            values = fns[1](ap)
+    jax.block_until_ready((both, values))
+    per_call_ms = (time.perf_counter() - t0) / calls * 1e3
+    w, v = (gather(x) for x in both)
+    ref = np.linalg.eigvalsh(a)
+    norm = np.linalg.norm(a, 2)
+    rec = dict(
+        calls=calls,
+        gpu_used_growth_bytes=gpu_used_bytes() - used0,
+        per_call_ms_n256=per_call_ms,
+        eigenvalue_error=float(np.abs(w - ref).max() / norm),
+        values_error=float(np.abs(gather(values) - ref).max() / norm),
+        residual=float(np.linalg.norm(a @ v - v * w) / norm),
+    )
+    tol = 10 * n * np.finfo(np.float64).eps
+    rec["ok"] = bool(
+        rec["gpu_used_growth_bytes"] <= 4 << 20
+        and max(rec["eigenvalue_error"], rec["values_error"], rec["residual"]) <= tol
+    )
     return rec
 
 
@@ -205,6 +250,8 @@ def main():
             run_plan(mesh_plan(mesh, f"mesh{shape[0]}x{shape[1]}"))
         mesh = jax.make_mesh((2, 1), ("pr", "pc"))
         run_plan({"mesh2x1/mixed-repeated": lambda: case_repeated(mesh)})
+        mesh = jax.make_mesh((1, 2), ("pr", "pc"))
+        run_plan({"mesh1x2/eigh-repeated": lambda: case_repeated_eigh(mesh)})
     elif mode == "local":
         assert jax.process_count() == 1 and jax.device_count() >= 2, jax.devices()
         for shape in ((2, 1), (1, 2)):
@@ -222,6 +269,7 @@ def main():
     else:
         mesh = jax.make_mesh((1, 1), ("pr", "pc"), devices=jax.local_devices()[:1])
         run_plan(mesh_plan(mesh, "mesh1x1"))
+        run_plan({"mesh1x1/eigh-repeated": lambda: case_repeated_eigh(mesh)})
     names = [r["case"] for r in RESULTS["records"]]
     RESULTS["missing"] = sorted(set(RESULTS["expected"]) - set(names))
     RESULTS["unexpected"] = sorted(set(names) - set(RESULTS["expected"]))
