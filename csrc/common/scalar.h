@@ -67,4 +67,11 @@ T SignOf(double arg_sum, int parity, bool zero, bool nonfinite) {
   }
 }
 
+// M(T) for each of the four element types (explicit instantiations).
+#define JAXMG_FOR_EACH_SCALAR(M) \
+  M(float)                       \
+  M(double)                      \
+  M(std::complex<float>)         \
+  M(std::complex<double>)
+
 }  // namespace jaxmg

@@ -468,10 +468,7 @@ Status Engine::BandEigh(void* w) {
 #define JAXMG_INSTANTIATE_BAND_EIGENVALUES(T)          \
   template Status Engine::BandEigenvalues<T>(void* w); \
   template Status Engine::BandEigh<T>(void* w);
-JAXMG_INSTANTIATE_BAND_EIGENVALUES(float)
-JAXMG_INSTANTIATE_BAND_EIGENVALUES(double)
-JAXMG_INSTANTIATE_BAND_EIGENVALUES(std::complex<float>)
-JAXMG_INSTANTIATE_BAND_EIGENVALUES(std::complex<double>)
+JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BAND_EIGENVALUES)
 #undef JAXMG_INSTANTIATE_BAND_EIGENVALUES
 
 }  // namespace jaxmg::cusolvermp

@@ -2429,10 +2429,7 @@ JAXMG_INSTANTIATE_ENGINE(Engine)
   template Status Engine::ApplyReflectors<T>(const Lane&, const void*, int64_t, int64_t,          \
                                              const void*, int64_t, bool, void*, int64_t, int64_t, \
                                              const QrWork&);
-JAXMG_INSTANTIATE_REFLECTORS(float)
-JAXMG_INSTANTIATE_REFLECTORS(double)
-JAXMG_INSTANTIATE_REFLECTORS(std::complex<float>)
-JAXMG_INSTANTIATE_REFLECTORS(std::complex<double>)
+JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_REFLECTORS)
 #undef JAXMG_INSTANTIATE_REFLECTORS
 
 }  // namespace jaxmg::cusolvermp
