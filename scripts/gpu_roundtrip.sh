@@ -26,19 +26,21 @@ ROOT=$PWD
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 
 # `scripts/gpu_roundtrip.sh collect FILES_AT/gpu_results.json`: copy the results into
-# bench/results/gpu_tests_h200x2_<commit>.json with the commit and whether the tree was dirty.
+# bench/results/gpu_tests_h200x2_<commit>.json.gz with the commit and whether the tree was dirty
+# (gzipped: the results travel with the working tree, inside the carry limit).
 if [ "${1:-}" = collect ]; then
   src=$2
-  dst=bench/results/gpu_tests_h200x2_$(git rev-parse --short=7 HEAD 2>/dev/null || date -u +%F).json
+  dst=bench/results/gpu_tests_h200x2_$(git rev-parse --short=7 HEAD 2>/dev/null || date -u +%F).json.gz
   mkdir -p bench/results
   commit=$(git rev-parse HEAD 2>/dev/null || echo none)
   dirty=false; [ -n "$(git status --porcelain -- . ':!bench/results' 2>/dev/null)" ] && dirty=true
   python3 - "$src" "$dst" "$commit" "$dirty" <<'PYEOF'
-import json, sys
+import gzip, json, sys
 src, dst, commit, dirty = sys.argv[1:]
 res = json.load(open(src))
 res = {"commit": None if commit == "none" else commit, "dirty": dirty == "true", **res}
-json.dump(res, open(dst, "w"), indent=1)
+with gzip.open(dst, "wt") as f:
+    json.dump(res, f, indent=1)
 print("[gpu] wrote", dst)
 PYEOF
   exit 0
@@ -99,5 +101,5 @@ Run on the GPU machine with the device tool:
   command: set -o pipefail; bash scripts/gpu_remote.sh 2>&1 | tee \$OUT/log.txt   (timeout_s 600)
   (stages: info multi readme single bench qrbench sweep reliability launch; e.g. bash scripts/gpu_remote.sh multi readme)
 Then: scripts/gpu_roundtrip.sh collect <files_at>/gpu_results.json
-      (-> bench/results/gpu_tests_h200x2_<commit>.json with "commit" and "dirty")
+      (-> bench/results/gpu_tests_h200x2_<commit>.json.gz with "commit" and "dirty")
 MSG
