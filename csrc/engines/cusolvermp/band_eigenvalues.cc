@@ -357,8 +357,8 @@ Status Engine::BandEigh(void* w) {
     JAXMG_NCCL(ncclBroadcast(v2, v2, kept * b * reals, NcclRealOf<T>(), 0, ctx_.comm, stream_));
   }
 
-  // The tridiagonal matrix's eigenvectors (real) into q, then z = diag(p) q (Stedc wrote wrong
-  // vectors into a buffer whose leading dimension exceeds its local rows).
+  // The tridiagonal matrix's eigenvectors (real) into q (local_b_'s memory), then z = diag(p) q
+  // in z's padded layout.
   JAXMG_CUDA(cudaMemsetAsync(z, 0, es * ldz * cols_held, stream_));
   {
     StepTimer stedc("Stedc", stream_);
