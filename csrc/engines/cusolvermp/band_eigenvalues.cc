@@ -40,7 +40,7 @@ bool Engine::UseBandEigenvalues() const {
 bool Engine::UseBandEigh() const {
   const char* choice = std::getenv("JAXMG_GPU_EIGH");
   const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
-  return !library && ctx_.nprow == 1 && EigBand(state_.plan.tile) > 0;
+  return !library && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(state_.plan.tile) > 0;
 }
 
 // Stage one: for each panel of b columns from c0 (inside one tile, so on one process): QR of
@@ -192,6 +192,14 @@ Status Engine::BandReduce(int64_t b, void** band_out, void** taus_out) {
     }
     if (rows >= 2) {
       if (mine && local.ok()) local = factor(pc, r0, rows, k);
+      if (mine && local.ok() && by_rows) {
+        // The factored rows below the band (V under R) back into this rank's rows c0 .. as
+        // their adjoint (rows no later step reads), for the eigenvectors' back-transformation.
+        const int64_t lc0 = (c0 / t / procs) * t + c0 % t;
+        const cudaError_t e = cuda::Adjoint(dt, pc.column + es * (r0 - pc.row0), pc.ld, rows, k,
+                                            a + es * (lc0 + r0 * lr), lr, stream_);
+        if (e != cudaSuccess) local = Status::Error(std::string("CUDA: ") + cudaGetErrorString(e));
+      }
       if (procs > 1) {
         PartTimer part("broadcast");
         JAXMG_NCCL(ncclGroupStart());
@@ -248,23 +256,28 @@ Status Engine::BandEigenvalues(void* w) {
   return Status();
 }
 
-// Eigenvalues and eigenvectors on a 1 x P grid: stage one (BandReduce), the chase on rank 0
+// Eigenvalues and eigenvectors on a 1 x P or P x 1 grid: stage one (BandReduce), the chase on
+// rank 0
 // keeping its reflectors, which every rank then receives with the tridiagonal matrix; Stedc
 // (cuSOLVERMp) gives its eigenvalues and eigenvectors Z on the grid; then Z := Q₂ Z on each
 // rank's columns in waves of compact WY blocks (cuda/band.h WaveBlocks) with strided batched
 // gemm, and Z := Q₁ Z panel by panel from the last (each owner rebuilds its panel's V and T and
 // broadcasts them, as Orgqr1D does). Z is held with b + ℓ − 1 rows of zero padding below, so
-// that every block of a wave has one shape.
+// that every block of a wave has one shape. On a P x 1 grid each rank works on the columns of Z
+// whose indices are its rows: Stedc's Z (by rows) is transposed on the grid once (Geadd), and
+// the result's adjoint, by rows, is what VectorsOut writes back.
 template <typename T>
 Status Engine::BandEigh(void* w) {
   StepTimer timer("BandEigh", stream_);
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
-  const int procs = ctx_.npcol, me = ctx_.mycol;
+  const bool by_rows = ctx_.npcol == 1 && ctx_.nprow > 1;  // P x 1: rows are distributed
+  const int procs = by_rows ? ctx_.nprow : ctx_.npcol, me = by_rows ? ctx_.myrow : ctx_.mycol;
   const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, b = EigBand(t);
-  const int64_t held = layout::CyclicLocalExtent(n, t, me, procs);
+  const int64_t held = layout::CyclicLocalExtent(n, t, me, procs);  // local columns (rows)
   const size_t es = sizeof(T);
   const cuda::Dtype dt = KernelType<T>();
+  const cuda::Dtype dr = KernelType<R>();
   const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
   // ℓ: sweeps per wave block (JAXMG_EIG_Q2_GROUP, default b; at most 128 and ℓ² elements in
   // 160 KB, the factor kernel's shared memory). At N = 32768 on one H200, ℓ = 128 (b = 64) took
@@ -308,7 +321,7 @@ Status Engine::BandEigh(void* w) {
   void *v2 = nullptr, *tau2 = nullptr, *sync = nullptr, *d = nullptr, *e = nullptr;
   void *phase = nullptr, *z = nullptr, *q = nullptr, *vb = nullptr, *taub = nullptr;
   void *sb = nullptr, *tb = nullptr, *vtb = nullptr, *wb = nullptr, *vw = nullptr, *f = nullptr;
-  void *qw1 = nullptr, *qw2 = nullptr, *qs = nullptr;
+  void *qw1 = nullptr, *qw2 = nullptr, *qs = nullptr, *y = nullptr, *vt = nullptr;
   Lane main;
   Status local = MainLane(&main);
   for (auto [p, bytes] : {std::pair<void**, size_t>{&v2, es * std::max<int64_t>(kept, 1) * b},
@@ -329,6 +342,8 @@ Status Engine::BandEigh(void* w) {
                           {&qw1, es * t * cols_held},
                           {&qw2, es * t * cols_held},
                           {&qs, es * t * t},
+                          {&y, by_rows ? sizeof(R) * std::max<int64_t>(lr * local_cols_, 1) : 0},
+                          {&vt, by_rows ? es * n * b : 0},
                           {&local_b_, es * std::max<int64_t>(lr * local_cols_, 1)}}) {
     if (local.ok()) local = Scratch(bytes, p);
   }
@@ -373,7 +388,14 @@ Status Engine::BandEigh(void* w) {
     JAXMG_SOLVER(cusolverMpStedc(ctx_.handle, compz, n, d, e, qd, 1, 1, desc_q.get(),
                                  DataTypeOf<R>(), d_work, workspace_bytes_, ctx_.host_work.data(),
                                  ctx_.host_work.size(), small_));
-    JAXMG_CUDA(cuda::PhaseRows(dt, q, std::max<int64_t>(lr, 1), phase, n, held, z, ldz, stream_));
+    int64_t ldq = std::max<int64_t>(lr, 1);
+    if (by_rows) {
+      // q holds Z's rows: y := Zᵀ on the grid, whose local rows are Z's columns (transposed).
+      JAXMG_RETURN_IF_ERROR(GridAdjoint<R>(q, y));
+      JAXMG_CUDA(cuda::Adjoint(dr, y, ldq, held, n, q, n, stream_));
+      ldq = n;
+    }
+    JAXMG_CUDA(cuda::PhaseRows(dt, q, ldq, phase, n, held, z, ldz, stream_));
   }
   JAXMG_CUDA(cudaMemcpyAsync(w, d, sizeof(R) * n, cudaMemcpyDeviceToDevice, stream_));
 
@@ -435,14 +457,21 @@ Status Engine::BandEigh(void* w) {
       const int owner = static_cast<int>((c0 / t) % procs);
       if (me == owner) {
         JAXMG_CUDA(cudaMemsetAsync(vw, 0, es * rows * k, stream_));
-        char* column = a + es * lr * ((c0 / t / procs) * t + c0 % t);
+        const int64_t lc0 = (c0 / t / procs) * t + c0 % t;
+        char* column = a + es * lr * lc0;
         for (int64_t p = 0; p * b < k; ++p) {
           const int64_t pr0 = r0 + p * b, prows = n - pr0, pk = std::min(prows, b);
           if (prows < 2) break;
-          JAXMG_CUDA(cuda::ReflectorBlock(dt, column + es * (pr0 + p * b * lr), lr, prows, pk,
-                                          static_cast<char*>(taus) + es * (c0 + p * b),
-                                          static_cast<char*>(vw) + es * (p * b + p * b * rows),
-                                          rows, stream_));
+          const char* at = column + es * (pr0 + p * b * lr);
+          int64_t ld_at = lr;
+          if (by_rows) {  // BandReduce left the factored rows' adjoint in this rank's rows
+            JAXMG_CUDA(cuda::Adjoint(dt, a + es * (lc0 + p * b + pr0 * lr), lr, pk, prows, vt,
+                                     prows, stream_));
+            at = static_cast<const char*>(vt), ld_at = prows;
+          }
+          JAXMG_CUDA(cuda::ReflectorBlock(
+              dt, at, ld_at, prows, pk, static_cast<char*>(taus) + es * (c0 + p * b),
+              static_cast<char*>(vw) + es * (p * b + p * b * rows), rows, stream_));
         }
         JAXMG_RETURN_IF_ERROR(
             ReflectorFactorOf<T>(main, vw, rows, k, static_cast<char*>(taus) + es * c0, f, qs));
@@ -458,7 +487,11 @@ Status Engine::BandEigh(void* w) {
                                                static_cast<char*>(z) + es * r0, held, ldz, qwork));
     }
   }
-  if (held > 0) {
+  if (by_rows) {
+    // Zᴴ's rows of this rank are its columns of Z: VectorsOut needs no exchange.
+    JAXMG_CUDA(cuda::Adjoint(dt, z, ldz, n, held, local_b_, std::max<int64_t>(lr, 1), stream_));
+    vectors_adjointed_ = true;
+  } else if (held > 0) {
     JAXMG_CUDA(cudaMemcpy2DAsync(local_b_, es * lr, z, es * ldz, es * n, held,
                                  cudaMemcpyDeviceToDevice, stream_));
   }

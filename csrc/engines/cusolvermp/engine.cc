@@ -1834,26 +1834,33 @@ Status Engine::LibraryEigh(bool vectors, void* w) {
 template <typename T>
 Status Engine::VectorsOut(void* shard) {
   StepTimer timer("VectorsOut", stream_);
-  // work_ (the redistributed copy, no longer needed) := Zᴴ (cuBLASMp Geadd), then back to the
-  // block layout.
+  // The two-stage path on a P x 1 grid leaves Zᴴ itself in local_b_.
+  if (vectors_adjointed_) return MatrixOut<T>(local_b_, shard);
+  // work_ (the redistributed copy, no longer needed) := Zᴴ, then back to the block layout.
+  JAXMG_RETURN_IF_ERROR(GridAdjoint<T>(local_b_, work_));
+  return MatrixOut<T>(work_, shard);
+}
+
+template <typename U>
+Status Engine::GridAdjoint(const void* src, void* dst) {
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
-  BlasDescriptor dz, dw;
-  JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
-  JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
-  JAXMG_CUDA(cudaMemsetAsync(work_, 0, sizeof(T) * local_rows_ * local_cols_, stream_));
+  BlasDescriptor ds, dd;
+  JAXMG_RETURN_IF_ERROR(ds.Create(ctx_, DataTypeOf<U>(), n, n, t, t, ld));
+  JAXMG_RETURN_IF_ERROR(dd.Create(ctx_, DataTypeOf<U>(), n, n, t, t, ld));
+  JAXMG_CUDA(cudaMemsetAsync(dst, 0, sizeof(U) * local_rows_ * local_cols_, stream_));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasOperation_t adjoint = AdjointOp<T>();
-  const T one(1), zero(0);
+  const cublasOperation_t adjoint = AdjointOp<U>();
+  const U one(1), zero(0);
   size_t dev = 0, host = 0;
-  JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &one, local_b_, 1, 1, dz.get(),
-                                        &zero, work_, 1, 1, dw.get(), &dev, &host));
+  JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &one, src, 1, 1, ds.get(), &zero,
+                                        dst, 1, 1, dd.get(), &dev, &host));
   void* d_work = nullptr;
   JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, adjoint, n, n, &one, local_b_, 1, 1, dz.get(), &zero, work_,
-                             1, 1, dw.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
+  JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, adjoint, n, n, &one, src, 1, 1, ds.get(), &zero, dst, 1, 1,
+                             dd.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
                              ctx_.host_work.size()));
-  return MatrixOut<T>(work_, shard);
+  return Status();
 }
 
 namespace {
@@ -2428,7 +2435,8 @@ JAXMG_INSTANTIATE_ENGINE(Engine)
                                                const void*, void*, void*);                        \
   template Status Engine::ApplyReflectors<T>(const Lane&, const void*, int64_t, int64_t,          \
                                              const void*, int64_t, bool, void*, int64_t, int64_t, \
-                                             const QrWork&);
+                                             const QrWork&);                                      \
+  template Status Engine::GridAdjoint<T>(const void*, void*);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_REFLECTORS)
 #undef JAXMG_INSTANTIATE_REFLECTORS
 

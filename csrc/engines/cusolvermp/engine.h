@@ -184,8 +184,9 @@ class Engine {
   bool UseBandEigenvalues() const;
   template <typename T>
   Status BandEigenvalues(void* w);
-  // With vectors (1 x P grids): the chase keeps its reflectors, Stedc finds the tridiagonal
-  // matrix's eigenvectors, and both back-transformations follow (local_b_ := the eigenvectors).
+  // With vectors (1 x P and P x 1 grids): the chase keeps its reflectors, Stedc finds the
+  // tridiagonal matrix's eigenvectors, and both back-transformations follow (local_b_ := the
+  // eigenvectors).
   bool UseBandEigh() const;
   template <typename T>
   Status BandEigh(void* w);
@@ -193,6 +194,9 @@ class Engine {
   // panel's τ (kept by its owner, whose panel columns keep V below R).
   template <typename T>
   Status BandReduce(int64_t b, void** band, void** taus);
+  // dst := srcᴴ, both n x n in the engine's layout (cuBLASMp Geadd; U: any element type).
+  template <typename U>
+  Status GridAdjoint(const void* src, void* dst);
   template <typename T>
   Status LibraryEigh(bool vectors, void* w);
   // The 1-D QR (1 x P grids) and its Q, formed in place (engine.cc).
@@ -350,6 +354,7 @@ class Engine {
                               // of the factor, [9]: of the input (Getrf)
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   void* local_b_ = nullptr;
+  bool vectors_adjointed_ = false;  // local_b_ holds Zᴴ, not Z (VectorsOut)
   Descriptor desc_b_;
   void* full_ = nullptr;      // n x nrhs, row-major: the whole right-hand side
   void* solution_ = nullptr;  // a least-squares solution whole on every rank (QrSolve)
