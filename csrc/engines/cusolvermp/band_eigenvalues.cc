@@ -31,10 +31,14 @@ int64_t Engine::EigBand(int64_t t) {
   return b >= 2 ? b : 0;
 }
 
-bool Engine::UseBandEigenvalues() const {
+bool Engine::UseBandEigenvalues(int64_t t) const {
   const char* choice = std::getenv("JAXMG_GPU_EIGVALS");
   const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
-  return !library && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(state_.plan.tile) > 0;
+  return !library && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(t) > 0;
+}
+
+Engine::BandSource Engine::EngineMatrix() const {
+  return BandSource{work_, state_.plan.cols.extent, state_.plan.tile, local_rows_};
 }
 
 bool Engine::UseBandEigh() const {
@@ -54,12 +58,12 @@ bool Engine::UseBandEigh() const {
 // Local library errors stop this rank's computing but not its collectives, and are agreed
 // before the band is gathered.
 template <typename T>
-Status Engine::BandReduce(int64_t b, void** band_out, void** taus_out) {
+Status Engine::BandReduce(const BandSource& src, int64_t b, void** band_out, void** taus_out) {
   StepTimer timer("BandReduce", stream_);
   const layout::Plan& plan = state_.plan;
   const bool by_rows = ctx_.npcol == 1 && ctx_.nprow > 1;  // P x 1: rows are distributed
   const int procs = by_rows ? ctx_.nprow : ctx_.npcol, me = by_rows ? ctx_.myrow : ctx_.mycol;
-  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_;
+  const int64_t n = src.n, t = src.t, lr = src.lr;
   const int64_t held = layout::CyclicLocalExtent(n, t, me, procs);  // local columns (rows)
   const size_t es = sizeof(T);
   const cuda::Dtype dt = KernelType<T>();
@@ -96,7 +100,7 @@ Status Engine::BandReduce(int64_t b, void** band_out, void** taus_out) {
   JAXMG_CUDA(cudaMemsetAsync(band, 0, es * cuda::BandElements(n, b), stream_));
   JAXMG_CUDA(cudaMemsetAsync(taus, 0, es * n, stream_));  // τ = 0 (H = I) where none is made
 
-  char* a = static_cast<char*>(work_);
+  char* a = static_cast<char*>(src.a);
   const LocalBlas& lb = *main.lb;
   const int xi = Scalar<T>::kIndex;
   const T one(1), zero(0), minus_one(-1), minus_half(-0.5);
@@ -229,14 +233,14 @@ Status Engine::BandReduce(int64_t b, void** band_out, void** taus_out) {
 }
 
 template <typename T>
-Status Engine::BandEigenvalues(void* w) {
+Status Engine::BandEigenvalues(const BandSource& src, void* w) {
   StepTimer timer("BandEigenvalues", stream_);
-  const int64_t n = state_.plan.cols.extent, b = EigBand(state_.plan.tile);
+  const int64_t n = src.n, b = EigBand(src.t);
   const bool by_rows = ctx_.npcol == 1 && ctx_.nprow > 1;
   const int procs = by_rows ? ctx_.nprow : ctx_.npcol, me = by_rows ? ctx_.myrow : ctx_.mycol;
   const cuda::Dtype dt = KernelType<T>();
   void *band = nullptr, *taus = nullptr, *bisect = nullptr, *sync = nullptr;
-  JAXMG_RETURN_IF_ERROR(BandReduce<T>(b, &band, &taus));
+  JAXMG_RETURN_IF_ERROR(BandReduce<T>(src, b, &band, &taus));
   Status local = Scratch(sizeof(double) * (2 * n + 4), &bisect);
   if (local.ok()) local = Scratch(sizeof(int) * (n + 1), &sync);
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
@@ -253,6 +257,9 @@ Status Engine::BandEigenvalues(void* w) {
   if (procs > 1) {
     JAXMG_NCCL(ncclBroadcast(w, w, n, NcclRealOf<T>(), 0, ctx_.comm, stream_));
   }
+  // No solver status: AgreeValues reads small_[0] as one (non-finite eigenvalues still count).
+  JAXMG_RETURN_IF_ERROR(Small());
+  JAXMG_CUDA(cudaMemsetAsync(small_, 0, sizeof(int32_t), stream_));
   return Status();
 }
 
@@ -291,7 +298,7 @@ Status Engine::BandEigh(void* w) {
   const int64_t rows_j = n > 2 ? (n - 2) / b + 1 : 0;
   const int64_t kept = cuda::ChaseReflectors(n, b);
   void *band = nullptr, *taus = nullptr;
-  JAXMG_RETURN_IF_ERROR(BandReduce<T>(b, &band, &taus));
+  JAXMG_RETURN_IF_ERROR(BandReduce<T>(EngineMatrix(), b, &band, &taus));
 
   // Buffers (agreed), then the chase on rank 0.
   // The waves of Q₂'s blocks (cuda/band.h WaveBlocks): the first group, its block row and the
@@ -498,8 +505,8 @@ Status Engine::BandEigh(void* w) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_BAND_EIGENVALUES(T)          \
-  template Status Engine::BandEigenvalues<T>(void* w); \
+#define JAXMG_INSTANTIATE_BAND_EIGENVALUES(T)                                 \
+  template Status Engine::BandEigenvalues<T>(const BandSource& src, void* w); \
   template Status Engine::BandEigh<T>(void* w);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BAND_EIGENVALUES)
 #undef JAXMG_INSTANTIATE_BAND_EIGENVALUES

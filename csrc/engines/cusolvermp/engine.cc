@@ -1795,8 +1795,8 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
   nrhs_ = n;
   rhs_local_cols_ = local_cols_;
-  if (!vectors && UseBandEigenvalues()) {
-    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(w));
+  if (!vectors && UseBandEigenvalues(plan.tile)) {
+    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(EngineMatrix(), w));
   } else if (vectors && UseBandEigh()) {
     JAXMG_RETURN_IF_ERROR(BandEigh<T>(w));
   } else {
@@ -2272,6 +2272,14 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
   const int64_t n = plan.cols.extent, t = plan.tile;
   const size_t es = sizeof(T);
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * x_rows * x_cols, stream_));
+  if (UseBandEigenvalues(t)) {
+    // H's eigenvalues in two stages (band_eigenvalues.cc), on H in place.
+    void* w = nullptr;
+    JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w)));
+    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(BandSource{square_, n, t, square_rows_}, w));
+    JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
+    return SingularValuesOut<T>(w, n, x, x_rows, x_cols);
+  }
   // cuSOLVERMp's Syevd is fastest at tile 256 (syevd_tiles_16384_*: 3.25 s against 3.87 s at
   // 1024), QDWH at 1024 or more: H goes into tiles of 256 (Remap) for the eigensolver, with a
   // Z (not computed) of the same layout. Buffers and workspaces first, agreed.
@@ -2307,6 +2315,14 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
                                z, 1, 1, dz.get(), DataTypeOf<T>(), d_work, workspace_bytes_,
                                ctx_.host_work.data(), ctx_.host_work.size(), small_));
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
+  return SingularValuesOut<T>(w, n, x, x_rows, x_cols);
+}
+
+template <typename T>
+Status Engine::SingularValuesOut(const void* w, int64_t n, void* x, int64_t x_rows,
+                                 int64_t x_cols) {
+  using R = RealOf<T>;
+  const size_t es = sizeof(T);
   // Descending, at least 0 (H is positive semi-definite), into x's last column for x's rows.
   std::vector<R> values(static_cast<size_t>(n));
   JAXMG_CUDA(cudaMemcpyAsync(values.data(), w, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));

@@ -181,9 +181,16 @@ class Engine {
   // devices, then the bulge chase and bisection on rank 0. EigBand: the band's width for tile t
   // (0: the two stages do not apply).
   static int64_t EigBand(int64_t t);
-  bool UseBandEigenvalues() const;
+  bool UseBandEigenvalues(int64_t t) const;
+  // The Hermitian matrix the two stages reduce: n x n in tiles of t on the grid (lr local rows),
+  // overwritten; EngineMatrix: the engine matrix (work_).
+  struct BandSource {
+    void* a;
+    int64_t n, t, lr;
+  };
+  BandSource EngineMatrix() const;
   template <typename T>
-  Status BandEigenvalues(void* w);
+  Status BandEigenvalues(const BandSource& src, void* w);
   // With vectors (1 x P and P x 1 grids): the chase keeps its reflectors, Stedc finds the
   // tridiagonal matrix's eigenvectors, and both back-transformations follow (local_b_ := the
   // eigenvectors).
@@ -193,10 +200,14 @@ class Engine {
   // Stage one: the band (n (2b + 1) elements, band storage) summed onto rank 0, and each
   // panel's τ (kept by its owner, whose panel columns keep V below R).
   template <typename T>
-  Status BandReduce(int64_t b, void** band, void** taus);
+  Status BandReduce(const BandSource& src, int64_t b, void** band, void** taus);
   // dst := srcᴴ, both n x n in the engine's layout (cuBLASMp Geadd; U: any element type).
   template <typename U>
   Status GridAdjoint(const void* src, void* dst);
+  // x's last column (x_rows rows of x_cols) := H's eigenvalues w (n reals, ascending) as
+  // singular values: descending, at least 0.
+  template <typename T>
+  Status SingularValuesOut(const void* w, int64_t n, void* x, int64_t x_rows, int64_t x_cols);
   template <typename T>
   Status LibraryEigh(bool vectors, void* w);
   // The 1-D QR (1 x P grids) and its Q, formed in place (engine.cc).
