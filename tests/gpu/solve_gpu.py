@@ -111,8 +111,8 @@ def case_repeated(mesh, calls=200):
 
 
 def case_repeated_eigh(mesh, calls=200):
-    """syevd with and without eigenvectors in turn (the two-stage paths on a mesh of one device
-    row): flat GPU memory and the last results right."""
+    """syevd with and without eigenvectors in turn (the two-stage paths where they are taken):
+    flat GPU memory and the last results right."""
     import jaxmg
 
     n = 256

@@ -31,21 +31,24 @@ int64_t Engine::EigBand(int64_t t) {
   return b >= 2 ? b : 0;
 }
 
-bool Engine::UseBandEigenvalues(int64_t t) const {
-  const char* choice = std::getenv("JAXMG_GPU_EIGVALS");
-  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
-  return !library && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(t) > 0;
+// Which eigensolver: JAXMG_GPU_EIGVALS (eigenvalues alone) or JAXMG_GPU_EIGH (with vectors)
+// set to "cusolvermp" or "two-stage" decides; unset, one GPU takes the two stages and grids of
+// several take cuSOLVERMp's Syevd, until the two stages' runs on several GPUs (their
+// collectives, and the P x 1 transposes) have been checked there.
+bool Engine::UseTwoStage(const char* variable, int64_t t) const {
+  const char* choice = std::getenv(variable);
+  const std::string c = choice != nullptr ? choice : "";
+  const bool wanted = c == "two-stage" || (c.empty() && ctx_.nprow * ctx_.npcol == 1);
+  return wanted && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(t) > 0;
 }
+
+bool Engine::UseBandEigenvalues(int64_t t) const { return UseTwoStage("JAXMG_GPU_EIGVALS", t); }
 
 Engine::BandSource Engine::EngineMatrix() const {
   return BandSource{work_, state_.plan.cols.extent, state_.plan.tile, local_rows_};
 }
 
-bool Engine::UseBandEigh() const {
-  const char* choice = std::getenv("JAXMG_GPU_EIGH");
-  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
-  return !library && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(state_.plan.tile) > 0;
-}
+bool Engine::UseBandEigh() const { return UseTwoStage("JAXMG_GPU_EIGH", state_.plan.tile); }
 
 // Stage one: for each panel of b columns from c0 (inside one tile, so on one process): QR of
 // its rows below the band (r0 = c0 + b .. n), Q = I − V T Vᴴ; then A22 := Qᴴ A22 Q on the

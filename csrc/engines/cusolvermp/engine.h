@@ -181,6 +181,7 @@ class Engine {
   // devices, then the bulge chase and bisection on rank 0. EigBand: the band's width for tile t
   // (0: the two stages do not apply).
   static int64_t EigBand(int64_t t);
+  bool UseTwoStage(const char* variable, int64_t t) const;
   bool UseBandEigenvalues(int64_t t) const;
   // The Hermitian matrix the two stages reduce: n x n in tiles of t on the grid (lr local rows),
   // overwritten; EngineMatrix: the engine matrix (work_).
