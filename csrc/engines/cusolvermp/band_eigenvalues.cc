@@ -417,7 +417,9 @@ Status Engine::BandEigh(void* w) {
   JAXMG_RETURN_IF_ERROR(CheckedInt(ell, "wave block columns", &il));
   JAXMG_RETURN_IF_ERROR(CheckedInt(ldz, "rows", &iz));
   {
-    // Z := Q₂ Z, wave by wave.
+    // Z := Q₂ Z, wave by wave. JAXMG_EIG_Q2_ROWS=1: W's products with Z's columns first.
+    const char* rows_env = std::getenv("JAXMG_EIG_Q2_ROWS");
+    const bool q2_rows = rows_env != nullptr && std::string(rows_env) == "1";
     StepTimer back("Q2 (chase reflectors)", stream_);
     for (const Wave& v : waves) {
       const int64_t g0 = v.g0, j0 = v.j0, count = v.count;
@@ -437,6 +439,18 @@ Status Engine::BandEigh(void* w) {
         const int64_t cw = std::min(chunk, held - c);
         JAXMG_RETURN_IF_ERROR(CheckedInt(cw, "columns", &ic));
         char* zc = static_cast<char*>(z) + es * (row0 + c * ldz);
+        if (q2_rows) {
+          // Wᴴ = Zᴴ V (columns x ℓ: the long side first), then Z −= (V T) (Wᴴ)ᴴ.
+          JAXMG_RETURN_IF_ERROR(CublasCheck(
+              lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, ic, il, ih, &one, zc, iz,
+                                  stride, vb, ih, h * ell, &zero, wb, ic, ell * cw, icount),
+              "cublas gemm (wave Zᴴ V)"));
+          JAXMG_RETURN_IF_ERROR(CublasCheck(
+              lb.gemm_batched[xi](main.blas, CUBLAS_OP_N, AdjointOp<T>(), ih, ic, il, &minus_one,
+                                  vtb, ih, h * ell, wb, ic, ell * cw, &one, zc, iz, stride, icount),
+              "cublas gemm (wave Z − V T W)"));
+          continue;
+        }
         JAXMG_RETURN_IF_ERROR(CublasCheck(
             lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, il, ic, ih, &one, vb, ih,
                                 h * ell, zc, iz, stride, &zero, wb, il, ell * cw, icount),
