@@ -187,43 +187,55 @@ __device__ void Reflector(T* x, int len, T* v, T* tau, double* red) {
   __syncthreads();
 }
 
+// The chase's threads over a block: thread x takes row x mod kMaxBand and every kHalves-th
+// column from x / kMaxBand (no division per entry; consecutive threads, consecutive rows).
+constexpr int kHalves = kChase / kMaxBand;
+static_assert(kChase % kMaxBand == 0, "the chase's threads cover whole rows");
+__device__ inline int RowOf() { return threadIdx.x % kMaxBand; }
+__device__ inline int HalfOf() { return threadIdx.x / kMaxBand; }
+
 // The Hermitian block C (len x len at band entry (st, st), lower part) := Hᴴ C H for
 // H = I − τ v vᴴ: y = C v, w = τ y − ½|τ|² (vᴴ y) v, C −= w vᴴ + v wᴴ (LAPACK's larfy).
 template <typename T>
 __device__ void TwoSided(T* band, int64_t ld, int64_t st, int len, const ChaseShared<T>& sh) {
   constexpr int kLd = ChaseShared<T>::kLd;
   T* s = sh.s;
-  for (int idx = threadIdx.x; idx < len * len; idx += kChase) {
-    const int i = idx % len, j = idx / len;
-    if (i >= j) s[i + j * kLd] = Load(band + (st + i) + (st + j) * ld);
+  const int i = RowOf(), half = HalfOf();
+  if (i < len) {
+    for (int j = half; j <= i; j += kHalves) {
+      s[i + j * kLd] = Load(band + (st + i) + (st + j) * ld);
+    }
   }
   __syncthreads();
   const T tau = *sh.tau;
-  for (int i = threadIdx.x; i < len; i += kChase) {
+  if (i < len) {  // y = C v, each row's sum in kHalves parts (y, then w as scratch)
     T acc = Make<T>(0.0, 0.0);
-    for (int j = 0; j <= i; ++j) acc = Add(acc, Mul(s[i + j * kLd], sh.v[j]));
-    for (int j = i + 1; j < len; ++j) {
-      acc = Add(acc, Mul(Traits<T>::Conj(s[j + i * kLd]), sh.v[j]));
+    for (int j = half; j < len; j += kHalves) {
+      const T c = j <= i ? s[i + j * kLd] : Traits<T>::Conj(s[j + i * kLd]);
+      acc = Add(acc, Mul(c, sh.v[j]));
     }
-    sh.y[i] = acc;
+    (half == 0 ? sh.y : sh.w)[i] = acc;
   }
+  __syncthreads();
+  if (half == 0 && i < len) sh.y[i] = Add(sh.y[i], sh.w[i]);
   __syncthreads();
   double g = 0.0;
-  for (int i = threadIdx.x; i < len; i += kChase) {
-    g += Traits<T>::Re(Mul(Traits<T>::Conj(sh.v[i]), sh.y[i]));
+  for (int k = threadIdx.x; k < len; k += kChase) {
+    g += Traits<T>::Re(Mul(Traits<T>::Conj(sh.v[k]), sh.y[k]));
   }
   g = BlockSum(g, sh.red);
-  const double half = 0.5 * AbsSq(tau) * g;
-  for (int i = threadIdx.x; i < len; i += kChase) {
-    sh.w[i] = Sub(Mul(tau, sh.y[i]), Scaled(sh.v[i], half));
+  const double half_g = 0.5 * AbsSq(tau) * g;
+  for (int k = threadIdx.x; k < len; k += kChase) {
+    sh.w[k] = Sub(Mul(tau, sh.y[k]), Scaled(sh.v[k], half_g));
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < len * len; idx += kChase) {
-    const int i = idx % len, j = idx / len;
-    if (i < j) continue;
-    const T c = Sub(s[i + j * kLd], Add(Mul(sh.w[i], Traits<T>::Conj(sh.v[j])),
-                                        Mul(sh.v[i], Traits<T>::Conj(sh.w[j]))));
-    Store(band + (st + i) + (st + j) * ld, c);
+  if (i < len) {
+    const T wi = sh.w[i], vi = sh.v[i];
+    for (int j = half; j <= i; j += kHalves) {
+      const T c = Sub(s[i + j * kLd],
+                      Add(Mul(wi, Traits<T>::Conj(sh.v[j])), Mul(vi, Traits<T>::Conj(sh.w[j]))));
+      Store(band + (st + i) + (st + j) * ld, c);
+    }
   }
   __syncthreads();
 }
@@ -238,36 +250,52 @@ __device__ void Bulge(T* band, int64_t ld, int64_t n, int64_t b, int64_t st, int
   T* s = sh.s;
   const int64_t j1 = ed + 1, j2 = min(ed + b, n - 1);
   const int lm = static_cast<int>(j2 - j1 + 1), ln = static_cast<int>(ed - st + 1);
-  for (int idx = threadIdx.x; idx < lm * ln; idx += kChase) {
-    const int p = idx % lm, q = idx / lm;
-    s[p + q * kLd] = Load(band + (j1 + p) + (st + q) * ld);
+  const int p = RowOf(), half = HalfOf();
+  if (p < lm) {
+    for (int q = half; q < ln; q += kHalves) s[p + q * kLd] = Load(band + (j1 + p) + (st + q) * ld);
   }
   __syncthreads();
   const T tau = *sh.tau;
-  for (int p = threadIdx.x; p < lm; p += kChase) {
+  if (p < lm) {  // z = τ B v, in kHalves parts
     T acc = Make<T>(0.0, 0.0);
-    for (int q = 0; q < ln; ++q) acc = Add(acc, Mul(s[p + q * kLd], sh.v[q]));
-    sh.y[p] = Mul(tau, acc);
+    for (int q = half; q < ln; q += kHalves) acc = Add(acc, Mul(s[p + q * kLd], sh.v[q]));
+    (half == 0 ? sh.y : sh.w)[p] = acc;
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < lm * ln; idx += kChase) {
-    const int p = idx % lm, q = idx / lm;
-    s[p + q * kLd] = Sub(s[p + q * kLd], Mul(sh.y[p], Traits<T>::Conj(sh.v[q])));
+  if (half == 0 && p < lm) sh.y[p] = Mul(tau, Add(sh.y[p], sh.w[p]));
+  __syncthreads();
+  if (p < lm) {
+    const T yp = sh.y[p];
+    for (int q = half; q < ln; q += kHalves) {
+      s[p + q * kLd] = Sub(s[p + q * kLd], Mul(yp, Traits<T>::Conj(sh.v[q])));
+    }
   }
   __syncthreads();
   Reflector(s, lm, sh.v, sh.tau, sh.red);
   const T tau2 = Traits<T>::Conj(*sh.tau);
-  for (int q = 1 + threadIdx.x; q < ln; q += kChase) {
-    T acc = Make<T>(0.0, 0.0);
-    for (int p = 0; p < lm; ++p) acc = Add(acc, Mul(Traits<T>::Conj(sh.v[p]), s[p + q * kLd]));
-    sh.y[q] = Mul(tau2, acc);
+  {  // u_q = conj(τ₂) Σ_p conj(v_p) B(p, q) for q >= 1: thread (q, half) sums its rows
+    const int q = RowOf();
+    if (q >= 1 && q < ln) {
+      T acc = Make<T>(0.0, 0.0);
+      for (int r = half; r < lm; r += kHalves) {
+        acc = Add(acc, Mul(Traits<T>::Conj(sh.v[r]), s[r + q * kLd]));
+      }
+      (half == 0 ? sh.y : sh.w)[q] = acc;
+    }
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < lm * ln; idx += kChase) {
-    const int p = idx % lm, q = idx / lm;
-    T c = s[p + q * kLd];
-    if (q > 0) c = Sub(c, Mul(sh.v[p], sh.y[q]));
-    Store(band + (j1 + p) + (st + q) * ld, c);
+  {
+    const int q = RowOf();
+    if (half == 0 && q >= 1 && q < ln) sh.y[q] = Mul(tau2, Add(sh.y[q], sh.w[q]));
+  }
+  __syncthreads();
+  if (p < lm) {
+    const T vp = sh.v[p];
+    for (int q = half; q < ln; q += kHalves) {
+      T c = s[p + q * kLd];
+      if (q > 0) c = Sub(c, Mul(vp, sh.y[q]));
+      Store(band + (j1 + p) + (st + q) * ld, c);
+    }
   }
   __syncthreads();
 }
