@@ -2,7 +2,7 @@
 # GPU round trip, the part that runs ON the GPU machine (see scripts/gpu_roundtrip.sh).
 #   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single local localreadme
 #                                           localbench overhead mgbench bench qrbench spectral
-#                                           sweep reliability launch
+#                                           sweep reliability twostage launch
 #                                           (default: info multi readme single bench)
 # Needs the carried .gpu/lib/libjaxmg_cuda.so and, in .gpu/wheels, the wheels of
 # nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
@@ -202,6 +202,23 @@ print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/
           --dtypes float64 --tile "${SWEEP_TILES:-512,1024,2048}" --repeats 2 --no-baseline ${BENCH_EXTRA:-} \
           --timeout "${T_SWEEP:-150}" --out "$OUT/${SWEEP_NAME:-sweep}_$mesh.json" 2>&1 | grep -v Gloo
       done ;;
+    twostage)
+      # The two-stage eigensolver on both GPUs (opt-in there until this passes): the spectral
+      # cases of multi with it, then syevd and eigvalsh at N = 32768 on 1x2 and 2x1 meshes
+      # against JAX on one GPU and, when carried, JAXMg 1.4.1 on both.
+      (export JAXMG_GPU_EIGH=two-stage JAXMG_GPU_EIGVALS=two-stage
+      JAXMG_GPU_CASES=${JAXMG_GPU_CASES:-'syevd|eigh|svd'} timeout $((T_MULTI + 20)) "$PY" -m jaxmg launch \
+        -n 2 --timeout $T_MULTI tests/gpu/solve_gpu.py multi "$OUT"
+      for spec in ${TWOSTAGE_CASES:-syevd:1x2:base syevd:2x1:peer eigvalsh:1x2: eigvalsh:2x1:peer}; do
+        IFS=: read -r routine mesh flags <<< "$spec"
+        XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_SPEC:-300} \
+          "$PY" -m jaxmg bench -n 2 --routine "$routine" --sizes "${TWOSTAGE_SIZES:-32768}" \
+          --mesh "$mesh" --dtypes float64 --repeats 1 \
+          $([[ $flags == *peer* ]] && [ -n "${JAXMG_PEER_PATH:-}" ] && echo --peer) \
+          $([[ $flags == *base* ]] || echo --no-baseline) \
+          --timeout "${T_SPEC:-300}" --out "$OUT/${routine}_twostage_$mesh.json" 2>&1 | grep -v Gloo
+      done)
+      rm -f "$OUT"/*.png ;;
     launch)
       # Any script on both GPUs: LAUNCH_SCRIPT [LAUNCH_ARGS] (e.g. a step-by-step look at one
       # case with JAXMG_DEBUG=1).
