@@ -68,9 +68,6 @@ Status Engine::BandReduce(const BandSource& src, int64_t b, void** band_out, voi
   const int procs = by_rows ? ctx_.nprow : ctx_.npcol, me = by_rows ? ctx_.myrow : ctx_.mycol;
   const int64_t n = src.n, t = src.t, lr = src.lr;
   const int64_t held = layout::CyclicLocalExtent(n, t, me, procs);  // local columns (rows)
-  // One process keeps and reads only the lower triangle (the panels, the band and hemm read
-  // nothing else): 2/3 of the flops of both triangles' gemm.
-  const bool alone = procs == 1;
   const size_t es = sizeof(T);
   const cuda::Dtype dt = KernelType<T>();
   Lane main;
@@ -146,16 +143,8 @@ Status Engine::BandReduce(const BandSource& src, int64_t b, void** band_out, voi
     // This rank's part of A22: columns lf .. from row r0 (1 x P), or rows lf .. from column r0.
     char* c = by_rows ? a + es * (lf + r0 * lr) : a + es * (r0 + lf * lr);
     void* wk = static_cast<char*>(vw) + es * rows * k;  // W, after V in vw
-    if (alone) {
-      // One process: the lower triangle alone (hemm, then her2k below).
-      JAXMG_RETURN_IF_ERROR(
-          CublasCheck(lb.symm[xi](main.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, ir, ik, &one,
-                                  c, il, vw, ir, &zero, x, ir),
-                      "cublas hemm (A22 V)"));
-    } else {
-      JAXMG_CUDA(cudaMemsetAsync(x, 0, es * rows * k, stream_));
-    }
-    if (!alone && count > 0) {
+    JAXMG_CUDA(cudaMemsetAsync(x, 0, es * rows * k, stream_));
+    if (count > 0) {
       JAXMG_RETURN_IF_ERROR(
           CublasCheck(lb.gemm[xi](main.blas, by_rows ? CUBLAS_OP_N : AdjointOp<T>(), CUBLAS_OP_N,
                                   ic, ik, ir, &one, c, il, vw, ir, &zero, y, ic),
@@ -183,12 +172,6 @@ Status Engine::BandReduce(const BandSource& src, int64_t b, void** band_out, voi
                                                   &minus_half, vw, ir, m2, ik, &one, wk, ir),
                                       "cublas gemm (W = X − ½ V M)"));
     if (count <= 0) return Status();
-    if (alone) {
-      const RealOf<T> real_one(1);
-      return CublasCheck(lb.syr2k[xi](main.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, ir, ik,
-                                      &minus_one, vw, ir, wk, ir, &real_one, c, il),
-                         "cublas her2k (A22 − V Wᴴ − W Vᴴ)");
-    }
     // g := this rank's rows of [W V]; its columns −= [V W] gᴴ = V Wᴴ + W Vᴴ, or its rows
     // −= g [V W]ᴴ.
     JAXMG_CUDA(cuda::CyclicRows(dt, false, g, count, count, 2 * k, lf, t, procs, me, r0, vw, rows,

@@ -45,9 +45,6 @@ Status GetLocalBlas(const LocalBlas** out) {
     const char* trsm[4] = {"cublasStrsm_v2", "cublasDtrsm_v2", "cublasCtrsm_v2", "cublasZtrsm_v2"};
     const char* trmm[4] = {"cublasStrmm_v2", "cublasDtrmm_v2", "cublasCtrmm_v2", "cublasZtrmm_v2"};
     const char* gemm[4] = {"cublasSgemm_v2", "cublasDgemm_v2", "cublasCgemm_v2", "cublasZgemm_v2"};
-    const char* symm[4] = {"cublasSsymm_v2", "cublasDsymm_v2", "cublasChemm_v2", "cublasZhemm_v2"};
-    const char* syr2k[4] = {"cublasSsyr2k_v2", "cublasDsyr2k_v2", "cublasCher2k_v2",
-                            "cublasZher2k_v2"};
     const char* batched[4] = {"cublasSgemmStridedBatched", "cublasDgemmStridedBatched",
                               "cublasCgemmStridedBatched", "cublasZgemmStridedBatched"};
     Status s = Resolve("cublasCreate_v2", kBlas, &table.create);
@@ -56,8 +53,6 @@ Status GetLocalBlas(const LocalBlas** out) {
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trmm[i], kBlas, &table.trmm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(gemm[i], kBlas, &table.gemm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(batched[i], kBlas, &table.gemm_batched[i]);
-    for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(symm[i], kBlas, &table.symm[i]);
-    for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(syr2k[i], kBlas, &table.syr2k[i]);
     if (s.ok()) s = Resolve("cusolverDnCreate", kSolver, &table.dn_create);
     if (s.ok()) s = Resolve("cusolverDnSetStream", kSolver, &table.dn_set_stream);
     if (s.ok()) s = Resolve("cusolverDnCreateParams", kSolver, &table.dn_create_params);

@@ -30,15 +30,6 @@ struct LocalBlas {
                                          int, int, const void*, const void*, int, long long,
                                          const void*, int, long long, const void*, void*, int,
                                          long long, int);
-  // Typed symm (hemm for complex types) and syr2k (her2k: beta real) on one triangle.
-  using Symm = cublasStatus_t (*)(cublasHandle_t, cublasSideMode_t, cublasFillMode_t, int, int,
-                                  const void*, const void*, int, const void*, int, const void*,
-                                  void*, int);
-  using Syr2k = cublasStatus_t (*)(cublasHandle_t, cublasFillMode_t, cublasOperation_t, int, int,
-                                   const void*, const void*, int, const void*, int, const void*,
-                                   void*, int);
-  Symm symm[4] = {};
-  Syr2k syr2k[4] = {};
   Trsm trsm[4] = {};
   Trmm trmm[4] = {};
   Gemm gemm[4] = {};
