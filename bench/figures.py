@@ -196,8 +196,8 @@ def potrs_scaling(plt, out: Path) -> Path:
 
 def tile_sweeps(plt, out: Path) -> Path:
     """Time against the tile, one panel per routine, JAX on one H200 as a dashed line."""
-    fig, axes = plt.subplots(1, len(TILE_SWEEPS), figsize=(10.5, 3.0))
-    for ax, (title, lines) in zip(axes, TILE_SWEEPS, strict=True):
+    fig, axes = plt.subplots(2, 2, figsize=(8.0, 6.0))
+    for ax, (title, lines) in zip(axes.flat, TILE_SWEEPS, strict=True):
         for k, (label, name, mesh) in enumerate(lines):
             records = [r for r in load(name) if r["engine"] == "jaxmg" and "seconds" in r]
             records = [r for r in records if r.get("mesh") == mesh]
@@ -222,7 +222,8 @@ def tile_sweeps(plt, out: Path) -> Path:
         ax.set_xlabel("tile T_A")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, frameon=False, loc="lower left")
-    axes[0].set_ylabel("seconds, 2 H200")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("seconds, 2 H200")
     fig.tight_layout()
     return _save(fig, out / "tile_sweeps.svg")
 

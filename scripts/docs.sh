@@ -6,6 +6,7 @@
 #   ./scripts/docs.sh serve    preview at http://127.0.0.1:8000
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export NO_MKDOCS_2_WARNING=1  # the theme's notice about its successor, printed on every build
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 if [ "${1:-}" = "serve" ]; then
@@ -34,6 +35,8 @@ class Page(html.parser.HTMLParser):
 
 pages = {}
 for path in site.rglob("*.html"):
+    if path.name == "404.html":  # absolute links by design: it is served from any depth
+        continue
     page = Page()
     page.feed(path.read_text(encoding="utf-8"))
     pages[path] = page
