@@ -2,7 +2,8 @@
 # Builds the documentation site into site/ (mkdocs-material + mkdocstrings, strict: a warning,
 # a broken internal link or a missing anchor fails the build), then checks every internal link
 # of the built pages. Offline: no fonts or assets are fetched. Run after ./scripts/setup.sh.
-#   ./scripts/docs.sh          build and check
+#   ./scripts/docs.sh          build into site/ and check
+#   ./scripts/docs.sh DIR      build into DIR and check
 #   ./scripts/docs.sh serve    preview at http://127.0.0.1:8000
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,9 +13,10 @@ PY=.venv/bin/python
 if [ "${1:-}" = "serve" ]; then
   exec "$PY" -m mkdocs serve
 fi
-"$PY" -m mkdocs build --strict --clean --site-dir site
+SITE=${1:-site}
+"$PY" -m mkdocs build --strict --clean --site-dir "$SITE"
 # Every internal link and image of the built pages leads to a file, and every #anchor to an id.
-"$PY" - site <<'PY'
+"$PY" - "$SITE" <<'PY'
 import html.parser, pathlib, sys, urllib.parse
 
 site = pathlib.Path(sys.argv[1]).resolve()
