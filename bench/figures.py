@@ -194,6 +194,45 @@ def potrs_scaling(plt, out: Path) -> Path:
     return _save(fig, out / "potrs_scaling.svg")
 
 
+# Time against N with all three side by side: (title, result file, jaxmg's mesh).
+SIDE_BY_SIDE = (
+    ("qr", "qr_h200x2_f190c6d.json", [2, 1]),
+    ("singular values", "gesvd_values_qdwh_h200x2_n8192_16384_afafeca.json", [2, 1]),
+    ("polar", "polar_qdwh_h200x2_n8192_16384_ba5a750.json", [2, 1]),
+)
+
+
+def side_by_side(plt, out: Path) -> Path:
+    """Time against N of jaxmg and JAXMg 1.4.1 on two H200s and JAX on one, per routine."""
+    fig, axes = plt.subplots(1, len(SIDE_BY_SIDE), figsize=(9.6, 3.2))
+    for ax, (title, name, mesh) in zip(axes, SIDE_BY_SIDE, strict=True):
+        records = load(name)
+        for engine, label, color, style in (
+            ("jaxmg", "jaxmg, 2 H200", JAXMG, "-"),
+            ("jaxmg-1.x", "JAXMg 1.4.1, 2 H200", PEER, "-."),
+            ("jax", "JAX, 1 H200", JAX, "--"),
+        ):
+            ns = sorted({r["n"] for r in records if r["engine"] == engine and "seconds" in r})
+            pts = [(n, best(records, engine, n, mesh)) for n in ns]
+            pts = [p for p in pts if p[1] is not None]
+            if pts:
+                ax.plot(
+                    *zip(*pts, strict=True), marker="o", color=color, linestyle=style, label=label
+                )
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(bottom=0)
+        ax.set_xticks(sorted({r["n"] for r in records}))
+        ax.get_xaxis().set_major_formatter(plt.matplotlib.ticker.ScalarFormatter())
+        ax.minorticks_off()
+        ax.set_title(f"{title}, float64")
+        ax.set_xlabel("N")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("seconds")
+    axes[0].legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    return _save(fig, out / "time_vs_n.svg")
+
+
 def tile_sweeps(plt, out: Path) -> Path:
     """Time against the tile, one panel per routine, JAX on one H200 as a dashed line."""
     fig, axes = plt.subplots(2, 2, figsize=(8.0, 6.0))
@@ -310,6 +349,7 @@ def draw_all(out: Path) -> list[Path]:
     paths = [
         comparison(plt, out),
         potrs_scaling(plt, out),
+        side_by_side(plt, out),
         tile_sweeps(plt, out),
         layout(plt, out, 2, 1),
         layout(plt, out, 2, 2),
