@@ -37,7 +37,14 @@ PER_DTYPE = {
     "norms",
     "polar",
 }
-ONCE = {"batched", "eigh_generalized", "lstsq_deficient", "jit_no_mesh", "refusals"}
+ONCE = {
+    "batched",
+    "eigh_generalized",
+    "lstsq_deficient",
+    "jit_no_mesh",
+    "grad_unpacked",
+    "refusals",
+}
 VMAP = {
     "vmap_qr_lstsq_syevd",
     "vmap_potrs",

@@ -282,9 +282,11 @@ def case_cho_factor(dt):
     def inside(m, v):
         return L.cho_solve(L.cho_factor(m), v)
 
+    kept = jax.jit(lambda m: L.cho_factor(m, lower=True))(hp)  # a pytree, `lower` kept
     ref = np.linalg.solve(h, b)
     return {
         "unpacks": 0.0 if len(f) == 2 and lower is True and lower_upper is False else float("inf"),
+        "across jit": err(jax.jit(L.cho_solve)(kept, bp), ref) + (0.0 if kept.lower else 1.0),
         "c sharded over the mesh": 0.0 if len(c.sharding.device_set) == rows * cols else 1.0,
         "(c, lower) round trip": err(x_pair, ref),
         "factor round trip": err(x_factor, ref),
@@ -397,6 +399,31 @@ def case_jit_no_mesh(dt):
     }
 
 
+def case_grad_unpacked(dt):
+    """Gradients through solves with unpacked factors (the pair finds its factor, and the
+    factor's derivative rule, back): d Σ (A⁻¹ B) / dA = −(A⁻ᵀ 1)(A⁻¹ B 1)ᵀ."""
+    a, h, b = signed_general(N, dt, 20), spd(N, dt, 20), rhs(N, 2, dt, 20)
+    bp = on(b, B_SPEC)
+
+    def lu_loss(m, v):
+        lu, piv = L.lu_factor(m)
+        return jnp.sum(L.lu_solve((lu, piv), v))
+
+    def cho_loss(m, v):
+        c, lower = L.cho_factor(m)
+        return jnp.sum(L.cho_solve((c, lower), v))
+
+    def ref(m):
+        return -np.outer(np.linalg.solve(m.T, np.ones(N)), np.linalg.solve(m, b).sum(axis=1))
+
+    # (Under the context mesh: the factors' log-determinant rule needs it under jax.grad.)
+    with jax.set_mesh(mesh):
+        return {
+            "lu": err(jax.grad(lu_loss)(on(a), bp), ref(a)),
+            "cho": err(jax.jit(jax.grad(cho_loss))(on(h), bp), ref(h)),
+        }
+
+
 def case_refusals(dt):
     a, b = signed_general(N, dt, 19), rhs(N, 2, dt, 19)
     ap, bp = on(a), on(b, B_SPEC)
@@ -460,7 +487,14 @@ PER_DTYPE = [
     case_norms,
     case_polar,
 ]
-ONCE = [case_batched, case_eigh_generalized, case_lstsq_deficient, case_jit_no_mesh, case_refusals]
+ONCE = [
+    case_batched,
+    case_eigh_generalized,
+    case_lstsq_deficient,
+    case_jit_no_mesh,
+    case_grad_unpacked,
+    case_refusals,
+]
 
 
 # ------------------------------------------------------------------------------------------------
