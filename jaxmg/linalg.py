@@ -635,12 +635,15 @@ def cho_factor(
       T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
 
     Returns:
-      A `jaxmg.CholeskyFactor` that unpacks as SciPy's `(c, lower)`. c is the engine's factor
-      in a's sharding, not SciPy's triangle: the Cholesky factor of a with its tiles relabeled
-      into the engine's block-cyclic order (a matrix larger than a where the engine pads),
-      the upper triangle left unspecified. Pass the factor, or the unpacked `(c, lower)`
-      pair, to `cho_solve`; use `cholesky` for L itself. The factor is a pytree (it can
-      cross a jit boundary; an unpacked c cannot be found back from another jitted function).
+      A `jaxmg.CholeskyFactor` that unpacks as SciPy's `(c, lower)`. c is the engine's
+      factor, sharded like a: in JAX's row-major order the engine's lower factor reads as
+      U = Lᴴ above the diagonal, a's entries below it, of a with its tiles relabeled into
+      the engine's block-cyclic order (a larger matrix where the engine pads). Where the
+      relabeling is the identity and nothing pads (a 1x1 mesh, for one), c is SciPy's
+      `cho_factor(a, lower=False)[0]`, whatever `lower` says; elsewhere it is not SciPy's
+      array. Pass the factor, or the unpacked `(c, lower)` pair, to `cho_solve`; use
+      `cholesky` for L itself. The factor is a pytree (it can cross a jit boundary; an
+      unpacked c cannot be found back from another jitted function).
 
     Raises:
       ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
@@ -701,14 +704,15 @@ def lu_factor(
       T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
 
     Returns:
-      A `jaxmg.LUFactor` that unpacks as SciPy's `(lu, piv)`; both are the engine's, not
-      SciPy's arrays: lu holds L (unit diagonal, implicit) and U of a with its row and column
-      tiles relabeled into the engine's block-cyclic order (of aᵀ where the engine is handed
-      aᵀ; larger than a where it pads), sharded like a; piv holds the engine's 1-based row
-      interchanges in that order (ScaLAPACK's and cuSOLVERMp's ipiv), int32, replicated.
-      Pass the factor, or the unpacked `(lu, piv)` pair, to `lu_solve`. The factor is a
-      pytree (it can cross a jit boundary; an unpacked lu cannot be found back from another
-      jitted function).
+      A `jaxmg.LUFactor` that unpacks as SciPy's `(lu, piv)`, the engine's arrays: lu, sharded
+      like a, holds the factors L (unit diagonal, implicit) and U that the engine computed on
+      its column-major reading of the shards (aᵀ; a where it was handed aᵀ), with the row and
+      column tiles relabeled into its block-cyclic order (larger than a where it pads); piv,
+      int32 and replicated, the engine's 1-based row interchanges in that order (ScaLAPACK's
+      and cuSOLVERMp's ipiv). On a 1x1 mesh with no padding, lu.T and piv - 1 are SciPy's
+      `lu_factor(a.T)`; elsewhere they are not SciPy's arrays. Pass the factor, or the
+      unpacked `(lu, piv)` pair, to `lu_solve`. The factor is a pytree (it can cross a jit
+      boundary; an unpacked lu cannot be found back from another jitted function).
 
     Raises:
       ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.

@@ -27,6 +27,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+import scipy.linalg  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
@@ -266,7 +267,15 @@ def case_lu_factor(dt):
         "trans=2": err(x_h, np.linalg.solve(adj(a), b)),
         "inside jit": err(inside(ap, bp), ref),
         "across jit": err(jax.jit(L.lu_solve)(kept, bp), ref),
+        **(one_by_one_lu(lu, piv, a) if rows * cols == 1 else {}),
     }
+
+
+def one_by_one_lu(lu, piv, a):
+    """On a 1x1 mesh (no relabeling; N one tile): lu.T and piv - 1 are SciPy's lu_factor(a.T)."""
+    ref_lu, ref_piv = scipy.linalg.lu_factor(a.T)
+    same = np.array_equal(gather(piv) - 1, ref_piv)
+    return {"1x1: SciPy's lu_factor(a.T)": rel_err(gather(lu).T, ref_lu) + (0.0 if same else 1.0)}
 
 
 def case_cho_factor(dt):
@@ -294,6 +303,11 @@ def case_cho_factor(dt):
         "x sharding": sharded_as(x_pair, mesh, B_SPEC),
         "inside jit": err(inside(hp, bp), ref),
         "vector": err(L.cho_solve(f, on(b[:, 0].copy(), P("pr"))), ref[:, 0]),
+        **(
+            {"1x1: SciPy's cho_factor(a)": err(c, scipy.linalg.cho_factor(h)[0])}
+            if rows * cols == 1
+            else {}
+        ),
     }
 
 
