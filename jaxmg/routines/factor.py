@@ -93,8 +93,9 @@ class CholeskyFactor(_Unpacks):
     """A distributed Cholesky factor (from `cho_factor`).
 
     Unpacks as `jax.scipy.linalg.cho_factor`'s result, `c, lower = factor`: the factor's
-    matrix (in the engine's layout, not SciPy's triangle) and `lower` (the triangle the caller
-    asked for; the engine keeps the lower one). `cho_solve((c, lower), b)` finds the factor back.
+    matrix (the engine's, in its layout: SciPy's c only where the engine neither relabels nor
+    pads; `jaxmg.linalg.cho_factor` says what it holds) and `lower` (as the caller asked;
+    the engine keeps one form). `jaxmg.linalg.cho_solve((c, lower), b)` finds the factor back.
 
     matrix: the factor, in the engine's layout (do not read it as L; larger than A where the
     engine pads); logdet: log det A;
@@ -129,8 +130,8 @@ class LUFactor(_Unpacks):
     """A distributed pivoted LU factor (from `lu_factor`).
 
     Unpacks as `jax.scipy.linalg.lu_factor`'s result, `lu, piv = factor`: the factors' matrix
-    and the pivots, both in the engine's layout (not SciPy's arrays). `lu_solve((lu, piv), b)`
-    finds the factor back.
+    and the pivots, both the engine's (`jaxmg.linalg.lu_factor` says what they hold).
+    `jaxmg.linalg.lu_solve((lu, piv), b)` finds the factor back.
 
     matrix: the factors, in the engine's layout; pivots: int32, one per engine row, replicated;
     sign, logabsdet: of det A (as `slogdet`); status: 0, or k > 0 (singular or not finite): then
