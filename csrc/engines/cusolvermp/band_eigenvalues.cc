@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/deferred.h"
 #include "common/scalar.h"
 #include "cuda/band.h"
 #include "cuda/kernels.h"
@@ -63,7 +64,6 @@ bool Engine::UseBandEigh() const { return UseTwoStage("JAXMG_GPU_EIGH", state_.p
 template <typename T>
 Status Engine::BandReduce(const BandSource& src, int64_t b, void** band_out, void** taus_out) {
   StepTimer timer("BandReduce", stream_);
-  const layout::Plan& plan = state_.plan;
   const bool by_rows = ctx_.npcol == 1 && ctx_.nprow > 1;  // P x 1: rows are distributed
   const int procs = by_rows ? ctx_.nprow : ctx_.npcol, me = by_rows ? ctx_.myrow : ctx_.mycol;
   const int64_t n = src.n, t = src.t, lr = src.lr;
@@ -190,6 +190,7 @@ Status Engine::BandReduce(const BandSource& src, int64_t b, void** band_out, voi
     const int64_t r0 = c0 + b, rows = n - r0, k = std::min(rows, b), width = std::min(b, n - c0);
     const bool mine = owner == me;
     const Panel pc = panel_of(c0);
+    if (local.ok()) local = TestFailure("band_reduce", ctx_.rank, c0 / b);
     if (mine && local.ok() && by_rows) {
       // The panel := the adjoint of this rank's rows c0 .. c0 + width from column c0.
       const int64_t lc0 = (c0 / t / procs) * t + c0 % t;
@@ -225,7 +226,7 @@ Status Engine::BandReduce(const BandSource& src, int64_t b, void** band_out, voi
     }
   }
   if (DebugParts()) PrintParts("BandReduce");
-  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("band_reduce", local));
   if (procs > 1) {  // the band, summed onto rank 0
     JAXMG_NCCL(ncclReduce(band, band, cuda::BandElements(n, b) * reals, NcclRealOf<T>(), ncclSum, 0,
                           ctx_.comm, stream_));
@@ -247,19 +248,26 @@ Status Engine::BandEigenvalues(const BandSource& src, void* w) {
   Status local = Scratch(sizeof(double) * (2 * n + 4), &bisect);
   if (local.ok()) local = Scratch(sizeof(int) * (n + 1), &sync);
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
+  // Rank 0's local error is kept past the broadcast and agreed after it.
+  Deferred failed;
+  failed.Step("band_eigvals", ctx_.rank, 0);
   if (me == 0) {
-    {
-      StepTimer chase("BandToTridiagonal", stream_);
-      JAXMG_CUDA(cuda::BandToTridiagonal(dt, band, n, b, static_cast<int*>(sync), nullptr, nullptr,
-                                         stream_));
-    }
-    StepTimer bisection("TridiagonalEigenvalues", stream_);
-    JAXMG_CUDA(
-        cuda::TridiagonalEigenvalues(dt, band, n, b, static_cast<double*>(bisect), w, stream_));
+    failed.Run([&]() -> Status {
+      {
+        StepTimer chase("BandToTridiagonal", stream_);
+        JAXMG_CUDA(cuda::BandToTridiagonal(dt, band, n, b, static_cast<int*>(sync), nullptr,
+                                           nullptr, stream_));
+      }
+      StepTimer bisection("TridiagonalEigenvalues", stream_);
+      JAXMG_CUDA(
+          cuda::TridiagonalEigenvalues(dt, band, n, b, static_cast<double*>(bisect), w, stream_));
+      return Status();
+    });
   }
   if (procs > 1) {
     JAXMG_NCCL(ncclBroadcast(w, w, n, NcclRealOf<T>(), 0, ctx_.comm, stream_));
   }
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("band_eigvals", failed));
   // No solver status: AgreeValues reads small_[0] as one (non-finite eigenvalues still count).
   JAXMG_RETURN_IF_ERROR(Small());
   JAXMG_CUDA(cudaMemsetAsync(small_, 0, sizeof(int32_t), stream_));
@@ -366,10 +374,19 @@ Status Engine::BandEigh(void* w) {
     local = desc_q.Create(ctx_, DataTypeOf<R>(), n, n, t, t, std::max<int64_t>(lr, 1));
   }
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
+  // From here a local error is kept (every rank still enters each collective) and agreed at the
+  // end. The test hook's steps: 0 the chase, 1 the tridiagonal solve, 2 and 3 the two
+  // back-transformations.
+  Deferred failed;
+  failed.Step("band_eigh", ctx_.rank, 0);
   if (me == 0) {
-    StepTimer chase("BandToTridiagonal (vectors)", stream_);
-    JAXMG_CUDA(cuda::BandToTridiagonal(dt, band, n, b, static_cast<int*>(sync), v2, tau2, stream_));
-    JAXMG_CUDA(cuda::TridiagonalOf(dt, band, n, b, d, e, phase, stream_));
+    failed.Run([&]() -> Status {
+      StepTimer chase("BandToTridiagonal (vectors)", stream_);
+      JAXMG_CUDA(
+          cuda::BandToTridiagonal(dt, band, n, b, static_cast<int*>(sync), v2, tau2, stream_));
+      JAXMG_CUDA(cuda::TridiagonalOf(dt, band, n, b, d, e, phase, stream_));
+      return Status();
+    });
   }
   if (procs > 1) {
     StepTimer share("broadcast reflectors", stream_);
@@ -384,85 +401,101 @@ Status Engine::BandEigh(void* w) {
 
   // The tridiagonal matrix's eigenvectors (real) into q (local_b_'s memory), then z = diag(p) q
   // in z's padded layout.
-  JAXMG_CUDA(cudaMemsetAsync(z, 0, es * ldz * cols_held, stream_));
+  failed.Keep(CudaCheck(cudaMemsetAsync(z, 0, es * ldz * cols_held, stream_), "cudaMemsetAsync"));
   {
     StepTimer stedc("Stedc", stream_);
+    failed.Step("band_eigh", ctx_.rank, 1);
     char compz[2] = {'I', 0};
     std::vector<int> iwork(std::max<int64_t>(n, 2 * procs + 1));
     void* qd = q;
     size_t dev = 0, host = 0;
-    JAXMG_SOLVER(cusolverMpStedc_bufferSize(ctx_.handle, compz, n, d, e, qd, 1, 1, desc_q.get(),
-                                            DataTypeOf<R>(), &dev, &host, iwork.data()));
     void* d_work = nullptr;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    JAXMG_SOLVER(cusolverMpStedc(ctx_.handle, compz, n, d, e, qd, 1, 1, desc_q.get(),
-                                 DataTypeOf<R>(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                                 ctx_.host_work.size(), small_));
+    Deferred buffers;  // the solve's workspace, agreed before the collective solve
+    buffers.Run([&]() -> Status {
+      JAXMG_SOLVER(cusolverMpStedc_bufferSize(ctx_.handle, compz, n, d, e, qd, 1, 1, desc_q.get(),
+                                              DataTypeOf<R>(), &dev, &host, iwork.data()));
+      return Workspace(dev, host, &d_work);
+    });
+    JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers.status()));
+    failed.Keep(SolverCheck(cusolverMpStedc(ctx_.handle, compz, n, d, e, qd, 1, 1, desc_q.get(),
+                                            DataTypeOf<R>(), d_work, workspace_bytes_,
+                                            ctx_.host_work.data(), ctx_.host_work.size(), small_),
+                            "cusolverMpStedc"));
     int64_t ldq = std::max<int64_t>(lr, 1);
     if (by_rows) {
       // q holds Z's rows: y := Zᵀ on the grid, whose local rows are Z's columns (transposed).
       JAXMG_RETURN_IF_ERROR(GridAdjoint<R>(q, y));
-      JAXMG_CUDA(cuda::Adjoint(dr, y, ldq, held, n, q, n, stream_));
+      failed.Keep(CudaCheck(cuda::Adjoint(dr, y, ldq, held, n, q, n, stream_), "Adjoint"));
       ldq = n;
     }
-    JAXMG_CUDA(cuda::PhaseRows(dt, q, ldq, phase, n, held, z, ldz, stream_));
+    failed.Run([&] {
+      return CudaCheck(cuda::PhaseRows(dt, q, ldq, phase, n, held, z, ldz, stream_), "PhaseRows");
+    });
   }
-  JAXMG_CUDA(cudaMemcpyAsync(w, d, sizeof(R) * n, cudaMemcpyDeviceToDevice, stream_));
+  failed.Run([&] {
+    return CudaCheck(cudaMemcpyAsync(w, d, sizeof(R) * n, cudaMemcpyDeviceToDevice, stream_),
+                     "cudaMemcpyAsync");
+  });
 
   const LocalBlas& lb = *main.lb;
   const int xi = Scalar<T>::kIndex;
   const T one(1), zero(0), minus_one(-1);
-  int ih = 0, il = 0, ic = 0, iz = 0, icount = 0;
-  JAXMG_RETURN_IF_ERROR(CheckedInt(h, "wave block rows", &ih));
-  JAXMG_RETURN_IF_ERROR(CheckedInt(ell, "wave block columns", &il));
-  JAXMG_RETURN_IF_ERROR(CheckedInt(ldz, "rows", &iz));
-  {
-    // Z := Q₂ Z, wave by wave, W as Wᴴ = Zᴴ V (Z's columns the long side: 7.10 s against 7.35 s
-    // for W = Vᴴ Z at N = 32768 on one H200; JAXMG_EIG_Q2_ROWS=0 takes the latter).
-    const char* rows_env = std::getenv("JAXMG_EIG_Q2_ROWS");
-    const bool q2_rows = rows_env == nullptr || std::string(rows_env) != "0";
-    StepTimer back("Q2 (chase reflectors)", stream_);
-    for (const Wave& v : waves) {
-      const int64_t g0 = v.g0, j0 = v.j0, count = v.count;
-      JAXMG_RETURN_IF_ERROR(CheckedInt(count, "wave blocks", &icount));
-      JAXMG_CUDA(cuda::WaveBlocks(dt, v2, tau2, n, b, ell, g0, j0, count, vb, taub, stream_));
-      JAXMG_RETURN_IF_ERROR(CublasCheck(
-          lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, il, il, ih, &one, vb, ih,
-                              h * ell, vb, ih, h * ell, &zero, sb, il, ell * ell, icount),
-          "cublas gemm (wave VᴴV)"));
-      JAXMG_CUDA(cuda::WaveFactors(dt, sb, taub, ell, count, tb, stream_));
-      JAXMG_RETURN_IF_ERROR(CublasCheck(
-          lb.gemm_batched[xi](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ih, il, il, &one, vb, ih,
-                              h * ell, tb, il, ell * ell, &zero, vtb, ih, h * ell, icount),
-          "cublas gemm (wave V T)"));
-      const int64_t row0 = g0 * ell + 1 + (j0 - 1) * b, stride = ell + 2 * b;
-      for (int64_t c = 0; c < held; c += chunk) {
-        const int64_t cw = std::min(chunk, held - c);
-        JAXMG_RETURN_IF_ERROR(CheckedInt(cw, "columns", &ic));
-        char* zc = static_cast<char*>(z) + es * (row0 + c * ldz);
-        if (q2_rows) {
-          // Wᴴ = Zᴴ V (columns x ℓ: the long side first), then Z −= (V T) (Wᴴ)ᴴ.
+  failed.Step("band_eigh", ctx_.rank, 2);
+  failed.Run([&]() -> Status {
+    int ih = 0, il = 0, ic = 0, iz = 0, icount = 0;
+    JAXMG_RETURN_IF_ERROR(CheckedInt(h, "wave block rows", &ih));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(ell, "wave block columns", &il));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(ldz, "rows", &iz));
+    {
+      // Z := Q₂ Z, wave by wave, W as Wᴴ = Zᴴ V (Z's columns the long side: 7.10 s against 7.35 s
+      // for W = Vᴴ Z at N = 32768 on one H200; JAXMG_EIG_Q2_ROWS=0 takes the latter).
+      const char* rows_env = std::getenv("JAXMG_EIG_Q2_ROWS");
+      const bool q2_rows = rows_env == nullptr || std::string(rows_env) != "0";
+      StepTimer back("Q2 (chase reflectors)", stream_);
+      for (const Wave& v : waves) {
+        const int64_t g0 = v.g0, j0 = v.j0, count = v.count;
+        JAXMG_RETURN_IF_ERROR(CheckedInt(count, "wave blocks", &icount));
+        JAXMG_CUDA(cuda::WaveBlocks(dt, v2, tau2, n, b, ell, g0, j0, count, vb, taub, stream_));
+        JAXMG_RETURN_IF_ERROR(CublasCheck(
+            lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, il, il, ih, &one, vb, ih,
+                                h * ell, vb, ih, h * ell, &zero, sb, il, ell * ell, icount),
+            "cublas gemm (wave VᴴV)"));
+        JAXMG_CUDA(cuda::WaveFactors(dt, sb, taub, ell, count, tb, stream_));
+        JAXMG_RETURN_IF_ERROR(CublasCheck(
+            lb.gemm_batched[xi](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ih, il, il, &one, vb, ih,
+                                h * ell, tb, il, ell * ell, &zero, vtb, ih, h * ell, icount),
+            "cublas gemm (wave V T)"));
+        const int64_t row0 = g0 * ell + 1 + (j0 - 1) * b, stride = ell + 2 * b;
+        for (int64_t c = 0; c < held; c += chunk) {
+          const int64_t cw = std::min(chunk, held - c);
+          JAXMG_RETURN_IF_ERROR(CheckedInt(cw, "columns", &ic));
+          char* zc = static_cast<char*>(z) + es * (row0 + c * ldz);
+          if (q2_rows) {
+            // Wᴴ = Zᴴ V (columns x ℓ: the long side first), then Z −= (V T) (Wᴴ)ᴴ.
+            JAXMG_RETURN_IF_ERROR(CublasCheck(
+                lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, ic, il, ih, &one, zc,
+                                    iz, stride, vb, ih, h * ell, &zero, wb, ic, ell * cw, icount),
+                "cublas gemm (wave Zᴴ V)"));
+            JAXMG_RETURN_IF_ERROR(
+                CublasCheck(lb.gemm_batched[xi](main.blas, CUBLAS_OP_N, AdjointOp<T>(), ih, ic, il,
+                                                &minus_one, vtb, ih, h * ell, wb, ic, ell * cw,
+                                                &one, zc, iz, stride, icount),
+                            "cublas gemm (wave Z − V T W)"));
+            continue;
+          }
           JAXMG_RETURN_IF_ERROR(CublasCheck(
-              lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, ic, il, ih, &one, zc, iz,
-                                  stride, vb, ih, h * ell, &zero, wb, ic, ell * cw, icount),
-              "cublas gemm (wave Zᴴ V)"));
+              lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, il, ic, ih, &one, vb, ih,
+                                  h * ell, zc, iz, stride, &zero, wb, il, ell * cw, icount),
+              "cublas gemm (wave Vᴴ Z)"));
           JAXMG_RETURN_IF_ERROR(CublasCheck(
-              lb.gemm_batched[xi](main.blas, CUBLAS_OP_N, AdjointOp<T>(), ih, ic, il, &minus_one,
-                                  vtb, ih, h * ell, wb, ic, ell * cw, &one, zc, iz, stride, icount),
+              lb.gemm_batched[xi](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ih, ic, il, &minus_one, vtb,
+                                  ih, h * ell, wb, il, ell * cw, &one, zc, iz, stride, icount),
               "cublas gemm (wave Z − V T W)"));
-          continue;
         }
-        JAXMG_RETURN_IF_ERROR(CublasCheck(
-            lb.gemm_batched[xi](main.blas, AdjointOp<T>(), CUBLAS_OP_N, il, ic, ih, &one, vb, ih,
-                                h * ell, zc, iz, stride, &zero, wb, il, ell * cw, icount),
-            "cublas gemm (wave Vᴴ Z)"));
-        JAXMG_RETURN_IF_ERROR(CublasCheck(
-            lb.gemm_batched[xi](main.blas, CUBLAS_OP_N, CUBLAS_OP_N, ih, ic, il, &minus_one, vtb,
-                                ih, h * ell, wb, il, ell * cw, &one, zc, iz, stride, icount),
-            "cublas gemm (wave Z − V T W)"));
       }
     }
-  }
+    return Status();
+  });
   {
     // Z := Q₁ Z by tiles from the last: a tile's panels (one owner) joined into one compact WY
     // block (V_p placed p b rows down, T of all their reflectors), so that the products are t
@@ -475,31 +508,35 @@ Status Engine::BandEigh(void* w) {
     int64_t gw = width_env != nullptr ? std::atoll(width_env) : t;
     if (gw < b || t % gw != 0 || gw % b != 0) gw = t;
     const int64_t groups_q1 = (n + gw - 1) / gw;
+    failed.Step("band_eigh", ctx_.rank, 3);
     for (int64_t kg = groups_q1 - 1; kg >= 0; --kg) {
       const int64_t c0 = kg * gw, r0 = c0 + b, rows = n - r0;
       if (rows < 2) continue;
       const int64_t k = std::min(std::min(gw, n - c0), rows);  // τ = 0 past each panel's
       const int owner = static_cast<int>((c0 / t) % procs);
       if (me == owner) {
-        JAXMG_CUDA(cudaMemsetAsync(vw, 0, es * rows * k, stream_));
-        const int64_t lc0 = (c0 / t / procs) * t + c0 % t;
-        char* column = a + es * lr * lc0;
-        for (int64_t p = 0; p * b < k; ++p) {
-          const int64_t pr0 = r0 + p * b, prows = n - pr0, pk = std::min(prows, b);
-          if (prows < 2) break;
-          const char* at = column + es * (pr0 + p * b * lr);
-          int64_t ld_at = lr;
-          if (by_rows) {  // BandReduce left the factored rows' adjoint in this rank's rows
-            JAXMG_CUDA(cuda::Adjoint(dt, a + es * (lc0 + p * b + pr0 * lr), lr, pk, prows, vt,
-                                     prows, stream_));
-            at = static_cast<const char*>(vt), ld_at = prows;
+        failed.Run([&]() -> Status {
+          JAXMG_CUDA(cudaMemsetAsync(vw, 0, es * rows * k, stream_));
+          const int64_t lc0 = (c0 / t / procs) * t + c0 % t;
+          char* column = a + es * lr * lc0;
+          for (int64_t p = 0; p * b < k; ++p) {
+            const int64_t pr0 = r0 + p * b, prows = n - pr0, pk = std::min(prows, b);
+            if (prows < 2) break;
+            const char* at = column + es * (pr0 + p * b * lr);
+            int64_t ld_at = lr;
+            if (by_rows) {  // BandReduce left the factored rows' adjoint in this rank's rows
+              JAXMG_CUDA(cuda::Adjoint(dt, a + es * (lc0 + p * b + pr0 * lr), lr, pk, prows, vt,
+                                       prows, stream_));
+              at = static_cast<const char*>(vt), ld_at = prows;
+            }
+            JAXMG_CUDA(cuda::ReflectorBlock(
+                dt, at, ld_at, prows, pk, static_cast<char*>(taus) + es * (c0 + p * b),
+                static_cast<char*>(vw) + es * (p * b + p * b * rows), rows, stream_));
           }
-          JAXMG_CUDA(cuda::ReflectorBlock(
-              dt, at, ld_at, prows, pk, static_cast<char*>(taus) + es * (c0 + p * b),
-              static_cast<char*>(vw) + es * (p * b + p * b * rows), rows, stream_));
-        }
-        JAXMG_RETURN_IF_ERROR(
-            ReflectorFactorOf<T>(main, vw, rows, k, static_cast<char*>(taus) + es * c0, f, qs));
+          JAXMG_RETURN_IF_ERROR(
+              ReflectorFactorOf<T>(main, vw, rows, k, static_cast<char*>(taus) + es * c0, f, qs));
+          return Status();
+        });
       }
       if (procs > 1) {
         JAXMG_NCCL(ncclGroupStart());
@@ -508,10 +545,13 @@ Status Engine::BandEigh(void* w) {
         JAXMG_NCCL(ncclBroadcast(f, f, t * k * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
         JAXMG_NCCL(ncclGroupEnd());
       }
-      JAXMG_RETURN_IF_ERROR(ApplyReflectors<T>(main, vw, rows, k, f, t, /*adjoint=*/false,
-                                               static_cast<char*>(z) + es * r0, held, ldz, qwork));
+      failed.Run([&] {
+        return ApplyReflectors<T>(main, vw, rows, k, f, t, /*adjoint=*/false,
+                                  static_cast<char*>(z) + es * r0, held, ldz, qwork);
+      });
     }
   }
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("band_eigh", failed));
   if (by_rows) {
     // Zᴴ's rows of this rank are its columns of Z: VectorsOut needs no exchange.
     JAXMG_CUDA(cuda::Adjoint(dt, z, ldz, n, held, local_b_, std::max<int64_t>(lr, 1), stream_));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/chunk.h"
+#include "common/deferred.h"
 #include "common/scalar.h"
 #include "common/symmetry.h"
 #include "cuda/kernels.h"
@@ -536,36 +537,53 @@ Status Engine::Lu1D(int* info) {
   cublasHandle_t blas = nullptr;
   cusolverDnHandle_t dn = nullptr;
   cusolverDnParams_t params = nullptr;
-  JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
   const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
   const int64_t lc = local_cols_, procs = ctx_.npcol, me = ctx_.mycol;
   const size_t es = sizeof(T);
   int ilr = 0, it = 0;
-  JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &ilr));
-  JAXMG_RETURN_IF_ERROR(CheckedInt(t, "tile", &it));
-  void *panel = nullptr, *pivots = nullptr, *panel_info = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(es * n * t, &panel));
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &pivots));
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int), &panel_info));
-  JAXMG_CUDA(cudaMemsetAsync(pivots, 0, sizeof(int64_t) * n, stream_));
+  void *panel = nullptr, *pivots = nullptr, *panel_info = nullptr, *d_work = nullptr;
   size_t dev = 0, host = 0;
-  JAXMG_SOLVER(lb->getrf_buffer_size(dn, params, n, t, DataTypeOf<T>(), panel, n, DataTypeOf<T>(),
-                                     &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  // Handles and buffers first, agreed; then the panels, where a local error stops this rank's
+  // computing but not its part of the broadcasts, agreed at the end (no rank leaves alone).
+  Deferred local;
+  local.Run([&] { return LocalSolver(&lb, &blas, &dn, &params); });
+  local.Run([&] { return CheckedInt(lr, "local rows", &ilr); });
+  local.Run([&] { return CheckedInt(t, "tile", &it); });
+  local.Run([&] { return Scratch(es * n * t, &panel); });
+  local.Run([&] { return Scratch(sizeof(int64_t) * n, &pivots); });
+  local.Run([&] { return Scratch(sizeof(int), &panel_info); });
+  local.Run([&] {
+    return SolverCheck(lb->getrf_buffer_size(dn, params, n, t, DataTypeOf<T>(), panel, n,
+                                             DataTypeOf<T>(), &dev, &host),
+                       "cusolverDnXgetrf_bufferSize");
+  });
+  local.Run([&] { return Workspace(dev, host, &d_work); });
+  local.Run([&] {
+    return CudaCheck(cudaMemsetAsync(pivots, 0, sizeof(int64_t) * n, stream_), "cudaMemsetAsync");
+  });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("lu", local));
   const T one(1), minus_one(-1);
   char* a = static_cast<char*>(work_);
   int64_t* piv = static_cast<int64_t*>(pivots);
   const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
+  Deferred failed;
   for (int64_t k = 0; k * t < n; ++k) {
     const int64_t owner = k % procs, row0 = k * t, m = n - row0, panel_col = (k / procs) * t;
+    failed.Step("lu", ctx_.rank, k);
     if (me == owner) {
       char* column = a + es * (row0 + panel_col * lr);
-      JAXMG_SOLVER(lb->getrf(dn, params, m, t, DataTypeOf<T>(), column, lr, piv + row0,
-                             DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                             ctx_.host_work.size(), static_cast<int*>(panel_info)));
-      JAXMG_CUDA(cudaMemcpy2DAsync(panel, es * m, column, es * lr, es * m, t,
-                                   cudaMemcpyDeviceToDevice, stream_));
+      failed.Run([&] {
+        return SolverCheck(
+            lb->getrf(dn, params, m, t, DataTypeOf<T>(), column, lr, piv + row0, DataTypeOf<T>(),
+                      d_work, workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
+                      static_cast<int*>(panel_info)),
+            "cusolverDnXgetrf");
+      });
+      failed.Run([&] {
+        return CudaCheck(cudaMemcpy2DAsync(panel, es * m, column, es * lr, es * m, t,
+                                           cudaMemcpyDeviceToDevice, stream_),
+                         "cudaMemcpy2DAsync (panel)");
+      });
     }
     if (procs > 1) {
       JAXMG_NCCL(ncclGroupStart());
@@ -574,30 +592,33 @@ Status Engine::Lu1D(int* info) {
       JAXMG_NCCL(ncclBroadcast(piv + row0, piv + row0, t, ncclInt64, owner, ctx_.comm, stream_));
       JAXMG_NCCL(ncclGroupEnd());
     }
-    const int64_t skip_begin = me == owner ? panel_col : 0,
-                  skip_end = me == owner ? panel_col + t : 0;
-    JAXMG_CUDA(cuda::RowSwaps(KernelType<T>(), work_, lr, 0, lc, skip_begin, skip_end, row0,
-                              piv + row0, std::min(t, m), stream_));
+    if (!failed.ok()) continue;
     // This rank's columns right of tile k: local tiles j with j * procs + me > k.
     const int64_t first = k >= me ? (k - me) / procs + 1 : 0;
     const int64_t cols = lc - first * t;
-    if (cols <= 0) continue;
-    int icols = 0, im = 0;
-    JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &icols));
-    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
-    char* block = a + es * (row0 + first * t * lr);
-    JAXMG_RETURN_IF_ERROR(CublasCheck(
-        lb->trsm[Scalar<T>::kIndex](blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                    CUBLAS_DIAG_UNIT, it, icols, &one, panel, im, block, ilr),
-        "cublas trsm"));
-    if (m > t) {
+    failed.Run([&]() -> Status {
+      const int64_t skip_begin = me == owner ? panel_col : 0,
+                    skip_end = me == owner ? panel_col + t : 0;
+      JAXMG_CUDA(cuda::RowSwaps(KernelType<T>(), work_, lr, 0, lc, skip_begin, skip_end, row0,
+                                piv + row0, std::min(t, m), stream_));
+      if (cols <= 0) return Status();
+      int icols = 0, im = 0;
+      JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &icols));
+      JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
+      char* block = a + es * (row0 + first * t * lr);
       JAXMG_RETURN_IF_ERROR(CublasCheck(
+          lb->trsm[Scalar<T>::kIndex](blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                      CUBLAS_DIAG_UNIT, it, icols, &one, panel, im, block, ilr),
+          "cublas trsm"));
+      if (m <= t) return Status();
+      return CublasCheck(
           lb->gemm[Scalar<T>::kIndex](blas, CUBLAS_OP_N, CUBLAS_OP_N, im - it, icols, it,
                                       &minus_one, static_cast<char*>(panel) + es * t, im, block,
                                       ilr, &one, block + es * t, ilr),
-          "cublas gemm"));
-    }
+          "cublas gemm");
+    });
   }
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("lu", failed));
   // Global 1-based pivots: panel k's are relative to its first row.
   own_pivots_.assign(static_cast<size_t>(n), 0);
   JAXMG_CUDA(cudaMemcpyAsync(own_pivots_.data(), piv, sizeof(int64_t) * n, cudaMemcpyDeviceToHost,
@@ -686,23 +707,22 @@ Status Engine::EnginePivots(std::vector<int64_t>* out) {
 template <typename T>
 Status Engine::LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv) {
   const int64_t n = state_.plan.engine_rows();
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i) {  // (the same pivots on every rank)
     if (piv[i] - 1 < i || piv[i] > n) return JAXMG_ERROR("a pivot is out of range");
   }
-  if (!transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/false));
-  JAXMG_RETURN_IF_ERROR(TriangularSolves<T>(transpose));
-  if (transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/true));
-  return Status();
+  // Local errors are kept (every rank still enters each collective) and agreed at the end.
+  Deferred failed;
+  if (!transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/false, &failed));
+  JAXMG_RETURN_IF_ERROR(TriangularSolves<T>(transpose, &failed));
+  if (transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/true, &failed));
+  return AgreeOnFailure("lu_solve", failed);
 }
 
 template <typename T>
-Status Engine::TriangularSolves(bool transpose) {
+Status Engine::TriangularSolves(bool transpose, Deferred* failed) {
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, nrhs = nrhs_;
   BlasDescriptor da, db;
-  JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
-  JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, nrhs, t, t, std::max<int64_t>(lr, 1)));
-  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
   const cublasComputeType_t compute = ComputeOf<T>();
   const T one(1);
   const cublasOperation_t op = transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -710,16 +730,36 @@ Status Engine::TriangularSolves(bool transpose) {
                                                             CUBLAS_DIAG_UNIT};
   const std::pair<cublasFillMode_t, cublasDiagType_t> upper{CUBLAS_FILL_MODE_UPPER,
                                                             CUBLAS_DIAG_NON_UNIT};
-  for (const auto& [uplo, diag] : transpose ? std::array{upper, lower} : std::array{lower, upper}) {
-    size_t dev = 0, host = 0;
-    JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, op, diag, n, nrhs, &one,
-                                         work_, 1, 1, da.get(), local_b_, 1, 1, db.get(), compute,
-                                         &dev, &host));
-    void* d_work = nullptr;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, op, diag, n, nrhs, &one, work_, 1,
-                              1, da.get(), local_b_, 1, 1, db.get(), compute, d_work,
-                              workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
+  const auto order = transpose ? std::array{upper, lower} : std::array{lower, upper};
+  // Descriptors and the workspace of both solves first (agreed: the solves are collective).
+  Deferred local;
+  local.Run([&] { return da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)); });
+  local.Run(
+      [&] { return db.Create(ctx_, DataTypeOf<T>(), n, nrhs, t, t, std::max<int64_t>(lr, 1)); });
+  local.Run(
+      [&] { return BlasMpCheck(cublasMpSetStream(ctx_.blas, stream_), "cublasMpSetStream"); });
+  size_t dev = 0, host = 0;
+  for (const auto& [uplo, diag] : order) {
+    local.Run([&]() -> Status {
+      size_t d = 0, h = 0;
+      JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, op, diag, n, nrhs,
+                                           &one, work_, 1, 1, da.get(), local_b_, 1, 1, db.get(),
+                                           compute, &d, &h));
+      dev = std::max(dev, d), host = std::max(host, h);
+      return Status();
+    });
+  }
+  void* d_work = nullptr;
+  local.Run([&] { return Workspace(dev, host, &d_work); });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("lu_solve", local));
+  int64_t step = 0;
+  for (const auto& [uplo, diag] : order) {
+    failed->Step("lu_solve", ctx_.rank, step++);
+    failed->Keep(
+        BlasMpCheck(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, op, diag, n, nrhs, &one, work_,
+                                 1, 1, da.get(), local_b_, 1, 1, db.get(), compute, d_work,
+                                 workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()),
+                    "cublasMpTrsm"));
   }
   return Status();
 }
@@ -747,51 +787,79 @@ Status Engine::InverseSolve(bool transpose) {
   }
   const size_t bytes = sizeof(T) * std::max<int64_t>(lr * lc, 1);
   void *w_upper = nullptr, *x = nullptr;
-  JAXMG_RETURN_IF_ERROR(Identity<T>());  // W_L := I (local_b_, desc_b_)
-  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &w_upper));
-  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &x));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(w_upper, local_b_, sizeof(T) * lr * lc, cudaMemcpyDeviceToDevice, stream_));
-  JAXMG_CUDA(cudaMemsetAsync(x, 0, sizeof(T) * lr * lc, stream_));
-  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(work_, ld, local_b_, ld, n, false, true));
-  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(work_, ld, w_upper, ld, n, true, false));
   BlasDescriptor dm;
-  JAXMG_RETURN_IF_ERROR(dm.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
   const cublasComputeType_t compute = ComputeOf<T>();
-  const T one(1);
+  const T one(1), zero(0);
   const int64_t tiles = (n + t - 1) / t;
   const int64_t nb = t * std::max<int64_t>(1, (tiles + 7) / 8);  // about 8 blocks, whole tiles
+  // Buffers first, agreed; local errors after that are kept (every rank enters each collective)
+  // and agreed at the end.
+  Deferred local;
+  local.Run([&] { return Identity<T>(); });  // W_L := I (local_b_, desc_b_)
+  local.Run([&] { return Scratch(bytes, &w_upper); });
+  local.Run([&] { return Scratch(bytes, &x); });
+  local.Run([&] { return dm.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld); });
+  local.Run([&]() -> Status {
+    JAXMG_CUDA(
+        cudaMemcpyAsync(w_upper, local_b_, sizeof(T) * lr * lc, cudaMemcpyDeviceToDevice, stream_));
+    JAXMG_CUDA(cudaMemsetAsync(x, 0, sizeof(T) * lr * lc, stream_));
+    return Status();
+  });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv", local));
+  Deferred failed;
+  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(work_, ld, local_b_, ld, n, false, true, &failed));
+  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(work_, ld, w_upper, ld, n, true, false, &failed));
+  size_t dev = 0, host = 0;
+  for (int64_t k0 = 0; k0 < n && local.ok(); k0 += nb) {
+    const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
+    local.Run([&]() -> Status {
+      size_t d = 0, h = 0;
+      JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, CUBLAS_OP_N, CUBLAS_OP_N, e, e, kb, &one,
+                                           w_upper, 1, k0 + 1, dm.get(), local_b_, k0 + 1, 1,
+                                           dm.get(), &one, x, 1, 1, dm.get(), compute, &d, &h));
+      dev = std::max(dev, d), host = std::max(host, h);
+      return Status();
+    });
+  }
+  if (transpose) {
+    local.Run([&]() -> Status {
+      size_t d = 0, h = 0;
+      JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1,
+                                            dm.get(), &zero, x, 1, 1, dm.get(), &d, &h));
+      dev = std::max(dev, d), host = std::max(host, h);
+      return Status();
+    });
+  }
+  void* d_work = nullptr;
+  local.Run([&] { return Workspace(dev, host, &d_work); });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv", local));
   for (int64_t k0 = 0; k0 < n; k0 += nb) {
     const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
-    size_t dev = 0, host = 0;
-    JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, CUBLAS_OP_N, CUBLAS_OP_N, e, e, kb, &one,
-                                         w_upper, 1, k0 + 1, dm.get(), local_b_, k0 + 1, 1,
-                                         dm.get(), &one, x, 1, 1, dm.get(), compute, &dev, &host));
-    void* d_work = nullptr;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    JAXMG_BLASMP(cublasMpGemm(ctx_.blas, CUBLAS_OP_N, CUBLAS_OP_N, e, e, kb, &one, w_upper, 1,
-                              k0 + 1, dm.get(), local_b_, k0 + 1, 1, dm.get(), &one, x, 1, 1,
-                              dm.get(), compute, d_work, workspace_bytes_, ctx_.host_work.data(),
-                              ctx_.host_work.size()));
+    failed.Step("inv", ctx_.rank, k0 / nb);
+    failed.Keep(BlasMpCheck(
+        cublasMpGemm(ctx_.blas, CUBLAS_OP_N, CUBLAS_OP_N, e, e, kb, &one, w_upper, 1, k0 + 1,
+                     dm.get(), local_b_, k0 + 1, 1, dm.get(), &one, x, 1, 1, dm.get(), compute,
+                     d_work, workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()),
+        "cublasMpGemm"));
   }
-  JAXMG_RETURN_IF_ERROR(PermuteColumns<T>(x, local_b_, order));  // local_b_ := X Pᵀ = M⁻¹
-  if (!transpose) return Status();
-  // M⁻ᵀ: the transpose (not the adjoint) of M⁻¹, into x (free again).
-  const T zero(0);
-  size_t dev = 0, host = 0;
-  JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1,
-                                        dm.get(), &zero, x, 1, 1, dm.get(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1, dm.get(), &zero, x,
-                             1, 1, dm.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                             ctx_.host_work.size()));
-  local_b_ = x;  // (desc_b_ describes it)
+  // local_b_ := X Pᵀ = M⁻¹
+  JAXMG_RETURN_IF_ERROR(PermuteColumns<T>(x, local_b_, order, &failed));
+  if (transpose) {
+    // M⁻ᵀ: the transpose (not the adjoint) of M⁻¹, into x (free again).
+    failed.Keep(
+        BlasMpCheck(cublasMpGeadd(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1, dm.get(),
+                                  &zero, x, 1, 1, dm.get(), d_work, workspace_bytes_,
+                                  ctx_.host_work.data(), ctx_.host_work.size()),
+                    "cublasMpGeadd"));
+  }
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv", failed));
+  if (transpose) local_b_ = x;  // (desc_b_ describes it)
   return Status();
 }
 
 template <typename T>
-Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order) {
+Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order,
+                              Deferred* failed) {
   // Column i of x goes to column order[i] of out (engine-global columns, block-cyclic over the
   // process columns; every process row the same): moved on the device where both are local, and
   // otherwise packed, sent within the process row (NCCL, rank = row * npcol + column) and
@@ -823,24 +891,31 @@ Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_
   for (const auto& v : send) idx.insert(idx.end(), v.begin(), v.end());
   const size_t recv_at = idx.size();
   for (const auto& v : recv) idx.insert(idx.end(), v.begin(), v.end());
-  void* d_idx = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * std::max<size_t>(idx.size(), 1), &d_idx));
-  // Pageable: the copy has read `idx` when cudaMemcpyAsync returns.
-  JAXMG_CUDA(cudaMemcpyAsync(d_idx, idx.data(), sizeof(int64_t) * idx.size(),
-                             cudaMemcpyHostToDevice, stream_));
-  const int64_t* d = static_cast<const int64_t*>(d_idx);
   const int64_t owned = static_cast<int64_t>(own_from.size());
-  JAXMG_CUDA(cuda::MoveBlock(KernelType<T>(), x, ld, nullptr, d, lr, owned, out, ld, nullptr,
-                             d + owned, stream_));
   const int64_t sent = static_cast<int64_t>(recv_at) - 2 * owned;
   const int64_t received = static_cast<int64_t>(idx.size() - recv_at);
-  if (sent == 0 && received == 0) return Status();
   const size_t col_bytes = sizeof(T) * lr;
-  void *packed = nullptr, *unpacked = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(col_bytes * std::max<int64_t>(sent, 1), &packed));
-  JAXMG_RETURN_IF_ERROR(Scratch(col_bytes * std::max<int64_t>(received, 1), &unpacked));
-  JAXMG_CUDA(cuda::MoveBlock(KernelType<T>(), x, ld, nullptr, d + 2 * owned, lr, sent, packed, ld,
-                             nullptr, nullptr, stream_));
+  // Buffers first, agreed (the moves below are collective), then the local moves, skipped after
+  // a local failure (the sends then carry whatever the buffers hold).
+  void *d_idx = nullptr, *packed = nullptr, *unpacked = nullptr;
+  Deferred buffers;
+  buffers.Run([&] { return Scratch(sizeof(int64_t) * std::max<size_t>(idx.size(), 1), &d_idx); });
+  buffers.Run([&] { return Scratch(col_bytes * std::max<int64_t>(sent, 1), &packed); });
+  buffers.Run([&] { return Scratch(col_bytes * std::max<int64_t>(received, 1), &unpacked); });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv", buffers));
+  const int64_t* d = static_cast<const int64_t*>(d_idx);
+  failed->Run([&]() -> Status {
+    // Pageable: the copy has read `idx` when cudaMemcpyAsync returns.
+    JAXMG_CUDA(cudaMemcpyAsync(d_idx, idx.data(), sizeof(int64_t) * idx.size(),
+                               cudaMemcpyHostToDevice, stream_));
+    JAXMG_CUDA(cuda::MoveBlock(KernelType<T>(), x, ld, nullptr, d, lr, owned, out, ld, nullptr,
+                               d + owned, stream_));
+    if (sent == 0) return Status();
+    JAXMG_CUDA(cuda::MoveBlock(KernelType<T>(), x, ld, nullptr, d + 2 * owned, lr, sent, packed, ld,
+                               nullptr, nullptr, stream_));
+    return Status();
+  });
+  if (sent == 0 && received == 0) return Status();
   JAXMG_NCCL(ncclGroupStart());
   int64_t s0 = 0, r0 = 0;
   for (int q = 0; q < npc; ++q) {
@@ -859,22 +934,23 @@ Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_
     r0 += nr;
   }
   JAXMG_NCCL(ncclGroupEnd());
-  JAXMG_CUDA(cuda::MoveBlock(KernelType<T>(), unpacked, ld, nullptr, nullptr, lr, received, out, ld,
-                             nullptr, d + recv_at, stream_));
+  if (received == 0) return Status();
+  failed->Run([&] {
+    return CudaCheck(cuda::MoveBlock(KernelType<T>(), unpacked, ld, nullptr, nullptr, lr, received,
+                                     out, ld, nullptr, d + recv_at, stream_),
+                     "MoveBlock");
+  });
   return Status();
 }
 
 // Applies the row interchanges of `piv` (1-based, global) to the distributed right-hand side
 // (forward, or in reverse order), through its whole copy on every rank's host.
 template <typename T>
-Status Engine::PivotRhs(const std::vector<int64_t>& piv, bool reverse) {
+Status Engine::PivotRhs(const std::vector<int64_t>& piv, bool reverse, Deferred* failed) {
   const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
   const int64_t nrhs = nrhs_, lbc = rhs_local_cols_;
   const size_t es = sizeof(T);
   std::vector<T> mine(static_cast<size_t>(std::max<int64_t>(lr * lbc, 1)));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(mine.data(), local_b_, es * lr * lbc, cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(cudaStreamSynchronize(stream_));
   std::vector<T> whole(static_cast<size_t>(n * nrhs), T(0));
   auto each = [&](auto&& fn) {
     for (int64_t c = 0; c < lbc; ++c) {
@@ -884,12 +960,20 @@ Status Engine::PivotRhs(const std::vector<int64_t>& piv, bool reverse) {
       }
     }
   };
-  each([](const T& local, T& global) { global = local; });
+  // After a local failure this rank adds zeros to the sum (full_ is n x nrhs on every rank).
+  failed->Run([&]() -> Status {
+    JAXMG_CUDA(
+        cudaMemcpyAsync(mine.data(), local_b_, es * lr * lbc, cudaMemcpyDeviceToHost, stream_));
+    JAXMG_CUDA(cudaStreamSynchronize(stream_));
+    each([](const T& local, T& global) { global = local; });
+    return Status();
+  });
   JAXMG_CUDA(cudaMemcpyAsync(full_, whole.data(), es * n * nrhs, cudaMemcpyHostToDevice, stream_));
   JAXMG_NCCL(ncclAllReduce(full_, full_, static_cast<size_t>(n * nrhs * Scalar<T>::kParts),
                            NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
   JAXMG_CUDA(cudaMemcpyAsync(whole.data(), full_, es * n * nrhs, cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  if (!failed->ok()) return Status();
   for (int64_t s = 0; s < n; ++s) {
     const int64_t i = reverse ? n - 1 - s : s, p = piv[i] - 1;
     if (p != i) {
@@ -898,9 +982,12 @@ Status Engine::PivotRhs(const std::vector<int64_t>& piv, bool reverse) {
     }
   }
   each([](T& local, const T& global) { local = global; });
-  JAXMG_CUDA(
-      cudaMemcpyAsync(local_b_, mine.data(), es * lr * lbc, cudaMemcpyHostToDevice, stream_));
-  JAXMG_CUDA(cudaStreamSynchronize(stream_));  // `mine` is freed on return
+  failed->Run([&]() -> Status {
+    JAXMG_CUDA(
+        cudaMemcpyAsync(local_b_, mine.data(), es * lr * lbc, cudaMemcpyHostToDevice, stream_));
+    JAXMG_CUDA(cudaStreamSynchronize(stream_));  // `mine` is freed on return
+    return Status();
+  });
   return Status();
 }
 
@@ -983,33 +1070,54 @@ Status Engine::Identity() {
 
 template <typename T>
 Status Engine::TriangularInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n,
-                                 bool upper, bool unit) {
+                                 bool upper, bool unit, Deferred* failed) {
   // Column block k of W = L⁻¹ is L[k:, k:]⁻¹ I[k:, k] for a lower L, and of W = U⁻¹ it is
   // U[:e, :e]⁻¹ I[:e, k] for an upper U (e: the block's end): one cuBLASMp trsm per block of
   // about n / 8 (whole tiles), N³/3 flops in all instead of N³.
   const int64_t t = state_.plan.tile, tiles = (n + t - 1) / t;
   const int64_t nb = t * std::max<int64_t>(1, (tiles + 7) / 8);
   BlasDescriptor dl, dw;
-  JAXMG_RETURN_IF_ERROR(dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(ll, 1)));
-  JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lw, 1)));
-  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
   const cublasComputeType_t compute = ComputeOf<T>();
   const cublasFillMode_t fill = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
   const cublasDiagType_t diag = unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
   const T one(1);
+  // The triangle's part that block k needs: rows and columns from `first` (1-based), m of them.
+  auto part = [&](int64_t k0, int64_t* first, int64_t* m) {
+    *first = upper ? 1 : k0 + 1;
+    *m = upper ? k0 + std::min(nb, n - k0) : n - k0;
+  };
+  // Descriptors and the largest block's workspace first, agreed (the trsm are collective).
+  Deferred local;
+  local.Run([&] { return dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(ll, 1)); });
+  local.Run([&] { return dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lw, 1)); });
+  local.Run(
+      [&] { return BlasMpCheck(cublasMpSetStream(ctx_.blas, stream_), "cublasMpSetStream"); });
+  size_t dev = 0, host = 0;
+  for (int64_t k0 = 0; k0 < n && local.ok(); k0 += nb) {
+    int64_t first = 0, m = 0;
+    part(k0, &first, &m);
+    local.Run([&]() -> Status {
+      size_t d = 0, h = 0;
+      JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, m,
+                                           std::min(nb, n - k0), &one, l, first, first, dl.get(), w,
+                                           first, k0 + 1, dw.get(), compute, &d, &h));
+      dev = std::max(dev, d), host = std::max(host, h);
+      return Status();
+    });
+  }
+  void* d_work = nullptr;
+  local.Run([&] { return Workspace(dev, host, &d_work); });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv_triangular", local));
   for (int64_t k0 = 0; k0 < n; k0 += nb) {
     const int64_t kb = std::min(nb, n - k0);
-    // The triangle's part that block k needs: rows and columns from `first` (1-based), m of them.
-    const int64_t first = upper ? 1 : k0 + 1, m = upper ? k0 + kb : n - k0;
-    size_t dev = 0, host = 0;
-    JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, m,
-                                         kb, &one, l, first, first, dl.get(), w, first, k0 + 1,
-                                         dw.get(), compute, &dev, &host));
-    void* d_work = nullptr;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, m, kb, &one, l,
-                              first, first, dl.get(), w, first, k0 + 1, dw.get(), compute, d_work,
-                              workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
+    int64_t first = 0, m = 0;
+    part(k0, &first, &m);
+    failed->Step("inv_triangular", ctx_.rank, k0 / nb);
+    failed->Keep(BlasMpCheck(
+        cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, m, kb, &one, l, first,
+                     first, dl.get(), w, first, k0 + 1, dw.get(), compute, d_work, workspace_bytes_,
+                     ctx_.host_work.data(), ctx_.host_work.size()),
+        "cublasMpTrsm"));
   }
   return Status();
 }
@@ -1021,36 +1129,53 @@ Status Engine::CholeskyInverse() {
   // e_k block, 2N³/3 flops in all, both triangles). With the factorization, N³ flops against 7N³/3
   // for the solve with the identity.
   StepTimer timer("CholeskyInverse", stream_);
-  JAXMG_RETURN_IF_ERROR(Identity<T>());  // W := I (local_b_, distributed like B)
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
   const int64_t tiles = (n + t - 1) / t;
   const int64_t nb = t * std::max<int64_t>(1, (tiles + 7) / 8);  // about 8 blocks, whole tiles
-  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(work_, ld, local_b_, ld, n, false, false));
   BlasDescriptor dl, dw;
-  JAXMG_RETURN_IF_ERROR(dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
-  JAXMG_RETURN_IF_ERROR(dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
   const cublasComputeType_t compute = ComputeOf<T>();
   const T one(1);
+  const cublasOperation_t adjoint = AdjointOp<T>();
   // B⁻¹ into a buffer of its own (work_ may be the shard, which InverseOut writes).
   void* y = nullptr;
   const size_t bytes = sizeof(T) * std::max<int64_t>(local_rows_ * local_cols_, 1);
-  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &y));
-  JAXMG_CUDA(cudaMemsetAsync(y, 0, bytes, stream_));
-  const cublasOperation_t adjoint = AdjointOp<T>();
+  // Buffers and the products' workspace first, agreed; local errors after that are kept and
+  // agreed at the end (every rank enters each collective product).
+  Deferred local;
+  local.Run([&] { return Identity<T>(); });  // W := I (local_b_, distributed like B)
+  local.Run([&] { return dl.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld); });
+  local.Run([&] { return dw.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld); });
+  local.Run([&] { return Scratch(bytes, &y); });
+  local.Run([&] { return CudaCheck(cudaMemsetAsync(y, 0, bytes, stream_), "cudaMemsetAsync"); });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv_cholesky", local));
+  Deferred failed;
+  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(work_, ld, local_b_, ld, n, false, false, &failed));
+  size_t dev = 0, host = 0;
+  for (int64_t k0 = 0; k0 < n && local.ok(); k0 += nb) {
+    const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
+    local.Run([&]() -> Status {
+      size_t d = 0, h = 0;
+      JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, adjoint, CUBLAS_OP_N, e, e, kb, &one,
+                                           local_b_, k0 + 1, 1, dw.get(), local_b_, k0 + 1, 1,
+                                           dw.get(), &one, y, 1, 1, dl.get(), compute, &d, &h));
+      dev = std::max(dev, d), host = std::max(host, h);
+      return Status();
+    });
+  }
+  void* d_work = nullptr;
+  local.Run([&] { return Workspace(dev, host, &d_work); });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv_cholesky", local));
   for (int64_t k0 = 0; k0 < n; k0 += nb) {
     const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
-    size_t dev = 0, host = 0;
-    JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, adjoint, CUBLAS_OP_N, e, e, kb, &one, local_b_,
-                                         k0 + 1, 1, dw.get(), local_b_, k0 + 1, 1, dw.get(), &one,
-                                         y, 1, 1, dl.get(), compute, &dev, &host));
-    void* d_work = nullptr;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    JAXMG_BLASMP(cublasMpGemm(ctx_.blas, adjoint, CUBLAS_OP_N, e, e, kb, &one, local_b_, k0 + 1, 1,
-                              dw.get(), local_b_, k0 + 1, 1, dw.get(), &one, y, 1, 1, dl.get(),
-                              compute, d_work, workspace_bytes_, ctx_.host_work.data(),
-                              ctx_.host_work.size()));
+    failed.Step("inv_cholesky", ctx_.rank, k0 / nb);
+    failed.Keep(BlasMpCheck(
+        cublasMpGemm(ctx_.blas, adjoint, CUBLAS_OP_N, e, e, kb, &one, local_b_, k0 + 1, 1, dw.get(),
+                     local_b_, k0 + 1, 1, dw.get(), &one, y, 1, 1, dl.get(), compute, d_work,
+                     workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()),
+        "cublasMpGemm"));
   }
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv_cholesky", failed));
   local_b_ = y;  // (desc_b_ describes it: the same distribution as W's)
   return Status();
 }
@@ -1445,6 +1570,7 @@ Status Engine::Qr1D() {
   for (int64_t k = 0; k < tiles; ++k) {
     const int owner = static_cast<int>(k % procs);
     const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
+    if (failed.ok()) failed = TestFailure("qr", ctx_.rank, k);
     if (procs > 1) {
       PartTimer part("broadcast");
       const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
@@ -1478,7 +1604,7 @@ Status Engine::Qr1D() {
     }
   }
   if (DebugParts()) PrintParts("Qr1D");
-  return AgreeOnBuffers(failed);
+  return AgreeOnFailure("qr", failed);
 }
 
 // The owner's part of panel k (rows x cols from `column`, leading dimension local_rows_): geqrf
@@ -1609,6 +1735,7 @@ Status Engine::Orgqr1D() {
     const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
     char* column = a + es * (k / procs) * t * lr;  // the tile's columns from row 0
     const void* f = static_cast<const char*>(qr_t_) + es * k * t * t;
+    if (failed.ok()) failed = TestFailure("orgqr", ctx_.rank, tiles - 1 - k);
     if (me == owner && failed.ok()) {
       const cudaError_t e = cuda::ReflectorBlock(KernelType<T>(), column + es * row0, lr, rows, kb,
                                                  tau + es * row0, v, rows, stream_);
@@ -1625,7 +1752,7 @@ Status Engine::Orgqr1D() {
     if (failed.ok() && me == owner) failed = own_columns(column, row0, rows, kb, f);
   }
   if (DebugParts()) PrintParts("Orgqr1D");
-  return AgreeOnBuffers(failed);
+  return AgreeOnFailure("orgqr", failed);
 }
 
 template <typename T>
@@ -1846,17 +1973,22 @@ Status Engine::GridAdjoint(const void* src, void* dst) {
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
   BlasDescriptor ds, dd;
-  JAXMG_RETURN_IF_ERROR(ds.Create(ctx_, DataTypeOf<U>(), n, n, t, t, ld));
-  JAXMG_RETURN_IF_ERROR(dd.Create(ctx_, DataTypeOf<U>(), n, n, t, t, ld));
-  JAXMG_CUDA(cudaMemsetAsync(dst, 0, sizeof(U) * local_rows_ * local_cols_, stream_));
-  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
   const cublasOperation_t adjoint = AdjointOp<U>();
   const U one(1), zero(0);
   size_t dev = 0, host = 0;
-  JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &one, src, 1, 1, ds.get(), &zero,
-                                        dst, 1, 1, dd.get(), &dev, &host));
   void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  // Descriptors and workspace, agreed before the collective Geadd.
+  Deferred local;
+  local.Run([&]() -> Status {
+    JAXMG_RETURN_IF_ERROR(ds.Create(ctx_, DataTypeOf<U>(), n, n, t, t, ld));
+    JAXMG_RETURN_IF_ERROR(dd.Create(ctx_, DataTypeOf<U>(), n, n, t, t, ld));
+    JAXMG_CUDA(cudaMemsetAsync(dst, 0, sizeof(U) * local_rows_ * local_cols_, stream_));
+    JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+    JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &one, src, 1, 1, ds.get(),
+                                          &zero, dst, 1, 1, dd.get(), &dev, &host));
+    return Workspace(dev, host, &d_work);
+  });
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local.status()));
   JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, adjoint, n, n, &one, src, 1, 1, ds.get(), &zero, dst, 1, 1,
                              dd.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
                              ctx_.host_work.size()));
@@ -1948,22 +2080,27 @@ Status Engine::Product(char op_a, char op_b, int64_t m, int64_t n, int64_t k, do
   const auto op = [](char o) { return o == 'N' ? CUBLAS_OP_N : AdjointOp<T>(); };
   const int64_t t = state_.plan.tile;
   BlasDescriptor da, db, dc;
-  JAXMG_RETURN_IF_ERROR(
-      da.Create(ctx_, DataTypeOf<T>(), a.rows, a.cols, t, t, std::max<int64_t>(a.ld, 1)));
-  JAXMG_RETURN_IF_ERROR(
-      db.Create(ctx_, DataTypeOf<T>(), b.rows, b.cols, t, t, std::max<int64_t>(b.ld, 1)));
-  JAXMG_RETURN_IF_ERROR(
-      dc.Create(ctx_, DataTypeOf<T>(), c.rows, c.cols, t, t, std::max<int64_t>(c.ld, 1)));
-  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
   const cublasComputeType_t compute = ComputeOf<T>();
   const T ta(alpha), tb(beta);
   void* cp = const_cast<void*>(c.p);
   size_t dev = 0, host = 0;
-  JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, op(op_a), op(op_b), m, n, k, &ta, a.p, a.row, 1,
-                                       da.get(), b.p, b.row, 1, db.get(), &tb, cp, c.row, 1,
-                                       dc.get(), compute, &dev, &host));
   void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  // Descriptors and workspace, agreed before the collective product.
+  Deferred local;
+  local.Run([&]() -> Status {
+    JAXMG_RETURN_IF_ERROR(
+        da.Create(ctx_, DataTypeOf<T>(), a.rows, a.cols, t, t, std::max<int64_t>(a.ld, 1)));
+    JAXMG_RETURN_IF_ERROR(
+        db.Create(ctx_, DataTypeOf<T>(), b.rows, b.cols, t, t, std::max<int64_t>(b.ld, 1)));
+    JAXMG_RETURN_IF_ERROR(
+        dc.Create(ctx_, DataTypeOf<T>(), c.rows, c.cols, t, t, std::max<int64_t>(c.ld, 1)));
+    JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+    JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, op(op_a), op(op_b), m, n, k, &ta, a.p, a.row, 1,
+                                         da.get(), b.p, b.row, 1, db.get(), &tb, cp, c.row, 1,
+                                         dc.get(), compute, &dev, &host));
+    return Workspace(dev, host, &d_work);
+  });
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local.status()));
   JAXMG_BLASMP(cublasMpGemm(ctx_.blas, op(op_a), op(op_b), m, n, k, &ta, a.p, a.row, 1, da.get(),
                             b.p, b.row, 1, db.get(), &tb, cp, c.row, 1, dc.get(), compute, d_work,
                             workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
@@ -1982,24 +2119,34 @@ Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(PolarBuffers<T>(keep_a)));
   JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite input
   if (*info != 0) return Status();
-  if (keep_a) {
-    JAXMG_CUDA(cudaMemcpyAsync(polar_a_, work_, bytes, cudaMemcpyDeviceToDevice, stream_));
-  }
-  // α = (‖A‖₁ ‖A‖∞)^½ from the column sums (n) and row sums (m) of |A|, summed over the ranks.
+  polar_iteration_ = 0;
+  // Local errors from here on are kept (every rank enters each collective) and agreed at the
+  // norms and at the end.
+  Deferred failed;
+  failed.Step("polar", ctx_.rank, 0);
   double* sums = polar_norms_;
-  JAXMG_CUDA(cudaMemsetAsync(sums, 0, sizeof(double) * (n + m), stream_));
-  JAXMG_CUDA(cuda::AbsSums(KernelType<T>(), work_, local_rows_, local_cols_, t, ctx_.nprow,
-                           ctx_.npcol, ctx_.myrow, ctx_.mycol, sums, sums + n, stream_));
+  failed.Run([&]() -> Status {
+    if (keep_a) {
+      JAXMG_CUDA(cudaMemcpyAsync(polar_a_, work_, bytes, cudaMemcpyDeviceToDevice, stream_));
+    }
+    // α = (‖A‖₁ ‖A‖∞)^½ from the column sums (n) and row sums (m) of |A|, summed over the ranks.
+    JAXMG_CUDA(cudaMemsetAsync(sums, 0, sizeof(double) * (n + m), stream_));
+    JAXMG_CUDA(cuda::AbsSums(KernelType<T>(), work_, local_rows_, local_cols_, t, ctx_.nprow,
+                             ctx_.npcol, ctx_.myrow, ctx_.mycol, sums, sums + n, stream_));
+    return Status();
+  });
   JAXMG_NCCL(ncclAllReduce(sums, sums, n + m, ncclDouble, ncclSum, ctx_.comm, stream_));
   std::vector<double> host(static_cast<size_t>(n + m));
   JAXMG_CUDA(cudaMemcpyAsync(host.data(), sums, sizeof(double) * (n + m), cudaMemcpyDeviceToHost,
                              stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("polar", failed));
   double norms = *std::max_element(host.begin(), host.begin() + n) *
                  *std::max_element(host.begin() + n, host.end());
   JAXMG_RETURN_IF_ERROR(AgreeOnValue(&norms));
   if (norms == 0) return Status();  // U = 0 stays 0
-  JAXMG_CUDA(cuda::Scale(KernelType<T>(), work_, count, 1 / std::sqrt(norms), stream_));
+  failed.Keep(CudaCheck(cuda::Scale(KernelType<T>(), work_, count, 1 / std::sqrt(norms), stream_),
+                        "Scale"));
   // The bound 1 / ‖L⁻¹‖_F, UᴴU = L Lᴴ: L in Z, L⁻¹ in W.
   JAXMG_RETURN_IF_ERROR(PolarGram<T>(1, 0));
   JAXMG_RETURN_IF_ERROR(PolarFactor<T>());
@@ -2007,33 +2154,54 @@ Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
   JAXMG_CUDA(
       cudaMemcpyAsync(&factored, small_ + 2, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  int64_t failed = factored != 0 ? 1 : 0;
-  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &failed, 1));
-  if (failed != 0) return Status();
-  JAXMG_CUDA(cudaMemsetAsync(polar_w_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
-  JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), polar_w_, z_rows_, local_cols_, t, ctx_.nprow,
-                               ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+  int64_t gave_up = factored != 0 ? 1 : 0;
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &gave_up, 1));
+  if (gave_up != 0) return Status();
+  failed.Run([&]() -> Status {
+    JAXMG_CUDA(cudaMemsetAsync(polar_w_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
+    JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), polar_w_, z_rows_, local_cols_, t, ctx_.nprow,
+                                 ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+    return Status();
+  });
   JAXMG_RETURN_IF_ERROR(
-      TriangularInverse<T>(polar_z_, z_rows_, polar_w_, z_rows_, n, false, false));
-  JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
-  JAXMG_CUDA(
-      cuda::SumSquares(KernelType<T>(), polar_w_, z_rows_ * local_cols_, polar_sum_, stream_));
+      TriangularInverse<T>(polar_z_, z_rows_, polar_w_, z_rows_, n, false, false, &failed));
+  failed.Run([&]() -> Status {
+    JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
+    JAXMG_CUDA(
+        cuda::SumSquares(KernelType<T>(), polar_w_, z_rows_ * local_cols_, polar_sum_, stream_));
+    return Status();
+  });
   double squares = 0;
   JAXMG_RETURN_IF_ERROR(PolarSum(&squares));
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("polar", failed));
   if (std::isfinite(squares) && squares > 0) *lower = 1 / std::sqrt(squares);
   return Status();
 }
 
-Status Engine::AgreeOnBuffers(const Status& local) {
-  int64_t failed = local.ok() ? 0 : 1;
-  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, &failed, 1));
-  if (!local.ok()) return local;
-  if (failed != 0) {
-    return Status::Error(
-        "jaxmg: XLA could not provide the GPU scratch this call needs on another device of the "
-        "mesh (lower XLA_PYTHON_CLIENT_MEM_FRACTION to leave room, or use a smaller tile)");
+Status Engine::AgreeOnBuffers(const Status& local) { return AgreeOnFailure("buffers", local); }
+
+Status Engine::AgreeOnFailure(const char* algorithm, const Status& local) {
+  // Round one: the lowest failing rank (as nranks − rank; 0: none). Only when one failed, round
+  // two: its message, so that every rank returns the same error.
+  if (ctx_.nranks == 1) return local;
+  int64_t slots[1 + kMessageSlots] = {};
+  slots[0] = local.ok() ? 0 : ctx_.nranks - ctx_.rank;
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, slots, 1));
+  if (slots[0] == 0) return Status();
+  const int failing = ctx_.nranks - static_cast<int>(slots[0]);
+  int64_t* message = slots + 1;
+  if (failing == ctx_.rank) {
+    PackMessage(local.message(), message);
+  } else {
+    std::fill(message, message + kMessageSlots, int64_t{0});
   }
-  return Status();
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(ctx_, message, kMessageSlots));
+  // (the failing rank's message as every rank received it: the same text everywhere)
+  return AgreedError(algorithm, UnpackMessage(message), failing, ctx_.nranks);
+}
+
+Status Engine::AgreedWorkspace(size_t bytes, size_t host_bytes, void** out) {
+  return AgreeOnBuffers(Workspace(bytes, host_bytes, out));
 }
 
 template <typename T>
@@ -2074,7 +2242,7 @@ Status Engine::PolarGram(double c, double beta) {
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
   PolarLayouts d;
-  JAXMG_RETURN_IF_ERROR(d.Create<T>(ctx_, m, n, t, local_rows_, z_rows_));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(d.Create<T>(ctx_, m, n, t, local_rows_, z_rows_)));
   const BlasDescriptor &du = d.u, &dz = d.z;
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
   const cublasComputeType_t compute = ComputeOf<T>();
@@ -2085,7 +2253,7 @@ Status Engine::PolarGram(double c, double beta) {
     JAXMG_BLASMP(cublasMpHerk_bufferSize(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m,
                                          &alpha, work_, 1, 1, du.get(), &b, polar_z_, 1, 1,
                                          dz.get(), compute, &dev, &host));
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_RETURN_IF_ERROR(AgreedWorkspace(dev, host, &d_work));
     JAXMG_BLASMP(cublasMpHerk(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, m, &alpha, work_,
                               1, 1, du.get(), &b, polar_z_, 1, 1, dz.get(), compute, d_work,
                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
@@ -2094,7 +2262,7 @@ Status Engine::PolarGram(double c, double beta) {
     JAXMG_BLASMP(cublasMpSyrk_bufferSize(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m,
                                          &alpha, work_, 1, 1, du.get(), &b, polar_z_, 1, 1,
                                          dz.get(), compute, &dev, &host));
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_RETURN_IF_ERROR(AgreedWorkspace(dev, host, &d_work));
     JAXMG_BLASMP(cublasMpSyrk(ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m, &alpha, work_,
                               1, 1, du.get(), &b, polar_z_, 1, 1, dz.get(), compute, d_work,
                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()));
@@ -2108,14 +2276,19 @@ Status Engine::PolarFactor() {
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.cols.extent, t = plan.tile;
   Descriptor desc_z;
-  JAXMG_RETURN_IF_ERROR(
-      desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
   size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, polar_z_, 1, 1,
-                                          desc_z.get(), DataTypeOf<T>(), &dev, &host));
   void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_CUDA(cudaMemsetAsync(small_ + 2, 0, sizeof(int32_t), stream_));
+  Deferred local;  // agreed before the collective factorization
+  local.Run([&]() -> Status {
+    JAXMG_RETURN_IF_ERROR(
+        desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
+    JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, polar_z_, 1, 1,
+                                            desc_z.get(), DataTypeOf<T>(), &dev, &host));
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_CUDA(cudaMemsetAsync(small_ + 2, 0, sizeof(int32_t), stream_));
+    return Status();
+  });
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local.status()));
   const cusolverStatus_t st = cusolverMpPotrf(
       ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, polar_z_, 1, 1, desc_z.get(), DataTypeOf<T>(), d_work,
       workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_ + 2);
@@ -2139,16 +2312,25 @@ Status Engine::PolarQr(double sqrt_c, double coef, double e) {
   const int64_t round = t * ctx_.nprow, mp = (m + round - 1) / round * round;
   const int64_t top = mp / ctx_.nprow;
   const int64_t ly = top + CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow), lc = local_cols_;
-  JAXMG_CUDA(cuda::QdwhStack(KernelType<T>(), work_, local_rows_, lc, sqrt_c, polar_y_, ly, top, t,
-                             ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+  // A local error is kept (every rank enters each collective) and agreed at the end.
+  Deferred failed;
+  failed.Step("polar", ctx_.rank, ++polar_iteration_);
+  failed.Keep(
+      CudaCheck(cuda::QdwhStack(KernelType<T>(), work_, local_rows_, lc, sqrt_c, polar_y_, ly, top,
+                                t, ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_),
+                "QdwhStack"));
   Descriptor desc_y;
-  JAXMG_RETURN_IF_ERROR(
-      desc_y.Create(ctx_, DataTypeOf<T>(), mp + n, n, t, t, std::max<int64_t>(ly, 1)));
   size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(ctx_.handle, mp + n, n, polar_y_, 1, 1, desc_y.get(),
-                                          DataTypeOf<T>(), &dev, &host));
   void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  Deferred local;  // (PolarBuffers sized the workspace: it does not grow here)
+  local.Run([&]() -> Status {
+    JAXMG_RETURN_IF_ERROR(
+        desc_y.Create(ctx_, DataTypeOf<T>(), mp + n, n, t, t, std::max<int64_t>(ly, 1)));
+    JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(ctx_.handle, mp + n, n, polar_y_, 1, 1, desc_y.get(),
+                                            DataTypeOf<T>(), &dev, &host));
+    return Workspace(dev, host, &d_work);
+  });
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local.status()));
   JAXMG_SOLVER(cusolverMpGeqrf(ctx_.handle, mp + n, n, polar_y_, 1, 1, desc_y.get(), polar_tau_,
                                DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
                                ctx_.host_work.size(), small_ + 2));
@@ -2160,7 +2342,8 @@ Status Engine::PolarQr(double sqrt_c, double coef, double e) {
                                ctx_.host_work.size(), small_ + 2));
   // U := e U + coef Q₁ Q₂ᴴ.
   const Tiled y{polar_y_, mp + n, n, ly}, q2{polar_y_, mp + n, n, ly, mp + 1};
-  return Product<T>('N', 'C', m, n, n, coef, y, q2, e, {work_, m, n, local_rows_});
+  JAXMG_RETURN_IF_ERROR(Product<T>('N', 'C', m, n, n, coef, y, q2, e, {work_, m, n, local_rows_}));
+  return AgreeOnFailure("polar", failed);
 }
 
 template <typename T>
@@ -2171,13 +2354,19 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
   const int64_t count = local_rows_ * local_cols_;
   // Z := I + c UᴴU (lower triangle), then Z = L Lᴴ (a NaN in Z leaves NaN in U, which PolarEnd
   // reports).
-  JAXMG_CUDA(cudaMemsetAsync(polar_z_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
-  JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), polar_z_, z_rows_, local_cols_, t, ctx_.nprow,
-                               ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+  // A local error is kept (every rank enters each collective) and agreed at the end.
+  Deferred failed;
+  failed.Step("polar", ctx_.rank, ++polar_iteration_);
+  failed.Run([&]() -> Status {
+    JAXMG_CUDA(cudaMemsetAsync(polar_z_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
+    JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), polar_z_, z_rows_, local_cols_, t, ctx_.nprow,
+                                 ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+    return Status();
+  });
   JAXMG_RETURN_IF_ERROR(PolarGram<T>(c, 1));
   JAXMG_RETURN_IF_ERROR(PolarFactor<T>());
   PolarLayouts d;
-  JAXMG_RETURN_IF_ERROR(d.Create<T>(ctx_, m, n, t, local_rows_, z_rows_));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(d.Create<T>(ctx_, m, n, t, local_rows_, z_rows_)));
   const BlasDescriptor &du = d.u, &dz = d.z;
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
   const cublasComputeType_t compute = ComputeOf<T>();
@@ -2185,7 +2374,8 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
   void* d_work = nullptr;
   // W := U Z⁻¹ = U L⁻ᴴ L⁻¹.
   const size_t bytes = sizeof(T) * std::max<int64_t>(count, 1);
-  JAXMG_CUDA(cudaMemcpyAsync(polar_w_, work_, bytes, cudaMemcpyDeviceToDevice, stream_));
+  failed.Keep(CudaCheck(cudaMemcpyAsync(polar_w_, work_, bytes, cudaMemcpyDeviceToDevice, stream_),
+                        "cudaMemcpyAsync"));
   const cublasOperation_t adjoint = AdjointOp<T>();
   const T one(1);
   StepTimer solves("PolarCholesky: two Trsm", stream_);
@@ -2193,17 +2383,21 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
     JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, op,
                                          CUBLAS_DIAG_NON_UNIT, m, n, &one, polar_z_, 1, 1, dz.get(),
                                          polar_w_, 1, 1, du.get(), compute, &dev, &host));
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_RETURN_IF_ERROR(AgreedWorkspace(dev, host, &d_work));
     JAXMG_BLASMP(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, op,
                               CUBLAS_DIAG_NON_UNIT, m, n, &one, polar_z_, 1, 1, dz.get(), polar_w_,
                               1, 1, du.get(), compute, d_work, workspace_bytes_,
                               ctx_.host_work.data(), ctx_.host_work.size()));
   }
-  JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
-  JAXMG_CUDA(
-      cuda::AxpbyChange(KernelType<T>(), work_, polar_w_, count, e, coef, polar_sum_, stream_));
+  failed.Run([&]() -> Status {
+    JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
+    JAXMG_CUDA(
+        cuda::AxpbyChange(KernelType<T>(), work_, polar_w_, count, e, coef, polar_sum_, stream_));
+    return Status();
+  });
   double squares = 0;
   JAXMG_RETURN_IF_ERROR(PolarSum(&squares));
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("polar", failed));
   *change = std::sqrt(squares);
   return Status();
 }
@@ -2217,13 +2411,16 @@ Status Engine::PolarEnd(bool h, int* info) {
   const Tiled u{work_, m, n, local_rows_};
   const Tiled z{polar_z_, n, n, z_rows_};
   // Newton–Schulz: U := 1.5 U − 0.5 W G, G = UᴴU (lower triangle), W a copy of U.
+  Deferred failed;
+  failed.Step("polar", ctx_.rank, ++polar_iteration_);
   JAXMG_RETURN_IF_ERROR(PolarGram<T>(1, 0));
-  JAXMG_CUDA(cudaMemcpyAsync(polar_w_, work_, sizeof(T) * std::max<int64_t>(count, 1),
-                             cudaMemcpyDeviceToDevice, stream_));
+  failed.Keep(CudaCheck(cudaMemcpyAsync(polar_w_, work_, sizeof(T) * std::max<int64_t>(count, 1),
+                                        cudaMemcpyDeviceToDevice, stream_),
+                        "cudaMemcpyAsync"));
   {
     StepTimer symm("PolarEnd: Symm", stream_);
     PolarLayouts d;
-    JAXMG_RETURN_IF_ERROR(d.Create<T>(ctx_, m, n, t, local_rows_, z_rows_));
+    JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(d.Create<T>(ctx_, m, n, t, local_rows_, z_rows_)));
     const BlasDescriptor &du = d.u, &dz = d.z;
     JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
     const cublasComputeType_t compute = ComputeOf<T>();
@@ -2233,31 +2430,34 @@ Status Engine::PolarEnd(bool h, int* info) {
                                          &alpha, polar_z_, 1, 1, dz.get(), polar_w_, 1, 1, du.get(),
                                          &beta, work_, 1, 1, du.get(), compute, &dev, &host));
     void* d_work = nullptr;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_RETURN_IF_ERROR(AgreedWorkspace(dev, host, &d_work));
     JAXMG_BLASMP(cublasMpSymm(ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, m, n, &alpha,
                               polar_z_, 1, 1, dz.get(), polar_w_, 1, 1, du.get(), &beta, work_, 1,
                               1, du.get(), compute, d_work, workspace_bytes_, ctx_.host_work.data(),
                               ctx_.host_work.size()));
   }
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("polar", failed));
   JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite entry of U
   if (*info != 0 || !h) return Status();
   // H := ½ (G + Gᴴ), G = Uᴴ A.
-  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>());
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(SquareMatrix<T>()));
   JAXMG_RETURN_IF_ERROR(Product<T>('C', 'N', n, n, m, 1, u, {polar_a_, m, n, local_rows_}, 0, z));
-  JAXMG_CUDA(cudaMemcpyAsync(square_, polar_z_, sizeof(T) * z_rows_ * local_cols_,
-                             cudaMemcpyDeviceToDevice, stream_));
   BlasDescriptor dz, dh;
-  JAXMG_RETURN_IF_ERROR(
-      dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
-  JAXMG_RETURN_IF_ERROR(
-      dh.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1)));
+  failed.Run([&]() -> Status {
+    JAXMG_CUDA(cudaMemcpyAsync(square_, polar_z_, sizeof(T) * z_rows_ * local_cols_,
+                               cudaMemcpyDeviceToDevice, stream_));
+    JAXMG_RETURN_IF_ERROR(
+        dz.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(z_rows_, 1)));
+    return dh.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1));
+  });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("polar", failed));
   const cublasOperation_t adjoint = AdjointOp<T>();
   const T half(0.5);
   size_t dev = 0, host = 0;
   JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &half, polar_z_, 1, 1, dz.get(),
                                         &half, square_, 1, 1, dh.get(), &dev, &host));
   void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_RETURN_IF_ERROR(AgreedWorkspace(dev, host, &d_work));
   JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, adjoint, n, n, &half, polar_z_, 1, 1, dz.get(), &half,
                              square_, 1, 1, dh.get(), d_work, workspace_bytes_,
                              ctx_.host_work.data(), ctx_.host_work.size()));

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/deferred.h"
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/local_blas.h"
 #include "ffi/solve.h"
@@ -84,7 +85,9 @@ class Engine {
   Status InverseSolve(bool transpose);
   // out[:, order[i]] = x[:, i] for the engine's columns (both distributed like the matrix).
   template <typename T>
-  Status PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order);
+  // Collective; local errors are kept in *failed.
+  Status PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order,
+                        Deferred* failed);
   template <typename T>
   Status InverseOut(void* shard);
   template <typename T>
@@ -298,9 +301,9 @@ class Engine {
   // The right-hand side := op(U)⁻¹ op(L)⁻¹ of it (L⁻ᵀ U⁻ᵀ with transpose), L unit lower and U
   // upper in the engine matrix.
   template <typename T>
-  Status TriangularSolves(bool transpose);
+  Status TriangularSolves(bool transpose, Deferred* failed);
   template <typename T>
-  Status PivotRhs(const std::vector<int64_t>& piv, bool reverse);
+  Status PivotRhs(const std::vector<int64_t>& piv, bool reverse, Deferred* failed);
   // *column (device) := 1 + the first engine column with a non-finite entry of the local
   // matrix, or kNoColumn.
   template <typename T>
@@ -322,6 +325,16 @@ class Engine {
   // The buffers a step allocated before its first collective (local: this rank's outcome),
   // agreed: an error on every rank where any rank failed, so that none waits for the others.
   Status AgreeOnBuffers(const Status& local);
+  // An algorithm's local outcome (common/deferred.h) agreed over the ranks at one of its
+  // agreement points: ok on every rank, or on every rank the same error (the lowest failing
+  // rank's message and rank).
+  Status AgreeOnFailure(const char* algorithm, const Status& local);
+  Status AgreeOnFailure(const char* algorithm, const Deferred& local) {
+    return AgreeOnFailure(algorithm, local.status());
+  }
+  // Workspace, agreed: before a collective library call (cuSOLVERMp, cuBLASMp), whose workspace
+  // may grow on one rank alone.
+  Status AgreedWorkspace(size_t bytes, size_t host_bytes, void** out);
   // Every buffer of QDWH's steps and the workspace of its QR steps.
   template <typename T>
   Status PolarBuffers(bool keep_a);
@@ -334,8 +347,9 @@ class Engine {
   // w := l⁻¹ for the triangular (upper or lower, unit or not) n x n matrix l, where w holds
   // the identity (both in the engine's tiles, leading dimensions ll and lw).
   template <typename T>
+  // Collective: its buffers are agreed; the local errors of its steps are kept in *failed.
   Status TriangularInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n, bool upper,
-                           bool unit);
+                           bool unit, Deferred* failed);
   // A matrix in the engine's tiles over its grid: the local part p (leading dimension ld) of a
   // rows x cols global matrix, used from its row `row` (1-based, at a tile boundary) on.
   struct Tiled {
@@ -388,6 +402,7 @@ class Engine {
   int64_t z_rows_ = 0;
   double* polar_norms_ = nullptr;  // n column sums and m row sums of |A|
   double* polar_sum_ = nullptr;
+  int64_t polar_iteration_ = 0;  // QDWH's steps so far (the test hook's step)
 };
 
 }  // namespace jaxmg::cusolvermp
