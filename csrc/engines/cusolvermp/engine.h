@@ -269,6 +269,34 @@ class Engine {
                          const QrWork& work);
   template <typename T>
   Status QrSolve(int* info);
+  // BandEigh's extents and buffers (band_eigh.cc), which its stages share: the waves of Q₂'s
+  // blocks (the first group, its block row and the number of blocks of each; cuda/band.h
+  // WaveBlocks), the band and τ of stage one, the chase's reflectors (v2, tau2), the tridiagonal
+  // matrix (d, e, phase), Z (ldz rows, padded) and Stedc's Q, and the products' scratch.
+  struct EighWave {
+    int64_t g0, j0, count;
+  };
+  struct EighWork {
+    int64_t n, t, lr, b, held, ell, h, ldz, kept, chunk, cols_held;
+    int procs, me;
+    bool by_rows;
+    std::vector<EighWave> waves;
+    Lane main;
+    void *band, *taus, *v2, *tau2, *sync, *d, *e, *phase, *z, *q, *vb, *taub, *sb, *tb, *vtb, *wb;
+    void *vw, *f, *qw1, *qw2, *qs, *y, *vt;
+    const Descriptor* desc_q;
+  };
+  // BandEigh's stages; each keeps its local errors in *failed (agreed at BandEigh's end). The
+  // bulge chase (band_chase.cc), the tridiagonal solve into w (band_tridiagonal.cc), Z := Q₂ Z
+  // (band_back_chase.cc) and Z := Q₁ Z (band_back_reduce.cc).
+  template <typename T>
+  Status EighChase(const EighWork& ew, Deferred* failed);
+  template <typename T>
+  Status EighTridiagonal(const EighWork& ew, void* w, Deferred* failed);
+  template <typename T>
+  Status EighBackChase(const EighWork& ew, Deferred* failed);
+  template <typename T>
+  Status EighBackReduce(const EighWork& ew, Deferred* failed);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
   // matrix's leading columns (from_matrix) or of the right-hand side, whole on every rank.
   template <typename T>
