@@ -176,6 +176,12 @@ class Engine {
   // A device workspace of at least `bytes` (reused across the steps of the call).
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
   bool UseOwnLu() const;
+  // One device (a 1 x 1 grid): the local array is the matrix, and the factorizations and solves
+  // that cusolverDn has run there without cuSOLVERMp (vendor.cc).
+  bool OneDevice() const;
+  // Getrs with the own LU's factors on one device (cusolverDnXgetrs).
+  template <typename T>
+  Status LocalGetrs(bool transpose);
   // Householder QR of the engine matrix's leading cols.extent columns (tau_), no agreement.
   template <typename T>
   Status QrFactor();

@@ -25,11 +25,60 @@
 
 namespace jaxmg::cusolvermp {
 
+bool Engine::OneDevice() const {
+  // JAXMG_GPU_ONE_DEVICE=cusolvermp keeps cuSOLVERMp on one device (for comparisons).
+  const char* choice = std::getenv("JAXMG_GPU_ONE_DEVICE");
+  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
+  return !library && ctx_.nranks == 1;
+}
+
+template <typename T>
+Status Engine::LocalGetrs(bool transpose) {
+  // The own LU's factors (as getrf leaves them) and its global 1-based pivots: cusolverDn's
+  // getrs, op(B) z = c (op = T: the transpose, not the adjoint).
+  const int64_t n = state_.plan.engine_rows();
+  for (int64_t i = 0; i < n; ++i) {  // (kept pivots come back from the caller)
+    if (own_pivots_[i] - 1 < i || own_pivots_[i] > n) return JAXMG_ERROR("a pivot is out of range");
+  }
+  if (nrhs_ == 0) return Status();
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  cusolverDnHandle_t dn = nullptr;
+  cusolverDnParams_t params = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
+  void* piv = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &piv));
+  // Pageable: the copy has read own_pivots_ when cudaMemcpyAsync returns.
+  JAXMG_CUDA(cudaMemcpyAsync(piv, own_pivots_.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice,
+                             stream_));
+  const int64_t ld = std::max<int64_t>(local_rows_, 1);
+  JAXMG_SOLVER(lb->getrs(dn, params, transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, nrhs_,
+                         DataTypeOf<T>(), work_, ld, static_cast<const int64_t*>(piv),
+                         DataTypeOf<T>(), local_b_, ld, small_ + 2));
+  return Status();
+}
+
 template <typename T>
 Status Engine::Potrf(int* info) {
   StepTimer timer("Potrf", stream_);
   const int64_t n = state_.plan.engine_rows();
   size_t dev = 0, host = 0;
+  if (OneDevice()) {  // the local array is the matrix: cusolverDn's Cholesky, the same status
+    const LocalBlas* lb = nullptr;
+    cublasHandle_t blas = nullptr;
+    cusolverDnHandle_t dn = nullptr;
+    cusolverDnParams_t params = nullptr;
+    JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
+    const int64_t ld = std::max<int64_t>(local_rows_, 1);
+    JAXMG_SOLVER(lb->potrf_buffer_size(dn, params, CUBLAS_FILL_MODE_LOWER, n, DataTypeOf<T>(),
+                                       work_, ld, DataTypeOf<T>(), &dev, &host));
+    void* d_work = nullptr;
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_SOLVER(lb->potrf(dn, params, CUBLAS_FILL_MODE_LOWER, n, DataTypeOf<T>(), work_, ld,
+                           DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                           ctx_.host_work.size(), small_));
+    return Agree<T>(false, info);
+  }
   JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
                                           desc_a_.get(), DataTypeOf<T>(), &dev, &host));
   void* d_work = nullptr;
@@ -71,6 +120,18 @@ template <typename T>
 Status Engine::Potrs() {
   StepTimer timer("Potrs", stream_);
   const int64_t n = state_.plan.engine_rows();
+  if (OneDevice()) {
+    if (nrhs_ == 0) return Status();
+    const LocalBlas* lb = nullptr;
+    cublasHandle_t blas = nullptr;
+    cusolverDnHandle_t dn = nullptr;
+    cusolverDnParams_t params = nullptr;
+    JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
+    const int64_t ld = std::max<int64_t>(local_rows_, 1);
+    JAXMG_SOLVER(lb->potrs(dn, params, CUBLAS_FILL_MODE_LOWER, n, nrhs_, DataTypeOf<T>(), work_, ld,
+                           DataTypeOf<T>(), local_b_, ld, small_ + 2));
+    return Status();
+  }
   size_t dev = 0, host = 0;
   JAXMG_SOLVER(cusolverMpPotrs_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs_, work_, 1,
                                           1, desc_a_.get(), local_b_, 1, 1, desc_b_.get(),
@@ -87,6 +148,7 @@ Status Engine::Potrs() {
 template <typename T>
 Status Engine::Getrs(bool transpose) {
   StepTimer timer("Getrs", stream_);
+  if (own_lu_ && OneDevice()) return LocalGetrs<T>(transpose);
   if (own_lu_) return LuSolveWithPivots<T>(transpose, own_pivots_);
   if (transpose) {
     std::vector<int64_t> pivots;
@@ -461,6 +523,7 @@ Status Engine::Gemm(char op_b, char op_a) {
 }
 
 #define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
+  template Status Engine::LocalGetrs<T>(bool transpose);                                     \
   template Status Engine::Potrf<T>(int* info);                                               \
   template Status Engine::Getrf<T>(int* info);                                               \
   template Status Engine::Potrs<T>();                                                        \
