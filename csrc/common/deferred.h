@@ -9,7 +9,7 @@
 // agreed on, and the ranks agree on the outcome at the algorithm's next agreement point (one
 // small all-reduce), where every rank returns the same error.
 //
-// The test hook: JAXMG_TEST_FAIL="<algorithm>:<rank>:<step>" (read once per process) makes rank
+// The test hook: JAXMG_TEST_FAIL="<algorithm>:<rank>:<step>" (read at each step) makes rank
 // `rank` of the named algorithm record an injected failure at step `step` (the algorithms name
 // their steps: a tile column, a block, an iteration). It exists for the fault-injection tests
 // (tests/gpu/fault_gpu.py, tests/test_reliability.py); nothing else sets it.
@@ -30,25 +30,33 @@ struct TestFailurePoint {
   int64_t step = -1;
 };
 
-// The point JAXMG_TEST_FAIL names (algorithm empty: none, or not of the form above).
+// The point JAXMG_TEST_FAIL's value v names (algorithm empty: not of the form above).
+inline TestFailurePoint ParseTestFailure(const std::string& s) {
+  TestFailurePoint p;
+  const size_t a = s.find(':'), b = a == std::string::npos ? a : s.find(':', a + 1);
+  if (a == std::string::npos || b == std::string::npos || a == 0 || b + 1 == s.size()) return p;
+  char* end = nullptr;
+  const long rank = std::strtol(s.c_str() + a + 1, &end, 10);
+  if (end != s.c_str() + b) return p;
+  const long long step = std::strtoll(s.c_str() + b + 1, &end, 10);
+  if (*end != '\0') return p;
+  p.algorithm = s.substr(0, a);
+  p.rank = static_cast<int>(rank);
+  p.step = static_cast<int64_t>(step);
+  return p;
+}
+
+// The point JAXMG_TEST_FAIL names now (unset: none), parsed again only when its value changes
+// (the tests set it between calls; a cache per thread, as each device's handler has its own).
 inline const TestFailurePoint& TestFailureSetting() {
-  static const TestFailurePoint point = [] {
-    TestFailurePoint p;
-    const char* v = std::getenv("JAXMG_TEST_FAIL");
-    if (v == nullptr) return p;
-    const std::string s(v);
-    const size_t a = s.find(':'), b = a == std::string::npos ? a : s.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos || a == 0) return p;
-    char* end = nullptr;
-    const long rank = std::strtol(s.c_str() + a + 1, &end, 10);
-    if (end != s.c_str() + b) return p;
-    const long long step = std::strtoll(s.c_str() + b + 1, &end, 10);
-    if (*end != '\0' || b + 1 == s.size()) return p;
-    p.algorithm = s.substr(0, a);
-    p.rank = static_cast<int>(rank);
-    p.step = static_cast<int64_t>(step);
-    return p;
-  }();
+  thread_local std::string raw;
+  thread_local TestFailurePoint point;
+  const char* v = std::getenv("JAXMG_TEST_FAIL");
+  const std::string now = v != nullptr ? v : "";
+  if (now != raw) {
+    raw = now;
+    point = ParseTestFailure(now);
+  }
   return point;
 }
 
