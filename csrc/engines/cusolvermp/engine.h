@@ -186,7 +186,7 @@ class Engine {
   template <typename T>
   Status QrFactor();
   bool UseOwnQr() const;
-  // Eigenvalues in two stages on 1 x P grids (band_eigenvalues.cc): the band reduction over the
+  // Eigenvalues in two stages on 1 x P grids (band_*.cc): the band reduction over the
   // devices, then the bulge chase and bisection on rank 0. EigBand: the band's width for tile t
   // (0: the two stages do not apply).
   static int64_t EigBand(int64_t t);
@@ -220,7 +220,7 @@ class Engine {
   Status SingularValuesOut(const void* w, int64_t n, void* x, int64_t x_rows, int64_t x_cols);
   template <typename T>
   Status LibraryEigh(bool vectors, void* w);
-  // The 1-D QR (1 x P grids) and its Q, formed in place (engine.cc).
+  // The 1-D QR (1 x P grids) and its Q, formed in place (qr_1d.cc).
   template <typename T>
   Status Qr1D();
   template <typename T>
@@ -318,7 +318,7 @@ class Engine {
   template <typename T>
   Status RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, void* x, int64_t x_rows,
                  int64_t x_cols);
-  // The status of a solver's real output values and info (engine.cc), agreed.
+  // The status of a solver's real output values and info (status.cc), agreed.
   template <typename T>
   Status AgreeValues(const void* values, int64_t n, bool failed, int* info);
   // The square matrix kept (cols.extent square, distributed like the engine matrix's columns).
@@ -342,7 +342,7 @@ class Engine {
   // matrix, or kNoColumn.
   template <typename T>
   Status NonFinite(int32_t* column);
-  // Status agreement (see engine.cc); returns the agreed info. The diagonal check covers the
+  // Status agreement (see status.cc); returns the agreed info. The diagonal check covers the
   // global diagonal below diag_limit (-1: all of it; 0: none).
   template <typename T>
   Status Agree(bool failed, int* info, int64_t diag_limit = -1);
