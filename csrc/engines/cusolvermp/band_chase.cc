@@ -45,6 +45,12 @@ Status Engine::EighChase(const EighWork& ew, Deferred* failed) {
       JAXMG_CUDA(cuda::TridiagonalOf(dt, band, n, b, d, e, phase, stream_));
       return Status();
     });
+    if (!failed->ok()) {
+      // A well-formed (zero) tridiagonal matrix for every rank's collective solve after a
+      // failure here: the solve's steps may depend on its values, which are rank 0's everywhere.
+      failed->Keep(CudaCheck(cudaMemsetAsync(d, 0, sizeof(R) * n, stream_), "cudaMemsetAsync"));
+      failed->Keep(CudaCheck(cudaMemsetAsync(e, 0, sizeof(R) * n, stream_), "cudaMemsetAsync"));
+    }
   }
   if (procs > 1) {
     StepTimer share("broadcast reflectors", stream_);

@@ -290,12 +290,14 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
   // A local error is kept (every rank enters each collective) and agreed at the end.
   Deferred failed;
   failed.Step("polar", ctx_.rank, ++polar_iteration_);
-  failed.Run([&]() -> Status {
+  // Z's start is made even after a local failure: the collective factorization's input stays
+  // well formed (I + c UᴴU).
+  failed.Keep([&]() -> Status {
     JAXMG_CUDA(cudaMemsetAsync(polar_z_, 0, sizeof(T) * z_rows_ * local_cols_, stream_));
     JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), polar_z_, z_rows_, local_cols_, t, ctx_.nprow,
                                  ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
     return Status();
-  });
+  }());
   JAXMG_RETURN_IF_ERROR(PolarGram<T>(c, 1));
   JAXMG_RETURN_IF_ERROR(PolarFactor<T>());
   PolarLayouts d;
