@@ -174,7 +174,7 @@ message(STATUS "GPU engine: ${_jaxmg_ncopied} headers from the wheels (${_jaxmg_
 # architecture (where newer runtime headers than nvcc's fail: __ldg of a double), with the
 # include folders in the engine's order (CUDA::cudart adds the toolkit's as -isystem).
 set(_jaxmg_probe "${CMAKE_CURRENT_BINARY_DIR}/jaxmg_cuda_probe")
-file(WRITE "${_jaxmg_probe}/probe.cu" [=[
+set(_jaxmg_probe_source [=[
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 #include <cublasmp.h>
@@ -186,6 +186,13 @@ __global__ void jaxmg_probe(const double* x, float* y, double* z) {
 }
 int jaxmg_probe_versions() { return CUDART_VERSION + NCCL_VERSION_CODE; }
 ]=])
+set(_jaxmg_probe_old "")
+if(EXISTS "${_jaxmg_probe}/probe.cu")
+  file(READ "${_jaxmg_probe}/probe.cu" _jaxmg_probe_old)
+endif()
+if(NOT _jaxmg_probe_old STREQUAL _jaxmg_probe_source)  # rewritten only when it changes
+  file(WRITE "${_jaxmg_probe}/probe.cu" "${_jaxmg_probe_source}")
+endif()
 set(_jaxmg_try_type "${CMAKE_TRY_COMPILE_TARGET_TYPE}")
 set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
 try_compile(_jaxmg_probe_ok "${_jaxmg_probe}/build" "${_jaxmg_probe}/probe.cu"
@@ -206,8 +213,9 @@ if(NOT _jaxmg_probe_ok)
     "CUDA code against the CUDA toolkit's headers (${_jaxmg_toolkit_includes}) and the wheels' "
     "(${_jaxmg_wheel_include}), so the GPU engine cannot build here. The compiler said:\n"
     "${_jaxmg_probe_log}\n"
-    "Check that nvcc is a complete CUDA 13.x toolkit for sm_${CMAKE_CUDA_ARCHITECTURES}. "
-    "${_jaxmg_skip_hint}")
+    "Check that nvcc is a complete CUDA 13.x toolkit for sm_${CMAKE_CUDA_ARCHITECTURES}; ptxas' "
+    "'Unresolved extern function' means that CUDA headers newer than this nvcc came first (look "
+    "at CPATH, CPLUS_INCLUDE_PATH, NVCC_PREPEND_FLAGS). ${_jaxmg_skip_hint}")
 endif()
 message(STATUS "GPU engine: configure-time CUDA compile check passed")
 
