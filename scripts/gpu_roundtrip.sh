@@ -9,7 +9,7 @@
 #   scripts/gpu_roundtrip.sh            # download what is missing, build, print the run command
 #   scripts/gpu_roundtrip.sh collect F  # results file from the device -> bench/results/
 #
-# Layout (all git-ignored, /.gpu/ is in .gitignore and .git/info/exclude):
+# Layout (all git-ignored: /.gpu/ and /build/ are in .gitignore):
 #   .gpu/jaxmg/   jaxmg-<version>-py3-none-linux_x86_64.whl (no Python ABI: built here on 3.11,
 #                 installed there on 3.12)
 #   .gpu/wheels/  carried to the GPU machine (no network there), about 60 MB:
@@ -50,7 +50,6 @@ PYEOF
   exit 0
 fi
 
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 NCCL_WHEEL=${JAXMG_NCCL_WHEEL:-$(ls "$ROOT"/../shared/wheels/nvidia_nccl_cu13-2.29.*.whl 2>/dev/null | head -1 || true)}
 if [ -z "$NCCL_WHEEL" ] || [ ! -f "$NCCL_WHEEL" ]; then
   echo "[gpu] needs an NCCL 2.29 wheel small enough to carry: ../shared/wheels/nvidia_nccl_cu13-2.29.*.whl" >&2

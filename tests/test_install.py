@@ -12,7 +12,8 @@ run from a temporary folder so that the repository's own jaxmg/ cannot shadow it
   where scripts/build_cuda.sh has built the wheel (`pip wheel .`: the same PEP 517 hooks in the
   same isolated environment as `pip install .`; scripts/test.sh runs it once and
   tests/test_cuda_build.py checks it) that file is installed (JAXMG_WHEEL, or build/wheelhouse/);
-  without one, the source copy itself is built, as a user's `pip install '.[cuda13]'` does.
+  without one (or with JAXMG_WHEEL=source), the source copy itself is built, as a user's
+  `pip install '.[cuda13]'` does.
 - A GPU build that cannot work (an nvcc that is not CUDA 13) stops before any download or
   compile, with the cause and JAXMG_CUDA=OFF.
 """
@@ -131,9 +132,10 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def built_wheel() -> Path | None:
-    """The wheel scripts/build_cuda.sh built (JAXMG_WHEEL, or build/wheelhouse/), if any."""
+    """The wheel scripts/build_cuda.sh built (JAXMG_WHEEL, or build/wheelhouse/), if any;
+    JAXMG_WHEEL=source: none, build the source copy."""
     if env := os.environ.get("JAXMG_WHEEL"):
-        return Path(env)
+        return None if env == "source" else Path(env)
     found = sorted((REPO / "build" / "wheelhouse").glob("jaxmg-*.whl"))
     return found[-1] if found else None
 
