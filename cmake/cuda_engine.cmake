@@ -23,8 +23,8 @@
 # headers they hold that the toolkit lacks (cuSOLVERMp, cuBLASMp, NCCL, cuSOLVER, cuBLAS, ...)
 # are copied into one folder of the build tree (jaxmg_wheel_include), and a tiny CUDA file is
 # compiled against it at configure time, so that a build that cannot work stops here, with the
-# cause, before minutes of compiling. Copied only when different, at a fixed path: a rebuild in
-# a new isolated environment recompiles only what changed.
+# cause, before minutes of compiling. Copied only when different, at a fixed path of the build
+# tree, so that the compile lines do not name the build environment's folder.
 #
 # The CUDA runtime is linked shared (-cudart shared): libcusolverMp.so.0 needs libcudart.so.13
 # anyway, so the process keeps one runtime (the one of the nvidia-cuda-runtime wheel JAX loads).

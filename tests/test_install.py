@@ -223,7 +223,10 @@ def test_pip_install_with_jaxmg_cuda_off_then_a_distributed_solve(tmp_path):
     distributed_solve(python, site, tmp_path / "run")
 
 
-@pytest.mark.skipif(find_nvcc() is None, reason="no nvcc: the GPU engine is not built here")
+@pytest.mark.skipif(
+    find_nvcc() is None or bool(os.environ.get("JAXMG_SKIP_CUDA_BUILD")),
+    reason="no nvcc (or JAXMG_SKIP_CUDA_BUILD): the GPU engine is not built here",
+)
 def test_pip_install_cuda13_with_nvcc_builds_both_engines_then_a_distributed_solve(tmp_path):
     python = fresh_venv(tmp_path)
     env = clean_env()
