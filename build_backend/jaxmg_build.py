@@ -11,7 +11,9 @@ JAXMG_CUDA=ON) or of another release, the build stops before anything is downloa
 compiled, saying so and how to build without the GPU engine (JAXMG_CUDA=OFF);
 cmake/cuda_engine.cmake checks the same again, and compiles a small CUDA file, at configure time.
 
-When it is built, NVIDIA's cuSOLVERMp, cuBLASMp and NCCL wheels become build requirements, so
+jaxlib (the XLA FFI headers) is a build requirement asked for here, after the decision, so that
+pip's isolated environment holds only scikit-build-core when a build is refused. When the GPU
+engine is built, NVIDIA's cuSOLVERMp, cuBLASMp and NCCL wheels become build requirements too, so
 that an isolated build (plain `pip install .`) has their headers and libraries;
 cmake/cuda_engine.cmake finds them in the build environment's site-packages, and the toolkit's
 own headers win over the wheels'. Each hook runs in its own process, so every hook makes the
@@ -37,6 +39,9 @@ from scikit_build_core.build import (  # noqa: F401  (re-exported hooks)
     prepare_metadata_for_build_wheel,
 )
 
+# Every build: the XLA FFI headers (jaxlib/include; CMakeLists.txt finds them). Asked for here,
+# not in pyproject.toml's [build-system], so that the decision below comes first.
+BUILD_REQUIRES = ["jaxlib>=0.10"]
 # The versions pyproject.toml's `cuda13` extra installs at run time (keep the two in step).
 CUDA_BUILD_REQUIRES = [
     "nvidia-cusolvermp-cu13==0.9.1.9318.post1",
@@ -190,14 +195,14 @@ def get_requires_for_build_wheel(config_settings: dict | None = None) -> list[st
     d = _decide_or_exit(config_settings)  # first: a build that cannot work stops here
     _say(d)
     extra = CUDA_BUILD_REQUIRES if d.cuda else []
-    return [*_skbuild.get_requires_for_build_wheel(config_settings), *extra]
+    return [*_skbuild.get_requires_for_build_wheel(config_settings), *BUILD_REQUIRES, *extra]
 
 
 def get_requires_for_build_editable(config_settings: dict | None = None) -> list[str]:
     d = _decide_or_exit(config_settings)
     _say(d)
     extra = CUDA_BUILD_REQUIRES if d.cuda else []
-    return [*_skbuild.get_requires_for_build_editable(config_settings), *extra]
+    return [*_skbuild.get_requires_for_build_editable(config_settings), *BUILD_REQUIRES, *extra]
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
