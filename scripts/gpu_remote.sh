@@ -4,15 +4,18 @@
 #                                           localbench overhead mgbench bench qrbench spectral
 #                                           sweep reliability twostage launch
 #                                           (default: info multi readme single bench)
-# Needs the carried .gpu/lib/libjaxmg_cuda.so and, in .gpu/wheels, the wheels of
-# nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
+# Needs, carried in .gpu/ (scripts/gpu_roundtrip.sh): .gpu/jaxmg/jaxmg-*.whl, the wheel that
+# `pip wheel .` built there (both engines, py3-none: any Python 3), and in .gpu/wheels the wheels
+# of nvidia-cusolvermp-cu13 0.9.1, nvidia-cublasmp-cu13 0.10 and NCCL 2.29 (the H200 build of
 # ../shared/wheels). The machine has no network; its image has JAX and NCCL 2.28.9 in
-# /opt/torch/.venv, and no cuSOLVERMp or cuBLASMp. So, before any stage:
-#   1. the NCCL 2.29 wheel is installed into the image's venv (pip --no-index --no-deps
-#      --upgrade), replacing its NCCL, so that XLA and jaxmg load the same libnccl.so.2;
-#   2. the cuSOLVERMp and cuBLASMp wheels are unzipped (Python's zipfile: no unzip there) into
-#      $GPU_LIBS (default /tmp/jaxmg_gpu_libs), and their lib folders go on LD_LIBRARY_PATH with the
-#      venv's nvidia/*/lib folders (cuBLAS, cuSOLVER, the CUDA runtime, NCCL).
+# /opt/torch/.venv, and no cuSOLVERMp or cuBLASMp. So, before any stage, all four are installed
+# into the image's venv with `pip install --no-index --no-deps` (the NCCL wheel replacing its
+# NCCL, so that XLA and jaxmg load the same libnccl.so.2): the layout a user's
+# `pip install 'jaxmg[cuda13]'` makes, where libjaxmg_cuda.so finds the NVIDIA libraries through
+# its RUNPATH. The stages import that installed jaxmg (PYTHONSAFEPATH: not this folder's jaxmg/),
+# but the benchmark stages, which take the Python files from here (same commit) because
+# `jaxmg bench` finds bench/peer_jaxmg1.py beside its package; the native libraries are the
+# installed wheel's in every stage.
 # Writes into $OUT: info.log, gpu_multi.json, readme.log, gpu_single.json, gpu_results.json.
 
 set -uo pipefail
@@ -26,61 +29,65 @@ STAGES=${*:-info multi readme single bench}
 T_MULTI=${T_MULTI:-240} T_SINGLE=${T_SINGLE:-180}  # per-stage limits (s); all stages fit in 600 s
 GPU_LIBS=${GPU_LIBS:-/tmp/jaxmg_gpu_libs}
 
-wheel() {  # wheel PATTERN: the one carried wheel matching .gpu/wheels/PATTERN
+wheel() {  # wheel PATTERN: the one carried wheel matching .gpu/PATTERN
   local f
-  f=$(ls .gpu/wheels/$1 2>/dev/null | head -1)
-  [ -n "$f" ] || { echo "[remote] missing .gpu/wheels/$1 (run scripts/gpu_roundtrip.sh)" >&2; return 1; }
+  f=$(ls .gpu/$1 2>/dev/null | head -1)
+  [ -n "$f" ] || { echo "[remote] missing .gpu/$1 (run scripts/gpu_roundtrip.sh)" >&2; return 1; }
   echo "$f"
 }
-NCCL_WHEEL=$(wheel 'nvidia_nccl_cu13-2.29*.whl') || exit 1
-CUSOLVERMP_WHEEL=$(wheel 'nvidia_cusolvermp_cu13-0.9.1*.whl') || exit 1
-CUBLASMP_WHEEL=$(wheel 'nvidia_cublasmp_cu13-0.10.*.whl') || exit 1
+NCCL_WHEEL=$(wheel 'wheels/nvidia_nccl_cu13-2.29*.whl') || exit 1
+CUSOLVERMP_WHEEL=$(wheel 'wheels/nvidia_cusolvermp_cu13-0.9.1*.whl') || exit 1
+CUBLASMP_WHEEL=$(wheel 'wheels/nvidia_cublasmp_cu13-0.10.*.whl') || exit 1
+JAXMG_WHEEL=$(wheel 'jaxmg/jaxmg-*.whl') || exit 1
 
-# 1. NCCL 2.29 into the image's venv (as ../shared/wheels/README.md says).
-echo "[remote] installing $(basename "$NCCL_WHEEL") into $PY's environment"
+# NCCL 2.29 (as ../shared/wheels/README.md says), cuSOLVERMp, cuBLASMp and jaxmg into the image's
+# venv; --force-reinstall: a warm machine may hold an earlier build of the same version.
+echo "[remote] installing $(basename "$JAXMG_WHEEL"), $(basename "$CUSOLVERMP_WHEEL"),"
+echo "         $(basename "$CUBLASMP_WHEEL") and $(basename "$NCCL_WHEEL") into $PY's environment"
 "$PY" -m pip install -q --no-index --no-deps --upgrade "$NCCL_WHEEL" || exit 1
-# 2. cuSOLVERMp and cuBLASMp: unzipped side by side (nvidia/cu13/lib, nvidia/cublasmp/cu13/lib,
-# where libcusolverMp's own RPATH also looks for libcublasmp).
+"$PY" -m pip install -q --no-index --no-deps --force-reinstall "$CUSOLVERMP_WHEEL" \
+  "$CUBLASMP_WHEEL" "$JAXMG_WHEEL" || exit 1
+SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+CUDA_LIB=$SITE/jaxmg/_lib/libjaxmg_cuda.so
+[ -f "$CUDA_LIB" ] || { echo "[remote] $(basename "$JAXMG_WHEEL") has no libjaxmg_cuda.so" >&2; exit 1; }
+# JAXMg 1.4.1 (the benchmarks' peer), when carried: unzipped apart (it has this project's name;
+# bench/peer_jaxmg1.py), its cuSOLVERMp found in site-packages.
 rm -rf "$GPU_LIBS" && mkdir -p "$GPU_LIBS"
-for w in "$CUSOLVERMP_WHEEL" "$CUBLASMP_WHEEL"; do
-  "$PY" -m zipfile -e "$w" "$GPU_LIBS" || exit 1
-done
-# JAXMg 1.4.1 (the benchmarks' peer), when carried: unzipped beside them (bench/peer_jaxmg1.py).
 PEER_WHEEL=$(ls .gpu/wheels/jaxmg-1.4.1-*.whl 2>/dev/null | head -1)
 if [ -n "$PEER_WHEEL" ]; then
   "$PY" -m zipfile -e "$PEER_WHEEL" "$GPU_LIBS/peer" || exit 1
-  export JAXMG_PEER_PATH=$GPU_LIBS/peer JAXMG_PEER_LIBS=$GPU_LIBS
+  export JAXMG_PEER_PATH=$GPU_LIBS/peer JAXMG_PEER_LIBS=$SITE
 fi
-SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-LIBS=$GPU_LIBS/nvidia/cu13/lib:$GPU_LIBS/nvidia/cublasmp/cu13/lib
-for d in "$SITE"/nvidia/*/lib; do LIBS=$LIBS:$d; done
+echo "[remote] libjaxmg_cuda.so's libraries through its RUNPATH alone (no LD_LIBRARY_PATH):"
+env -u LD_LIBRARY_PATH ldd "$CUDA_LIB" | grep -E "cusolverMp|cublasmp|nccl|cudart|cublas|cusolver|not found"
+LIBS=""
+for d in "$SITE"/nvidia/*/lib "$SITE"/nvidia/*/cu13/lib; do [ -d "$d" ] && LIBS=$LIBS${LIBS:+:}$d; done
 export LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast
-export JAXMG_LIB_DIR=$ROOT/.gpu/lib PYTHONPATH=$ROOT
+export PYTHONSAFEPATH=1  # `python -m jaxmg` from here imports the installed jaxmg, not ./jaxmg
+unset JAXMG_LIB_DIR PYTHONPATH
 export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.5}
 export PYTHONUNBUFFERED=1
+(cd /tmp && "$PY" -c 'import jaxmg, jaxmg._core.native as n; print("[remote] jaxmg", jaxmg.__file__, "engines", n.find_library("cuda"), n.find_library("cpu"))')
 echo "[remote] python $PY; site $SITE"
 echo "[remote] LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-echo "[remote] libjaxmg_cuda.so dependencies:"
-ldd .gpu/lib/libjaxmg_cuda.so | grep -E "cusolverMp|cublasmp|nccl|cudart|cublas|cusolver|not found"
 nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv,noheader
 
 # The versions of the libraries as loaded (wheel metadata, and the libraries' own answers).
 lib_versions() {
-  "$PY" - "$GPU_LIBS" <<'PYEOF'
-import ctypes, importlib.metadata as md, os, sys
+  "$PY" - <<'PYEOF'
+import ctypes, importlib.metadata as md, os
 
-def dist(name, path=None):
+def dist(name):
     try:
-        return next(md.distributions(name=name, path=path)).version if path else md.version(name)
-    except (md.PackageNotFoundError, StopIteration):
+        return md.version(name)
+    except md.PackageNotFoundError:
         return "not installed"
 
-for name in ("jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda13-pjrt", "nvidia-nccl-cu13",
-             "nvidia-cublas", "nvidia-cusolver", "nvidia-cuda-runtime"):
+for name in ("jaxmg", "jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda13-pjrt", "nvidia-nccl-cu13",
+             "nvidia-cusolvermp-cu13", "nvidia-cublasmp-cu13", "nvidia-cublas", "nvidia-cusolver",
+             "nvidia-cuda-runtime"):
     print(f"[libs] {name} {dist(name)}")
-for name in ("nvidia-cusolvermp-cu13", "nvidia-cublasmp-cu13"):
-    print(f"[libs] {name} {dist(name, [sys.argv[1]])} (unzipped in {sys.argv[1]})")
 
 def loaded(lib, fn):
     v = ctypes.c_int()
@@ -100,6 +107,10 @@ PYEOF
 
 for stage in $STAGES; do
   t0=$(date +%s)
+  case $stage in  # the benchmarks: Python files from here (see the top)
+    localbench|overhead|bench|qrbench|spectral|sweep|twostage) export PYTHONPATH=$ROOT ;;
+    *) unset PYTHONPATH ;;
+  esac
   case $stage in
     info)
       { lib_versions; timeout 30 "$PY" -m jaxmg info; } 2>&1 | tee "$OUT/info.log" ;;

@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
-# GPU round trip, the part that runs HERE (no GPU needed): build libjaxmg_cuda.so into .gpu/lib,
-# put the wheels the GPU machine needs into .gpu/wheels, and print the device-tool call that runs
-# scripts/gpu_remote.sh on the GPU machine. The device tool is called by the agent, not by this
+# GPU round trip, the part that runs HERE (no GPU needed): build the wheel a user's `pip install .`
+# builds (scripts/build_cuda.sh: `pip wheel .`, both engines), put it and the wheels the GPU
+# machine needs into .gpu/, and print the device-tool call that runs scripts/gpu_remote.sh on the
+# GPU machine, which installs them with `pip install --no-deps` into its image's venv. So every
+# GPU run tests the file a user installs. The device tool is called by the agent, not by this
 # script.
 #
 #   scripts/gpu_roundtrip.sh            # download what is missing, build, print the run command
 #   scripts/gpu_roundtrip.sh collect F  # results file from the device -> bench/results/
 #
-# Layout (all git-ignored, /.gpu/ is in .gitignore and .git/info/exclude):
+# Layout (all git-ignored: /.gpu/ and /build/ are in .gitignore):
+#   .gpu/jaxmg/   jaxmg-<version>-py3-none-linux_x86_64.whl (no Python ABI: built here on 3.11,
+#                 installed there on 3.12)
 #   .gpu/wheels/  carried to the GPU machine (no network there), about 60 MB:
-#                 nvidia-cusolvermp-cu13 0.9.1 and nvidia-cublasmp-cu13 0.10 (unzipped there: the
-#                 unpacked libraries are over the 64 MiB carry limit), and NCCL 2.29.7 built for
-#                 H200 (../shared/wheels; installed there into the image's venv, replacing its
-#                 NCCL 2.28.9, since cuBLASMp needs NCCL >= 2.29 and XLA must load the same one),
-#                 and JAXMg 1.4.1 (the benchmarks' peer, unzipped there)
-#   .gpu/lib/     libjaxmg_cuda.so (carried)
-#   build/gpu-deps/  build-only headers and libraries (never carried; build/ is git-ignored)
+#                 nvidia-cusolvermp-cu13 0.9.1 and nvidia-cublasmp-cu13 0.10 (`pip download
+#                 --no-deps` for Python 3.12, manylinux x86_64; kept here between runs), NCCL
+#                 2.29.7 built for H200 (../shared/wheels; installed there into the image's venv,
+#                 replacing its NCCL 2.28.9, since cuBLASMp needs NCCL >= 2.29 and XLA must load
+#                 the same one), and JAXMg 1.4.1 (the benchmarks' peer, unzipped there)
+#   .gpu/bin/     the cuSOLVERMg benchmark;  .gpu/fuzz_cases.json: tests/test_fuzz.py's cases
+#   build/gpu-download/  what is only needed here (JAXMg 1.4.1's full wheel; the cuSOLVER and
+#                 cuBLAS wheels whose headers bench/cusolvermg/build.sh uses); never carried
 #
-# Environment: PYTHON (for jax.ffi.include_dir, default .venv/bin/python), JAXMG_WHEEL_CACHE
-# (where scripts/build_cuda.sh keeps the wheels; default ~/.cache/jaxmg/wheels),
+# Environment: PYTHON (pip for the downloads and the wheel build; default .venv/bin/python),
 # JAXMG_NCCL_WHEEL (an NCCL 2.29 wheel small enough to carry; default: ../shared/wheels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,30 +50,36 @@ PYEOF
   exit 0
 fi
 
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
-CACHE=${JAXMG_WHEEL_CACHE:-$HOME/.cache/jaxmg/wheels}
 NCCL_WHEEL=${JAXMG_NCCL_WHEEL:-$(ls "$ROOT"/../shared/wheels/nvidia_nccl_cu13-2.29.*.whl 2>/dev/null | head -1 || true)}
 if [ -z "$NCCL_WHEEL" ] || [ ! -f "$NCCL_WHEEL" ]; then
   echo "[gpu] needs an NCCL 2.29 wheel small enough to carry: ../shared/wheels/nvidia_nccl_cu13-2.29.*.whl" >&2
   echo "      or JAXMG_NCCL_WHEEL=... (NVIDIA's nvidia-nccl-cu13 wheel is about 200 MB)" >&2
   exit 1
 fi
-rm -rf .gpu/wheels .gpu/lib
-mkdir -p .gpu/wheels .gpu/lib build/gpu-deps
+DL=build/gpu-download
+rm -rf .gpu/lib .gpu/jaxmg
+mkdir -p .gpu/wheels .gpu/jaxmg "$DL"
+rm -f .gpu/wheels/nvidia_nccl_cu13-*.whl .gpu/wheels/jaxmg-*.whl
 
-# The library, built here by scripts/build_cuda.sh against the same NCCL wheel (it caches the
-# cuSOLVERMp/cuBLASMp wheels), and the carried wheels.
-PYTHON=$PY JAXMG_NCCL_WHEEL=$NCCL_WHEEL scripts/build_cuda.sh
-cp "$CACHE"/nvidia_cusolvermp_cu13-0.9.1.9318.post1-*.whl "$CACHE"/nvidia_cublasmp_cu13-0.10.0.3695-*.whl \
-  "$NCCL_WHEEL" .gpu/wheels/
+# download DEST SPEC...: wheels for the GPU machine's Python (3.12, manylinux x86_64), no deps;
+# pip leaves a file that is already there.
+download() {
+  local dest=$1; shift
+  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_18_x86_64 --platform manylinux_2_17_x86_64 -d "$dest" "$@"
+}
+download .gpu/wheels nvidia-cusolvermp-cu13==0.9.1.9318.post1 nvidia-cublasmp-cu13==0.10.0.3695
+cp "$NCCL_WHEEL" .gpu/wheels/
+
+# The wheel, as `pip wheel .` builds it (the one CUDA build path).
+WHEEL=$(PYTHON=$PY scripts/build_cuda.sh)
+cp "$WHEEL" .gpu/jaxmg/
+
 # JAXMg 1.4.1, the peer of the benchmarks (bench/peer_jaxmg1.py): its wheel without the CUDA 12
 # library (about 1.9 MB of its 3.6, so that everything fits the carry limit).
-PEER_WHEEL=$(ls "$CACHE"/jaxmg-1.4.1-*.whl 2>/dev/null | head -1 || true)
-if [ -z "$PEER_WHEEL" ]; then
-  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
-    --platform manylinux_2_28_x86_64 jaxmg==1.4.1 -d "$CACHE"
-  PEER_WHEEL=$(ls "$CACHE"/jaxmg-1.4.1-*.whl | head -1)
-fi
+download "$DL" jaxmg==1.4.1
+PEER_WHEEL=$(ls "$DL"/jaxmg-1.4.1-*.whl | head -1)
 "$PY" - "$PEER_WHEEL" .gpu/wheels/"$(basename "$PEER_WHEEL")" <<'PYEOF'
 import sys, zipfile
 src, dst = sys.argv[1:]
@@ -78,15 +88,16 @@ with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED
         if not item.filename.startswith("jaxmg/cu12/"):
             zout.writestr(item, zin.read(item.filename))
 PYEOF
-cp build/cuda/libjaxmg_cuda.so .gpu/lib/
-strip --strip-unneeded .gpu/lib/libjaxmg_cuda.so  # the carry limit: symbols stay in build/
-# The cuSOLVERMg benchmark (the single-process engine comparison; about 0.1 MB).
-bash bench/cusolvermg/build.sh
+# The cuSOLVERMg benchmark (the single-process engine comparison; about 0.1 MB), with the
+# headers of the cuSOLVER and cuBLAS wheels.
+download "$DL" nvidia-cusolver==12.0.4.66 nvidia-cublas==13.1.0.3
+JAXMG_WHEELS=$ROOT/$DL bash bench/cusolvermg/build.sh
 # The fuzz cases of tests/test_fuzz.py, drawn here (hypothesis is not on the GPU machine).
 (cd tests && "$PY" -c "import json, test_fuzz; json.dump(test_fuzz.draw_cases(2), open('../.gpu/fuzz_cases.json', 'w'))")
-echo "[gpu] built .gpu/lib/libjaxmg_cuda.so; NEEDED:"
-readelf -d .gpu/lib/libjaxmg_cuda.so | awk '/NEEDED/ {print "   ", $5}'
-ls -l .gpu/wheels | awk 'NR > 1 {print "[gpu] carry", $5, $9}'
+echo "[gpu] shipping $(basename "$WHEEL"); its GPU engine's NEEDED:"
+"$PY" -c 'import sys, zipfile; open("build/gpu-download/libjaxmg_cuda.so", "wb").write(zipfile.ZipFile(sys.argv[1]).read("jaxmg/_lib/libjaxmg_cuda.so"))' "$WHEEL"
+readelf -d "$DL"/libjaxmg_cuda.so | awk '/NEEDED/ {print "   ", $5}'
+ls -l .gpu/wheels .gpu/jaxmg | awk 'NF > 5 {print "[gpu] carry", $5, $9}'
 size=$(du -sb .gpu | cut -f1)
 echo "[gpu] carry size $((size / 1048576)) MiB"
 if [ "$size" -gt $((60 * 1048576)) ]; then
@@ -97,7 +108,7 @@ cat <<MSG
 
 Run on the GPU machine with the device tool:
   kind:    nvidia-h200-x2
-  carry:   [".gpu"]   (only .gpu/wheels and .gpu/lib, about 57 MB)
+  carry:   [".gpu"]   (.gpu/jaxmg, .gpu/wheels, .gpu/bin, .gpu/fuzz_cases.json; about 60 MB)
   command: set -o pipefail; bash scripts/gpu_remote.sh 2>&1 | tee \$OUT/log.txt   (timeout_s 600)
   (stages: info multi readme single bench qrbench sweep reliability launch; e.g. bash scripts/gpu_remote.sh multi readme)
 Then: scripts/gpu_roundtrip.sh collect <files_at>/gpu_results.json

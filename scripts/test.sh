@@ -11,8 +11,11 @@ echo "[test] ruff"
 echo "[test] clang-format"
 .venv/bin/python scripts/check_format.py
 if [ -z "${JAXMG_SKIP_CUDA_BUILD:-}" ] && { command -v nvcc || [ -x /usr/local/cuda/bin/nvcc ]; } >/dev/null; then
-  echo "[test] nvcc found: building the GPU engine (no GPU needed)"
-  ./scripts/build_cuda.sh
+  # Once per run: `pip wheel .` (build isolation, both engines), the file `pip install .` would
+  # install; tests/test_cuda_build.py checks it, tests/test_install.py installs it.
+  echo "[test] nvcc found: building the wheel with both engines, as pip install . does (no GPU needed)"
+  JAXMG_WHEEL=$(./scripts/build_cuda.sh)
+  export JAXMG_WHEEL
 else
   echo "[test] nvcc not found: the GPU engine build is skipped"
 fi

@@ -2,10 +2,20 @@
 
 The repository's files (a copy of what git tracks, so no build/ or .venv/ is reused) are installed
 with pip's default build isolation into a new venv: build requirements come from pyproject.toml
-alone. JAXMG_CUDA=OFF keeps the build CPU-only and fast even where nvcc exists. The installed
-package then solves on a 2x1 mesh of two MPI processes, run from a temporary folder so that the
-repository's own jaxmg/ cannot shadow it. pip's cache (PIP_CACHE_DIR or ~/.cache/pip) makes a
-second run fast. Deselect with `-m "not install"`.
+and build_backend/ alone. Each installed package then solves on a 2x1 mesh of two MPI processes,
+run from a temporary folder so that the repository's own jaxmg/ cannot shadow it. pip's cache
+(PIP_CACHE_DIR or ~/.cache/pip) makes a second run fast. Deselect with `-m "not install"`.
+
+- JAXMG_CUDA=OFF: `pip install .` builds the CPU engine alone, even where nvcc exists.
+- nvcc present (JAXMG_CUDA unset): `pip install '.[cuda13]'` builds both engines, and the GPU
+  engine finds NVIDIA's installed wheels through its RUNPATH. The CUDA build takes minutes, so
+  where scripts/build_cuda.sh has built the wheel (`pip wheel .`: the same PEP 517 hooks in the
+  same isolated environment as `pip install .`; scripts/test.sh runs it once and
+  tests/test_cuda_build.py checks it) that file is installed (JAXMG_WHEEL, or build/wheelhouse/);
+  without one (or with JAXMG_WHEEL=source), the source copy itself is built, as a user's
+  `pip install '.[cuda13]'` does.
+- A GPU build that cannot work (an nvcc that is not CUDA 13) stops before any download or
+  compile, with the cause and JAXMG_CUDA=OFF.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from mpirun import MPI_FLAGS, mpirun_available, run_killable
 
 REPO = Path(__file__).resolve().parents[1]
 PIP_TIMEOUT = 1500  # seconds: cold cache, 2 cores (a warm run takes a fraction of it)
+CUDA_PIP_TIMEOUT = 2400  # the GPU engine's build from source, and jax[cuda13]'s wheels
 SOLVE_TIMEOUT = 300
 
 pytestmark = [
@@ -120,42 +131,61 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def test_pip_install_in_a_fresh_venv_then_a_distributed_solve(tmp_path):
-    source = copy_repository(tmp_path / "src")
+def built_wheel() -> Path | None:
+    """The wheel scripts/build_cuda.sh built (JAXMG_WHEEL, or build/wheelhouse/), if any;
+    JAXMG_WHEEL=source: none, build the source copy."""
+    if env := os.environ.get("JAXMG_WHEEL"):
+        return None if env == "source" else Path(env)
+    found = sorted((REPO / "build" / "wheelhouse").glob("jaxmg-*.whl"))
+    return found[-1] if found else None
+
+
+def find_nvcc() -> str | None:
+    for c in (os.environ.get("CUDACXX"), *(os.path.join(p, "nvcc") for p in os.get_exec_path())):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return "/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None
+
+
+def fresh_venv(tmp_path: Path) -> Path:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    python = venv / "bin" / "python"
+    return venv / "bin" / "python"
 
-    env = clean_env(JAXMG_CUDA="OFF", JAXMG_CPU="ON")
+
+def pip_install(python: Path, spec: str, env: dict[str, str], cwd: Path, timeout: float):
+    """`pip install -v SPEC` (plain pip, build isolation); skips the test without the index."""
     t0 = time.monotonic()
     pip = run_killable(
-        [str(python), "-m", "pip", "install", "--progress-bar", "off", str(source)],
-        PIP_TIMEOUT,
-        cwd=tmp_path,
+        [str(python), "-m", "pip", "install", "-v", "--progress-bar", "off", spec],
+        timeout,
+        cwd=cwd,
         env=env,
     )
     seconds = time.monotonic() - t0
     log = pip.stdout[-6000:] + "\n" + pip.stderr[-8000:]
     if pip.returncode != 0 and any(e in log for e in NETWORK_ERRORS):
         pytest.skip(f"pip could not reach the package index:\n{pip.stderr[-2000:]}")
-    assert pip.returncode == 0, f"pip install . failed after {seconds:.0f} s:\n{log}"
-    print(f"pip install . took {seconds:.0f} s")
+    assert pip.returncode == 0, f"pip install {spec} failed after {seconds:.0f} s:\n{log}"
+    print(f"pip install {spec} took {seconds:.0f} s")
+    return pip
 
-    site = subprocess.run(
+
+def site_packages(python: Path, env: dict[str, str], cwd: Path) -> Path:
+    out = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        cwd=tmp_path,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    libs = Path(site) / "jaxmg" / "_lib"
-    for name in ("libjaxmg_cpu.so", "libjaxmg_layout_capi.so"):
-        assert (libs / name).is_file(), f"{name} not installed in {libs}"
-    assert not (libs / "libjaxmg_cuda.so").exists(), "JAXMG_CUDA=OFF built the GPU engine"
+    return Path(out)
 
-    run_dir = tmp_path / "run"  # neither the repository nor the copy: the installed jaxmg
-    run_dir.mkdir()
+
+def distributed_solve(python: Path, site: Path, run_dir: Path) -> None:
+    """The 2-process potrs with the installed package, checked against NumPy."""
+    run_dir.mkdir()  # neither the repository nor the copy: the installed jaxmg
     (run_dir / "solve.py").write_text(SOLVE)
     cmd = ["mpirun", "-n", "2", *MPI_FLAGS]
     if os.geteuid() == 0:
@@ -170,6 +200,106 @@ def test_pip_install_in_a_fresh_venv_then_a_distributed_solve(tmp_path):
     )
     result = json.loads(out.read_text())
     assert result["processes"] == 2
-    assert Path(result["jaxmg"]).resolve().is_relative_to(Path(site).resolve()), result["jaxmg"]
+    assert Path(result["jaxmg"]).resolve().is_relative_to(site.resolve()), result["jaxmg"]
     assert result["residual"] < 1e-12, result
     assert result["logdet_err"] < 1e-9, result
+
+
+def test_pip_install_with_jaxmg_cuda_off_then_a_distributed_solve(tmp_path):
+    source = copy_repository(tmp_path / "src")
+    python = fresh_venv(tmp_path)
+    env = clean_env(JAXMG_CUDA="OFF", JAXMG_CPU="ON")
+    pip = pip_install(python, str(source), env, tmp_path, PIP_TIMEOUT)
+    said = pip.stdout + pip.stderr
+    assert "jaxmg build: CPU engine ON (JAXMG_CPU=ON)" in said, said[-4000:]
+    assert "GPU engine OFF (JAXMG_CUDA=OFF" in said, said[-4000:]
+    assert "jaxmg engines: GPU engine (libjaxmg_cuda.so) OFF: JAXMG_CUDA=OFF" in said
+
+    site = site_packages(python, env, tmp_path)
+    libs = site / "jaxmg" / "_lib"
+    for name in ("libjaxmg_cpu.so", "libjaxmg_layout_capi.so"):
+        assert (libs / name).is_file(), f"{name} not installed in {libs}"
+    assert not (libs / "libjaxmg_cuda.so").exists(), "JAXMG_CUDA=OFF built the GPU engine"
+    distributed_solve(python, site, tmp_path / "run")
+
+
+@pytest.mark.skipif(
+    find_nvcc() is None or bool(os.environ.get("JAXMG_SKIP_CUDA_BUILD")),
+    reason="no nvcc (or JAXMG_SKIP_CUDA_BUILD): the GPU engine is not built here",
+)
+def test_pip_install_cuda13_with_nvcc_builds_both_engines_then_a_distributed_solve(tmp_path):
+    python = fresh_venv(tmp_path)
+    env = clean_env()
+    env.pop("JAXMG_CUDA", None)  # the build decides, as for a user: nvcc found -> both engines
+    wheel = built_wheel()
+    if wheel is not None:
+        assert wheel.is_file(), wheel
+        source = wheel
+    else:
+        source = copy_repository(tmp_path / "src")
+    pip = pip_install(python, f"{source}[cuda13]", env, tmp_path, CUDA_PIP_TIMEOUT)
+    if wheel is None:
+        said = pip.stdout + pip.stderr
+        assert "jaxmg engines: GPU engine (libjaxmg_cuda.so) ON: nvcc 13." in said, said[-4000:]
+        assert "configure-time CUDA compile check passed" in said, said[-4000:]
+
+    site = site_packages(python, env, tmp_path)
+    libs = site / "jaxmg" / "_lib"
+    for name in ("libjaxmg_cpu.so", "libjaxmg_layout_capi.so", "libjaxmg_cuda.so"):
+        assert (libs / name).is_file(), f"{name} not installed in {libs}"
+    # Every library the GPU engine needs is found through its RUNPATH in the installed wheels,
+    # with no LD_LIBRARY_PATH, but the GPU driver's libcuda.so.1 (no GPU here).
+    ldd_env = {k: v for k, v in env.items() if k != "LD_LIBRARY_PATH"}
+    ldd = subprocess.run(
+        ["ldd", str(libs / "libjaxmg_cuda.so")], capture_output=True, text=True, env=ldd_env
+    ).stdout
+    missing = [ln.split()[0] for ln in ldd.splitlines() if "not found" in ln]
+    assert set(missing) <= {"libcuda.so.1"}, ldd
+    for soname in ("libcusolverMp.so.0", "libcublasmp.so.0", "libnccl.so.2", "libcudart.so.13"):
+        line = next((ln for ln in ldd.splitlines() if soname in ln), "")
+        assert str(site.resolve()) in str(Path(line.split("=>")[-1].split()[0]).resolve()), ldd
+    # One NCCL that serves XLA and jaxmg: cuBLASMp 0.10 needs >= 2.29.2.
+    versions = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import importlib.metadata as m; print(m.version('nvidia-nccl-cu13'), "
+            "m.version('jax'), m.version('nvidia-cusolvermp-cu13'))",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    ).stdout.split()
+    nccl = tuple(int(x) for x in versions[0].split("+")[0].split(".")[:3])
+    assert nccl >= (2, 29, 2), versions
+    assert versions[2] == "0.9.1.9318.post1", versions
+    distributed_solve(python, site, tmp_path / "run")
+
+
+def test_a_gpu_build_that_cannot_work_stops_before_building_and_says_how_to_skip(tmp_path):
+    """An nvcc of another CUDA release: the build stops at its first step, naming JAXMG_CUDA=OFF."""
+    source = copy_repository(tmp_path / "src")
+    python = fresh_venv(tmp_path)
+    nvcc = tmp_path / "cuda12" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+    nvcc.chmod(0o755)
+    env = clean_env(CUDACXX=str(nvcc))
+    env.pop("JAXMG_CUDA", None)
+    t0 = time.monotonic()
+    pip = run_killable(
+        [str(python), "-m", "pip", "install", "--progress-bar", "off", str(source)],
+        PIP_TIMEOUT,
+        cwd=tmp_path,
+        env=env,
+    )
+    seconds = time.monotonic() - t0
+    log = pip.stdout + pip.stderr
+    if pip.returncode != 0 and any(e in log for e in NETWORK_ERRORS):
+        pytest.skip("pip could not reach the package index")
+    assert pip.returncode != 0, log[-4000:]
+    assert f"{nvcc} is 12.4: the GPU engine needs nvcc 13.x" in log, log[-4000:]
+    assert "JAXMG_CUDA=OFF pip install ." in log, log[-4000:]
+    assert "nvidia-cusolvermp" not in log and "Building CXX" not in log, log[-4000:]
+    print(f"the refused build stopped after {seconds:.0f} s")
