@@ -2,7 +2,8 @@
 # GPU round trip, the part that runs ON the GPU machine (see scripts/gpu_roundtrip.sh).
 #   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single local localreadme
 #                                           localbench overhead mgbench bench qrbench spectral
-#                                           sweep reliability twostage launch
+#                                           sweep reliability twostage launch fault onedevice
+#                                           regress
 #                                           (default: info multi readme single bench)
 # Needs, carried in .gpu/ (scripts/gpu_roundtrip.sh): .gpu/jaxmg/jaxmg-*.whl, the wheel that
 # `pip wheel .` built there (both engines, py3-none: any Python 3), and in .gpu/wheels the wheels
@@ -124,6 +125,24 @@ for stage in $STAGES; do
     local)
       # One process driving both GPUs (no launcher, no jax.distributed).
       CUDA_VISIBLE_DEVICES=0,1 timeout ${T_LOCAL:-330} "$PY" tests/gpu/solve_gpu.py local "$OUT" ;;
+    fault)
+      # One rank's local failure in the middle of each own algorithm (JAXMG_TEST_FAIL): the same
+      # error everywhere, no hang, the next call right (tests/gpu/fault_gpu.py), on one GPU.
+      CUDA_VISIBLE_DEVICES=0 timeout ${T_FAULT:-240} "$PY" tests/gpu/fault_gpu.py single "$OUT" ;;
+    onedevice)
+      # potrs, lu_solve, qr and inv on a 1x1 mesh against JAX on the same GPU (bench/one_device.py).
+      XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} CUDA_VISIBLE_DEVICES=0 \
+        timeout ${T_ONEDEVICE:-240} "$PY" bench/one_device.py "$OUT/one_device_h200.json" ;;
+    regress)
+      # Before and after in the same session (bench/regress.py): the earlier build's package,
+      # when carried in .gpu/before/jaxmg (its Python and libjaxmg_cuda.so), then the installed one.
+      for label in before after; do
+        [ $label = before ] && [ ! -d .gpu/before/jaxmg ] && continue
+        (if [ $label = before ]; then export PYTHONPATH=$ROOT/.gpu/before JAXMG_COMMIT=$(cat .gpu/before/COMMIT); fi
+        XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} CUDA_VISIBLE_DEVICES=0 \
+          timeout ${T_REGRESS:-280} "$PY" bench/regress.py "$OUT/regress_${label}_h200.json" \
+          --label $label ${REGRESS_ONLY:+--only $REGRESS_ONLY} --matrix ${REGRESS_MATRIX:-random})
+      done ;;
     localreadme)
       # The seed README example without its jax.distributed.initialize() line, in one process.
       sed '/jax.distributed.initialize()/d' examples/readme_example.py > /tmp/readme_local.py
