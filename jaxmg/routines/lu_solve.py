@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -86,6 +87,9 @@ def lu_solve(
                 "(its status and logabsdet are factor.status and factor.logabsdet)"
             )
         return _factor.lu_solve_factored(a, b)
+    _mesh.check_flags(
+        return_status=return_status, return_logdet=return_logdet, pad=pad, donate=donate
+    )
     _routine.check_operands(a, b)
     opts = _rules.options(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
@@ -96,7 +100,7 @@ def lu_solve(
     )
 
 
-def lu_solve_shardmap_ctx(
+def lu_solve_blocks(
     a,
     b,
     T_A=None,
@@ -108,9 +112,25 @@ def lu_solve_shardmap_ctx(
     return_logdet=False,
     pad=True,
 ):
-    """lu_solve on this device's blocks, inside the caller's `jax.shard_map` over `mesh`
-    (as `jaxmg.potrs_shardmap_ctx`: a's block, b's block with rows like a's; x's block back).
-    The engine factors the blocks as they lie (no transpose). Not differentiable."""
+    """lu_solve on this device's blocks, inside the caller's `jax.shard_map` over `mesh`.
+
+    The per-block form, as `jaxmg.potrs_blocks`: the engine factors the blocks as they lie
+    (no transpose). Not differentiable.
+
+    Args:
+      a: this device's block of A, sharded as `matrix_specs` over `mesh`.
+      b: this device's block of b (rows split like a's rows, columns whole).
+      T_A, pad, return_status, return_logdet: as for `jaxmg.lu_solve`.
+      mesh: the mesh of the enclosing shard_map (required).
+      matrix_specs, in_specs: as for `jaxmg.potrs_blocks`.
+
+    Returns:
+      x's block (rows like b's), with log |det A| and the status as for `jaxmg.lu_solve`.
+
+    Raises:
+      ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
+      TypeError: on bad dtypes or non-boolean flags.
+    """
     return _routine.solve_blocks(
         ROUTINE,
         a,

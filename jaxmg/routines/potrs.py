@@ -6,6 +6,7 @@ import functools
 
 import jax.numpy as jnp
 
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -84,6 +85,13 @@ def potrs(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    _mesh.check_flags(
+        return_logdet=return_logdet,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
     _routine.check_operands(a, b)
     opts = _rules.options(
         T_A=T_A,
@@ -99,7 +107,7 @@ def potrs(
     )
 
 
-def potrs_shardmap_ctx(
+def potrs_blocks(
     a,
     b,
     T_A=None,
@@ -114,11 +122,27 @@ def potrs_shardmap_ctx(
 ):
     """potrs on this device's blocks, inside the caller's `jax.shard_map` over `mesh`.
 
-    a: this device's block of A (sharded as matrix_specs, default the mesh's first two axes);
-    b: its block of b (rows like a's rows). Returns x's block (rows like b's) and, as for
-    `potrs`, the log-determinant and status, the same on every device. One FFI call on the
-    blocks, no collective of XLA's. Not differentiable (call `potrs` outside shard_map for
-    derivatives).
+    The per-block form: the caller owns the shard_map and hands this device's blocks. (The
+    JAXMg-style `jaxmg.potrs_shardmap_ctx` takes the global arrays instead.) One FFI call on
+    the blocks, no collective of XLA's. Not differentiable (call `potrs` outside shard_map
+    for derivatives).
+
+    Args:
+      a: this device's block of A, sharded as `matrix_specs` over `mesh`.
+      b: this device's block of b, (N / mesh rows,) or (N / mesh rows, K): rows split like
+        a's rows, columns whole.
+      T_A, pad, check_symmetry, return_logdet, return_status: as for `jaxmg.potrs`.
+      mesh: the mesh of the enclosing shard_map (required).
+      matrix_specs: PartitionSpec of A over `mesh`; default the mesh's first two axes.
+      in_specs: (spec of a, spec of b), an alias of matrix_specs (only a's is used).
+
+    Returns:
+      x's block (rows like b's), with the log-determinant and status as for `jaxmg.potrs`
+      (the same on every device).
+
+    Raises:
+      ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
+      TypeError: on bad dtypes or non-boolean flags.
     """
     return _routine.solve_blocks(
         ROUTINE,
