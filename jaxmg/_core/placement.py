@@ -308,7 +308,10 @@ def check_flags(**flags) -> None:
     value, a string or None would silently pick a branch)."""
     for name, value in flags.items():
         if not isinstance(value, bool | np.bool_):
-            raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+            raise TypeError(
+                f"{name} must be a Python bool (True or False), got {value!r} "
+                f"({type(value).__name__})"
+            )
 
 
 def check_square_matrix(a, what: str = "a") -> int:
