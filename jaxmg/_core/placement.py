@@ -303,6 +303,23 @@ def known_replicated(x) -> bool:
     return spec is not None and all(entry is None for entry in spec)
 
 
+def place_like(x, b, mesh):
+    """x (a solution, or an array shaped like b) in b's own sharding where it is known
+    (`known_spec`) and x's extents divide over it; replicated when b is; else as it is."""
+    spec = known_spec(b)
+    if spec is None:
+        return x
+    if all(entry is None for entry in spec):
+        return constrain(x, mesh, P())
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
+    for extent, entry in zip(x.shape, spec, strict=False):
+        names = entry if isinstance(entry, tuple) else (entry,)
+        count = int(np.prod([sizes.get(name, 1) for name in names if name is not None]))
+        if extent % count:
+            return x
+    return constrain(x, mesh, P(*spec[: x.ndim]))
+
+
 def check_flags(**flags) -> None:
     """Each flag a Python (or NumPy) bool: TypeError naming the argument otherwise (a traced
     value, a string or None would silently pick a branch)."""

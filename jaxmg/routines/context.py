@@ -402,11 +402,4 @@ def _replicated_like(m, a, placement):
 
 def _keep_rhs_sharding(x, b, placement):
     """x in b's own sharding where it is known (a replicated b gives a replicated x)."""
-    spec = _mesh.known_spec(b)
-    if spec is None or spec == tuple(_routine_rhs(placement, b.ndim)):
-        return x
-    return _qr._place_x(x, b, placement)
-
-
-def _routine_rhs(placement, ndim):
-    return placement.rhs_spec if ndim == 2 else P(placement.row_axis)
+    return _mesh.place_like(x, b, placement.mesh)

@@ -7,6 +7,7 @@ import functools
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
+from jaxmg.routines import potrs as _potrs
 
 # The engine factors the shards as they lie (Aᵀ read column-major, in place) and solves with the
 # transposed factors: ScaLAPACK p?getrs 'T' on CPUs; on GPUs cuBLASMp triangular solves with
@@ -67,8 +68,8 @@ def lu_solve(
 
     Returns:
       x with b's shape and dtype; (x, status) with return_status; (x, logdet) with
-      return_logdet; (x, logdet, status) with both. When A is singular, x and logdet are NaN on
-      every device.
+      return_logdet; (x, logdet, status) with both. x is sharded as for `jaxmg.potrs`. When A
+      is singular, x and logdet are NaN on every device.
 
     Differentiation: x and log |det A| are differentiable with respect to a and b, in forward
     and reverse mode, through jaxmg's own routines (one `lu_factor`, its solves with A and Aᵀ;
@@ -95,6 +96,7 @@ def lu_solve(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
     x, logdet, status = _differentiable(bool(return_logdet))(opts, bool(donate), a, b)
+    x = _potrs._keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs)
     return _routine.assemble(
         x, logdet, status, return_logdet=return_logdet, return_status=return_status
     )

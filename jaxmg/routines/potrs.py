@@ -72,8 +72,10 @@ def potrs(
 
     Returns:
       x with b's shape and dtype; (x, logdet) with return_logdet; (x, status) with
-      return_status; (x, logdet, status) with both. When the factorization fails, x and logdet
-      are NaN on every device.
+      return_status; (x, logdet, status) with both. x is in b's own sharding where it is
+      known (a placed array, or a traced one on Explicit mesh axes; replicated when b is),
+      else rows over a's row axis. When the factorization fails, x and logdet are NaN on
+      every device.
 
     Differentiation: x and logdet are differentiable with respect to a and b, in forward and
     reverse mode (jax.jvp, jax.grad), for symmetric (Hermitian) tangents of a. The rules use
@@ -102,6 +104,7 @@ def potrs(
         check_symmetry=bool(check_symmetry),
     )
     x, logdet, status = _differentiable(bool(return_logdet))(opts, bool(donate), a, b)
+    x = _keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs)
     return _routine.assemble(
         x, logdet, status, return_logdet=return_logdet, return_status=return_status
     )
@@ -157,6 +160,15 @@ def potrs_blocks(
         return_logdet=return_logdet,
         return_status=return_status,
     )
+
+
+def _keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs):
+    """x in b's own sharding where it is known (a replicated b: a replicated x), as JAXMg
+    returns it; else rows over a's row axis (the engine's)."""
+    if _mesh.known_spec(b) is None:
+        return x
+    placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
+    return _mesh.place_like(x, b, placement.mesh)
 
 
 @functools.cache

@@ -103,23 +103,8 @@ def _upper(r, n):
 
 
 def _place_x(x, b, placement):
-    """x (a solution or b-shaped array) in b's own sharding where it is known and x's extents
-    divide over it; replicated when b is; else as it is."""
-    spec = _mesh.known_spec(b)
-    if spec is None:
-        return x
-    if all(entry is None for entry in spec):
-        return _mesh.constrain(x, placement.mesh, P())
-    sizes = dict(zip(placement.mesh.axis_names, placement.mesh.axis_sizes, strict=True))
-    for extent, entry in zip(x.shape, spec, strict=False):
-        names = entry if isinstance(entry, tuple) else (entry,)
-        count = 1
-        for name in names:
-            if name is not None:
-                count *= sizes.get(name, 1)
-        if extent % count:
-            return x
-    return _mesh.constrain(x, placement.mesh, P(*spec))
+    """x in b's own sharding where it is known (placement.place_like)."""
+    return _mesh.place_like(x, b, placement.mesh)
 
 
 def _place_r(m, user, n):
