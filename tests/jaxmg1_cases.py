@@ -19,6 +19,7 @@ import functools
 import importlib.util
 import inspect
 import math
+import time
 import traceback
 from pathlib import Path
 
@@ -232,10 +233,12 @@ def run_all(select=None):
     for name, fn in CASES:
         if select and select not in name:
             continue
+        start = time.perf_counter()
         try:
             rec = fn(env) or {}
             rec = {"case": name, **rec}
             rec["ok"] = bool(rec.get("ok", False))
+            rec["seconds"] = round(time.perf_counter() - start, 2)
         except Exception as ex:  # noqa: BLE001 - recorded, asserted by the test
             rec = {
                 "case": name,
@@ -982,25 +985,36 @@ def _api_returns(env):
     bv = place(np.ones(n, np.float32), mesh, P("pr"))
     tb = place(np.ones((2 * n, 1), np.float32), mesh, P("pr", None))
     shapes = {}
-    calls = {
-        "potrs_shardmap_ctx": lambda: jaxmg.potrs_shardmap_ctx(a, bv, 2),
-        "potrs_shardmap_ctx:logdet": lambda: jaxmg.potrs_shardmap_ctx(a, bv, 2, return_logdet=True),
-        "lu_solve_shardmap_ctx": lambda: jaxmg.lu_solve_shardmap_ctx(a, bv, 2),
-        "syevd_shardmap_ctx": lambda: jaxmg.syevd_shardmap_ctx(a, 2),
-        "qr_shardmap_ctx": lambda: jaxmg.qr_shardmap_ctx(t, 2),
-        "least_squares_shardmap_ctx": lambda: jaxmg.least_squares_shardmap_ctx(t, tb, 2),
-        "polar_shardmap_ctx": lambda: jaxmg.polar_shardmap_ctx(t, 2),
-        "gesvd_shardmap_ctx": lambda: jaxmg.gesvd_shardmap_ctx(t, 2),
-        "potrs": lambda: jaxmg.potrs(a, bv, 2, return_status=True, return_logdet=True),
-        "lu_solve": lambda: jaxmg.lu_solve(a, bv, 2, return_status=True),
-        "least_squares": lambda: jaxmg.least_squares(t, tb[:, 0], 2),
-        "gesvd:values": lambda: jaxmg.gesvd(t, 2, compute_u=False, compute_vh=False),
-        "gesvd:full_wide": lambda: jaxmg.gesvd(
-            place(tall(n, 2 * n, np.float32, 92), mesh, P("pr", "pc")), 2, full_matrices=True
+    w = place(tall(n, 2 * n, np.float32, 92), mesh, P("pr", "pc"))
+    calls = {  # name: (function, its arrays); the ctx forms inside a jit
+        "potrs_shardmap_ctx": (lambda m, v: jaxmg.potrs_shardmap_ctx(m, v, 2), (a, bv)),
+        "potrs_shardmap_ctx:logdet": (
+            lambda m, v: jaxmg.potrs_shardmap_ctx(m, v, 2, return_logdet=True),
+            (a, bv),
         ),
+        "lu_solve_shardmap_ctx": (lambda m, v: jaxmg.lu_solve_shardmap_ctx(m, v, 2), (a, bv)),
+        "syevd_shardmap_ctx": (lambda m: jaxmg.syevd_shardmap_ctx(m, 2), (a,)),
+        "qr_shardmap_ctx": (lambda m: jaxmg.qr_shardmap_ctx(m, 2), (t,)),
+        "least_squares_shardmap_ctx": (
+            lambda m, v: jaxmg.least_squares_shardmap_ctx(m, v, 2),
+            (t, tb),
+        ),
+        "polar_shardmap_ctx": (lambda m: jaxmg.polar_shardmap_ctx(m, 2), (t,)),
+        "gesvd_shardmap_ctx": (lambda m: jaxmg.gesvd_shardmap_ctx(m, 2), (t,)),
+        "potrs": (
+            lambda m, v: jaxmg.potrs(m, v, 2, return_status=True, return_logdet=True),
+            (a, bv),
+        ),
+        "lu_solve": (lambda m, v: jaxmg.lu_solve(m, v, 2, return_status=True), (a, bv)),
+        "least_squares": (lambda m, v: jaxmg.least_squares(m, v[:, 0], 2), (t, tb)),
+        "gesvd:values": (
+            lambda m: jaxmg.gesvd(m, 2, compute_u=False, compute_vh=False),
+            (t,),
+        ),
+        "gesvd:full_wide": (lambda m: jaxmg.gesvd(m, 2, full_matrices=True), (w,)),
     }
-    for name, fn in calls.items():
-        out = jax.jit(fn)() if name.endswith("ctx") else fn()
+    for name, (fn, args) in calls.items():
+        out = jax.jit(fn)(*args) if name.endswith("ctx") else fn(*args)
         out = out if isinstance(out, tuple) else (out,)
         shapes[name] = [list(o.shape) for o in out]
     want = {

@@ -86,3 +86,18 @@ def test_device_supports_vmm_with_a_fake_driver(monkeypatch):
         monkeypatch.setattr(_device, "_libcuda", Driver(*codes))
         with pytest.raises(RuntimeError, match=message):
             _device.device_supports_vmm()
+
+
+def test_gpu_runner_on_cpu(tmp_path):
+    """tests/gpu/jaxmg1_gpu.py (the same cases on GPUs) runs here too, on its API cases."""
+    import json
+    import sys
+
+    from mpirun import run_killable
+
+    script = Path(__file__).parent / "gpu" / "jaxmg1_gpu.py"
+    proc = run_killable([sys.executable, str(script), str(tmp_path), "api:"], 300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads((tmp_path / "jaxmg1_gpu_1p.json").read_text())
+    assert result["summary"]["failed"] == [] and result["summary"]["cases"] >= 5
+    assert result["facts"]["platform"] == "cpu"

@@ -89,6 +89,7 @@ def gesvd(
     without vectors compute them for the derivative.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
     _mesh.check_flags(

@@ -76,6 +76,7 @@ def lu_solve(
     with return_logdet, A⁻ᵀ for d log|det A| = Re Σ A⁻ᵀ ⊙ dA). The matrix is never gathered.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
     from jaxmg.routines import factor as _factor  # (it builds on this module)

@@ -76,6 +76,7 @@ def polar(
     products).
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before any
         work.
     """

@@ -85,6 +85,7 @@ def potrs(
     (only with return_logdet=True); second and higher derivatives too.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
     _mesh.check_flags(

@@ -67,6 +67,7 @@ def qr(
       device.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before
         any work.
     """
@@ -181,6 +182,7 @@ def least_squares(
       every device.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes (M < N, b's rows not M), dtypes, specs, meshes or
         tiles, before any work.
     """

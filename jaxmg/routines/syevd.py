@@ -73,6 +73,7 @@ def syevd(
     eigenvector's phase.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
     _mesh.check_flags(
