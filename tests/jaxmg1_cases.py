@@ -1109,3 +1109,32 @@ def _example(env, path):
 
 for _path in sorted(EXAMPLES.glob("run_*.py")):
     case(f"example:{_path.stem}")(functools.partial(_example, path=_path))
+
+
+@case("api:replicated_outputs_traced")
+def _api_replicated_traced(env):
+    """JAXMg's replicated-output check: traced (jax.eval_shape) on a replicated a of a
+    one-axis Explicit mesh, the matrix results are replicated and the work arrays in the
+    engine's layout, P('pr', None)."""
+    mesh = Mesh(np.asarray(jax.devices(), dtype=object), ("pr",), axis_types=(AxisType.Explicit,))
+    n = 4 * env.devices
+    specs = {}
+    with jax.set_mesh(mesh):
+        a = place(np.eye(n), mesh, P())
+        for name, fn, results, work in (
+            ("syevd", jaxmg.syevd_shardmap_ctx, (2,), 0),
+            ("gesvd", jaxmg.gesvd_shardmap_ctx, (1, 3), 0),
+            ("qr", jaxmg.qr_shardmap_ctx, (0, 1), None),
+            ("polar", jaxmg.polar_shardmap_ctx, (0, 1), None),
+        ):
+            out = jax.eval_shape(functools.partial(fn, T_A=2), a)
+            specs[name] = dict(
+                results=[str(out[i].sharding.spec) for i in results],
+                work=None if work is None else str(out[work].sharding.spec),
+            )
+    replicated = str(P(None, None))
+    ok = all(
+        all(s == replicated for s in v["results"]) and v["work"] in (None, str(P("pr", None)))
+        for v in specs.values()
+    )
+    return check(ok, specs=specs)

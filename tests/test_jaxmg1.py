@@ -99,5 +99,5 @@ def test_gpu_runner_on_cpu(tmp_path):
     proc = run_killable([sys.executable, str(script), str(tmp_path), "api:"], 300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads((tmp_path / "jaxmg1_gpu_1p.json").read_text())
-    assert result["summary"]["failed"] == [] and result["summary"]["cases"] >= 5
+    assert result["summary"]["failed"] == [] and result["summary"]["cases"] >= 4
     assert result["facts"]["platform"] == "cpu"
