@@ -921,6 +921,12 @@ def _every_routine(mesh, env):
     results["gesvd"] = _svd_check(t, None, gather(s), None, np.float64)[0]
     up = jaxmg.polar(td, env.tile, compute_h=False)
     results["polar"] = _polar_check(t, gather(up), None, np.float64)[0]
+    # jaxmg's other routines too
+    results["cho_solve"] = solve_error(h, gather(jaxmg.cho_solve(jaxmg.cho_factor(hd), bd)), b)[0]
+    results["cho_solve"] = results["cho_solve"] < 1e-12
+    results["inv"] = bool(np.abs(gather(jaxmg.inv(gd)) @ g - np.eye(n)).max() < 1e-10)
+    w = gather(jaxmg.eigh(hd)[0])
+    results["eigh"] = np.allclose(w, np.linalg.eigvalsh(h), atol=1e-10 * n)
     _, xc, _ = jax.jit(lambda m, v: jaxmg.potrs_shardmap_ctx(m, v, env.tile, mesh=mesh))(hd, bd)
     results["potrs_shardmap_ctx"] = solve_error(h, gather(xc), b)[0] < 1e-12
     return results

@@ -150,7 +150,7 @@ def svd_failure_case(mesh, routine, kind, m, n, tile):
         tol = 20 * m * np.finfo(np.float64).eps
         rec["orthogonality"] = float(np.abs(u.T @ u - np.eye(m)).max())
         rec["residual"] = float(np.abs((u[:, :n] * s) @ vh - a).max() / max(s.max(), 1.0))
-        rec["ok"] = u.shape == (m, m) and max(rec["orthogonality"], rec["residual"]) <= tol
+        rec["ok"] = bool(u.shape == (m, m) and max(rec["orthogonality"], rec["residual"]) <= tol)
         return rec
     if kind == "wide":
         try:
