@@ -49,6 +49,7 @@ for name, kind, default in (
     p.add_argument(name, type=kind, default=default)
 p.add_argument("--no-donate", action="store_true")
 p.add_argument("--no-symmetry-check", action="store_true")
+p.add_argument("--matrix", choices=("kms", "random"), default="kms")
 args = p.parse_args()
 procs = jax.process_count()
 shape = tuple(int(x) for x in args.mesh.split("x")) if args.mesh else (procs, 1)
@@ -66,6 +67,28 @@ def kms(m, n, dtype):
         return jnp.exp(jnp.abs(i - j).astype(jnp.float32) * math.log(R)).astype(dtype)
 
     return jax.jit(gen, out_shardings=a_sh)
+
+
+def random_matrix(m, n, dtype):
+    """Uniform entries in [-1, 1) made on the devices, as `python -m jaxmg bench --matrix random`
+    makes them: symmetric for the eigensolvers, plus n on the diagonal for the Cholesky routines
+    (diagonally dominant: positive definite), general otherwise."""
+    real = np.dtype(dtype).type(0).real.dtype
+    counter = iter(range(1 << 30))
+
+    def gen(key):
+        a = jax.random.uniform(key, (m, n), real, -1.0, 1.0)
+        if np.issubdtype(dtype, np.complexfloating):
+            a = a + 1j * jax.random.uniform(jax.random.fold_in(key, 1), (m, n), real, -1.0, 1.0)
+        a = a.astype(dtype)
+        if args.routine in ("potrs", "potri", "cho_solve", "syevd", "eigvalsh"):
+            a = (a + a.conj().T) / 2
+        if args.routine in ("potrs", "potri", "cho_solve"):
+            a = a + n * jnp.eye(n, dtype=dtype)
+        return a
+
+    compiled = jax.jit(gen, out_shardings=a_sh)
+    return lambda: compiled(jax.random.fold_in(jax.random.key(20240607), next(counter)))
 
 
 def first_column(m, dtype, nrhs):
@@ -107,7 +130,7 @@ for n in [int(s) for s in args.sizes.split(",") if s]:
         if cols != n:
             rec["cols"] = cols
         try:
-            gen = kms(m, cols, dtype)
+            gen = (kms if args.matrix == "kms" else random_matrix)(m, cols, dtype)
             times = []
             for rep in range(args.repeats + 1):
                 a, b = gen(), first_column(m, dtype, args.nrhs)  # (JAXMg 1.x donates both)

@@ -86,13 +86,32 @@ message(STATUS "GPU engine: cuSOLVERMp ${JAXMG_CUSOLVERMP_ROOT}, cuBLASMp ${JAXM
                "NCCL ${JAXMG_NCCL_ROOT}")
 
 add_library(jaxmg_cuda SHARED
+  csrc/engines/cusolvermp/band_back_chase.cc
+  csrc/engines/cusolvermp/band_back_reduce.cc
+  csrc/engines/cusolvermp/band_chase.cc
   csrc/engines/cusolvermp/band_eigenvalues.cc
+  csrc/engines/cusolvermp/band_eigh.cc
+  csrc/engines/cusolvermp/band_reduce.cc
+  csrc/engines/cusolvermp/band_tridiagonal.cc
   csrc/engines/cusolvermp/cusolvermp.cc
   csrc/engines/cusolvermp/engine.cc
+  csrc/engines/cusolvermp/inverses.cc
   csrc/engines/cusolvermp/local_blas.cc
+  csrc/engines/cusolvermp/lu_1d.cc
+  csrc/engines/cusolvermp/polar.cc
+  csrc/engines/cusolvermp/qr_1d.cc
+  csrc/engines/cusolvermp/redistribute.cc
+  csrc/engines/cusolvermp/rhs.cc
+  csrc/engines/cusolvermp/status.cc
+  csrc/engines/cusolvermp/vendor.cc
   csrc/ffi/cuda_targets.cc
-  csrc/cuda/band.cu
-  csrc/cuda/kernels.cu)
+  csrc/cuda/band_bisect.cu
+  csrc/cuda/band_chase.cu
+  csrc/cuda/band_vectors.cu
+  csrc/cuda/kernels_diagonal.cu
+  csrc/cuda/kernels_layout.cu
+  csrc/cuda/kernels_polar.cu
+  csrc/cuda/kernels_reflectors.cu)
 target_include_directories(jaxmg_cuda PRIVATE csrc)
 target_include_directories(jaxmg_cuda SYSTEM PRIVATE
   ${XLA_FFI_INCLUDE_DIR}

@@ -1,58 +1,77 @@
-"""Command line: `python -m jaxmg {launch,info,demo}`."""
+"""Command line: `python -m jaxmg {launch,info,demo,bench}`.
+
+  launch  run N processes of this Python, one per device (srun inside a Slurm allocation,
+          otherwise mpirun), so that jax.distributed.initialize() needs no arguments
+  info    versions, native libraries, engines, devices and MPI: what to check first
+  demo    a distributed Cholesky solve (jaxmg.potrs) in N processes, checked and timed
+  bench   time a routine on the devices present against JAX on one device (and JAXMg 1.x)
+
+`python -m jaxmg COMMAND --help` describes each command's options.
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-USAGE = """\
-usage: python -m jaxmg <command> [options]
+COMMANDS = {
+    "launch": "run N processes, one per device (srun in a Slurm allocation, else mpirun)",
+    "info": "print versions, native libraries, engines, devices and MPI",
+    "demo": "solve a distributed SPD system with jaxmg.potrs in N processes, check and time it",
+    "bench": "time a routine against JAX on one device; write JSON, a table and a plot",
+}
 
-commands:
-  launch -n N [--timeout S] [--] script.py [args...]
-                run N processes of this Python under mpirun (Open MPI), one per device, so
-                that jax.distributed.initialize() works with no arguments
-  launch -n N [--timeout S] -m module [args...]
-                the same for a module
-  info          print versions, native libraries, devices and MPI: what to check first
-  bench [-n N] [--sizes N1,N2] [--dtypes float64,float32] [--tile T] [--out F.json]
-                time potrs on the devices present and JAX's cho_factor + cho_solve on one
-                device; print a table, write JSON and a plot
-  demo [-n N] [--size N] [--dtype float64|float32] [--tile T] [--timeout S]
-                solve a distributed SPD system with jaxmg.potrs in N processes, check and time it
 
-`python -m jaxmg <command> --help` describes a command's options.
-"""
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `python -m jaxmg`, one subcommand per entry of COMMANDS.
+
+    Returns:
+        The parser; each subcommand's namespace carries ``run`` (a function of the namespace
+        that returns the exit status) and ``parser`` (the subcommand's own parser).
+    """
+    from jaxmg.cli import bench, demo, info, launch
+
+    p = argparse.ArgumentParser(
+        prog="python -m jaxmg",
+        description="jaxmg: distributed dense linear algebra for JAX.",
+        epilog="`python -m jaxmg COMMAND --help` describes a command's options.",
+    )
+    p.add_argument("--version", action="store_true", help="print jaxmg's version and exit")
+    sub = p.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
+    for name, module in (("launch", launch), ("info", info), ("demo", demo), ("bench", bench)):
+        sp = sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name])
+        module.configure(sp)
+        sp.set_defaults(run=module.run_namespace, parser=sp)
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command.
+
+    Args:
+        argv: The arguments after ``python -m jaxmg`` (default: ``sys.argv[1:]``).
+
+    Returns:
+        The command's exit status: 0 on success, 2 for a bad command line.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE)
-        return 0 if argv else 2
-    command, rest = argv[0], argv[1:]
-    if command == "--version":
+    p = build_parser()
+    try:
+        ns = p.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2, already reported)
+        return int(e.code or 0)
+    if ns.version:
         from jaxmg import __version__
 
         print(f"jaxmg {__version__}")
         return 0
-    if command == "launch":
-        from jaxmg.cli import launch as _launch
-
-        return _launch.main(rest)
-    if command == "info":
-        from jaxmg.cli import info as _info
-
-        return _info.main(rest)
-    if command == "bench":
-        from jaxmg.cli import bench as _bench
-
-        return _bench.cli(rest)
-    if command == "demo":
-        from jaxmg.cli import demo as _demo
-
-        return _demo.cli(rest)
-    print(f"jaxmg: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
-    return 2
+    if ns.command is None:
+        p.print_help()
+        return 2
+    try:
+        return ns.run(ns)
+    except SystemExit as e:  # a subcommand's parser.error
+        return int(e.code or 0)
 
 
 if __name__ == "__main__":

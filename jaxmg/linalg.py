@@ -1,10 +1,52 @@
-"""NumPy/SciPy-style names for jaxmg's distributed routines, for users of `jax.numpy.linalg`
-and `jax.scipy.linalg`.
+"""`jax.numpy.linalg` and `jax.scipy.linalg` names, arguments and returns over jaxmg's
+distributed routines.
 
-Each function takes `jax.numpy.linalg`'s arguments and return structure and calls the
-distributed routine on `a` where it lies (its sharding picks the mesh; `T_A`, `mesh` and
-`matrix_specs` may be passed through as keywords). Leading batch dimensions are looped over
-(one distributed call per matrix, each with the same plan).
+Code written for `jax.numpy.linalg` (and `jax.scipy.linalg`'s factor routines) runs with
+`jaxmg.linalg` in their place: the same names, the same positional order and keyword
+meanings, and the same return structures (NamedTuples that unpack). Each function calls the
+distributed routine on `a` where it lies: its sharding picks the mesh (an array placed with
+`jax.device_put(a, NamedSharding(mesh, P("pr", "pc")))` needs no `jax.set_mesh`), and
+nothing is gathered. jaxmg's own options are keyword-only: `T_A` (the tile), `mesh`,
+`matrix_specs` and `pad`, as for `jaxmg.potrs`. Leading batch dimensions are looped over (one
+distributed call per matrix, each with the same plan). Where a name takes both NumPy's and
+SciPy's form, NumPy's comes first (`cholesky` returns the lower factor, `qr` the reduced
+one); SciPy's extra arguments are accepted where they mean nothing here (`overwrite_a`,
+`check_finite`).
+
+Errors name the function called (`jaxmg.linalg.solve: ...`), and are raised before any
+collective, identically on every process.
+
+Every name of `jax.numpy.linalg`, and the `jax.scipy.linalg` names served here:
+
+| name | served by |
+| --- | --- |
+| `solve` | `jaxmg.lu_solve`; `assume_a="pos"`: `jaxmg.potrs` |
+| `inv` | `jaxmg.inv` |
+| `det`, `slogdet` | `jaxmg.slogdet` (pivoted LU) |
+| `cholesky` | the engine's Cholesky factorization, a redistributed (1) |
+| `eigh`, `eigvalsh` | `jaxmg.syevd`; with `b=`: `jaxmg.eigh` |
+| `svd`, `svdvals` | `jaxmg.gesvd` (a wide matrix through its adjoint) |
+| `pinv`, `lstsq` | `jaxmg.gesvd`, then products of the result's size |
+| `matrix_rank` | `svdvals` |
+| `cond` | `svdvals`; p in 1, -1, inf, -inf, "fro", "nuc": `norm` and `inv` |
+| `norm`, `matrix_norm` | ord 2, -2, "nuc": `svdvals`; other orders: (2) |
+| `qr` | `jaxmg.qr` (M >= N) |
+| `matrix_power` | `jaxmg.matmul` (repeated squaring); n < 0: `inv` first |
+| `lu_factor`, `lu_solve` | `jaxmg.lu_factor` and its solve |
+| `cho_factor`, `cho_solve` | `jaxmg.cho_factor` and its solve |
+| `polar` | `jaxmg.polar` |
+| `cross`, `diagonal`, `matmul` | (2) |
+| `matrix_transpose`, `multi_dot` | (2) |
+| `outer`, `tensordot`, `trace` | (2) |
+| `vecdot`, `vector_norm` | (2) |
+| `eig`, `eigvals` | `NotImplementedError` (3) |
+| `tensorinv`, `tensorsolve` | `NotImplementedError`: reshape to a matrix, `inv` or `solve` |
+
+(1) In a's own order: the layout `cho_factor` keeps factors a relabeled (permuted) matrix.
+(2) jax.numpy.linalg's own function: no factorization; XLA partitions it where the operands
+lie (sums, maxima and products).
+(3) jaxmg has no distributed non-Hermitian eigensolver: `eigh` for a Hermitian matrix, or
+`jax.numpy.linalg.eig` on the gathered matrix.
 
 `lstsq` solves through the distributed SVD (rank-deficient problems get the minimum-norm
 solution, as in NumPy); `jaxmg.least_squares` is the QR path for full-rank problems.
@@ -12,18 +54,27 @@ solution, as in NumPy); `jaxmg.least_squares` is the QR path for full-rank probl
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
+import functools
+import operator
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import AxisType
+import numpy as np
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import placement as _mesh
+from jaxmg._core import routine as _routine
 from jaxmg.routines import factor as _factor
 from jaxmg.routines import gesvd as _gesvd
 from jaxmg.routines import inv as _inv
 from jaxmg.routines import lu_solve as _lu
+from jaxmg.routines import matmul as _matmul
 from jaxmg.routines import polar as _polar
+from jaxmg.routines import potrs as _potrs
 from jaxmg.routines import qr as _qr
 from jaxmg.routines import slogdet as _slogdet
 from jaxmg.routines import syevd as _syevd
@@ -36,39 +87,111 @@ __all__ = [
     "SlogdetResult",
     "cho_factor",
     "cho_solve",
+    "cholesky",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "inv",
-    "lu_factor",
     "lstsq",
+    "lu_factor",
     "lu_solve",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
+    "multi_dot",
+    "norm",
+    "outer",
+    "pinv",
     "polar",
     "qr",
     "slogdet",
     "solve",
     "svd",
+    "svdvals",
+    "tensordot",
+    "tensorinv",
+    "tensorsolve",
+    "trace",
+    "vecdot",
+    "vector_norm",
 ]
+
+# jax.numpy.linalg's own functions: no factorization, XLA partitions them where they lie.
+cross = jnp.linalg.cross
+diagonal = jnp.linalg.diagonal
+matmul = jnp.linalg.matmul
+matrix_transpose = jnp.linalg.matrix_transpose
+multi_dot = jnp.linalg.multi_dot
+outer = jnp.linalg.outer
+tensordot = jnp.linalg.tensordot
+trace = jnp.linalg.trace
+vecdot = jnp.linalg.vecdot
+vector_norm = jnp.linalg.vector_norm
 
 
 class SlogdetResult(NamedTuple):
-    sign: object
-    logabsdet: object
+    """`slogdet`'s result: det a = sign · exp(logabsdet)."""
+
+    sign: jax.Array
+    logabsdet: jax.Array
 
 
 class EighResult(NamedTuple):
-    eigenvalues: object
-    eigenvectors: object
+    """`eigh`'s result: eigenvalues ascending, eigenvectors in the columns."""
+
+    eigenvalues: jax.Array
+    eigenvectors: jax.Array
 
 
 class QRResult(NamedTuple):
-    Q: object
-    R: object
+    """`qr`'s result: a = Q R."""
+
+    Q: jax.Array
+    R: jax.Array
 
 
 class SVDResult(NamedTuple):
-    U: object
-    S: object
-    Vh: object
+    """`svd`'s result: a = U diag(S) Vh."""
+
+    U: jax.Array
+    S: jax.Array
+    Vh: jax.Array
+
+
+# The public function being called (the outermost one), whose name errors carry.
+_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("jaxmg_linalg", default=None)
+
+
+def _public(fn):
+    """fn, whose TypeError, ValueError and NotImplementedError name it: `jaxmg.linalg.<name>:
+    <message>` (also those raised by the routines it calls)."""
+    name = fn.__name__
+    prefix = f"jaxmg.linalg.{name}: "
+
+    @functools.wraps(fn)
+    def called(*args, **kwargs):
+        if _CALLER.get() is not None:  # called by another public function: that one names
+            return fn(*args, **kwargs)
+        token = _CALLER.set(name)
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            if type(e) in (TypeError, ValueError, NotImplementedError) and e.args:
+                message = str(e.args[0])
+                if not message.startswith(prefix):
+                    e.args = (prefix + message, *e.args[1:])
+            raise
+        finally:
+            _CALLER.reset(token)
+
+    return called
 
 
 def _batched(fn, a, *rest):
@@ -81,141 +204,730 @@ def _batched(fn, a, *rest):
     return jnp.stack(outs)
 
 
-def solve(a, b, **kwargs):
-    """x with a @ x = b (`jnp.linalg.solve`): pivoted LU (`jaxmg.lu_solve`). b is (..., N) or
-    (..., N, K) with a's leading dimensions."""
-    return _batched(lambda m, v: _lu.lu_solve(m, v, **kwargs), a, b)
+def _check_matrix(a, what="a"):
+    if getattr(a, "ndim", 0) < 2:
+        shape = tuple(getattr(a, "shape", ()))
+        raise ValueError(f"{what} must be a matrix or a stack of matrices, got shape {shape}")
 
 
-def inv(a, **kwargs):
-    """The inverse (`jnp.linalg.inv`), in a's sharding (`jaxmg.inv`)."""
-    return _batched(lambda m: _inv.inv(m, **kwargs), a)
+def _explicit(mesh) -> bool:
+    return any(t == AxisType.Explicit for t in getattr(mesh, "axis_types", ()))
 
 
-def slogdet(a, **kwargs):
-    """(sign, logabsdet) (`jnp.linalg.slogdet`), through pivoted LU (`jaxmg.slogdet`)."""
-    return _batched(lambda m: SlogdetResult(*_slogdet.slogdet(m, **kwargs)), a)
+def _fits(shape, pl, spec) -> bool:
+    """Whether an array of `shape` divides over a's mesh as `spec` shards it."""
+    size = {pl.row_axis: pl.mesh_rows, pl.col_axis: pl.mesh_cols, None: 1}
+    names = tuple(spec) + (None,) * (len(shape) - len(spec))
+    return all(extent % size[name] == 0 for extent, name in zip(shape, names, strict=False))
 
 
-def eigh(a, b=None, UPLO=None, symmetrize_input=True, **kwargs):
-    """(eigenvalues, eigenvectors) of a Hermitian matrix (`jnp.linalg.eigh`), or with b of the
-    generalized problem a v = λ b v for Hermitian positive definite b (`scipy.linalg.eigh(a,
-    b)`): eigenvalues ascending, eigenvectors in the columns, in a's sharding (`jaxmg.eigh`).
-    The engine reads the lower triangles; `symmetrize_input` and `UPLO` are accepted for the
-    call's shape (jaxmg checks that a is Hermitian instead: NaN and status -1 when it is not)."""
-    if UPLO not in (None, "L"):
-        raise ValueError("jaxmg.linalg.eigh reads the lower triangle (UPLO='L')")
-    if b is None:
-        return _batched(lambda m: EighResult(*_syevd.syevd(m, **kwargs)), a)
-    return _batched(lambda m, k: EighResult(*_sygvd.eigh(m, k, **kwargs)), a, b)
+def _place(x, pl, spec):
+    """x with `spec` on a's mesh where its shape divides over it, else replicated."""
+    return _mesh.constrain(x, pl.mesh, spec if _fits(x.shape, pl, spec) else P())
 
 
-def eigvalsh(a, UPLO=None, **kwargs):
-    """The eigenvalues of a Hermitian matrix, ascending (`jnp.linalg.eigvalsh`): the
-    eigensolver's values-only path (`jaxmg.syevd(..., return_eigenvectors=False)`)."""
-    if UPLO not in (None, "L"):
-        raise ValueError("jaxmg.linalg.eigvalsh reads the lower triangle (UPLO='L')")
-    return _batched(lambda m: _syevd.syevd(m, return_eigenvectors=False, **kwargs), a)
+def _product(x, y, pl, spec):
+    """x @ y with the result in `spec` on a's mesh (replicated where it does not divide): on
+    Explicit mesh axes a product whose contracted dimension is sharded needs its output
+    sharding named."""
+    shape = (x.shape[0],) + tuple(y.shape[1:])
+    spec = spec if _fits(shape, pl, spec) else P()
+    if _explicit(pl.mesh):
+        return jnp.matmul(x, y, out_sharding=NamedSharding(pl.mesh, spec))
+    return _mesh.constrain(x @ y, pl.mesh, spec)
 
 
-def qr(a, mode="reduced", **kwargs):
-    """(Q, R) of the reduced QR factorization (`jnp.linalg.qr`, M >= N; `mode="r"`: R alone),
-    Q in a's sharding (`jaxmg.qr`)."""
-    if mode not in ("reduced", "r"):
-        raise ValueError(
-            f"jaxmg.linalg.qr computes mode='reduced' or mode='r' (M >= N), not {mode!r}"
-        )
+def _adjoint(x):
+    return jnp.conj(x.T) if jnp.iscomplexobj(x) else x.T
+
+
+def _hermitian_part(a, pl):
+    """(a + aᴴ) / 2 in a's sharding: exactly Hermitian."""
+    return (a + _mesh.constrain(_adjoint(a), pl.mesh, pl.matrix_spec)) / 2
+
+
+def _mirrored(a, pl, lower):
+    """The Hermitian matrix of a's lower (upper) triangle, in a's sharding."""
+    i = jax.lax.broadcasted_iota(jnp.int32, a.shape, 0)
+    j = jax.lax.broadcasted_iota(jnp.int32, a.shape, 1)
+    part = jnp.where(i > j if lower else i < j, a, 0)
+    diagonal = jnp.where(i == j, jnp.real(a).astype(a.dtype), 0)
+    return part + _mesh.constrain(_adjoint(part), pl.mesh, pl.matrix_spec) + diagonal
+
+
+def _placement(a, mesh, matrix_specs):
+    return _mesh.resolve_placement(a, mesh, matrix_specs)
+
+
+def _options(T_A, mesh, matrix_specs, pad):
+    return dict(T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
+
+
+_ASSUME = {
+    "gen": "gen",
+    "general": "gen",
+    "sym": "gen",
+    "symmetric": "gen",
+    "her": "gen",
+    "hermitian": "gen",
+    "pos": "pos",
+    "positive definite": "pos",
+    "diagonal": "diagonal",
+    "tridiagonal": "tridiagonal",
+    "banded": "gen",
+    "upper triangular": "upper",
+    "lower triangular": "lower",
+}
+
+
+@_public
+def solve(
+    a,
+    b,
+    lower=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    debug=False,
+    check_finite=True,
+    assume_a="gen",
+    *,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    pad=True,
+):
+    """x with a @ x = b (`jax.numpy.linalg.solve`, `jax.scipy.linalg.solve`).
+
+    Args:
+      a: (..., N, N) array sharded over a mesh (float32, float64, complex64, complex128).
+      b: (..., N) or (..., N, K) array of a's dtype, with a's leading dimensions.
+      lower: with assume_a "pos": jaxmg reads the whole Hermitian matrix (the engine checks
+        that it is Hermitian: NaN and a nonzero status otherwise), so both triangles must
+        hold it; accepted for SciPy's call shape.
+      overwrite_a, overwrite_b, debug, check_finite: unused, as in JAX.
+      assume_a: "gen" / "general", "sym" / "symmetric", "her" / "hermitian", "banded": the
+        pivoted LU (`jaxmg.lu_solve`, no symmetric-indefinite factorization); "pos" /
+        "positive definite": the Cholesky factorization (`jaxmg.potrs`); "diagonal",
+        "tridiagonal", "upper triangular", "lower triangular": that part of a (a mask on each
+        device, no communication), then the pivoted LU (no structured fast path).
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      x, shaped like b, its rows sharded like a's rows. NaN where a is singular (not positive
+      definite for "pos").
+
+    Raises:
+      ValueError: an unknown assume_a, or shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support, or b's dtype differing from a's.
+    """
+    del overwrite_a, overwrite_b, debug, check_finite, lower
+    if assume_a not in _ASSUME:
+        raise ValueError(f"assume_a must be one of {sorted(_ASSUME)}, got {assume_a!r}")
+    kind = _ASSUME[assume_a]
+    _check_matrix(a)
+    opts = _options(T_A, mesh, matrix_specs, pad)
+
+    def one(m, v):
+        if kind == "pos":
+            return _potrs.potrs(m, v, **opts)
+        if kind == "upper":
+            m = jnp.triu(m)
+        elif kind == "lower":
+            m = jnp.tril(m)
+        elif kind in ("diagonal", "tridiagonal"):
+            i = jax.lax.broadcasted_iota(jnp.int32, m.shape, 0)
+            j = jax.lax.broadcasted_iota(jnp.int32, m.shape, 1)
+            m = jnp.where(jnp.abs(i - j) <= (0 if kind == "diagonal" else 1), m, 0)
+        return _lu.lu_solve(m, v, **opts)
+
+    return _batched(one, a, b)
+
+
+@_public
+def inv(
+    a, overwrite_a=False, check_finite=True, *, T_A=None, mesh=None, matrix_specs=None, pad=True
+):
+    """The inverse (`jax.numpy.linalg.inv`), by the pivoted LU (`jaxmg.inv`).
+
+    Args:
+      a: (..., N, N) array sharded over a mesh.
+      overwrite_a, check_finite: unused, as in JAX.
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      a⁻¹ in a's sharding; NaN where a is singular.
+
+    Raises:
+      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
+    """
+    del overwrite_a, check_finite
+    _check_matrix(a)
+    return _batched(lambda m: _inv.inv(m, **_options(T_A, mesh, matrix_specs, pad)), a)
+
+
+@_public
+def slogdet(a, *, method=None, T_A=None, mesh=None, matrix_specs=None, pad=True):
+    """(sign, logabsdet) (`jax.numpy.linalg.slogdet`), by the pivoted LU (`jaxmg.slogdet`).
+
+    Args:
+      a: (..., N, N) array sharded over a mesh.
+      method: None or "lu" (jaxmg factors by LU; "qr" is accepted and computed by LU too).
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      `SlogdetResult(sign, logabsdet)`, replicated scalars (stacked over batch dimensions):
+      sign has a's dtype (the phase for complex a; 0 for a singular a), logabsdet is real
+      (-inf for a singular a).
+
+    Raises:
+      ValueError: an unknown method; shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support.
+    """
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"method must be None, 'lu' or 'qr', got {method!r}")
+    _check_matrix(a)
+    opts = _options(T_A, mesh, matrix_specs, pad)
+    return _batched(lambda m: SlogdetResult(*_slogdet.slogdet(m, **opts)), a)
+
+
+@_public
+def det(
+    a, overwrite_a=False, check_finite=True, *, T_A=None, mesh=None, matrix_specs=None, pad=True
+):
+    """The determinant (`jax.numpy.linalg.det`): sign · exp(logabsdet) of `slogdet`.
+
+    Args:
+      a: (..., N, N) array sharded over a mesh.
+      overwrite_a, check_finite: unused, as in JAX.
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      det a, a replicated scalar of a's dtype (stacked over batch dimensions); it overflows
+      to inf (underflows to 0) where |det a| leaves the dtype's range: `slogdet` does not.
+
+    Raises:
+      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
+    """
+    del overwrite_a, check_finite
+    sign, logabsdet = slogdet(a, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
+    return sign * jnp.exp(logabsdet).astype(sign.dtype)
+
+
+def _eigh_input(a, pl, UPLO, symmetrize_input):
+    """The Hermitian matrix eigh decomposes, and whether the engine must check it."""
+    if symmetrize_input:
+        return _hermitian_part(a, pl), False
+    if UPLO is None:
+        return a, True
+    return _mirrored(a, pl, UPLO == "L"), False
+
+
+def _check_uplo(UPLO):
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+
+
+@_public
+def eigh(
+    a,
+    UPLO=None,
+    symmetrize_input=True,
+    *,
+    b=None,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    pad=True,
+):
+    """Eigenvalues and eigenvectors of a Hermitian matrix (`jax.numpy.linalg.eigh`), or with b
+    of the generalized problem a v = λ b v for a Hermitian positive definite b
+    (`jax.scipy.linalg.eigh(a, b)`), by `jaxmg.syevd` (`jaxmg.eigh`).
+
+    Symmetrizing (the default, as in JAX) decomposes (a + aᴴ) / 2: its cost is one
+    distributed transpose of a in a's sharding (XLA's collectives: each device sends its
+    N² / P-element shard to the device holding the transposed block and receives one, about
+    one copy of a moving over the mesh; none on a 1x1 mesh, the diagonal blocks stay on a
+    square grid), and one more for b. Nothing is gathered.
+
+    Args:
+      a: (..., N, N) array sharded over a mesh.
+      UPLO: with symmetrize_input=False, "L" ("U"): only the lower (upper) triangle of a is
+        read, mirrored into the Hermitian matrix (one distributed transpose, as above); None:
+        a is taken as it is and must be Hermitian (the engine checks: NaN eigenvalues and
+        eigenvectors when it is not), with no communication before the solver. Unused when
+        symmetrizing (as in JAX).
+      symmetrize_input: decompose (a + aᴴ) / 2.
+      b: None, or the (..., N, N) Hermitian positive definite matrix of the generalized
+        problem, sharded like a (symmetrized as a is).
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      `EighResult(eigenvalues, eigenvectors)`: eigenvalues (..., N) ascending, real,
+      replicated; eigenvectors (..., N, N) in the columns, in a's sharding (bᴴ-orthonormal
+      with b).
+
+    Raises:
+      ValueError: an unknown UPLO; shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support.
+    """
+    _check_uplo(UPLO)
+    _check_matrix(a)
+    opts = _options(T_A, mesh, matrix_specs, pad)
+
+    def one(m, *k):
+        pl = _placement(m, mesh, matrix_specs)
+        m, check = _eigh_input(m, pl, UPLO, symmetrize_input)
+        if not k:
+            return EighResult(*_syevd.syevd(m, check_symmetry=check, **opts))
+        kh, _ = _eigh_input(k[0], pl, UPLO, symmetrize_input)
+        return EighResult(*_sygvd.eigh(m, kh, **opts))
+
+    return _batched(one, a) if b is None else _batched(one, a, b)
+
+
+@_public
+def eigvalsh(
+    a, UPLO="L", *, symmetrize_input=True, T_A=None, mesh=None, matrix_specs=None, pad=True
+):
+    """The eigenvalues of a Hermitian matrix, ascending (`jax.numpy.linalg.eigvalsh`): the
+    eigensolver's values-only path (`jaxmg.syevd(..., return_eigenvectors=False)`).
+
+    Args:
+      a: (..., N, N) array sharded over a mesh.
+      UPLO, symmetrize_input: as for `eigh` (and its communication); UPLO=None takes a as it
+        is (it must be Hermitian).
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      The (..., N) real eigenvalues, ascending, replicated.
+
+    Raises:
+      ValueError: an unknown UPLO; shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support.
+    """
+    _check_uplo(UPLO)
+    _check_matrix(a)
+    opts = _options(T_A, mesh, matrix_specs, pad)
 
     def one(m):
-        q, r = _qr.qr(m, **kwargs)
+        m, check = _eigh_input(m, _placement(m, mesh, matrix_specs), UPLO, symmetrize_input)
+        return _syevd.syevd(m, return_eigenvectors=False, check_symmetry=check, **opts)
+
+    return _batched(one, a)
+
+
+# The Cholesky factor in a's own order: the engine redistributes a into true block-cyclic tiles
+# (no relabeling, which would factor a permuted matrix) and writes the factor back there.
+_CHOLESKY = _routine.SolveRoutine(
+    name="cho_factor",
+    symmetric=True,
+    hand_transpose=_routine.never_transpose,
+    returns_matrix=True,
+    takes_rhs=False,
+    keeps_factor=True,
+    redistribute=True,
+)
+
+
+@_public
+def cholesky(
+    a, *, upper=False, symmetrize_input=True, T_A=None, mesh=None, matrix_specs=None, pad=True
+):
+    """The Cholesky factor of a Hermitian positive definite matrix (`jax.numpy.linalg.cholesky`):
+    L with a = L Lᴴ, lower triangular, equal to NumPy's and SciPy's `cholesky(a, lower=True)`,
+    in a's sharding.
+
+    The engine redistributes a into its block-cyclic tiles and the factor back (ScaLAPACK's
+    p?gemr2d, cuBLASMp's Gemr2D: each about one copy of a over the mesh), since the relabeled
+    layout that `cho_factor` keeps factors a permuted matrix. The engine's factor lands as U =
+    Lᴴ: L (the default) is one more distributed transpose (XLA's: each device's shard moves to
+    the device of the transposed block), U (upper=True) is not. Nothing is gathered.
+
+    Args:
+      a: (..., N, N) array sharded over a mesh.
+      upper: return U = Lᴴ instead (a = Uᴴ U; no transpose).
+      symmetrize_input: factor (a + aᴴ) / 2; otherwise only a's lower triangle is read, as in
+        JAX (mirrored into the Hermitian matrix). Either costs one distributed transpose of a,
+        as for `eigh`.
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      L (U with upper), zero in the other triangle, in a's sharding; NaN where a is not
+      positive definite (as JAX).
+
+    Raises:
+      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
+    """
+    _check_matrix(a)
+
+    def one(m):
+        pl = _placement(m, mesh, matrix_specs)
+        # The engine reads the upper triangle of a's row-major shards: a Hermitian matrix.
+        m = _hermitian_part(m, pl) if symmetrize_input else _mirrored(m, pl, lower=True)
+        r = _routine.call(
+            _CHOLESKY, m, None, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad
+        )
+        # The engine's lower factor, read in JAX's row-major order: U = Lᴴ in the upper
+        # triangle (the lower one still holds a's entries).
+        u = jnp.where(r.status == 0, jnp.triu(r.matrix), jnp.nan)
+        u = _mesh.constrain(u, pl.mesh, pl.matrix_spec)
+        return u if upper else _mesh.constrain(_adjoint(u), pl.mesh, pl.matrix_spec)
+
+    return _batched(one, a)
+
+
+@_public
+def qr(a, mode="reduced", *, T_A=None, mesh=None, matrix_specs=None, pad=True):
+    """The QR factorization (`jax.numpy.linalg.qr`) of an M x N matrix, M >= N (`jaxmg.qr`).
+
+    Args:
+      a: (..., M, N) array sharded over a mesh, M >= N (factor a.T for a wide matrix).
+      mode: "reduced" (Q M x N, R N x N), "r" (R alone), or "complete" for a square a (the
+        same as "reduced" there). "raw" (the Householder reflectors) and "complete" for
+        M > N are not provided: NotImplementedError.
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      `QRResult(Q, R)` (R alone with mode="r"): Q in a's sharding, R upper triangular in a's
+      sharding where N divides over the mesh (else replicated).
+
+    Raises:
+      NotImplementedError: mode "raw", or "complete" for M > N.
+      ValueError: an unknown mode, a wide a; shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support.
+    """
+    if mode not in ("reduced", "r", "complete", "raw"):
+        raise ValueError(f"mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}")
+    _check_matrix(a)
+    if mode == "raw" or (mode == "complete" and a.shape[-2] != a.shape[-1]):
+        raise NotImplementedError(
+            f"mode={mode!r} is not provided for a {a.shape[-2]} x {a.shape[-1]} matrix: use "
+            "mode='reduced' (Q with N orthonormal columns), or jax.numpy.linalg.qr on the "
+            "gathered matrix"
+        )
+    opts = _options(T_A, mesh, matrix_specs, pad)
+
+    def one(m):
+        q, r = _qr.qr(m, **opts)
         return r if mode == "r" else QRResult(q, r)
 
     return _batched(one, a)
 
 
-def cho_factor(a, lower=False, **kwargs):
-    """The Cholesky factorization kept for `cho_solve` (`jax.scipy.linalg.cho_factor`): returns
-    (factor, lower), where factor is a `jaxmg.CholeskyFactor` (sharded like a, never
-    gathered, not the triangle itself). `lower` is kept for the call's shape only."""
-    if a.ndim != 2:
-        raise ValueError("cho_factor takes one (N, N) matrix")
-    return _factor.cho_factor(a, **kwargs), lower
+@_public
+def cho_factor(
+    a,
+    lower=False,
+    overwrite_a=False,
+    check_finite=True,
+    *,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    pad=True,
+):
+    """The Cholesky factorization kept for `cho_solve` (`jax.scipy.linalg.cho_factor`).
+
+    Args:
+      a: (N, N) Hermitian positive definite array sharded over a mesh.
+      lower: returned as the second element, as in SciPy (the engine keeps its lower factor).
+      overwrite_a, check_finite: unused, as in JAX.
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      A `jaxmg.CholeskyFactor` that unpacks as SciPy's `(c, lower)`. c is the engine's
+      factor, sharded like a: in JAX's row-major order the engine's lower factor reads as
+      U = Lᴴ above the diagonal, a's entries below it, of a with its tiles relabeled into
+      the engine's block-cyclic order (a larger matrix where the engine pads). Where the
+      relabeling is the identity and nothing pads (a 1x1 mesh, for one), c is SciPy's
+      `cho_factor(a, lower=False)[0]`, whatever `lower` says; elsewhere it is not SciPy's
+      array. Pass the factor, or the unpacked `(c, lower)` pair, to `cho_solve`; use
+      `cholesky` for L itself. The factor is a pytree (it can cross a jit boundary; an
+      unpacked c cannot be found back from another jitted function).
+
+    Raises:
+      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
+    """
+    del overwrite_a, check_finite
+    if getattr(a, "ndim", 0) != 2:
+        raise ValueError(f"a must be one (N, N) matrix, got shape {tuple(getattr(a, 'shape', ()))}")
+    f = _factor.cho_factor(a, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
+    return dataclasses.replace(f, lower=bool(lower))
 
 
-def cho_solve(c_and_lower, b):
-    """x with a @ x = b from `cho_factor`'s result (`jax.scipy.linalg.cho_solve`)."""
-    factor, _ = c_and_lower
-    return _factor.cho_solve(factor, b)
+def _factor_of(given, kind, called):
+    if isinstance(given, kind):
+        return given
+    if isinstance(given, tuple | list) and len(given) == 2:
+        found = _factor.unpacked_factor(given[0], given[1], kind)
+        if found is not None:
+            return found
+        raise ValueError(
+            f"the ({'lu, piv' if kind is _factor.LUFactor else 'c, lower'}) pair was not "
+            f"unpacked from this program's {called}: pass the factor {called} returned "
+            f"itself (a pytree, which can cross jit boundaries)"
+        )
+    raise TypeError(f"expected the result of {called}, got {type(given).__name__}")
 
 
-def lu_factor(a, **kwargs):
-    """The pivoted LU factorization kept for `lu_solve` (`jax.scipy.linalg.lu_factor`): a
-    `jaxmg.LUFactor`, which `lu_solve` takes in place of SciPy's (lu, piv)."""
-    if a.ndim != 2:
-        raise ValueError("lu_factor takes one (N, N) matrix")
-    return _factor.lu_factor(a, **kwargs)
+@_public
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """x with a @ x = b from `cho_factor`'s result (`jax.scipy.linalg.cho_solve`), with no
+    new factorization.
+
+    Args:
+      c_and_lower: the `jaxmg.CholeskyFactor` of `cho_factor`, or the `(c, lower)` it
+        unpacked to (in the same program: see `cho_factor`).
+      b: (N,) or (N, K) array of a's dtype.
+      overwrite_b, check_finite: unused, as in JAX.
+
+    Returns:
+      x, shaped like b, its rows sharded like a's rows; NaN where the factorization failed.
+
+    Raises:
+      TypeError: c_and_lower is not a Cholesky factor; b's dtype differs from a's.
+      ValueError: a pair not unpacked from a factor; b's shape does not match.
+    """
+    del overwrite_b, check_finite
+    return _factor.cho_solve(_factor_of(c_and_lower, _factor.CholeskyFactor, "cho_factor"), b)
 
 
-def lu_solve(lu_and_piv, b, trans=0):
-    """x with a @ x = b from `lu_factor`'s result (`jax.scipy.linalg.lu_solve`, trans=0)."""
-    if trans != 0:
-        raise ValueError("jaxmg.linalg.lu_solve solves a @ x = b only (trans=0)")
-    factor = lu_and_piv[0] if isinstance(lu_and_piv, tuple) else lu_and_piv
-    return _factor.lu_solve_factored(factor, b)
+@_public
+def lu_factor(
+    a, overwrite_a=False, check_finite=True, *, T_A=None, mesh=None, matrix_specs=None, pad=True
+):
+    """The pivoted LU factorization kept for `lu_solve` (`jax.scipy.linalg.lu_factor`).
+
+    Args:
+      a: (N, N) array sharded over a mesh.
+      overwrite_a, check_finite: unused, as in JAX.
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      A `jaxmg.LUFactor` that unpacks as SciPy's `(lu, piv)`, the engine's arrays: lu, sharded
+      like a, holds the factors L (unit diagonal, implicit) and U that the engine computed on
+      its column-major reading of the shards (aᵀ; a where it was handed aᵀ), with the row and
+      column tiles relabeled into its block-cyclic order (larger than a where it pads); piv,
+      int32 and replicated, the engine's 1-based row interchanges in that order (ScaLAPACK's
+      and cuSOLVERMp's ipiv). On a 1x1 mesh with no padding, lu.T and piv - 1 are SciPy's
+      `lu_factor(a.T)`; elsewhere they are not SciPy's arrays. Pass the factor, or the
+      unpacked `(lu, piv)` pair, to `lu_solve`. The factor is a pytree (it can cross a jit
+      boundary; an unpacked lu cannot be found back from another jitted function).
+
+    Raises:
+      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
+    """
+    del overwrite_a, check_finite
+    if getattr(a, "ndim", 0) != 2:
+        raise ValueError(f"a must be one (N, N) matrix, got shape {tuple(getattr(a, 'shape', ()))}")
+    return _factor.lu_factor(a, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False, **kwargs):
-    """(U, S, Vh), or S without compute_uv (`jnp.linalg.svd`), S descending (`jaxmg.gesvd`).
-    full_matrices=True (NumPy's default) is the reduced decomposition for a square matrix
-    and a ValueError otherwise: pass full_matrices=False for a rectangular one. `hermitian` is
-    accepted for the call's shape."""
+@_public
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """x with op(a) @ x = b from `lu_factor`'s result (`jax.scipy.linalg.lu_solve`), with no
+    new factorization.
+
+    Args:
+      lu_and_piv: the `jaxmg.LUFactor` of `lu_factor`, or the `(lu, piv)` it unpacked to
+        (in the same program: see `lu_factor`).
+      b: (N,) or (N, K) array of a's dtype.
+      trans: 0: a x = b; 1: aᵀ x = b; 2: aᴴ x = b (1 and 2 are not differentiable).
+      overwrite_b, check_finite: unused, as in JAX.
+
+    Returns:
+      x, shaped like b, its rows sharded like a's rows; NaN where a is singular.
+
+    Raises:
+      TypeError: lu_and_piv is not an LU factor; b's dtype differs from a's.
+      ValueError: trans not 0, 1 or 2; a pair not unpacked from a factor; b's shape.
+    """
+    del overwrite_b, check_finite
+    if trans not in (0, 1, 2):
+        raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
+    factor = _factor_of(lu_and_piv, _factor.LUFactor, "lu_factor")
+    if trans == 0:
+        return _factor.lu_solve_factored(factor, b)
+    _routine.check_operands(jax.ShapeDtypeStruct((factor.plan.n,) * 2, factor.matrix.dtype), b)
+    if trans == 1:
+        return _factor.lu_solve_transposed(factor, b)
+    return jnp.conj(_factor.lu_solve_transposed(factor, jnp.conj(b)))
+
+
+def _svd_tall(a, opts, compute_uv, full_matrices=False):
+    """gesvd of a, or through aᴴ for a wide a: (U, s, Vh) of a, or s."""
+    m, n = a.shape
+    if m >= n:
+        if not compute_uv:
+            return _gesvd.gesvd(a, compute_u=False, compute_vh=False, **opts)
+        return _gesvd.gesvd(a, full_matrices=full_matrices, **opts)
+    pl = _placement(a, opts["mesh"], opts["matrix_specs"])
+    spec = P(pl.col_axis, pl.row_axis)  # aᴴ's sharding: a transpose local to each device
+    ah = _mesh.constrain(_adjoint(a), pl.mesh, spec)
+    flipped = {**opts, "matrix_specs": None if opts["matrix_specs"] is None else spec}
+    if not compute_uv:
+        return _gesvd.gesvd(ah, compute_u=False, compute_vh=False, **flipped)
+    u, s, vh = _gesvd.gesvd(ah, full_matrices=full_matrices, **flipped)  # aᴴ = u s vh
+    return _place(_adjoint(vh), pl, pl.matrix_spec), s, _place(_adjoint(u), pl, pl.matrix_spec)
+
+
+@_public
+def svd(
+    a,
+    full_matrices=True,
+    compute_uv=True,
+    hermitian=False,
+    subset_by_index=None,
+    *,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    pad=True,
+):
+    """The singular value decomposition (`jax.numpy.linalg.svd`), by `jaxmg.gesvd`.
+
+    Args:
+      a: (..., M, N) array sharded over a mesh; a wide one (M < N) is decomposed through aᴴ
+        (a transpose local to each device).
+      full_matrices: U (M x M) and Vh (N x N) as NumPy; for a square a the same as False.
+      compute_uv: return U and Vh too (else the singular values alone).
+      hermitian: accepted (the general SVD serves a Hermitian a too).
+      subset_by_index: None only (NotImplementedError otherwise).
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      `SVDResult(U, S, Vh)` with a = U diag(S) Vh, or S: S (..., K), K = min(M, N),
+      descending, real, replicated; U and Vh in a's sharding where their shapes divide over
+      the mesh.
+
+    Raises:
+      NotImplementedError: subset_by_index.
+      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
+    """
+    del hermitian
+    if subset_by_index is not None:
+        raise NotImplementedError(
+            "subset_by_index is not provided: compute all singular values and slice them"
+        )
+    _check_matrix(a)
+    opts = _options(T_A, mesh, matrix_specs, pad)
 
     def one(m):
         if not compute_uv:
-            return _gesvd.gesvd(m, compute_u=False, compute_vh=False, **kwargs)
-        return SVDResult(*_gesvd.gesvd(m, full_matrices=full_matrices, **kwargs))
+            return _svd_tall(m, opts, False)
+        return SVDResult(*_svd_tall(m, opts, True, full_matrices))
 
     return _batched(one, a)
 
 
-def polar(a, side="right", method=None, eps=None, max_iterations=None, **kwargs):
-    """(unitary, posdef) (`jax.scipy.linalg.polar`): side="right", a = U P for M >= N;
-    side="left", a = P U for M <= N (through aᴴ). The engine picks its own algorithm and
-    stopping rule (cuSOLVERMp's QDWH on GPUs, the SVD on CPUs): `method`, `eps` and
-    `max_iterations` are accepted for the call's shape."""
-    if side not in ("right", "left"):
-        raise ValueError(f"side must be 'right' or 'left', got {side!r}")
+@_public
+def svdvals(x, /, *, T_A=None, mesh=None, matrix_specs=None, pad=True):
+    """The singular values, descending (`jax.numpy.linalg.svdvals`): `jaxmg.gesvd` without U
+    and Vh.
+
+    Args:
+      x: (..., M, N) array sharded over a mesh (a wide one through xᴴ).
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      (..., min(M, N)) real singular values, descending, replicated.
+
+    Raises:
+      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
+    """
+    return svd(x, compute_uv=False, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
+
+
+@_public
+def pinv(
+    a, rtol=None, hermitian=False, *, rcond=None, T_A=None, mesh=None, matrix_specs=None, pad=True
+):
+    """The Moore-Penrose pseudo-inverse (`jax.numpy.linalg.pinv`): V S⁺ Uᴴ from `jaxmg.gesvd`,
+    singular values at most rtol · s[0] taken as zero.
+
+    Args:
+      a: (..., M, N) array sharded over a mesh.
+      rtol: the relative cutoff (default 10 · max(M, N) · eps, as JAX).
+      hermitian: accepted (the general SVD serves a Hermitian a too).
+      rcond: the older name of rtol (not both).
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      (..., N, M) array: in a's sharding where its shape divides over the mesh (a square a,
+      for example), else in aᵀ's. The product V S⁺ Uᴴ is XLA's on the mesh (collectives of
+      the size of a; nothing gathered).
+
+    Raises:
+      ValueError: both rtol and rcond; shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support.
+    """
+    del hermitian
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pass rtol or rcond, not both")
+        rtol = rcond
+    _check_matrix(a)
+    opts = _options(T_A, mesh, matrix_specs, pad)
 
     def one(m):
-        if side == "right":
-            return _polar.polar(m, **kwargs)
-        mh = jnp.conj(m.T) if jnp.iscomplexobj(m) else m.T
-        u, p = _polar.polar(mh, **kwargs)  # aᴴ = u p  =>  a = p uᴴ (p Hermitian)
-        return (jnp.conj(u.T) if jnp.iscomplexobj(u) else u.T), p
+        rows, cols = m.shape
+        pl = _placement(m, mesh, matrix_specs)
+        u, s, vh = _svd_tall(m, opts, True)
+        cut = (10.0 * max(rows, cols) * jnp.finfo(s.dtype).eps) if rtol is None else rtol
+        keep = s > jnp.asarray(cut, s.dtype) * s[0]
+        inv_s = jnp.where(keep, 1 / jnp.where(keep, s, 1), 0).astype(m.dtype)
+        spec = pl.matrix_spec
+        if cols % pl.mesh_rows or rows % pl.mesh_cols:
+            spec = P(pl.col_axis, pl.row_axis)
+        return _product(_adjoint(vh) * inv_s[None, :], _adjoint(u), pl, spec)
 
     return _batched(one, a)
 
 
-def lstsq(a, b, rcond=None, *, numpy_resid=False, **kwargs):
-    """(x, residuals, rank, s) (`jnp.linalg.lstsq`) from the distributed SVD: x = V S⁺ Uᴴ b with
-    singular values at most rcond · s[0] treated as zero (default rcond: eps · max(M, N)), the
-    minimum-norm solution of a rank-deficient problem. residuals: ‖b − a x‖² per column (a
-    scalar for a vector b); with numpy_resid, NumPy's rule (empty unless the rank is N < M;
-    needs concrete values, as in JAX). The products with U, Vh and a are XLA's, on a's
-    sharding (collectives of the size of b, not of a)."""
-    if a.ndim != 2:
-        raise ValueError("jaxmg.linalg.lstsq takes one (M, N) matrix")
+@_public
+def lstsq(a, b, rcond=None, *, numpy_resid=False, T_A=None, mesh=None, matrix_specs=None, pad=True):
+    """The least-squares solution (`jax.numpy.linalg.lstsq`) from the distributed SVD: x = V S⁺
+    Uᴴ b, singular values at most rcond · s[0] taken as zero, the minimum-norm solution of a
+    rank-deficient problem.
+
+    Args:
+      a: (M, N) array sharded over a mesh (a wide one through aᴴ).
+      b: (M,) or (M, K) array of a's dtype.
+      rcond: the relative cutoff (default eps · max(M, N), as JAX).
+      numpy_resid: residuals by NumPy's rule (empty unless the rank is N < M; needs concrete
+        values, as in JAX).
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      (x, residuals, rank, s): x (N,) or (N, K), its rows sharded like a's rows where N
+      divides (else replicated); residuals ‖b − a x‖² per column (a scalar for a vector b),
+      replicated; rank, int32; s, the singular values, replicated. The products with U, Vh
+      and a are XLA's on a's mesh (collectives of the size of b, not of a).
+
+    Raises:
+      ValueError: a not 2-D; shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support, or b's dtype differing from a's.
+    """
+    if getattr(a, "ndim", 0) != 2:
+        raise ValueError(f"a must be one (M, N) matrix, got shape {tuple(getattr(a, 'shape', ()))}")
     m, n = a.shape
+    if getattr(b, "ndim", 0) not in (1, 2) or b.shape[0] != m:
+        raise ValueError(f"b must have shape ({m},) or ({m}, K) to match a, got {tuple(b.shape)}")
+    if np.dtype(b.dtype) != np.dtype(a.dtype):
+        raise TypeError(f"b has dtype {b.dtype} but a has {a.dtype}; cast with b.astype(a.dtype)")
+    pl = _placement(a, mesh, matrix_specs)
     vector = b.ndim == 1
     b2 = b[:, None] if vector else b
-    u, s, vh = _gesvd.gesvd(a, **kwargs)
+    u, s, vh = _svd_tall(a, _options(T_A, mesh, matrix_specs, pad), True)
     if rcond is None:
         rcond = jnp.finfo(s.dtype).eps * max(m, n)
     keep = s > rcond * s[0]
     rank = jnp.sum(keep).astype(jnp.int32)
     inv_s = jnp.where(keep, 1 / jnp.where(keep, s, 1), 0).astype(a.dtype)
-    x = _small_product(jnp.conj(vh).T, _small_product(jnp.conj(u).T, b2) * inv_s[:, None])
-    resid = jnp.sum(jnp.abs(b2 - _small_product(a, x)) ** 2, axis=0)
+    y = _product(_adjoint(u), b2, pl, P()) * inv_s[:, None]
+    x = _product(_adjoint(vh), y, pl, P(pl.row_axis, None))
+    resid = jnp.sum(jnp.abs(b2 - _product(a, x, pl, P(pl.row_axis, None))) ** 2, axis=0)
+    resid = _mesh.constrain(resid, pl.mesh, P())
     if numpy_resid and (int(rank) < n or m <= n):
         resid = jnp.zeros((0,), s.dtype)
     if vector:
@@ -224,10 +936,277 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False, **kwargs):
     return x, resid, rank, s
 
 
-def _small_product(x, y):
-    """x @ y for a result of the size of b, replicated: on Explicit mesh axes a product whose
-    contracted dimension is sharded needs its output sharding named."""
-    mesh = getattr(jax.typeof(x).sharding, "mesh", None)
-    if any(t == AxisType.Explicit for t in getattr(mesh, "axis_types", ())):
-        return jnp.matmul(x, y, out_sharding=P())
-    return x @ y
+@_public
+def polar(
+    a,
+    side="right",
+    *,
+    method=None,
+    eps=None,
+    max_iterations=None,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    pad=True,
+):
+    """The polar decomposition (`jax.scipy.linalg.polar`), by `jaxmg.polar`.
+
+    Args:
+      a: (..., M, N) array sharded over a mesh: M >= N for side="right", M <= N for "left".
+      side: "right": a = U P; "left": a = P U (through aᴴ).
+      method, eps, max_iterations: accepted; the engine picks its own algorithm and stopping
+        rule (cuSOLVERMp's QDWH on GPUs, the SVD on CPUs).
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      (unitary, posdef): U (M x N) in a's sharding, P Hermitian positive semi-definite
+      (N x N for "right", M x M for "left"), in a's sharding where its shape divides.
+
+    Raises:
+      ValueError: an unknown side; shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support.
+    """
+    del method, eps, max_iterations
+    if side not in ("right", "left"):
+        raise ValueError(f"side must be 'right' or 'left', got {side!r}")
+    _check_matrix(a)
+    opts = _options(T_A, mesh, matrix_specs, pad)
+
+    def one(m):
+        if side == "right":
+            return _polar.polar(m, **opts)
+        u, p = _polar.polar(_adjoint(m), **opts)  # aᴴ = u p  =>  a = p uᴴ (p Hermitian)
+        pl = _placement(m, mesh, matrix_specs)
+        return _place(_adjoint(u), pl, pl.matrix_spec), _place(p, pl, pl.matrix_spec)
+
+    return _batched(one, a)
+
+
+_SPECTRAL = (2, -2, "nuc")
+
+
+def _is_matrix_axes(ndim, axis):
+    if axis is None:
+        return ndim == 2
+    if isinstance(axis, tuple) and len(axis) == 2:
+        return tuple(x % ndim for x in axis) == (ndim - 2, ndim - 1)
+    return False
+
+
+def _spectral(s, ord):
+    if ord == 2:
+        return s[..., 0]
+    if ord == -2:
+        return s[..., -1]
+    return jnp.sum(s, axis=-1)
+
+
+@_public
+def norm(
+    x, ord=None, axis=None, keepdims=False, *, T_A=None, mesh=None, matrix_specs=None, pad=True
+):
+    """A matrix or vector norm (`jax.numpy.linalg.norm`).
+
+    Args:
+      x: array sharded over a mesh.
+      ord, axis, keepdims: as in JAX. A matrix norm with ord 2, -2 or "nuc" over the last two
+        axes is computed from the distributed singular values (`svdvals`); every other norm
+        is a sum or maximum, jax.numpy.linalg's own.
+      T_A, mesh, matrix_specs, pad: jaxmg's options for the singular values.
+
+    Returns:
+      The norm, real, replicated.
+
+    Raises:
+      ValueError, TypeError: as jax.numpy.linalg.norm, and as `svdvals` for its orders.
+    """
+    if ord in _SPECTRAL and _is_matrix_axes(x.ndim, axis):
+        s = svdvals(x, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
+        r = _spectral(s, ord)
+        return r.reshape(r.shape + (1, 1)) if keepdims else r
+    return jnp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+@_public
+def matrix_norm(
+    x, /, *, keepdims=False, ord="fro", T_A=None, mesh=None, matrix_specs=None, pad=True
+):
+    """The norm of each matrix over the last two axes (`jax.numpy.linalg.matrix_norm`).
+
+    Args:
+      x: (..., M, N) array sharded over a mesh.
+      keepdims, ord: as in JAX (ord 2, -2, "nuc": the distributed singular values).
+      T_A, mesh, matrix_specs, pad: jaxmg's options for the singular values.
+
+    Returns:
+      The norms, real, replicated.
+
+    Raises:
+      ValueError, TypeError: as jax.numpy.linalg.matrix_norm, and as `svdvals`.
+    """
+    if ord in _SPECTRAL:
+        return norm(
+            x, ord, (-2, -1), keepdims, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad
+        )
+    return jnp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+
+
+@_public
+def cond(x, p=None, *, T_A=None, mesh=None, matrix_specs=None, pad=True):
+    """The condition number (`jax.numpy.linalg.cond`).
+
+    Args:
+      x: (..., M, N) array sharded over a mesh.
+      p: None or 2: s[0] / s[-1] of the distributed singular values; -2: s[-1] / s[0]; 1, -1,
+        inf, -inf, "fro", "nuc" (square x): norm(x, p) · norm(inv(x), p).
+      T_A, mesh, matrix_specs, pad: jaxmg's options.
+
+    Returns:
+      The condition numbers, real, replicated; inf where x is singular (as JAX).
+
+    Raises:
+      ValueError: x not a matrix, or not square for a p that needs the inverse.
+      TypeError: dtypes jaxmg does not support.
+    """
+    _check_matrix(x, "x")
+    kw = dict(T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
+    if p is None or p == 2 or p == -2:
+        s = svdvals(x, **kw)
+        r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    else:
+        if x.shape[-1] != x.shape[-2]:
+            raise ValueError(f"for p={p!r} x must be square, got shape {tuple(x.shape)}")
+        r = norm(x, p, (-2, -1), **kw) * norm(inv(x, **kw), p, (-2, -1), **kw)
+    return jnp.where(jnp.isnan(r), jnp.inf, r)
+
+
+@_public
+def matrix_rank(
+    M, rtol=None, *, hermitian=False, tol=None, T_A=None, mesh=None, matrix_specs=None, pad=True
+):
+    """The rank: the number of singular values above rtol · s[0] (`jax.numpy.linalg.matrix_rank`).
+
+    Args:
+      M: (..., M, N) array sharded over a mesh.
+      rtol: the relative cutoff (default max(M, N) · eps, as JAX); tol: its other name (not
+        both).
+      hermitian: accepted (the singular values serve a Hermitian matrix too).
+      T_A, mesh, matrix_specs, pad: jaxmg's options.
+
+    Returns:
+      The rank, int32, replicated.
+
+    Raises:
+      ValueError: both rtol and tol; shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support.
+    """
+    del hermitian
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("pass rtol or tol, not both")
+        rtol = tol
+    _check_matrix(M, "M")
+    s = svdvals(M, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
+    if rtol is None:
+        rtol = max(M.shape[-2:]) * jnp.finfo(s.dtype).eps
+    cut = jnp.asarray(rtol, s.dtype) * s[..., :1]
+    return jnp.sum(s > cut, axis=-1).astype(jnp.int32)
+
+
+@_public
+def matrix_power(a, n, *, T_A=None, mesh=None, matrix_specs=None, pad=True):
+    """a raised to the integer power n (`jax.numpy.linalg.matrix_power`): repeated squaring
+    with the engine's distributed product (`jaxmg.matmul`); a⁻¹'s powers for n < 0.
+
+    Args:
+      a: (..., N, N) array sharded over a mesh.
+      n: a Python integer.
+      T_A, mesh, matrix_specs, pad: jaxmg's options.
+
+    Returns:
+      aⁿ in a's sharding (the identity for n = 0).
+
+    Raises:
+      TypeError: n not an integer; dtypes jaxmg does not support.
+      ValueError: a not square; specs or meshes jaxmg cannot take.
+    """
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"n must be an integer, got {n!r}") from None
+    _check_matrix(a)
+    kw = dict(T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
+
+    def one(m):
+        _mesh.check_square_matrix(m)
+        pl = _placement(m, mesh, matrix_specs)
+        if n == 0:
+            return _mesh.constrain(jnp.eye(m.shape[0], dtype=m.dtype), pl.mesh, pl.matrix_spec)
+        base = inv(m, **kw) if n < 0 else m
+        result, k = None, abs(n)
+        while k:
+            if k & 1:
+                result = base if result is None else _matmul.matmul(result, base, **kw)
+            k >>= 1
+            if k:
+                base = _matmul.matmul(base, base, **kw)
+        return result
+
+    return _batched(one, a)
+
+
+@_public
+def eig(a):
+    """Not provided (`jax.numpy.linalg.eig`): jaxmg has no distributed non-Hermitian
+    eigensolver.
+
+    Raises:
+      NotImplementedError: always; for a Hermitian a use `eigh`, otherwise
+        jax.numpy.linalg.eig on the gathered matrix.
+    """
+    raise NotImplementedError(
+        "jaxmg has no distributed non-Hermitian eigensolver: for a Hermitian (symmetric) a use "
+        "jaxmg.linalg.eigh; otherwise gather a and call jax.numpy.linalg.eig"
+    )
+
+
+@_public
+def eigvals(a):
+    """Not provided (`jax.numpy.linalg.eigvals`): as `eig`.
+
+    Raises:
+      NotImplementedError: always; for a Hermitian a use `eigvalsh`, otherwise
+        jax.numpy.linalg.eigvals on the gathered matrix.
+    """
+    raise NotImplementedError(
+        "jaxmg has no distributed non-Hermitian eigensolver: for a Hermitian (symmetric) a use "
+        "jaxmg.linalg.eigvalsh; otherwise gather a and call jax.numpy.linalg.eigvals"
+    )
+
+
+@_public
+def tensorinv(a, ind=2):
+    """Not provided (`jax.numpy.linalg.tensorinv`).
+
+    Raises:
+      NotImplementedError: always; reshape a to a square matrix sharded over a mesh and use
+        `inv`.
+    """
+    raise NotImplementedError(
+        "reshape a to a square (N, N) matrix sharded over the mesh and call jaxmg.linalg.inv, "
+        "then reshape the inverse back"
+    )
+
+
+@_public
+def tensorsolve(a, b, axes=None):
+    """Not provided (`jax.numpy.linalg.tensorsolve`).
+
+    Raises:
+      NotImplementedError: always; reshape a to a square matrix and b to a vector and use
+        `solve`.
+    """
+    raise NotImplementedError(
+        "reshape a to a square (N, N) matrix sharded over the mesh and b to (N,), and call "
+        "jaxmg.linalg.solve, then reshape x back"
+    )

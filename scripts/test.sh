@@ -16,5 +16,9 @@ if [ -z "${JAXMG_SKIP_CUDA_BUILD:-}" ] && { command -v nvcc || [ -x /usr/local/c
 else
   echo "[test] nvcc not found: the GPU engine build is skipped"
 fi
+# --- docs: the documentation site builds in strict mode and its internal links resolve ---
+echo "[test] docs"
+./scripts/docs.sh
+# --- end docs ---
 echo "[test] pytest"
 .venv/bin/pytest -q -rs "$@"

@@ -403,3 +403,63 @@ def inverse_failure_case(mesh, kind, n, tile):
         and want(statuses[0])
     )
     return rec
+
+
+# ------------------------------------------------------------------------------------------------
+# jaxmg.linalg as jax.numpy.linalg and jax.scipy.linalg users write it: each case returns
+# {label: error}, errors relative to NumPy's reference (max |x - ref| / max(1, max |ref|)),
+# compared with LINALG_TOL_C * n * eps of the dtype; a wrong output sharding, a missing
+# exception or a wrong message is an infinite error under its own label.
+
+LINALG_TOL_C = 50
+
+
+def linalg_tol(n, dtype_name):
+    return LINALG_TOL_C * n * float(np.finfo(DTYPES[dtype_name]).eps)
+
+
+def rel_err(x, ref):
+    x, ref = np.asarray(x, np.complex128), np.asarray(ref, np.complex128)
+    if x.shape != ref.shape:
+        return float("inf")
+    if x.size == 0:
+        return 0.0
+    return float(np.abs(x - ref).max() / max(1.0, float(np.abs(ref).max())))
+
+
+def sharded_as(x, mesh, spec):
+    """0.0 where x lies on mesh as spec shards it, inf otherwise (an error to record)."""
+    sharding = getattr(x, "sharding", None)
+    if sharding is None:
+        return float("inf")
+    return 0.0 if sharding.is_equivalent_to(NamedSharding(mesh, spec), x.ndim) else float("inf")
+
+
+def raises(fn, kind, *words):
+    """0.0 where fn() raises `kind` whose message holds every word, inf otherwise."""
+    try:
+        fn()
+    except kind as e:
+        return 0.0 if all(w in str(e) for w in words) else float("inf")
+    except Exception:  # noqa: BLE001 - any other exception is the failure recorded
+        return float("inf")
+    return float("inf")
+
+
+def hermitian_noise(n, dtype, seed, size=1e-3):
+    """spd(n) plus a non-Hermitian perturbation of `size`: Hermitian only up to it."""
+    rng = np.random.default_rng(seed + 5)
+    e = rng.standard_normal((n, n))
+    if np.issubdtype(dtype, np.complexfloating):
+        e = e + 1j * rng.standard_normal((n, n))
+    return (
+        spd(n, np.float64 if dtype in (np.float32, np.float64) else np.complex128, seed) + size * e
+    ).astype(dtype)
+
+
+def tall(m, n, dtype, seed):
+    rng = np.random.default_rng(seed + 3)
+    x = rng.standard_normal((m, n))
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal((m, n))
+    return x.astype(dtype)

@@ -58,7 +58,117 @@ def test_info(tmp_path):
 def test_no_command_prints_usage(tmp_path):
     out = jaxmg(tmp_path, timeout=60)
     assert out.returncode == 2
-    assert "launch" in out.stdout and "demo" in out.stdout
+    assert "{launch,info,demo,bench}" in out.stdout
+
+
+def test_help_texts(tmp_path, capsys):
+    out = jaxmg(tmp_path, "--help", timeout=60)  # the real entry point, once
+    assert out.returncode == 0, out.stderr
+    for command in ("launch", "info", "demo", "bench"):
+        assert command in out.stdout
+    assert "times potrs" not in out.stdout
+    from jaxmg.__main__ import main
+
+    expected = {
+        "launch": ("-n N", "--timeout", "--launcher", "srun", "mpirun", "--dry-run", "-m"),
+        "info": ("native libraries", "devices"),
+        "demo": ("--size", "--dtype", "--tile", "--timeout", "jaxmg.potrs"),
+        "bench": ("--routine", "--sizes", "--matrix", "--tile", "--peer", "jaxmg[bench]"),
+    }
+    for command, words in expected.items():
+        assert main([command, "--help"]) == 0
+        text = capsys.readouterr().out
+        assert text.startswith(f"usage: python -m jaxmg {command}"), text[:200]
+        for word in words:
+            assert word in text, (command, word)
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("jaxmg ")
+    assert main(["frobnicate"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+    assert main(["info", "--bogus"]) == 2
+
+
+def test_launch_argument_forms():
+    from jaxmg.cli import launch
+
+    parse = launch.parse_args
+    assert parse(["-n", "2", "s.py", "-n", "1", "--x"]).target == ["s.py", "-n", "1", "--x"]
+    assert parse(["-n2", "s.py"]).nprocs == 2
+    assert parse(["--np=3", "--", "s.py", "--timeout", "1"]).target == ["s.py", "--timeout", "1"]
+    args = parse(["-n", "2", "--timeout", "5", "-m", "pkg.mod", "--flag", "x"])
+    assert args.target == ["-m", "pkg.mod", "--flag", "x"] and args.timeout == 5
+    assert parse(["-n", "2", "--timeout", "0", "s.py"]).timeout is None
+    assert parse(["-n", "2", "--launcher", "srun", "s.py"]).launcher == "srun"
+    for bad, says in (
+        ([], "-n"),
+        (["-n", "0", "s.py"], "positive"),
+        (["-n", "x", "s.py"], "positive integer"),
+        (["-n", "2"], "no script"),
+        (["-n", "2", "--timeout", "-1", "s.py"], "non-negative"),
+        (["-n", "2", "--launcher", "pbs", "s.py"], "invalid choice"),
+    ):
+        with pytest.raises(launch.UsageError, match=says):
+            parse(bad)
+
+
+def fake_srun(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    srun = bin_dir / "srun"
+    srun.write_text("#!/bin/sh\nexit 0\n")
+    srun.chmod(0o755)
+    return bin_dir
+
+
+def test_launch_uses_srun_inside_a_slurm_allocation(tmp_path):
+    bin_dir = fake_srun(tmp_path)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    env = cpu_env(SLURM_JOB_ID="4242", PATH=path)
+    out = jaxmg(tmp_path, "launch", "-n", "4", "--dry-run", "s.py", "--size", "8", env=env)
+    assert out.returncode == 0, out.stderr
+    cmd = out.stdout.split()
+    assert cmd[:4] == [str(bin_dir / "srun"), "-n", "4", "--kill-on-bad-exit=1"]
+    assert cmd[-3:] == ["s.py", "--size", "8"] and cmd[-4] == sys.executable
+    assert "mpirun" not in out.stdout
+    # --launcher mpirun overrides the allocation.
+    out = jaxmg(tmp_path, "launch", "-n", "2", "--launcher", "mpirun", "--dry-run", "s.py", env=env)
+    if shutil.which("mpirun"):
+        assert out.returncode == 0 and "mpirun" in out.stdout.split()[0], out.stderr
+    # Outside an allocation (no SLURM_JOB_ID) srun on PATH is not used.
+    out = jaxmg(tmp_path, "launch", "-n", "2", "--dry-run", "s.py", env=cpu_env(PATH=path))
+    if shutil.which("mpirun"):
+        assert "srun" not in out.stdout and "mpirun" in out.stdout, out.stdout + out.stderr
+
+
+def test_launch_srun_missing(tmp_path):
+    env = cpu_env(PATH=str(tmp_path))
+    out = jaxmg(tmp_path, "launch", "-n", "2", "--launcher", "srun", "s.py", env=env)
+    assert out.returncode == 2
+    assert "srun was not found" in out.stderr
+
+
+def test_gloo_connection_lines_are_dropped_and_nothing_else():
+    import io
+
+    from jaxmg.cli import launch
+
+    text = (
+        b"[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks "
+        b"is : 1\n"
+        b"result 1\n"
+        b"[Gloo] Rank 1 is connected to 0 peer ranks. Expected number of connected peer ranks "
+        b"is : 1 and then an error\n"
+        b"[Gloo] connection refused\n"
+    )
+    sink = io.BytesIO()
+    launch._copy_lines(io.BytesIO(text), sink, launch.GLOO_CONNECTED)
+    kept = sink.getvalue().decode().splitlines()
+    assert kept == [
+        "result 1",
+        "[Gloo] Rank 1 is connected to 0 peer ranks. Expected number of connected peer ranks "
+        "is : 1 and then an error",
+        "[Gloo] connection refused",
+    ]
 
 
 @needs_mpirun
@@ -177,6 +287,8 @@ def test_demo(tmp_path):
     assert "result check: OK" in out.stdout
     assert "GFLOP/s" in out.stdout
     assert out.stdout.count("result check") == 1  # only process 0 reports
+    assert "[Gloo]" not in out.stdout + out.stderr
+    assert "jaxmg launch: " in out.stderr and "mpirun" in out.stderr  # says what it runs
 
 
 @needs_mpirun
@@ -221,7 +333,8 @@ def test_bench_writes_json_table_and_plot(tmp_path):
         "-n",
         "2",
         "--sizes",
-        "64,128",
+        "64",
+        "128",
         "--dtypes",
         "float64",
         "--repeats",
@@ -243,3 +356,92 @@ def test_bench_writes_json_table_and_plot(tmp_path):
     assert all(r["logdet_ok"] for r in result["records"] if r["engine"] == "jaxmg")
     assert "| float64 | 128 | 2x1 |" in out.stdout
     assert out_json.with_suffix(".png").is_file()
+    assert result["matrix_kind"] == "kms" and result["commit"]
+    assert "[Gloo]" not in out.stdout + out.stderr
+
+
+@needs_mpirun
+def test_bench_tile_sweep_on_a_random_matrix(tmp_path):
+    out_json = tmp_path / "sweep.json"
+    out = jaxmg(
+        tmp_path,
+        "bench",
+        "--routine",
+        "lu_solve",
+        "--matrix",
+        "random",
+        "-n",
+        "2",
+        "--sizes",
+        "128",
+        "--tile",
+        "16",
+        "32,64",
+        "--dtypes",
+        "float64",
+        "--repeats",
+        "1",
+        "--out",
+        str(out_json),
+        env=cpu_env(),
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    import json
+
+    from jaxmg.cli import bench
+
+    result = json.loads(out_json.read_text())
+    assert result["matrix_kind"] == "random" and result["matrix"] == "random"
+    jaxmg_records = [r for r in result["records"] if r["engine"] == "jaxmg"]
+    assert sorted(r["tile"] for r in jaxmg_records) == [16, 32, 64]
+    for r in result["records"]:
+        assert "error" not in r, r
+        assert r["seconds"] > 0 and "logdet_ok" not in r  # no exact log det for a random matrix
+    assert "stages_ms" not in jaxmg_records[0]  # no JAXMG_DEBUG, and CPUs print no steps
+    assert bench.plot_kind(result["records"]) == "tile"
+    assert out_json.with_suffix(".png").is_file()
+    # Progress: one line per case (rich draws a bar on a terminal, plain lines otherwise).
+    assert out.stdout.count("jaxmg  2dev float64") == 3
+
+
+def test_bench_argument_forms():
+    from jaxmg.cli import bench
+
+    p = bench.configure(__import__("argparse").ArgumentParser())
+    for argv in (["--sizes", "512", "1024"], ["--sizes", "512,1024"], ["--sizes", "512,", "1024"]):
+        args = p.parse_args(argv)
+        assert bench._flatten(args.sizes) == [512, 1024], argv
+    args = p.parse_args(["--tile", "128", "256,512", "--dtypes", "float32", "complex64"])
+    assert bench._flatten(args.tile) == [128, 256, 512]
+    assert bench._flatten(args.dtypes) == ["float32", "complex64"]
+    assert bench._flatten(p.parse_args([]).sizes) == [2048, 4096]
+    with pytest.raises(SystemExit):
+        p.parse_args(["--sizes", "12a"])
+    with pytest.raises(SystemExit):
+        p.parse_args(["--matrix", "hilbert"])
+
+
+def test_bench_stage_times_and_plot_kinds(tmp_path, monkeypatch):
+    from jaxmg.cli import bench
+
+    text = (
+        "[jaxmg] step Getrf: 6113.82 ms\n"
+        "jaxmg  2dev float64  N=  65536     3940.0 ms   47.63 TF/s\n"
+        "[jaxmg] step Getrs: 13.50 ms\n"
+        "[jaxmg] step Getrf: 3908.12 ms\n"
+        "[jaxmg] Qr1D part panel: 1.00 ms\n"
+    )
+    assert bench.parse_stages(text) == {"Getrf": [6113.82, 3908.12], "Getrs": [13.5]}
+
+    def rec(engine, n, tile, seconds):
+        return dict(engine=engine, devices=2, n=n, dtype="float64", tile=tile, seconds=seconds)
+
+    sweep = [rec("jaxmg", 4096, t, 1.0 / t) for t in (128, 256, 512)] + [rec("jax", 4096, None, 1)]
+    sizes = [rec("jaxmg", n, None, n / 1e3) for n in (1024, 2048)] + [rec("jax", 1024, None, 1)]
+    assert bench.plot_kind(sweep) == "tile" and bench.plot_kind(sizes) == "n"
+    assert bench.plot(sweep, tmp_path / "sweep.png").is_file()
+    assert bench.plot(sizes, tmp_path / "sizes.png").is_file()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the bench extra were missing
+    assert bench.plot(sizes, tmp_path / "none.png") is None
+    assert "jaxmg[bench]" in bench.PLOT_HINT

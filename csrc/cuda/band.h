@@ -1,8 +1,8 @@
 // Device kernels of the GPU engine's two-stage eigenvalues
-// (engines/cusolvermp/band_eigenvalues.cc): the band of a Hermitian matrix reduced to band form,
-// its reduction to a tridiagonal matrix by bulge chasing, the tridiagonal matrix's eigenvalues by
-// bisection, and the row moves between a column-cyclic distribution and global order that the first
-// stage needs.
+// (engines/cusolvermp/band_*.cc; kernels in band_chase.cu, band_bisect.cu, band_vectors.cu): the
+// band of a Hermitian matrix reduced to band form, its reduction to a tridiagonal matrix by bulge
+// chasing, the tridiagonal matrix's eigenvalues by bisection, and the row moves between a
+// column-cyclic distribution and global order that the first stage needs.
 //
 // Band storage: an n x n Hermitian matrix of lower bandwidth b, held as its lower band with room
 // for the bulges of the chase (2b subdiagonals): entry (i, j), j <= i <= j + 2b, at

@@ -1,5 +1,5 @@
-// Device element types and helpers shared by the GPU engine's kernel files (kernels.cu,
-// band.cu): real scalars and (re, im) pairs, their traits, launch sizes and the run-time dtype
+// Device element types and helpers shared by the GPU engine's kernel files (kernels_*.cu,
+// band_*.cu): real scalars and (re, im) pairs, their traits, launch sizes and the run-time dtype
 // dispatch.
 #pragma once
 

@@ -32,6 +32,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -67,8 +68,55 @@ RECT_FLOPS = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m jaxmg bench", description=__doc__.split("\n")[0])
+    return configure(argparse.ArgumentParser(prog="python -m jaxmg bench"))
+
+
+def _list_of(kind, name):
+    """An argparse type: one value or a comma-separated list of them (flattened later)."""
+
+    def parse(text: str) -> list:
+        try:
+            return [kind(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} takes {kind.__name__} values separated by spaces or commas, got {text!r}"
+            ) from None
+
+    return parse
+
+
+def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Adds the benchmark's options to `p` (the `python -m jaxmg bench` subcommand).
+
+    Args:
+        p: The parser.
+
+    Returns:
+        ``p``, with the options added.
+    """
+    p.description = (
+        "Time a jaxmg routine on the devices present (one process per device under `python -m "
+        "jaxmg launch`, or --single-process) against JAX's own routine on one device, and "
+        "optionally JAXMg 1.x (--peer). Writes a JSON file, prints a table and draws a plot "
+        "next to the JSON (time against N, or against the tile for a tile sweep)."
+    )
+    p.epilog = (
+        "examples:\n"
+        "  python -m jaxmg bench --routine potrs --sizes 2048 4096 8192\n"
+        "  python -m jaxmg bench --routine lu_solve --sizes 16384 --tile 256,512,1024 --mesh 1x2\n"
+        "  python -m jaxmg bench --routine syevd --matrix random --dtypes float32\n"
+        "The plot and the progress bar need the bench extra: pip install 'jaxmg[bench]'."
+    )
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--routine", choices=sorted(FLOPS | RECT_FLOPS), default="potrs")
+    p.add_argument(
+        "--matrix",
+        choices=MATRICES,
+        default="kms",
+        help="kms (default): Kac-Murdock-Szego r**|i-j|, exact log-determinant checked; random: "
+        "uniform entries made symmetric positive definite, symmetric or general as the routine "
+        "needs, generated on the devices",
+    )
     p.add_argument("--cols", type=int, default=None, help="qr, least_squares: N (default: M)")
     p.add_argument("--peer", action="store_true", help="also time JAXMg 1.x (JAXMG_PEER_PATH)")
     p.add_argument("-n", "--processes", type=int, default=None, help="default: GPUs, else 2")
@@ -77,24 +125,107 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="jaxmg in one process driving every local GPU (no launcher)",
     )
-    p.add_argument("--sizes", default="2048,4096", help="comma-separated N (default 2048,4096)")
-    p.add_argument("--dtypes", default="float64,float32")
-    p.add_argument("--tile", default=None, help="T_A, or a comma-separated list to sweep")
+    p.add_argument(
+        "--sizes",
+        type=_list_of(int, "--sizes"),
+        nargs="+",
+        default=[[2048, 4096]],
+        metavar="N",
+        help="matrix orders (M for qr, least_squares), separated by spaces or commas "
+        "(default 2048 4096)",
+    )
+    p.add_argument(
+        "--dtypes",
+        type=_list_of(str, "--dtypes"),
+        nargs="+",
+        default=[["float64", "float32"]],
+        metavar="DTYPE",
+        help="float64, float32, complex128, complex64 (default float64 float32)",
+    )
+    p.add_argument(
+        "--tile",
+        type=_list_of(int, "--tile"),
+        nargs="+",
+        default=None,
+        metavar="T",
+        help="T_A, or several to sweep (spaces or commas); default: jaxmg's choice",
+    )
     p.add_argument("--mesh", default=None, help="RxC process mesh (default: Px1)")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=3, help="timed warm calls (best is reported)")
     p.add_argument("--nrhs", type=int, default=None, help="right-hand sides (cho_solve: 16)")
-    p.add_argument("--no-donate", dest="donate", action="store_false")
+    p.add_argument("--no-donate", dest="donate", action="store_false", help="keep a's buffers")
     p.add_argument(
         "--no-symmetry-check", dest="check_symmetry", action="store_false", help="potrs only"
     )
-    p.add_argument("--no-baseline", dest="baseline", action="store_false")
+    p.add_argument("--no-baseline", dest="baseline", action="store_false", help="do not time JAX")
     p.add_argument("--baseline-max", type=int, default=None, help="largest N for the baseline")
-    p.add_argument("--out", default="bench/results/potrs.json")
-    p.add_argument("--timeout", type=float, default=1800)
+    p.add_argument("--out", default="bench/results/potrs.json", help="the JSON file to write")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds per part of the run")
     p.add_argument(
         "--role", choices=["jaxmg", "baseline", "peer"], default=None, help=argparse.SUPPRESS
     )
     return p
+
+
+def _flatten(values):
+    return [v for group in values for v in group] if values else values
+
+
+def run_namespace(args: argparse.Namespace) -> int:
+    """Runs a parsed `python -m jaxmg bench` command line.
+
+    Args:
+        args: The subcommand's namespace.
+
+    Returns:
+        0 (a failed case is a record with an ``error`` field).
+    """
+    args.sizes = _flatten(args.sizes)
+    args.dtypes = _flatten(args.dtypes)
+    args.tiles = _flatten(args.tile) or [None]
+    return _run(args)
+
+
+MATRICES = ("kms", "random")
+# What each routine needs of a random matrix (the default: general).
+SPD_ROUTINES = ("potrs", "potri", "cho_solve")
+SYMMETRIC_ROUTINES = ("syevd", "eigvalsh")
+SEED = 20240607
+
+
+def _matrix(args, n, dtype, sharding, cols=None):
+    """The generator of the benchmark's matrix, made on the devices in `sharding`."""
+    if args.matrix == "kms":
+        return _kms(n, dtype, sharding, cols)
+    return _random(args.routine, n, dtype, sharding, cols)
+
+
+def _random(routine, n, dtype, sharding, cols=None):
+    """Uniform entries in [-1, 1) (real and imaginary parts); symmetric (Hermitian) for the
+    eigensolvers, plus N on the diagonal (diagonally dominant: positive definite) for the
+    Cholesky routines, general otherwise. A new key per call, so no two calls see one matrix."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    shape = (n, cols or n)
+    real = np.dtype(dtype).type(0).real.dtype
+    counter = iter(range(1 << 30))
+
+    def gen(key):
+        a = jax.random.uniform(key, shape, real, -1.0, 1.0)
+        if np.issubdtype(dtype, np.complexfloating):
+            k2 = jax.random.fold_in(key, 1)
+            a = a + 1j * jax.random.uniform(k2, shape, real, -1.0, 1.0)
+        a = a.astype(dtype)
+        if routine in SPD_ROUTINES or routine in SYMMETRIC_ROUTINES:
+            a = (a + a.conj().T) / 2
+        if routine in SPD_ROUTINES:
+            a = a + n * jnp.eye(n, dtype=dtype)
+        return a
+
+    compiled = jax.jit(gen, out_shardings=sharding)
+    return lambda: compiled(jax.random.fold_in(jax.random.key(SEED), next(counter)))
 
 
 def _kms(n, dtype, sharding, cols=None):
@@ -149,6 +280,70 @@ def _time_calls(gen, solve, b, repeats, name):
     return times, logdet
 
 
+def _drop_kms_checks(args, rec):
+    """The log-determinant and trace checks hold for the KMS matrix only."""
+    if args.matrix != "kms":
+        for key in ("logdet_rel_err", "logdet_ok", "check_rel_err", "check_ok"):
+            rec.pop(key, None)
+
+
+STEP_LINE = re.compile(r"^\[jaxmg\] step (?P<step>[^:]+): (?P<ms>[0-9.]+) ms\s*$")
+
+
+class _StageCapture:
+    """With JAXMG_DEBUG set, collects the GPU engine's "[jaxmg] step NAME: T ms" lines (written
+    to file descriptor 2 by the native code) into rec["stages_ms"] (NAME -> the times of every
+    call, the first one compiling) and rec["stages_best_ms"] (NAME -> the least); the lines are
+    still printed. Without JAXMG_DEBUG, or on CPUs (no such lines), nothing is recorded."""
+
+    def __init__(self, rec):
+        self.rec = rec
+        self.active = bool(os.environ.get("JAXMG_DEBUG"))
+
+    def __enter__(self):
+        if self.active:
+            import tempfile
+
+            sys.stderr.flush()
+            self.file = tempfile.TemporaryFile()
+            self.saved = os.dup(2)
+            os.dup2(self.file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        if not self.active:
+            return False
+        sys.stderr.flush()
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.file.seek(0)
+        text = self.file.read().decode("utf-8", "replace")
+        self.file.close()
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        stages = parse_stages(text)
+        if stages:
+            self.rec["stages_ms"] = stages
+            self.rec["stages_best_ms"] = {k: min(v) for k, v in stages.items()}
+        return False
+
+
+def parse_stages(text: str) -> dict[str, list[float]]:
+    """The step times in JAXMG_DEBUG output.
+
+    Args:
+        text: What the GPU engine printed (other lines are ignored).
+
+    Returns:
+        Step name -> the times, in milliseconds, in the order printed.
+    """
+    stages: dict[str, list[float]] = {}
+    for line in text.splitlines():
+        if m := STEP_LINE.match(line):
+            stages.setdefault(m["step"], []).append(float(m["ms"]))
+    return stages
+
+
 def _exact_logdet(n):
     return (n - 1) * math.log(1 - R * R)
 
@@ -168,6 +363,17 @@ def _first_column(m, dtype, nrhs, sharding):
 
     host = np.repeat((R ** np.arange(m)).astype(dtype)[:, None], nrhs, axis=1)
     return jax.make_array_from_callback((m, nrhs), sharding, lambda idx: host[idx])
+
+
+def _rhs(args, gen, m, dtype, sharding):
+    """b for qr / least_squares: A[:, 0] in every column, so that x = e₀."""
+    if args.matrix == "kms":
+        return _first_column(m, dtype, args.nrhs, sharding)
+    import jax
+    import jax.numpy as jnp
+
+    nrhs = args.nrhs
+    return jax.jit(lambda a: jnp.tile(a[:, :1], (1, nrhs)), out_shardings=sharding)(gen())
 
 
 def _check_value(args, gen):
@@ -239,8 +445,8 @@ def _run_jaxmg(args) -> list[dict]:
         try:
             if rect := _rectangular(args, n):
                 m, cols = rect
-                gen = _kms(m, dtype, a_sh, cols)
-                b = _first_column(m, dtype, args.nrhs, b_sh)
+                gen = _matrix(args, m, dtype, a_sh, cols)
+                b = _rhs(args, gen, m, dtype, b_sh)
 
                 def run(a, b, tile=tile):
                     kw = dict(T_A=tile, mesh=mesh, donate=args.donate)
@@ -250,7 +456,10 @@ def _run_jaxmg(args) -> list[dict]:
                     x = jaxmg.least_squares(a, b, **kw)
                     return x, x[0, 0]
 
-                times, check = _time_calls(gen, run, b, args.repeats, f"{n}-{dtype_name}-{tile}")
+                with _StageCapture(rec):
+                    times, check = _time_calls(
+                        gen, run, b, args.repeats, f"{n}-{dtype_name}-{tile}"
+                    )
                 rec["donate"] = args.donate
                 exact = _check_value(args, gen)
                 _rect_record(args, rec, m, cols, complex(check), exact, times, dtype, procs)
@@ -259,7 +468,7 @@ def _run_jaxmg(args) -> list[dict]:
                 records.append(rec)
                 _sync(f"bench-done-{n}-{dtype_name}-{tile}")
                 continue
-            gen = _kms(n, dtype, a_sh)
+            gen = _matrix(args, n, dtype, a_sh)
             b = jax.device_put(jnp.ones((n, args.nrhs), dtype), b_sh)
 
             def solve(a, b, tile=tile):
@@ -313,7 +522,8 @@ def _run_jaxmg(args) -> list[dict]:
                 rec["nrhs"] = args.nrhs
                 rec["solve_over_factor"] = min(times[1:]) / rec["factor_seconds"]
             else:
-                times, logdet = _time_calls(gen, solve, b, args.repeats, name)
+                with _StageCapture(rec):
+                    times, logdet = _time_calls(gen, solve, b, args.repeats, name)
             ld = float(np.asarray(logdet.addressable_data(0)))
             eps = float(np.finfo(dtype).eps)
             if args.routine in EIGEN:  # (the trace of the eigenvalues, not a log-determinant)
@@ -332,6 +542,7 @@ def _run_jaxmg(args) -> list[dict]:
                 shard_bytes=n * n * dtype.itemsize // procs,
                 peak_bytes=_peak_bytes(),
             )
+            _drop_kms_checks(args, rec)
         except Exception as e:  # noqa: BLE001 - an OOM at the largest N is a result too
             rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         if jax.process_index() == 0:
@@ -360,8 +571,8 @@ def _run_baseline(args) -> list[dict]:
             try:
                 if rect := _rectangular(args, n):
                     m, cols = rect
-                    gen = _kms(m, dtype, sharding, cols)
-                    b = _first_column(m, dtype, args.nrhs, sharding)
+                    gen = _matrix(args, m, dtype, sharding, cols)
+                    b = _rhs(args, gen, m, dtype, sharding)
 
                     @jax.jit
                     def run(a, b):
@@ -377,7 +588,7 @@ def _run_baseline(args) -> list[dict]:
                     _print_record(rec)
                     records.append(rec)
                     continue
-                gen = _kms(n, dtype, sharding)
+                gen = _matrix(args, n, dtype, sharding)
                 b = jax.device_put(jnp.ones((n, args.nrhs), dtype), device)
 
                 @jax.jit
@@ -440,6 +651,7 @@ def _run_baseline(args) -> list[dict]:
                     logdet_rel_err=abs(float(logdet) - _exact_logdet(n)) / abs(_exact_logdet(n)),
                     peak_bytes=_peak_bytes(),
                 )
+                _drop_kms_checks(args, rec)
             except Exception as e:  # noqa: BLE001
                 rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             _print_record(rec)
@@ -499,7 +711,51 @@ def table(records: list[dict]) -> str:
     return "\n".join(rows)
 
 
-def _plot(records, path):
+PLOT_HINT = "pip install 'jaxmg[bench]' (matplotlib) to draw the plot"
+
+
+def _series(records, engine, dtype, x_key, fixed=None):
+    """(x, seconds) points of one engine and dtype, sorted by x."""
+    pts = sorted(
+        (r[x_key], r["seconds"])
+        for r in records
+        if r["engine"] == engine
+        and r["dtype"] == dtype
+        and "seconds" in r
+        and r.get(x_key) is not None
+        and all(r.get(k) == v for k, v in (fixed or {}).items())
+    )
+    return pts
+
+
+def plot_kind(records: list[dict]) -> str:
+    """``"tile"`` when the jaxmg records sweep tiles at one N per dtype, else ``"n"``.
+
+    Args:
+        records: The benchmark's records.
+
+    Returns:
+        What the plot's x axis is.
+    """
+    jaxmg = [r for r in records if r["engine"] == "jaxmg" and "seconds" in r]
+    tiles = {r.get("tile") for r in jaxmg}
+    sizes = {(r["dtype"], r["n"]) for r in jaxmg}
+    dtypes = {r["dtype"] for r in jaxmg}
+    return "tile" if len(tiles) > 1 and len(sizes) == len(dtypes) else "n"
+
+
+def plot(records: list[dict], path: Path, title: str | None = None) -> Path | None:
+    """Draws the records: time against N (a line per engine, dtype and tile), or, for a tile
+    sweep at one N, time against the tile with JAX's time as a horizontal line.
+
+    Args:
+        records: The benchmark's records.
+        path: The image to write (its suffix picks the format).
+        title: The plot's title.
+
+    Returns:
+        ``path``, or None when matplotlib is missing.
+    """
     try:
         import matplotlib
 
@@ -507,26 +763,61 @@ def _plot(records, path):
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for engine in ("jaxmg", "jax"):
-        for dtype in sorted({r["dtype"] for r in records}):
-            pts = sorted(
-                (r["n"], r["seconds"])
-                for r in records
-                if r["engine"] == engine and r["dtype"] == dtype and "seconds" in r
-            )
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    dtypes = sorted({r["dtype"] for r in records})
+    engines = [e for e in ("jaxmg", "jaxmg-1.x", "jax") if any(r["engine"] == e for r in records)]
+
+    def label(engine, dtype, extra=""):
+        devices = max(r["devices"] for r in records if r["engine"] == engine)
+        name = {"jaxmg-1.x": "JAXMg 1.x", "jax": "JAX"}.get(engine, engine)
+        return f"{name}, {devices} device{'s' if devices > 1 else ''}, {dtype}{extra}"
+
+    if plot_kind(records) == "tile":
+        for dtype in dtypes:
+            pts = _series(records, "jaxmg", dtype, "tile")
             if pts:
-                devices = max(r["devices"] for r in records if r["engine"] == engine)
-                label = f"{engine}, {devices} device{'s' if devices > 1 else ''}, {dtype}"
-                ax.plot(*zip(*pts, strict=True), marker="o", label=label)
-    ax.set_xscale("log", base=2)
+                n = next(r["n"] for r in records if r["engine"] == "jaxmg" and r["dtype"] == dtype)
+                ax.plot(*zip(*pts, strict=True), marker="o", label=label("jaxmg", dtype))
+                best = min(pts, key=lambda p: p[1])
+                ax.annotate(f"best: {best[0]}", best, textcoords="offset points", xytext=(0, -14))
+            for engine, style in (("jax", "--"), ("jaxmg-1.x", ":")):
+                base = [r for r in records if r["engine"] == engine and r["dtype"] == dtype]
+                base = [r for r in base if "seconds" in r and r["n"] == n]
+                if base:
+                    ax.axhline(base[0]["seconds"], linestyle=style, color="gray")
+                    ax.annotate(
+                        label(engine, dtype),
+                        (pts[0][0], base[0]["seconds"]),
+                        textcoords="offset points",
+                        xytext=(2, 3),
+                        color="gray",
+                    )
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("tile T_A")
+        ax.set_title(title or f"tile sweep at N = {n}")
+    else:
+        tiles = sorted({r.get("tile") or 0 for r in records if r["engine"] == "jaxmg"})
+        for engine in engines:
+            for dtype in dtypes:
+                for tile in tiles if engine == "jaxmg" else [None]:
+                    fixed = {"tile": tile or None} if engine == "jaxmg" else None
+                    pts = _series(records, engine, dtype, "n", fixed)
+                    if pts:
+                        extra = f", tile {tile}" if engine == "jaxmg" and len(tiles) > 1 else ""
+                        ax.plot(
+                            *zip(*pts, strict=True), marker="o", label=label(engine, dtype, extra)
+                        )
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("N")
+        if title:
+            ax.set_title(title)
     ax.set_yscale("log")
-    ax.set_xlabel("N")
-    ax.set_ylabel("seconds (factorization + solve)")
-    ax.legend()
+    ax.set_ylabel("seconds")
+    ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
     return path
 
 
@@ -539,10 +830,85 @@ def _gpu_count() -> int:
 
 
 def cli(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
-    args.sizes = [int(s) for s in str(args.sizes).split(",") if s]
-    args.dtypes = [d for d in str(args.dtypes).split(",") if d]
-    args.tiles = [int(t) for t in str(args.tile).split(",")] if args.tile else [None]
+    """`python -m jaxmg bench ARGS` (also `python bench/potrs.py ARGS`).
+
+    Args:
+        argv: What follows ``python -m jaxmg bench``.
+
+    Returns:
+        0 (a failed case is a record with an ``error`` field).
+    """
+    from jaxmg.__main__ import main as _main
+
+    return _main(["bench", *argv])
+
+
+RECORD_LINE = re.compile(r"^(jaxmg|jax|jaxmg-1\.x)\s+\d+dev ")
+
+
+class _Progress:
+    """A progress bar over the run's cases (rich), or one "[bench] i/n" line per case."""
+
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+        try:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+        except ImportError:
+            self.bar = None
+            return
+        self.bar = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            transient=True,
+        )
+        self.task = self.bar.add_task("cases", total=total)
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+        return False
+
+    def role(self, role: str, cases: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description=role)
+
+    def line(self, text: str) -> None:
+        """Prints one line of a part's output; a record line advances the bar."""
+        if RECORD_LINE.match(text):
+            self.done += 1
+            if self.bar is None and self.total > 1:
+                text = f"[bench {self.done}/{self.total}] {text}"
+        if self.bar is not None:
+            self.bar.console.print(text, markup=False, highlight=False, soft_wrap=True)
+            if RECORD_LINE.match(text):
+                self.bar.advance(self.task)
+        else:
+            print(text, flush=True)
+
+
+def _run_part(cmd, env, timeout, progress: _Progress) -> int:
+    """Runs one part of the benchmark, its output shown line by line through `progress`."""
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        progress.line(line.rstrip("\n"))
+        if time.monotonic() > deadline:
+            proc.kill()
+            break
+    return proc.wait()
+
+
+def _run(args) -> int:
     if args.nrhs is None:
         args.nrhs = 16 if args.routine == "cho_solve" else 1
     if args.role == "peer":
@@ -560,6 +926,8 @@ def cli(argv: list[str]) -> int:
     passthrough = [
         "--routine",
         args.routine,
+        "--matrix",
+        args.matrix,
         "--sizes",
         ",".join(map(str, args.sizes)),
         "--dtypes",
@@ -569,8 +937,8 @@ def cli(argv: list[str]) -> int:
         "--nrhs",
         str(args.nrhs),
     ]
-    if args.tile:
-        passthrough += ["--tile", str(args.tile)]
+    if args.tiles != [None]:
+        passthrough += ["--tile", ",".join(map(str, args.tiles))]
     if args.mesh:
         passthrough += ["--mesh", args.mesh]
     if not args.donate:
@@ -587,59 +955,95 @@ def cli(argv: list[str]) -> int:
         parts.append(("peer", out.with_suffix(".peer.part")))
     if args.baseline:
         parts.append(("baseline", out.with_suffix(".baseline.part")))
-    for role, part in parts:
-        part.unlink(missing_ok=True)
-        env = dict(os.environ, JAXMG_BENCH_PART=str(part))
-        inner = [sys.executable, "-m", "jaxmg", "bench", *passthrough, "--role", role]
-        if role == "peer":
-            script = Path(__file__).resolve().parents[2] / "bench" / "peer_jaxmg1.py"
-            inner = [sys.executable, str(script), *passthrough]
-        if role == "jaxmg" and args.single_process:
-            cmd = [*inner, "--single-process"]  # one process, every local device
-        elif role in ("jaxmg", "peer"):
-            launch = [
-                "-m",
-                "jaxmg",
-                "launch",
-                "-n",
-                str(procs),
-                "--timeout",
-                str(int(args.timeout)),
-            ]
-            cmd = [sys.executable, *launch, *inner[1:]]
-        else:
-            cmd = inner
-            if _gpu_count():
-                env["CUDA_VISIBLE_DEVICES"] = env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
-        print(f"[bench] {role}: {' '.join(cmd[1:])}", flush=True)
-        rc = subprocess.run(cmd, env=env, timeout=args.timeout + 60).returncode
-        if part.exists():
-            records += json.loads(part.read_text())
-            part.unlink()
-        if rc != 0:
-            print(f"[bench] {role} exited with {rc}", flush=True)
+    cases = len(args.sizes) * len(args.dtypes)
+    baseline_sizes = [n for n in set(args.sizes) if not args.baseline_max or n <= args.baseline_max]
+    counts = {
+        "jaxmg": cases * len(args.tiles),
+        "peer": cases,
+        "baseline": len(baseline_sizes) * len(args.dtypes),
+    }
+    with _Progress(sum(counts[role] for role, _ in parts)) as progress:
+        for role, part in parts:
+            part.unlink(missing_ok=True)
+            env = dict(os.environ, JAXMG_BENCH_PART=str(part), PYTHONUNBUFFERED="1")
+            inner = [sys.executable, "-m", "jaxmg", "bench", *passthrough, "--role", role]
+            if role == "peer":
+                script = Path(__file__).resolve().parents[2] / "bench" / "peer_jaxmg1.py"
+                inner = [sys.executable, str(script), *passthrough]
+            if role == "jaxmg" and args.single_process:
+                cmd = [*inner, "--single-process"]  # one process, every local device
+            elif role in ("jaxmg", "peer"):
+                launch = [
+                    "-m",
+                    "jaxmg",
+                    "launch",
+                    "-n",
+                    str(procs),
+                    "--timeout",
+                    str(int(args.timeout)),
+                ]
+                cmd = [sys.executable, *launch, *inner[1:]]
+            else:
+                cmd = inner
+                if _gpu_count():
+                    visible = env.get("CUDA_VISIBLE_DEVICES", "0")
+                    env["CUDA_VISIBLE_DEVICES"] = visible.split(",")[0]
+            progress.role(role, counts[role])
+            progress.line(f"[bench] {role}: {' '.join(cmd[1:])}")
+            rc = _run_part(cmd, env, args.timeout + 60, progress)
+            if part.exists():
+                records += json.loads(part.read_text())
+                part.unlink()
+            if rc != 0:
+                progress.line(f"[bench] {role} exited with {rc}")
     result = dict(
         routine=args.routine,
-        matrix=f"Kac-Murdock-Szego r={R}",
+        matrix=f"Kac-Murdock-Szego r={R}" if args.matrix == "kms" else "random",
+        matrix_kind=args.matrix,
         commit=_git_commit(),
+        jaxmg_version=_version(),
         host=os.uname().nodename,
+        debug=os.environ.get("JAXMG_DEBUG") or None,
         records=records,
     )
     out.write_text(json.dumps(result, indent=1))
     print(table(records))
-    plot = _plot(records, out.with_suffix(".png"))
-    print(f"[bench] wrote {out}" + (f" and {plot}" if plot else ""))
+    drawn = plot(records, out.with_suffix(".png"))
+    if drawn:
+        print(f"[bench] wrote {out} and {drawn}")
+    else:
+        print(f"[bench] wrote {out}; no plot: {PLOT_HINT}")
     return 0
 
 
-def _git_commit():
+def _version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("jaxmg")
+    except Exception:  # noqa: BLE001 - not installed (run from a source tree)
+        return None
+
+
+def _git_commit() -> str | None:
+    """The commit measured: JAXMG_COMMIT, else `git rev-parse HEAD` of the checkout jaxmg is
+    imported from, else ``"jaxmg <version>"`` of the installed package."""
     if commit := os.environ.get("JAXMG_COMMIT"):
         return commit
+    root = Path(__file__).resolve().parents[2]
     try:
-        root = Path(__file__).resolve().parents[1]
         out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
+            ["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
         )
-        return out.stdout.strip() or None
-    except OSError:
-        return None
+        lines = out.stdout.split()
+        # A checkout of jaxmg (jaxmg imported from it, or from its .venv), not another repository.
+        if out.returncode == 0 and len(lines) == 2 and (Path(lines[0]) / "jaxmg" / "cli").is_dir():
+            return lines[1]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    version = _version()
+    return f"jaxmg {version}" if version else None

@@ -6,6 +6,7 @@ next one still runs. Nothing here initializes jax.distributed or MPI.
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import os
 import platform
@@ -196,14 +197,49 @@ def _environment() -> list[str]:
     return [f"{k}={os.environ[k]}" for k in names]
 
 
+def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Describes `python -m jaxmg info` (it takes no options).
+
+    Args:
+        p: The parser of the subcommand.
+
+    Returns:
+        ``p``.
+    """
+    p.description = (
+        "Print jaxmg's version, the native libraries it found, the engines, Python, jax and "
+        "jaxlib, the devices JAX sees, Open MPI, ScaLAPACK, the GPU engine's libraries and the "
+        "environment variables that matter. A probe that fails prints 'unavailable: <reason>'."
+    )
+    return p
+
+
+def run_namespace(ns: argparse.Namespace) -> int:
+    """Runs `python -m jaxmg info`.
+
+    Args:
+        ns: The subcommand's (empty) namespace.
+
+    Returns:
+        0.
+    """
+    return main([])
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Prints the report.
+
+    Args:
+        argv: Must be empty (``python -m jaxmg info`` takes no arguments).
+
+    Returns:
+        0, or 2 when arguments are given.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ("-h", "--help"):
-        print("usage: python -m jaxmg info\n\nPrints versions, libraries and devices.")
-        return 0
     if argv:
-        print(f"jaxmg info: unexpected arguments {argv}", file=sys.stderr)
-        return 2
+        from jaxmg.__main__ import main as _main
+
+        return _main(["info", *argv])
     print("jaxmg setup", flush=True)
     _probe("jaxmg", _jaxmg_version)
     _probe("libjaxmg_cpu", _library("cpu"))

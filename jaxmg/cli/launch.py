@@ -1,37 +1,42 @@
-"""`python -m jaxmg launch`: runs N processes of this Python interpreter under Open MPI's mpirun.
+"""`python -m jaxmg launch`: runs N processes of this Python interpreter, one per device.
 
-Every process can then call `jax.distributed.initialize()` with no arguments: JAX detects Open
-MPI from the OMPI_* variables mpirun sets (coordinator address, process count and index, and on
-GPUs the local device from OMPI_COMM_WORLD_LOCAL_RANK). Traffic stays on the loopback interface.
+Inside a Slurm allocation (SLURM_JOB_ID set, srun on PATH) the processes are srun's tasks;
+elsewhere they run under Open MPI's mpirun on this machine, with traffic on the loopback
+interface. Every process can then call `jax.distributed.initialize()` with no arguments: JAX
+detects Slurm from the SLURM_* variables and Open MPI from the OMPI_* variables (coordinator
+address, process count and index, and on GPUs the local device). The launcher prints the
+command it runs, and drops the "[Gloo] Rank r is connected to p peer ranks" line that
+jax.distributed's CPU collectives print per connection (`--show-gloo` keeps it).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-USAGE = """\
-usage: python -m jaxmg launch -n N [--timeout SECONDS] [--dry-run] [--] script.py [args...]
-       python -m jaxmg launch -n N [--timeout SECONDS] [--dry-run] -m module [args...]
+DESCRIPTION = """\
+Runs N processes of this Python interpreter, one per device, so that
+jax.distributed.initialize() with no arguments works in each of them: under srun inside a Slurm
+allocation (SLURM_JOB_ID set and srun on PATH), otherwise under Open MPI's mpirun on this machine.
+The command it runs is printed first (--dry-run prints it and stops)."""
 
-Runs N processes of this Python interpreter under mpirun (Open MPI), on this machine, so that
-jax.distributed.initialize() with no arguments works in each of them.
+EPILOG = """\
+examples:
+  python -m jaxmg launch -n 2 script.py --size 4096
+  python -m jaxmg launch -n 4 --timeout 600 -m mypackage.train
+  python -m jaxmg launch -n 2 --dry-run script.py      # print the command line only
 
-options:
-  -n, --np N         number of processes (on a GPU machine: at most one per GPU)
-  --timeout SECONDS  kill the whole job after SECONDS and exit with status 124
-  --dry-run          print the mpirun command line instead of running it
-  -m MODULE          run a module (like python -m MODULE) instead of a script
-  -h, --help         show this help
-
-The exit status is the job's: 0 when every process exits 0, otherwise the first failure's.
-"""
+The exit status is the job's: 0 when every process exits 0, otherwise the first failure's;
+124 after --timeout."""
 
 # mpirun flags that keep a single-machine job on loopback and shared memory.
 MPI_FLAGS = ("--mca", "oob_tcp_if_include", "lo", "--mca", "btl", "self,vader")
@@ -47,6 +52,15 @@ USAGE_STATUS = 2
 # Seconds between asking mpirun to stop (SIGTERM) and killing what is left (SIGKILL).
 KILL_GRACE_S = 5.0
 
+# The line jax.distributed's CPU collectives (Gloo) print once per peer connection; an
+# informational message, not an error. The launcher drops exactly this line and nothing else.
+GLOO_CONNECTED = re.compile(
+    r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. "
+    r"Expected number of connected peer ranks is : \d+\s*$"
+)
+
+LAUNCHERS = ("auto", "mpirun", "srun")
+
 
 class UsageError(Exception):
     """A bad command line; the message says what is wrong."""
@@ -54,78 +68,153 @@ class UsageError(Exception):
 
 @dataclass
 class LaunchArgs:
+    """What `launch` runs.
+
+    Attributes:
+        nprocs: Number of processes.
+        target: What follows the interpreter: ``[script, args...]`` or ``[-m, module, args...]``.
+        timeout: Seconds after which the whole job is stopped (None: no limit).
+        dry_run: Print the command line instead of running it.
+        launcher: ``"auto"`` (srun inside a Slurm allocation, else mpirun), ``"mpirun"`` or
+            ``"srun"``.
+        quiet_gloo: Drop Gloo's "Rank r is connected to p peer ranks" lines from the output.
+        extra_env: Variables added to the processes' environment.
+    """
+
     nprocs: int
-    target: list[str]  # what follows the interpreter: [script, args...] or [-m, module, args...]
+    target: list[str]
     timeout: float | None = None
     dry_run: bool = False
+    launcher: str = "auto"
+    quiet_gloo: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
-def parse_args(argv: list[str]) -> LaunchArgs:
-    """Parses `launch` options up to the script (or `-m module`); the rest goes to the script."""
-    nprocs = None
-    timeout = None
-    dry_run = False
-    target: list[str] | None = None
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # a usage error is the caller's to report
+        raise UsageError(message)
 
-        def value(name: str, i: int = i) -> str:
-            if i + 1 >= len(argv):
-                raise UsageError(f"{name} needs a value")
-            return argv[i + 1]
 
-        if arg == "--":
-            if i + 1 >= len(argv):
-                raise UsageError("no script after --")
-            target = list(argv[i + 1 :])
-            break
-        if arg in ("-h", "--help"):
-            raise UsageError("")
-        if arg in ("-n", "--np", "-np"):
-            nprocs, i = value(arg), i + 2
-        elif arg.startswith("--np="):
-            nprocs, i = arg.split("=", 1)[1], i + 1
-        elif arg.startswith("-n") and arg[2:].isdigit():
-            nprocs, i = arg[2:], i + 1
-        elif arg == "--timeout":
-            timeout, i = value(arg), i + 2
-        elif arg.startswith("--timeout="):
-            timeout, i = arg.split("=", 1)[1], i + 1
-        elif arg == "--dry-run":
-            dry_run, i = True, i + 1
-        elif arg == "-m":
-            target = ["-m", value(arg), *argv[i + 2 :]]
-            break
-        elif arg.startswith("-m") and len(arg) > 2:
-            target = ["-m", arg[2:], *argv[i + 1 :]]
-            break
-        elif arg.startswith("-"):
-            raise UsageError(f"unknown option {arg!r} (put the script after --)")
-        else:
-            target = list(argv[i:])
-            break
-    if nprocs is None:
-        raise UsageError("the number of processes is missing: pass -n N")
+def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Adds `launch`'s options to `p` (the `python -m jaxmg launch` subcommand).
+
+    Args:
+        p: The parser of the subcommand.
+
+    Returns:
+        ``p``, with the options added.
+    """
+    p.description = DESCRIPTION
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument(
+        "-n",
+        "--np",
+        "-np",
+        dest="nprocs",
+        type=_positive_int,
+        required=True,
+        metavar="N",
+        help="number of processes (on a GPU machine: at most one per GPU)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="stop the whole job after SECONDS and exit with status 124 (0: no limit)",
+    )
+    p.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        default="auto",
+        help="auto (default): srun inside a Slurm allocation, otherwise mpirun",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the command line instead of running it"
+    )
+    p.add_argument(
+        "--show-gloo",
+        dest="quiet_gloo",
+        action="store_false",
+        help="keep jax.distributed's '[Gloo] Rank r is connected to ...' lines in the output",
+    )
+    p.add_argument(
+        "-m",
+        dest="module",
+        nargs=argparse.REMAINDER,
+        metavar="MODULE ...",
+        help="run a module (like python -m MODULE) instead of a script",
+    )
+    p.add_argument("script", nargs="?", help="the script to run in every process")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+    return p
+
+
+def _positive_int(text: str) -> int:
     try:
-        n = int(nprocs)
+        n = int(text)
     except ValueError:
-        raise UsageError(f"-n needs a positive integer, got {nprocs!r}") from None
+        raise argparse.ArgumentTypeError(f"needs a positive integer, got {text!r}") from None
     if n < 1:
-        raise UsageError(f"-n needs a positive integer, got {n}")
-    if not target:
+        raise argparse.ArgumentTypeError(f"needs a positive integer, got {n}")
+    return n
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        t = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs a number of seconds, got {text!r}") from None
+    if t < 0:
+        raise argparse.ArgumentTypeError(f"needs a non-negative number of seconds, got {t:g}")
+    return t or None  # 0: no limit
+
+
+def from_namespace(ns: argparse.Namespace) -> LaunchArgs:
+    """The LaunchArgs of a parsed `launch` command line.
+
+    Args:
+        ns: What `configure`'s parser returned.
+
+    Returns:
+        The job to run.
+
+    Raises:
+        UsageError: when neither a script nor ``-m MODULE`` is given.
+    """
+    if ns.module is not None:
+        if not ns.module:
+            raise UsageError("-m needs a module name")
+        target = ["-m", *ns.module]
+    elif ns.script:
+        target = [ns.script, *ns.args]
+    else:
         raise UsageError("no script to run: pass script.py or -m module")
-    t = None
-    if timeout is not None:
-        try:
-            t = float(timeout)
-        except ValueError:
-            raise UsageError(f"--timeout needs a number of seconds, got {timeout!r}") from None
-        if t < 0:
-            raise UsageError(f"--timeout needs a non-negative number of seconds, got {t}")
-        t = t or None  # 0: no limit
-    return LaunchArgs(nprocs=n, target=target, timeout=t, dry_run=dry_run)
+    return LaunchArgs(
+        nprocs=ns.nprocs,
+        target=target,
+        timeout=ns.timeout,
+        dry_run=ns.dry_run,
+        launcher=ns.launcher,
+        quiet_gloo=ns.quiet_gloo,
+    )
+
+
+def parse_args(argv: list[str]) -> LaunchArgs:
+    """Parses a `launch` command line (what follows ``python -m jaxmg launch``).
+
+    Args:
+        argv: The arguments; those after the script (or ``-m module``) go to the script.
+
+    Returns:
+        The job to run.
+
+    Raises:
+        UsageError: on a bad command line, with a message that says what is wrong.
+    """
+    p = configure(_Parser(prog="python -m jaxmg launch", add_help=False))
+    return from_namespace(p.parse_args(argv))
 
 
 # --------------------------------------------------------------------------- machine probes
@@ -181,7 +270,41 @@ def cpu_slots() -> int:
 
 
 def find_mpirun() -> str | None:
+    """The path of Open MPI's mpirun, or None when it is not on PATH."""
     return shutil.which("mpirun")
+
+
+def find_srun() -> str | None:
+    """The path of Slurm's srun, or None when it is not on PATH."""
+    return shutil.which("srun")
+
+
+def in_slurm_allocation(env: dict[str, str] | None = None) -> bool:
+    """Whether this process runs inside a Slurm allocation (salloc, sbatch or srun).
+
+    Args:
+        env: The environment to look at (default: ``os.environ``).
+
+    Returns:
+        True when SLURM_JOB_ID is set.
+    """
+    return bool((os.environ if env is None else env).get("SLURM_JOB_ID"))
+
+
+def choose_launcher(args: LaunchArgs, env: dict[str, str] | None = None) -> str:
+    """``"srun"`` or ``"mpirun"``: what `launch` starts the processes with.
+
+    Args:
+        args: The job; ``args.launcher`` ``"auto"`` picks srun inside a Slurm allocation where
+            srun is on PATH, otherwise mpirun.
+        env: The environment to look at (default: ``os.environ``).
+
+    Returns:
+        The launcher's name.
+    """
+    if args.launcher != "auto":
+        return args.launcher
+    return "srun" if in_slurm_allocation(env) and find_srun() else "mpirun"
 
 
 def missing_mpirun_message() -> str:
@@ -215,7 +338,16 @@ def forwarded_names(env: dict[str, str]) -> list[str]:
 
 
 def build_command(args: LaunchArgs, mpirun: str, env: dict[str, str]) -> list[str]:
-    """The mpirun command line that starts args.nprocs copies of sys.executable."""
+    """The mpirun command line that starts ``args.nprocs`` copies of this interpreter.
+
+    Args:
+        args: The job.
+        mpirun: The path of mpirun.
+        env: The processes' environment (the variables to forward are taken from it).
+
+    Returns:
+        The command line, as a list.
+    """
     cmd = [mpirun, "-n", str(args.nprocs)]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
@@ -226,6 +358,23 @@ def build_command(args: LaunchArgs, mpirun: str, env: dict[str, str]) -> list[st
         cmd += ["-x", name]
     cmd += [sys.executable, *args.target]
     return cmd
+
+
+def build_srun_command(args: LaunchArgs, srun: str) -> list[str]:
+    """The srun command line that starts ``args.nprocs`` tasks of this interpreter.
+
+    srun passes the whole environment on and sets the SLURM_* variables from which
+    `jax.distributed.initialize()` finds the coordinator, the process count and index, and the
+    local device (SLURM_LOCALID).
+
+    Args:
+        args: The job.
+        srun: The path of srun.
+
+    Returns:
+        The command line, as a list.
+    """
+    return [srun, "-n", str(args.nprocs), "--kill-on-bad-exit=1", sys.executable, *args.target]
 
 
 # --------------------------------------------------------------------------- running
@@ -294,29 +443,77 @@ def terminate(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
     proc.wait()
 
 
-def run(args: LaunchArgs) -> int:
+def command_line(args: LaunchArgs, env: dict[str, str]) -> tuple[list[str] | None, str]:
+    """The command that runs the job, or None and a message saying why it cannot run.
+
+    Args:
+        args: The job.
+        env: The processes' environment.
+
+    Returns:
+        ``(command, "")``, or ``(None, message)`` when the launcher is missing or the job asks
+        for more processes than there are GPUs.
+    """
+    if choose_launcher(args, env) == "srun":
+        srun = find_srun()
+        if srun is None:
+            return None, "jaxmg launch: --launcher srun, but srun was not found on PATH."
+        return build_srun_command(args, srun), ""
     mpirun = find_mpirun()
     if mpirun is None:
-        print(missing_mpirun_message(), file=sys.stderr)
-        return MISSING_MPIRUN_STATUS
+        return None, missing_mpirun_message()
     gpus = gpu_count()
     if gpus and args.nprocs > gpus:
-        print(
+        return None, (
             f"jaxmg launch: -n {args.nprocs} asks for more processes than the {gpus} GPU(s) "
             "visible; each process drives one GPU: use -n "
-            f"{gpus} or fewer (or JAX_PLATFORMS=cpu to run on CPUs).",
-            file=sys.stderr,
+            f"{gpus} or fewer (or JAX_PLATFORMS=cpu to run on CPUs)."
         )
-        return USAGE_STATUS
+    return build_command(args, mpirun, env), ""
+
+
+def _copy_lines(source, sink, drop: re.Pattern | None) -> None:
+    """Copies lines from a pipe to `sink` (a binary stream), dropping those `drop` matches."""
+    for line in iter(source.readline, b""):
+        if drop is not None and drop.match(line.decode("utf-8", "replace")):
+            continue
+        sink.write(line)
+        sink.flush()
+    source.close()
+
+
+def run(args: LaunchArgs) -> int:
+    """Runs the job and returns its exit status.
+
+    Args:
+        args: The job.
+
+    Returns:
+        0 when every process exits 0, otherwise the first failure's status; 124 after
+        ``args.timeout`` seconds; 2 when the job cannot start (the message says why).
+    """
     env = child_env()
     env.update(args.extra_env)
-    cmd = build_command(args, mpirun, env)
+    cmd, why = command_line(args, env)
+    if cmd is None:
+        print(why, file=sys.stderr)
+        return MISSING_MPIRUN_STATUS if "not found" in why else USAGE_STATUS
     if args.dry_run:
         print(subprocess.list2cmdline(cmd))
         return 0
+    print(f"jaxmg launch: {subprocess.list2cmdline(cmd)}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    pipe = subprocess.PIPE if args.quiet_gloo else None
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=pipe, stderr=pipe)
+    copiers = []
+    if args.quiet_gloo:
+        for source, sink in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
+            sink = getattr(sink, "buffer", sink)
+            t = threading.Thread(target=_copy_lines, args=(source, sink, GLOO_CONNECTED))
+            t.daemon = True
+            t.start()
+            copiers.append(t)
 
     def on_signal(signum, frame):
         raise _Interrupted(signum)
@@ -347,6 +544,8 @@ def run(args: LaunchArgs) -> int:
             return 128 + stop.signum
         return status if status >= 0 else 128 - status
     finally:
+        for t in copiers:
+            t.join(timeout=KILL_GRACE_S)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
@@ -357,14 +556,31 @@ class _Interrupted(Exception):
         self.signum = signum
 
 
-def main(argv: list[str]) -> int:
+def run_namespace(ns: argparse.Namespace) -> int:
+    """Runs a parsed `python -m jaxmg launch` command line.
+
+    Args:
+        ns: The subcommand's namespace (with ``parser``, for usage errors).
+
+    Returns:
+        The job's exit status.
+    """
     try:
-        args = parse_args(argv)
+        args = from_namespace(ns)
     except UsageError as e:
-        if str(e):
-            print(f"jaxmg launch: {e}\n", file=sys.stderr)
-            print(USAGE, file=sys.stderr)
-            return USAGE_STATUS
-        print(USAGE)
-        return 0
+        ns.parser.error(str(e))
     return run(args)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m jaxmg launch ARGS`: parses ARGS and runs the job.
+
+    Args:
+        argv: What follows ``python -m jaxmg launch``.
+
+    Returns:
+        The job's exit status (2 for a bad command line).
+    """
+    from jaxmg.__main__ import main as _main
+
+    return _main(["launch", *argv])

@@ -7,7 +7,9 @@ and passed to another. Solving with it repeats no factorization (csrc/routines/f
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import weakref
 from dataclasses import dataclass
 
 import jax
@@ -32,10 +34,68 @@ class FactorPlan:
     n: int  # the order of A (the factor's matrix is larger where the engine padded)
 
 
+# The factors whose matrix was handed out by unpacking (`c, lower = factor`, `lu, piv = factor`),
+# by id of that matrix: a weak reference to it and the factor without it. `unpacked_factor`
+# finds the factor back from the unpacked pieces, as long as the matrix lives.
+_UNPACKED: dict[int, tuple[weakref.ref, object]] = {}
+
+
+def _remember(factor) -> None:
+    matrix = factor.matrix
+    key = id(matrix)
+    entry = _UNPACKED.get(key)
+    if entry is not None and entry[0]() is matrix:
+        return
+
+    def forget(ref, key=key):
+        if _UNPACKED.get(key, (None,))[0] is ref:
+            del _UNPACKED[key]
+
+    try:
+        ref = weakref.ref(matrix, forget)
+    except TypeError:  # not weakly referenceable: it cannot be found back
+        return
+    _UNPACKED[key] = (ref, dataclasses.replace(factor, matrix=None))
+
+
+def unpacked_factor(matrix, second, kind):
+    """The `kind` factor (CholeskyFactor or LUFactor) whose unpacking gave `matrix` (and the
+    pivots or `lower`, `second`), or None when `matrix` did not come from one."""
+    entry = _UNPACKED.get(id(matrix))
+    if entry is None or entry[0]() is not matrix or not isinstance(entry[1], kind):
+        return None
+    if kind is LUFactor:
+        return dataclasses.replace(entry[1], matrix=matrix, pivots=second)
+    return dataclasses.replace(entry[1], matrix=matrix)
+
+
+class _Unpacks:
+    """Unpacks as the 2-tuple of `jax.scipy.linalg`'s factor routines: (matrix, second)."""
+
+    def _pair(self):
+        raise NotImplementedError
+
+    def __len__(self):
+        return 2
+
+    def __iter__(self):
+        _remember(self)
+        return iter(self._pair())
+
+    def __getitem__(self, index):
+        _remember(self)
+        return self._pair()[index]
+
+
 @jax.tree_util.register_pytree_node_class
 @dataclass(frozen=True)
-class CholeskyFactor:
+class CholeskyFactor(_Unpacks):
     """A distributed Cholesky factor (from `cho_factor`).
+
+    Unpacks as `jax.scipy.linalg.cho_factor`'s result, `c, lower = factor`: the factor's
+    matrix (the engine's, in its layout: SciPy's c only where the engine neither relabels nor
+    pads; `jaxmg.linalg.cho_factor` says what it holds) and `lower` (as the caller asked;
+    the engine keeps one form). `jaxmg.linalg.cho_solve((c, lower), b)` finds the factor back.
 
     matrix: the factor, in the engine's layout (do not read it as L; larger than A where the
     engine pads); logdet: log det A;
@@ -49,20 +109,29 @@ class CholeskyFactor:
     status: jax.Array
     plan: FactorPlan
     a: jax.Array | None = None
+    lower: bool = False
+
+    def _pair(self):
+        return self.matrix, self.lower
 
     def tree_flatten(self):
-        return (self.matrix, self.logdet, self.status, self.a), self.plan
+        return (self.matrix, self.logdet, self.status, self.a), (self.plan, self.lower)
 
     @classmethod
-    def tree_unflatten(cls, plan, children):
+    def tree_unflatten(cls, aux, children):
         matrix, logdet, status, a = children
-        return cls(matrix, logdet, status, plan, a)
+        plan, lower = aux
+        return cls(matrix, logdet, status, plan, a, lower)
 
 
 @jax.tree_util.register_pytree_node_class
 @dataclass(frozen=True)
-class LUFactor:
+class LUFactor(_Unpacks):
     """A distributed pivoted LU factor (from `lu_factor`).
+
+    Unpacks as `jax.scipy.linalg.lu_factor`'s result, `lu, piv = factor`: the factors' matrix
+    and the pivots, both the engine's (`jaxmg.linalg.lu_factor` says what they hold).
+    `jaxmg.linalg.lu_solve((lu, piv), b)` finds the factor back.
 
     matrix: the factors, in the engine's layout; pivots: int32, one per engine row, replicated;
     sign, logabsdet: of det A (as `slogdet`); status: 0, or k > 0 (singular or not finite): then
@@ -76,6 +145,9 @@ class LUFactor:
     status: jax.Array
     plan: FactorPlan
     a: jax.Array | None = None
+
+    def _pair(self):
+        return self.matrix, self.pivots
 
     def tree_flatten(self):
         children = (self.matrix, self.pivots, self.sign, self.logabsdet, self.status, self.a)

@@ -4,6 +4,7 @@ engine; on a CPU machine the same jobs run the ScaLAPACK engine). Each job runs 
 limit; OUT_DIR/reliability.json gets every job's records, exit status, time and a verdict.
 
 Usage: python tests/gpu/reliability_gpu.py OUT_DIR [FUZZ_CASES.json]
+(RELIABILITY_ONLY=fault-injection: tests/gpu/fault_gpu.py's two-process cases instead.)
 """
 
 import json
@@ -170,6 +171,23 @@ if want("kill"):
     job["after_kill_s"] = round(job["ended_at"] - killed_at, 2) if lines else None
     ok = job["rc"] != 0 and bool(lines) and job["after_kill_s"] < 60 and not alive
     verdict("kill", ok, json.dumps({"logs": logs, "alive": alive, "after": job["after_kill_s"]}))
+
+# Fault injection in the middle of each own algorithm (tests/gpu/fault_gpu.py multi: two
+# processes, 1x2 and 2x1 meshes); opt-in (a few minutes): RELIABILITY_ONLY=fault-injection.
+if "fault-injection" in ONLY:
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("fault_gpu.py")), "multi", str(out_dir)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    RESULTS["jobs"]["fault-injection"] = {
+        "rc": proc.returncode,
+        "seconds": round(time.monotonic() - t0, 2),
+        "stdout_tail": proc.stdout[-3000:],
+    }
+    verdict("fault-injection", proc.returncode == 0, proc.stdout[-600:])
 
 RESULTS["summary"] = {k: v.get("verdict") for k, v in RESULTS["jobs"].items()}
 json.dump(RESULTS, open(out_dir / "reliability.json", "w"), indent=1)

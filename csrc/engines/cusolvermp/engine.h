@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/deferred.h"
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/local_blas.h"
 #include "ffi/solve.h"
@@ -84,7 +85,9 @@ class Engine {
   Status InverseSolve(bool transpose);
   // out[:, order[i]] = x[:, i] for the engine's columns (both distributed like the matrix).
   template <typename T>
-  Status PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order);
+  // Collective; local errors are kept in *failed.
+  Status PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order,
+                        Deferred* failed);
   template <typename T>
   Status InverseOut(void* shard);
   template <typename T>
@@ -173,11 +176,17 @@ class Engine {
   // A device workspace of at least `bytes` (reused across the steps of the call).
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
   bool UseOwnLu() const;
+  // One device (a 1 x 1 grid): the local array is the matrix, and the factorizations and solves
+  // that cusolverDn has run there without cuSOLVERMp (vendor.cc).
+  bool OneDevice() const;
+  // Getrs with the own LU's factors on one device (cusolverDnXgetrs).
+  template <typename T>
+  Status LocalGetrs(bool transpose);
   // Householder QR of the engine matrix's leading cols.extent columns (tau_), no agreement.
   template <typename T>
   Status QrFactor();
   bool UseOwnQr() const;
-  // Eigenvalues in two stages on 1 x P grids (band_eigenvalues.cc): the band reduction over the
+  // Eigenvalues in two stages on 1 x P grids (band_*.cc): the band reduction over the
   // devices, then the bulge chase and bisection on rank 0. EigBand: the band's width for tile t
   // (0: the two stages do not apply).
   static int64_t EigBand(int64_t t);
@@ -211,7 +220,7 @@ class Engine {
   Status SingularValuesOut(const void* w, int64_t n, void* x, int64_t x_rows, int64_t x_cols);
   template <typename T>
   Status LibraryEigh(bool vectors, void* w);
-  // The 1-D QR (1 x P grids) and its Q, formed in place (engine.cc).
+  // The 1-D QR (1 x P grids) and its Q, formed in place (qr_1d.cc).
   template <typename T>
   Status Qr1D();
   template <typename T>
@@ -266,6 +275,34 @@ class Engine {
                          const QrWork& work);
   template <typename T>
   Status QrSolve(int* info);
+  // BandEigh's extents and buffers (band_eigh.cc), which its stages share: the waves of Q₂'s
+  // blocks (the first group, its block row and the number of blocks of each; cuda/band.h
+  // WaveBlocks), the band and τ of stage one, the chase's reflectors (v2, tau2), the tridiagonal
+  // matrix (d, e, phase), Z (ldz rows, padded) and Stedc's Q, and the products' scratch.
+  struct EighWave {
+    int64_t g0, j0, count;
+  };
+  struct EighWork {
+    int64_t n, t, lr, b, held, ell, h, ldz, kept, chunk, cols_held;
+    int procs, me;
+    bool by_rows;
+    std::vector<EighWave> waves;
+    Lane main;
+    void *band, *taus, *v2, *tau2, *sync, *d, *e, *phase, *z, *q, *vb, *taub, *sb, *tb, *vtb, *wb;
+    void *vw, *f, *qw1, *qw2, *qs, *y, *vt;
+    const Descriptor* desc_q;
+  };
+  // BandEigh's stages; each keeps its local errors in *failed (agreed at BandEigh's end). The
+  // bulge chase (band_chase.cc), the tridiagonal solve into w (band_tridiagonal.cc), Z := Q₂ Z
+  // (band_back_chase.cc) and Z := Q₁ Z (band_back_reduce.cc).
+  template <typename T>
+  Status EighChase(const EighWork& ew, Deferred* failed);
+  template <typename T>
+  Status EighTridiagonal(const EighWork& ew, void* w, Deferred* failed);
+  template <typename T>
+  Status EighBackChase(const EighWork& ew, Deferred* failed);
+  template <typename T>
+  Status EighBackReduce(const EighWork& ew, Deferred* failed);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
   // matrix's leading columns (from_matrix) or of the right-hand side, whole on every rank.
   template <typename T>
@@ -281,7 +318,7 @@ class Engine {
   template <typename T>
   Status RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, void* x, int64_t x_rows,
                  int64_t x_cols);
-  // The status of a solver's real output values and info (engine.cc), agreed.
+  // The status of a solver's real output values and info (status.cc), agreed.
   template <typename T>
   Status AgreeValues(const void* values, int64_t n, bool failed, int* info);
   // The square matrix kept (cols.extent square, distributed like the engine matrix's columns).
@@ -298,14 +335,14 @@ class Engine {
   // The right-hand side := op(U)⁻¹ op(L)⁻¹ of it (L⁻ᵀ U⁻ᵀ with transpose), L unit lower and U
   // upper in the engine matrix.
   template <typename T>
-  Status TriangularSolves(bool transpose);
+  Status TriangularSolves(bool transpose, Deferred* failed);
   template <typename T>
-  Status PivotRhs(const std::vector<int64_t>& piv, bool reverse);
+  Status PivotRhs(const std::vector<int64_t>& piv, bool reverse, Deferred* failed);
   // *column (device) := 1 + the first engine column with a non-finite entry of the local
   // matrix, or kNoColumn.
   template <typename T>
   Status NonFinite(int32_t* column);
-  // Status agreement (see engine.cc); returns the agreed info. The diagonal check covers the
+  // Status agreement (see status.cc); returns the agreed info. The diagonal check covers the
   // global diagonal below diag_limit (-1: all of it; 0: none).
   template <typename T>
   Status Agree(bool failed, int* info, int64_t diag_limit = -1);
@@ -322,6 +359,16 @@ class Engine {
   // The buffers a step allocated before its first collective (local: this rank's outcome),
   // agreed: an error on every rank where any rank failed, so that none waits for the others.
   Status AgreeOnBuffers(const Status& local);
+  // An algorithm's local outcome (common/deferred.h) agreed over the ranks at one of its
+  // agreement points: ok on every rank, or on every rank the same error (the lowest failing
+  // rank's message and rank).
+  Status AgreeOnFailure(const char* algorithm, const Status& local);
+  Status AgreeOnFailure(const char* algorithm, const Deferred& local) {
+    return AgreeOnFailure(algorithm, local.status());
+  }
+  // Workspace, agreed: before a collective library call (cuSOLVERMp, cuBLASMp), whose workspace
+  // may grow on one rank alone.
+  Status AgreedWorkspace(size_t bytes, size_t host_bytes, void** out);
   // Every buffer of QDWH's steps and the workspace of its QR steps.
   template <typename T>
   Status PolarBuffers(bool keep_a);
@@ -334,8 +381,9 @@ class Engine {
   // w := l⁻¹ for the triangular (upper or lower, unit or not) n x n matrix l, where w holds
   // the identity (both in the engine's tiles, leading dimensions ll and lw).
   template <typename T>
+  // Collective: its buffers are agreed; the local errors of its steps are kept in *failed.
   Status TriangularInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n, bool upper,
-                           bool unit);
+                           bool unit, Deferred* failed);
   // A matrix in the engine's tiles over its grid: the local part p (leading dimension ld) of a
   // rows x cols global matrix, used from its row `row` (1-based, at a tile boundary) on.
   struct Tiled {
@@ -388,6 +436,7 @@ class Engine {
   int64_t z_rows_ = 0;
   double* polar_norms_ = nullptr;  // n column sums and m row sums of |A|
   double* polar_sum_ = nullptr;
+  int64_t polar_iteration_ = 0;  // QDWH's steps so far (the test hook's step)
 };
 
 }  // namespace jaxmg::cusolvermp

@@ -55,9 +55,10 @@ class StepTimer {
 
 // With JAXMG_DEBUG=2: the time of parts of a step summed by name (the device is synchronized
 // around each part, so that parts meant to overlap run one after the other), printed and reset
-// by PrintParts.
+// by PrintParts. One table per thread: a process that drives several GPUs runs each device's
+// handler on a thread of its own, and a step's parts and its PrintParts run on that thread.
 inline std::map<std::string, double>& Parts() {
-  static std::map<std::string, double> parts;
+  thread_local std::map<std::string, double> parts;
   return parts;
 }
 

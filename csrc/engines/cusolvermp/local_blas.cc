@@ -60,6 +60,10 @@ Status GetLocalBlas(const LocalBlas** out) {
     if (s.ok()) s = Resolve("cusolverDnXgetrf", kSolver, &table.getrf);
     if (s.ok()) s = Resolve("cusolverDnXgeqrf_bufferSize", kSolver, &table.geqrf_buffer_size);
     if (s.ok()) s = Resolve("cusolverDnXgeqrf", kSolver, &table.geqrf);
+    if (s.ok()) s = Resolve("cusolverDnXpotrf_bufferSize", kSolver, &table.potrf_buffer_size);
+    if (s.ok()) s = Resolve("cusolverDnXpotrf", kSolver, &table.potrf);
+    if (s.ok()) s = Resolve("cusolverDnXpotrs", kSolver, &table.potrs);
+    if (s.ok()) s = Resolve("cusolverDnXgetrs", kSolver, &table.getrs);
     status = s;
   });
   *out = &table;

@@ -1,6 +1,7 @@
-// Single-GPU cuBLAS and cuSOLVER calls for the engine's own algorithms (the 1-D LU and QR), found
-// in the process at run time: libcusolverMp already loads libcublas and libcusolver, and so does
-// jaxlib, so no link-time dependency on those large libraries is added.
+// Single-GPU cuBLAS and cuSOLVER calls for the engine's own algorithms (the 1-D LU and QR, the
+// two-stage eigensolver) and the 1 x 1 grid's fast path, found in the process at run time:
+// libcusolverMp already loads libcublas and libcusolver, and so does jaxlib, so no link-time
+// dependency on those large libraries is added.
 #pragma once
 
 #include <cublas_v2.h>
@@ -41,6 +42,11 @@ struct LocalBlas {
   decltype(&cusolverDnXgetrf) getrf = nullptr;
   decltype(&cusolverDnXgeqrf_bufferSize) geqrf_buffer_size = nullptr;
   decltype(&cusolverDnXgeqrf) geqrf = nullptr;
+  // One device's own solvers (the 1 x 1 grid's fast path).
+  decltype(&cusolverDnXpotrf_bufferSize) potrf_buffer_size = nullptr;
+  decltype(&cusolverDnXpotrf) potrf = nullptr;
+  decltype(&cusolverDnXpotrs) potrs = nullptr;
+  decltype(&cusolverDnXgetrs) getrs = nullptr;
 };
 
 // The table, resolved once; an error names the missing symbol.

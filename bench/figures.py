@@ -1,0 +1,392 @@
+"""The documentation's figures, drawn from data in the repository: `python bench/figures.py`.
+
+Benchmark figures come from the JSON files in bench/results (each names the commit it measured);
+the layout diagrams from the relabeling rule of docs/layout.md. Everything is written as SVG
+into docs/figures/ (`--out DIR` elsewhere; `--check` redraws into a temporary folder and fails
+when a committed figure differs, which the docs test runs).
+
+Needs matplotlib (`pip install 'jaxmg[bench]'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+FIGURES = ROOT / "docs" / "figures"
+
+# Colors: jaxmg, JAX, JAXMg 1.4.1; devices in the layout diagrams.
+JAXMG, JAX, PEER = "#1f77b4", "#7f7f7f", "#ff7f0e"
+DEVICE_COLORS = ("#8ecae6", "#ffb703", "#90be6d", "#f4978e", "#cdb4db", "#bde0fe")
+
+# The routines of the comparison figure: (label, result file, N, mesh). Every time is the best
+# warm call in the file for that N and mesh; JAX ran on one H200, jaxmg and JAXMg 1.4.1 on two.
+COMPARISON = (
+    ("potrs\nN=65536", "potrs_h200x2_mesh1x2_donate_015400a.json", 65536, [1, 2]),
+    ("lu_solve\nN=65536", "lu_solve_h200x2_mesh2x1_own_lu_tiles_8287341.json", 65536, [2, 1]),
+    ("potri\nN=32768", "potri_h200x2_n32768_65536_16c5668.json", 32768, [2, 1]),
+    ("inv\nN=32768", "inv_h200x2_n32768_f0bcf18.json", 32768, [2, 1]),
+    ("qr\nN=32768", "qr_h200x2_f190c6d.json", 32768, [2, 1]),
+    ("lstsq\nM=65536", "least_squares_h200x2_65536x16384_6251758.json", 65536, [2, 1]),
+    ("syevd\nN=32768", "syevd_32768_T256_h200x2_50138e9.json", 32768, [2, 1]),
+    ("svd values\nN=16384", "gesvd_values_qdwh_h200x2_n8192_16384_afafeca.json", 16384, [2, 1]),
+    ("polar\nN=16384", "polar_qdwh_h200x2_n8192_16384_ba5a750.json", 16384, [2, 1]),
+)
+
+# Tile sweeps: (title, [(label, file, mesh)]).
+TILE_SWEEPS = (
+    (
+        "potrs, N = 65536",
+        [
+            ("mesh 2x1", "sweep_tiles_2x1_h200x2_e81b98d.json", [2, 1]),
+            ("mesh 1x2", "sweep_tiles_1x2_h200x2_e81b98d.json", [1, 2]),
+        ],
+    ),
+    (
+        "lu_solve, N = 65536",
+        [
+            (
+                "mesh 2x1, jaxmg's 1-D LU",
+                "lu_solve_h200x2_mesh2x1_own_lu_tiles_8287341.json",
+                [2, 1],
+            ),
+            (
+                "mesh 2x1, cuSOLVERMp",
+                "lu_solve_cusolvermp_tile_sweep_2x1_h200x2_b31b356.json",
+                [2, 1],
+            ),
+        ],
+    ),
+    (
+        "syevd, N = 16384",
+        [("mesh 2x1", "syevd_tiles_16384_h200x2_50138e9.json", [2, 1])],
+    ),
+    (
+        "polar, N = 16384",
+        [
+            ("mesh 2x1, QDWH", "polar_qdwh_tiles_16384_h200x2_ba5a750.json", [2, 1]),
+            ("mesh 2x1, cuSOLVERMp", "polar_tiles_16384_h200x2_50138e9.json", [2, 1]),
+        ],
+    ),
+)
+
+
+def load(name: str) -> list[dict]:
+    """The records of one result file."""
+    return json.loads((RESULTS / name).read_text())["records"]
+
+
+def best(records, engine, n, mesh=None, dtype="float64"):
+    """The least time of an engine at order n (and mesh), or None."""
+    times = [
+        r["seconds"]
+        for r in records
+        if r["engine"] == engine
+        and r["n"] == n
+        and r.get("dtype", dtype) == dtype
+        and "seconds" in r
+        and (mesh is None or engine == "jax" or r.get("mesh") == mesh)
+    ]
+    return min(times) if times else None
+
+
+def _setup():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(
+        {
+            "svg.fonttype": "none",  # text stays text: small files, the page's font
+            "svg.hashsalt": "jaxmg",  # stable ids: the same data draws the same file
+            "font.size": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    return path
+
+
+def comparison(plt, out: Path) -> Path:
+    """Bars: each routine's time relative to JAX on one H200 (lower is faster)."""
+    import numpy as np
+
+    rows = []
+    for label, name, n, mesh in COMPARISON:
+        records = load(name)
+        jax_s = best(records, "jax", n)
+        rows.append((label, best(records, "jaxmg", n, mesh), jax_s, best(records, "jaxmg-1.x", n)))
+    fig, ax = plt.subplots(figsize=(9.6, 3.6))
+    x = np.arange(len(rows))
+    w = 0.27
+    for k, (name, color, col) in enumerate(
+        (("jaxmg, 2 H200", JAXMG, 1), ("JAX, 1 H200", JAX, 2), ("JAXMg 1.4.1, 2 H200", PEER, 3))
+    ):
+        heights = [r[col] / r[2] if r[col] and r[2] else np.nan for r in rows]
+        bars = ax.bar(x + (k - 1) * w, heights, w, label=name, color=color)
+        for bar, h, r in zip(bars, heights, rows, strict=True):
+            if np.isfinite(h) and col != 2:
+                ax.annotate(
+                    f"{r[col]:.2f} s",
+                    (bar.get_x() + bar.get_width() / 2, h),
+                    ha="center",
+                    va="bottom",
+                    fontsize=6.5,
+                    rotation=90,
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                )
+    ax.axhline(1.0, color=JAX, linewidth=0.8, linestyle="--")
+    ax.set_xticks(x, [f"{r[0]}\nJAX {r[2]:.2f} s" for r in rows])
+    ax.set_ylabel("time relative to JAX on 1 GPU")
+    ax.set_ylim(0, 2.0)
+    ax.set_title("float64 on H200s: lower is faster (bench/results, best warm call)")
+    ax.legend(ncols=3, loc="upper left", frameon=False)
+    return _save(fig, out / "routines_vs_jax.svg")
+
+
+def potrs_scaling(plt, out: Path) -> Path:
+    """potrs time against N: jaxmg on 1 and 2 H200s, JAX on one."""
+    two = load("potrs_h200x2_e81b98d.json")
+    one = load("potrs_h200x1_scaling_e56b6b5.json")
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
+
+    def series(records, engine, mesh=None):
+        ns = sorted({r["n"] for r in records if r["engine"] == engine and "seconds" in r})
+        pts = [(n, best(records, engine, n, mesh)) for n in ns]
+        return [p for p in pts if p[1] is not None]
+
+    for label, pts, color, style in (
+        ("jaxmg, 2 H200 (mesh 2x1)", series(two, "jaxmg", [2, 1]), JAXMG, "-"),
+        ("jaxmg, 1 H200", series(one, "jaxmg"), JAXMG, ":"),
+        ("JAX, 1 H200", series(two, "jax"), JAX, "--"),
+    ):
+        ax.plot(*zip(*pts, strict=True), marker="o", color=color, linestyle=style, label=label)
+    oom = [r["n"] for r in one if r["engine"] == "jax" and "error" in r]
+    if oom:
+        ax.annotate(
+            f"JAX: out of memory\nat N = {oom[0]}",
+            (oom[0], best(one, "jaxmg", oom[0])),
+            xytext=(-90, 20),
+            textcoords="offset points",
+            arrowprops={"arrowstyle": "->", "color": JAX},
+            color=JAX,
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("N")
+    ax.set_ylabel("seconds (factorization, solve, log det)")
+    ax.set_title("potrs, float64")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(frameon=False)
+    return _save(fig, out / "potrs_scaling.svg")
+
+
+# Time against N with all three side by side: (title, result file, jaxmg's mesh).
+SIDE_BY_SIDE = (
+    ("qr", "qr_h200x2_f190c6d.json", [2, 1]),
+    ("singular values", "gesvd_values_qdwh_h200x2_n8192_16384_afafeca.json", [2, 1]),
+    ("polar", "polar_qdwh_h200x2_n8192_16384_ba5a750.json", [2, 1]),
+)
+
+
+def side_by_side(plt, out: Path) -> Path:
+    """Time against N of jaxmg and JAXMg 1.4.1 on two H200s and JAX on one, per routine."""
+    fig, axes = plt.subplots(1, len(SIDE_BY_SIDE), figsize=(9.6, 3.2))
+    for ax, (title, name, mesh) in zip(axes, SIDE_BY_SIDE, strict=True):
+        records = load(name)
+        for engine, label, color, style in (
+            ("jaxmg", "jaxmg, 2 H200", JAXMG, "-"),
+            ("jaxmg-1.x", "JAXMg 1.4.1, 2 H200", PEER, "-."),
+            ("jax", "JAX, 1 H200", JAX, "--"),
+        ):
+            ns = sorted({r["n"] for r in records if r["engine"] == engine and "seconds" in r})
+            pts = [(n, best(records, engine, n, mesh)) for n in ns]
+            pts = [p for p in pts if p[1] is not None]
+            if pts:
+                ax.plot(
+                    *zip(*pts, strict=True), marker="o", color=color, linestyle=style, label=label
+                )
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(bottom=0)
+        ax.set_xticks(sorted({r["n"] for r in records}))
+        ax.get_xaxis().set_major_formatter(plt.matplotlib.ticker.ScalarFormatter())
+        ax.minorticks_off()
+        ax.set_title(f"{title}, float64")
+        ax.set_xlabel("N")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("seconds")
+    axes[0].legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    return _save(fig, out / "time_vs_n.svg")
+
+
+def tile_sweeps(plt, out: Path) -> Path:
+    """Time against the tile, one panel per routine, JAX on one H200 as a dashed line."""
+    fig, axes = plt.subplots(2, 2, figsize=(8.0, 6.0))
+    for ax, (title, lines) in zip(axes.flat, TILE_SWEEPS, strict=True):
+        for k, (label, name, mesh) in enumerate(lines):
+            records = [r for r in load(name) if r["engine"] == "jaxmg" and "seconds" in r]
+            records = [r for r in records if r.get("mesh") == mesh]
+            pts = sorted((r["tile"], r["seconds"]) for r in records)
+            ax.plot(*zip(*pts, strict=True), marker="o", label=label, linestyle=("-", "--")[k])
+            jax_s = [r["seconds"] for r in load(name) if r["engine"] == "jax" and "seconds" in r]
+            if jax_s:
+                ax.axhline(min(jax_s), color=JAX, linestyle=":", linewidth=1)
+                ax.annotate(
+                    "JAX, 1 GPU",
+                    (pts[0][0], min(jax_s)),
+                    color=JAX,
+                    fontsize=7,
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                )
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted({t for _, n, _ in lines for t in _tiles(n)}))
+        ax.get_xaxis().set_major_formatter(plt.matplotlib.ticker.ScalarFormatter())
+        ax.minorticks_off()
+        ax.set_title(title)
+        ax.set_xlabel("tile T_A")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, frameon=False, loc="lower left")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("seconds, 2 H200")
+    fig.tight_layout()
+    return _save(fig, out / "tile_sweeps.svg")
+
+
+def _tiles(name):
+    return [r["tile"] for r in load(name) if r["engine"] == "jaxmg" and r.get("tile")]
+
+
+def relabel(k_tiles: int, parts: int) -> list[int]:
+    """The tile of A at each position of the engine's matrix B = Π A Πᵀ (docs/layout.md):
+    position k holds tile (k mod P)·m + k div P, m = K / P tiles per shard."""
+    m = k_tiles // parts
+    return [(k % parts) * m + k // parts for k in range(k_tiles)]
+
+
+def _grid(ax, owner, labels, title):
+    """Draws a K x K grid of tiles colored by owner[i][j], with labels[i][j]."""
+    from matplotlib.patches import Rectangle
+
+    k = len(owner)
+    for i in range(k):
+        for j in range(k):
+            ax.add_patch(
+                Rectangle(
+                    (j, k - 1 - i),
+                    1,
+                    1,
+                    facecolor=DEVICE_COLORS[owner[i][j]],
+                    edgecolor="white",
+                    linewidth=1.5,
+                )
+            )
+            ax.text(j + 0.5, k - 0.5 - i, labels[i][j], ha="center", va="center", fontsize=6.5)
+    ax.set_xlim(0, k)
+    ax.set_ylim(0, k)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_title(title, fontsize=8.5)
+
+
+def layout(plt, out: Path, rows: int, cols: int, k_tiles: int = 8) -> Path:
+    """Three panels for a rows x cols mesh: JAX's block shards of A, the engine's matrix B (the
+    same shards, tiles relabeled) and the standard block-cyclic owners of B's tiles, which
+    coincide with the second panel: nothing moves."""
+    m_r, m_c = k_tiles // rows, k_tiles // cols
+    device = [[(i // m_r) * cols + j // m_c for j in range(k_tiles)] for i in range(k_tiles)]
+    names = [[f"{i},{j}" for j in range(k_tiles)] for i in range(k_tiles)]
+    pr, pc = relabel(k_tiles, rows), relabel(k_tiles, cols)
+    b_owner = [[device[pr[i]][pc[j]] for j in range(k_tiles)] for i in range(k_tiles)]
+    b_names = [[names[pr[i]][pc[j]] for j in range(k_tiles)] for i in range(k_tiles)]
+    cyclic = [[(i % rows) * cols + j % cols for j in range(k_tiles)] for i in range(k_tiles)]
+    fig, axes = plt.subplots(1, 3, figsize=(9.0, 3.3))
+    mesh = f"{rows}x{cols}"
+    _grid(axes[0], device, names, f"A as JAX shards it (mesh {mesh}):\ntile i,j on device")
+    _grid(axes[1], b_owner, b_names, "B = Π A Πᵀ: A's tiles relabeled,\neach still on its device")
+    _grid(
+        axes[2],
+        cyclic,
+        [[""] * k_tiles for _ in range(k_tiles)],
+        f"block-cyclic owners of a {rows}x{cols} grid:\nthe same colors",
+    )
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=DEVICE_COLORS[d], label=f"device {d}") for d in range(rows * cols)]
+    fig.legend(handles=handles, loc="lower center", ncols=rows * cols, frameon=False)
+    fig.subplots_adjust(bottom=0.12)
+    return _save(fig, out / f"layout_{mesh}.svg")
+
+
+def draw_all(out: Path) -> list[Path]:
+    """Draws every figure into `out`.
+
+    Args:
+        out: The folder to write to (created if missing).
+
+    Returns:
+        The files written.
+    """
+    plt = _setup()
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [
+        comparison(plt, out),
+        potrs_scaling(plt, out),
+        side_by_side(plt, out),
+        tile_sweeps(plt, out),
+        layout(plt, out, 2, 1),
+        layout(plt, out, 2, 2),
+    ]
+    plt.close("all")
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", type=Path, default=FIGURES, help="folder (default docs/figures)")
+    p.add_argument(
+        "--check", action="store_true", help="fail when a committed figure differs from its data"
+    )
+    args = p.parse_args(argv)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("bench/figures.py needs matplotlib: pip install 'jaxmg[bench]'", file=sys.stderr)
+        return 2
+    if not args.check:
+        for path in draw_all(args.out):
+            print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        stale = [
+            path.name
+            for path in draw_all(Path(tmp))
+            if not (args.out / path.name).is_file()
+            or not filecmp.cmp(path, args.out / path.name, shallow=False)
+        ]
+    if stale:
+        print(f"stale figures (run python bench/figures.py): {', '.join(stale)}", file=sys.stderr)
+        return 1
+    print("every figure matches its data")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

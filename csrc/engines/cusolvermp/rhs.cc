@@ -1,0 +1,238 @@
+// Right-hand sides and outputs by rows: b in and x out, the identity, the leading rows (R, a
+// least-squares solution), singular values and vectors out, pivots in and out.
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/chunk.h"
+#include "common/deferred.h"
+#include "common/scalar.h"
+#include "common/symmetry.h"
+#include "cuda/kernels.h"
+#include "engines/cusolvermp/engine.h"
+#include "engines/cusolvermp/engine_internal.h"
+#include "engines/cusolvermp/engine_util.h"
+#include "engines/cusolvermp/local_blas.h"
+
+namespace jaxmg::cusolvermp {
+
+template <typename T>
+Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
+  StepTimer timer("RhsIn", stream_);
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
+  // This shard's block of b: split over the mesh's rows, or its columns when transposed.
+  const int64_t block = rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u;
+  const int64_t shard_rows = n / (rhs_by_cols_ ? plan.mesh_cols : plan.mesh_rows);
+  const bool holder = (rhs_by_cols_ ? ctx_.mesh_u : ctx_.mesh_v) == 0;
+  nrhs_ = nrhs;
+  rhs_local_cols_ = CyclicLocalExtent(nrhs, t, ctx_.mycol, ctx_.npcol);
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * rhs_local_cols_, 1), &local_b_));
+  const size_t full_bytes = es * n * nrhs;
+  JAXMG_RETURN_IF_ERROR(Scratch(full_bytes, &full_));
+  // The whole right-hand side on every rank (it is small): the shards of mesh column 0, summed.
+  JAXMG_CUDA(cudaMemsetAsync(full_, 0, full_bytes, stream_));
+  if (holder) {
+    char* mine = static_cast<char*>(full_) + es * block * shard_rows * nrhs;
+    JAXMG_CUDA(cudaMemcpyAsync(mine, b, es * shard_rows * nrhs, cudaMemcpyDeviceToDevice, stream_));
+  }
+  const size_t reals = static_cast<size_t>(n * nrhs * Scalar<T>::kParts);
+  JAXMG_NCCL(ncclAllReduce(full_, full_, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  JAXMG_CUDA(cuda::GatherRhs(KernelType<T>(), full_, nrhs, state_.d_rhs_map[static_cast<int>(axis)],
+                             lr, rhs_local_cols_, t, ctx_.npcol, ctx_.mycol, conj, local_b_,
+                             stream_));
+  return desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), nrhs, t, t,
+                        std::max<int64_t>(lr, 1));
+}
+
+template <typename T>
+Status Engine::RhsOut(void* x, Axis axis, bool conj) {
+  StepTimer timer("RhsOut", stream_);
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.rows.extent, t = plan.tile, nrhs = nrhs_;
+  const int64_t block = rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u;
+  const int64_t shard_rows = n / (rhs_by_cols_ ? plan.mesh_cols : plan.mesh_rows);
+  const size_t full_bytes = es * n * nrhs;
+  JAXMG_CUDA(cudaMemsetAsync(full_, 0, full_bytes, stream_));
+  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), local_b_, nrhs,
+                              state_.d_rhs_map[static_cast<int>(axis)], local_rows_,
+                              rhs_local_cols_, t, ctx_.npcol, ctx_.mycol, conj, full_, stream_));
+  const size_t reals = static_cast<size_t>(n * nrhs * Scalar<T>::kParts);
+  JAXMG_NCCL(ncclAllReduce(full_, full_, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  const char* mine = static_cast<const char*>(full_) + es * block * shard_rows * nrhs;
+  JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * shard_rows * nrhs, cudaMemcpyDeviceToDevice, stream_));
+  return Status();
+}
+
+template <typename T>
+Status Engine::Identity() {
+  const layout::Plan& plan = state_.plan;
+  const int64_t lr = local_rows_, lc = local_cols_;
+  nrhs_ = plan.engine_cols();
+  rhs_local_cols_ = lc;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_));
+  JAXMG_CUDA(cudaMemsetAsync(local_b_, 0, sizeof(T) * lr * lc, stream_));
+  JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), local_b_, lr, lc, plan.tile, ctx_.nprow, ctx_.npcol,
+                               ctx_.myrow, ctx_.mycol, stream_));
+  return desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), plan.engine_cols(), plan.tile,
+                        plan.tile, std::max<int64_t>(lr, 1));
+}
+
+template <typename T>
+Status Engine::LeadingRows(bool from_matrix, void** out) {
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.cols.extent, cols = from_matrix ? n : nrhs_;
+  const int64_t lc = from_matrix ? local_cols_ : rhs_local_cols_;
+  // Every entry is held by one process: the sum over the grid assembles the n x cols rows.
+  JAXMG_RETURN_IF_ERROR(Scratch(es * n * cols, out));
+  JAXMG_CUDA(cudaMemsetAsync(*out, 0, es * n * cols, stream_));
+  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), from_matrix ? work_ : local_b_, cols,
+                              state_.d_rhs_map[2], local_rows_, lc, plan.tile, ctx_.npcol,
+                              ctx_.mycol, /*conj=*/false, *out, stream_));
+  const size_t reals = static_cast<size_t>(n * cols * Scalar<T>::kParts);
+  JAXMG_NCCL(ncclAllReduce(*out, *out, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  return Status();
+}
+
+int64_t Engine::FirstRow(int64_t x_rows) const {
+  const int64_t n = state_.plan.cols.extent;
+  return x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u);
+}
+
+template <typename T>
+Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
+  StepTimer timer("LeadingRowsOut", stream_);
+  const size_t es = sizeof(T);
+  const int64_t cols = from_matrix ? state_.plan.cols.extent : nrhs_;
+  if (!from_matrix && solution_ != nullptr) {  // QrSolve's, whole on every rank
+    const char* mine = static_cast<const char*>(solution_) + es * FirstRow(x_rows) * cols;
+    JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * x_rows * cols, cudaMemcpyDeviceToDevice, stream_));
+    return Status();
+  }
+  return RowsOut<T>(from_matrix ? work_ : local_b_, local_rows_,
+                    from_matrix ? local_cols_ : rhs_local_cols_, cols, x, x_rows, cols);
+}
+
+template <typename T>
+Status Engine::RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, void* x,
+                       int64_t x_rows, int64_t x_cols) {
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.cols.extent, first = FirstRow(x_rows);
+  // Chunks of rows (bounded scratch: R alone is n x n): each entry is held by one process, so
+  // the sum over the grid assembles a chunk on every rank, which keeps its part of its block.
+  // (The leading-rows map d_rhs_map[2] is the cyclic map for the first ld <= local_rows_ rows.)
+  const int64_t chunk = RowsPerChunk(kRowsOutChunkBytes, es * cols, n);
+  void* part = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(es * chunk * cols, &part));
+  for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+    const int64_t r1 = std::min(n, r0 + chunk);
+    JAXMG_CUDA(cudaMemsetAsync(part, 0, es * (r1 - r0) * cols, stream_));
+    JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), local, cols, state_.d_rhs_map[2], ld, lc,
+                                plan.tile, ctx_.npcol, ctx_.mycol, /*conj=*/false, part, stream_,
+                                r0, r1));
+    const size_t reals = static_cast<size_t>((r1 - r0) * cols * Scalar<T>::kParts);
+    JAXMG_NCCL(ncclAllReduce(part, part, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+    const int64_t lo = std::max(r0, first), hi = std::min(r1, first + x_rows);
+    if (lo < hi) {
+      JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (lo - first) * x_cols, es * x_cols,
+                                   static_cast<const char*>(part) + es * (lo - r0) * cols,
+                                   es * cols, es * cols, hi - lo, cudaMemcpyDeviceToDevice,
+                                   stream_));
+    }
+  }
+  return Status();
+}
+
+template <typename T>
+Status Engine::VectorsOut(void* shard) {
+  StepTimer timer("VectorsOut", stream_);
+  // The two-stage path on a P x 1 grid leaves Zᴴ itself in local_b_.
+  if (vectors_adjointed_) return MatrixOut<T>(local_b_, shard);
+  // work_ (the redistributed copy, no longer needed) := Zᴴ, then back to the block layout.
+  JAXMG_RETURN_IF_ERROR(GridAdjoint<T>(local_b_, work_));
+  return MatrixOut<T>(work_, shard);
+}
+
+template <typename T>
+Status Engine::SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols) {
+  StepTimer timer("SquareRowsOut", stream_);
+  return RowsOut<T>(square_, square_rows_, local_cols_, state_.plan.cols.extent, x, x_rows, x_cols);
+}
+
+template <typename T>
+Status Engine::SingularValuesOut(const void* w, int64_t n, void* x, int64_t x_rows,
+                                 int64_t x_cols) {
+  using R = RealOf<T>;
+  const size_t es = sizeof(T);
+  // Descending, at least 0 (H is positive semi-definite), into x's last column for x's rows.
+  std::vector<R> values(static_cast<size_t>(n));
+  JAXMG_CUDA(cudaMemcpyAsync(values.data(), w, sizeof(R) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  const int64_t first = FirstRow(x_rows);
+  std::vector<T> column(static_cast<size_t>(std::max<int64_t>(x_rows, 1)));
+  for (int64_t i = 0; i < x_rows; ++i) column[i] = T(std::max<R>(values[n - 1 - (first + i)], 0));
+  // From pageable memory: the copy has read `column` when cudaMemcpy2DAsync returns.
+  JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
+                               column.data(), es, es, x_rows, cudaMemcpyHostToDevice, stream_));
+  return Status();
+}
+
+Status Engine::Pivots(std::vector<int64_t>* out) {
+  if (own_lu_) {
+    *out = own_pivots_;
+    return Status();
+  }
+  return EnginePivots(out);
+}
+
+Status Engine::PivotsOut(int32_t* out) {
+  std::vector<int64_t> piv;
+  JAXMG_RETURN_IF_ERROR(Pivots(&piv));
+  std::vector<int32_t> narrow(piv.begin(), piv.end());
+  // Pageable: the copy has read `narrow` when cudaMemcpyAsync returns.
+  JAXMG_CUDA(cudaMemcpyAsync(out, narrow.data(), sizeof(int32_t) * narrow.size(),
+                             cudaMemcpyHostToDevice, stream_));
+  return Status();
+}
+
+Status Engine::PivotsIn(const int32_t* in) {
+  // The kept pivots go to the solve that applies them on the host (LuSolveWithPivots), as the
+  // engine's own LU does.
+  const int64_t n = state_.plan.engine_rows();
+  std::vector<int32_t> narrow(static_cast<size_t>(n));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(narrow.data(), in, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  own_pivots_.assign(narrow.begin(), narrow.end());
+  own_lu_ = true;
+  return Status();
+}
+
+#define JAXMG_INSTANTIATE_RHS(T)                                                                  \
+  template Status Engine::RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj);            \
+  template Status Engine::RhsOut<T>(void* x, Axis axis, bool conj);                               \
+  template Status Engine::Identity<T>();                                                          \
+  template Status Engine::LeadingRows<T>(bool from_matrix, void** out);                           \
+  template Status Engine::LeadingRowsOut<T>(bool from_matrix, void* x, int64_t x_rows);           \
+  template Status Engine::RowsOut<T>(const void* local, int64_t ld, int64_t lc, int64_t cols,     \
+                                     void* x, int64_t x_rows, int64_t x_cols);                    \
+  template Status Engine::VectorsOut<T>(void* shard);                                             \
+  template Status Engine::SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols);              \
+  template Status Engine::SingularValuesOut<T>(const void* w, int64_t n, void* x, int64_t x_rows, \
+                                               int64_t x_cols);
+JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_RHS)
+#undef JAXMG_INSTANTIATE_RHS
+
+}  // namespace jaxmg::cusolvermp

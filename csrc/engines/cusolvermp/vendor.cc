@@ -1,0 +1,545 @@
+// The thin vendor steps: cuSOLVERMp's Potrf, Getrf, Potrs, Getrs, Geqrf, Orgqr, Gels, Syevd,
+// Gesvd and Sygvd, and cuBLASMp's Gemm, each with its status; the least-squares solve on grids
+// of several process columns (QrSolve).
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/chunk.h"
+#include "common/deferred.h"
+#include "common/scalar.h"
+#include "common/symmetry.h"
+#include "cuda/kernels.h"
+#include "engines/cusolvermp/engine.h"
+#include "engines/cusolvermp/engine_internal.h"
+#include "engines/cusolvermp/engine_util.h"
+#include "engines/cusolvermp/local_blas.h"
+
+namespace jaxmg::cusolvermp {
+
+bool Engine::OneDevice() const {
+  // JAXMG_GPU_ONE_DEVICE=cusolvermp keeps cuSOLVERMp on one device (for comparisons).
+  const char* choice = std::getenv("JAXMG_GPU_ONE_DEVICE");
+  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
+  return !library && ctx_.nranks == 1;
+}
+
+template <typename T>
+Status Engine::LocalGetrs(bool transpose) {
+  // The own LU's factors (as getrf leaves them) and its global 1-based pivots: cusolverDn's
+  // getrs, op(B) z = c (op = T: the transpose, not the adjoint).
+  const int64_t n = state_.plan.engine_rows();
+  for (int64_t i = 0; i < n; ++i) {  // (kept pivots come back from the caller)
+    if (own_pivots_[i] - 1 < i || own_pivots_[i] > n) return JAXMG_ERROR("a pivot is out of range");
+  }
+  if (nrhs_ == 0) return Status();
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  cusolverDnHandle_t dn = nullptr;
+  cusolverDnParams_t params = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
+  void* piv = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &piv));
+  // Pageable: the copy has read own_pivots_ when cudaMemcpyAsync returns.
+  JAXMG_CUDA(cudaMemcpyAsync(piv, own_pivots_.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice,
+                             stream_));
+  const int64_t ld = std::max<int64_t>(local_rows_, 1);
+  JAXMG_SOLVER(lb->getrs(dn, params, transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, nrhs_,
+                         DataTypeOf<T>(), work_, ld, static_cast<const int64_t*>(piv),
+                         DataTypeOf<T>(), local_b_, ld, small_ + 2));
+  return Status();
+}
+
+template <typename T>
+Status Engine::Potrf(int* info) {
+  StepTimer timer("Potrf", stream_);
+  const int64_t n = state_.plan.engine_rows();
+  size_t dev = 0, host = 0;
+  if (OneDevice()) {  // the local array is the matrix: cusolverDn's Cholesky, the same status
+    const LocalBlas* lb = nullptr;
+    cublasHandle_t blas = nullptr;
+    cusolverDnHandle_t dn = nullptr;
+    cusolverDnParams_t params = nullptr;
+    JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
+    const int64_t ld = std::max<int64_t>(local_rows_, 1);
+    JAXMG_SOLVER(lb->potrf_buffer_size(dn, params, CUBLAS_FILL_MODE_LOWER, n, DataTypeOf<T>(),
+                                       work_, ld, DataTypeOf<T>(), &dev, &host));
+    void* d_work = nullptr;
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+    JAXMG_SOLVER(lb->potrf(dn, params, CUBLAS_FILL_MODE_LOWER, n, DataTypeOf<T>(), work_, ld,
+                           DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                           ctx_.host_work.size(), small_));
+    return Agree<T>(false, info);
+  }
+  JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
+                                          desc_a_.get(), DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  const cusolverStatus_t s = cusolverMpPotrf(
+      ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1, desc_a_.get(), DataTypeOf<T>(), d_work,
+      workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_);
+  const bool failed = s == CUSOLVER_STATUS_INTERNAL_ERROR || s == CUSOLVER_STATUS_EXECUTION_FAILED;
+  if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(s, "cusolverMpPotrf"));
+  return Agree<T>(failed, info);
+}
+
+template <typename T>
+Status Engine::Getrf(int* info) {
+  StepTimer timer("Getrf", stream_);
+  // The input is scanned first: pivoting can keep a NaN off the diagonal, and the LU libraries
+  // do not all carry it into the factor.
+  JAXMG_RETURN_IF_ERROR(Small());
+  JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 9));
+  if (UseOwnLu()) return Lu1D<T>(info);
+  const int64_t n = state_.plan.engine_rows();
+  void* p = nullptr;
+  const size_t pivots = std::max(local_rows_, local_cols_) + state_.plan.tile;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * pivots, &p));
+  ipiv_ = static_cast<int64_t*>(p);
+  JAXMG_CUDA(cudaMemsetAsync(ipiv_, 0, sizeof(int64_t) * pivots, stream_));
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGetrf_bufferSize(ctx_.handle, n, n, work_, 1, 1, desc_a_.get(), ipiv_,
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGetrf(ctx_.handle, n, n, work_, 1, 1, desc_a_.get(), ipiv_,
+                               DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_));
+  return Agree<T>(false, info);
+}
+
+template <typename T>
+Status Engine::Potrs() {
+  StepTimer timer("Potrs", stream_);
+  const int64_t n = state_.plan.engine_rows();
+  if (OneDevice()) {
+    if (nrhs_ == 0) return Status();
+    const LocalBlas* lb = nullptr;
+    cublasHandle_t blas = nullptr;
+    cusolverDnHandle_t dn = nullptr;
+    cusolverDnParams_t params = nullptr;
+    JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
+    const int64_t ld = std::max<int64_t>(local_rows_, 1);
+    JAXMG_SOLVER(lb->potrs(dn, params, CUBLAS_FILL_MODE_LOWER, n, nrhs_, DataTypeOf<T>(), work_, ld,
+                           DataTypeOf<T>(), local_b_, ld, small_ + 2));
+    return Status();
+  }
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpPotrs_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs_, work_, 1,
+                                          1, desc_a_.get(), local_b_, 1, 1, desc_b_.get(),
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpPotrs(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs_, work_, 1, 1,
+                               desc_a_.get(), local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
+                               d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_ + 2));
+  return Status();
+}
+
+template <typename T>
+Status Engine::Getrs(bool transpose) {
+  StepTimer timer("Getrs", stream_);
+  if (own_lu_ && OneDevice()) return LocalGetrs<T>(transpose);
+  if (own_lu_) return LuSolveWithPivots<T>(transpose, own_pivots_);
+  if (transpose) {
+    std::vector<int64_t> pivots;
+    JAXMG_RETURN_IF_ERROR(EnginePivots(&pivots));
+    return LuSolveWithPivots<T>(true, pivots);
+  }
+  const int64_t n = state_.plan.engine_rows();
+  const cublasOperation_t op = CUBLAS_OP_N;
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGetrs_bufferSize(ctx_.handle, op, n, nrhs_, work_, 1, 1, desc_a_.get(),
+                                          ipiv_, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
+                                          &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGetrs(ctx_.handle, op, n, nrhs_, work_, 1, 1, desc_a_.get(), ipiv_,
+                               local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(), d_work,
+                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
+                               small_ + 2));
+  return Status();
+}
+
+// The global 1-based pivot list of cuSOLVERMp's Getrf. cuSOLVERMp distributes it with A's
+// columns (seen on 2 H200s: local entry c is the pivot of global row CyclicGlobal(c) on the
+// column axis, replicated over process rows); each rank writes its entries, max over every rank.
+Status Engine::EnginePivots(std::vector<int64_t>* out) {
+  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lc = local_cols_;
+  std::vector<int64_t>& piv = *out;
+  piv.assign(static_cast<size_t>(n), 0);
+  std::vector<int64_t> local(static_cast<size_t>(lc));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(local.data(), ipiv_, sizeof(int64_t) * lc, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  for (int64_t c = 0; c < lc; ++c) {
+    piv[layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol)] = local[c];
+  }
+  void* d_piv = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &d_piv));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(d_piv, piv.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice, stream_));
+  JAXMG_NCCL(ncclAllReduce(d_piv, d_piv, n, ncclInt64, ncclMax, ctx_.comm, stream_));
+  JAXMG_CUDA(
+      cudaMemcpyAsync(piv.data(), d_piv, sizeof(int64_t) * n, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaStreamSynchronize(stream_));
+  // 1-based (row i swaps with row piv[i] - 1 >= i): the last row can only swap with itself.
+  if (piv[n - 1] == n - 1) {
+    for (int64_t& p : piv) ++p;
+  }
+  return Status();
+}
+
+template <typename T>
+Status Engine::Geqrf(int* info) {
+  StepTimer timer("Geqrf", stream_);
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>());
+  return Agree<T>(false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
+}
+
+// Least squares on grids of several process columns, where cuSOLVERMp 0.9.1's Gels and Ormqr
+// answer NOT_SUPPORTED (its Geqrf and Orgqr run): QR; R's n rows on every rank (LeadingRows);
+// Q formed (Orgqr); c = Qᴴ b from each rank's local columns of Q and its rows of b (one local
+// gemm; the n x nrhs sum over the grid); then R x = c on every rank (one local trsm, O(n² nrhs)).
+// The solution, whole on every rank, is what LeadingRowsOut then hands out.
+template <typename T>
+Status Engine::QrSolve(int* info) {
+  StepTimer timer("QrSolve", stream_);
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, lc = local_cols_;
+  const int64_t k = nrhs_;
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>());
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/n));  // zero on R's diagonal
+  if (*info != 0) return Status();
+  void* r = nullptr;
+  JAXMG_RETURN_IF_ERROR(LeadingRows<T>(/*from_matrix=*/true, &r));  // n x n, row-major
+  JAXMG_RETURN_IF_ERROR(Orgqr<T>());
+  // This rank's rows of b, all k columns: (lr x k) column-major.
+  void *rows = nullptr, *part = nullptr, *c = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * k, 1), &rows));
+  JAXMG_CUDA(cuda::GatherRhs(KernelType<T>(), full_, k, state_.d_rhs_map[0], lr, k, t, 1, 0,
+                             /*conj=*/false, rows, stream_));
+  // part (lc x k) = Q_localᴴ rows; row i of part is the engine column of local column i.
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lc * k, 1), &part));
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
+  int ilr = 0, ilc = 0, ik = 0, in = 0;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &ilr));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(lc, "local columns", &ilc));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(k, "right-hand sides", &ik));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
+  const T one(1), zero(0);
+  const cublasOperation_t adjoint = AdjointOp<T>();
+  if (lc > 0 && k > 0) {
+    JAXMG_RETURN_IF_ERROR(CublasCheck(
+        lb->gemm[Scalar<T>::kIndex](blas, adjoint, CUBLAS_OP_N, ilc, ik, ilr, &one, work_,
+                                    std::max(ilr, 1), rows, std::max(ilr, 1), &zero, part, ilc),
+        "cublas gemm (Qᴴ b)"));
+  }
+  std::vector<int64_t> col_global(static_cast<size_t>(std::max<int64_t>(lc, 1)), -1);
+  for (int64_t i = 0; i < lc; ++i) {
+    const int64_t g = layout::CyclicGlobal(i, t, ctx_.npcol, ctx_.mycol);
+    col_global[i] = g < n ? g : -1;
+  }
+  void* d_cols = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * col_global.size(), &d_cols));
+  JAXMG_CUDA(cudaMemcpyAsync(d_cols, col_global.data(), sizeof(int64_t) * col_global.size(),
+                             cudaMemcpyHostToDevice, stream_));
+  JAXMG_RETURN_IF_ERROR(Scratch(es * n * k, &c));  // c (n x k) row-major: cᵀ column-major
+  JAXMG_CUDA(cudaMemsetAsync(c, 0, es * n * k, stream_));
+  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), part, k, static_cast<const int64_t*>(d_cols), lc, k,
+                              t, 1, 0, /*conj=*/false, c, stream_));
+  const size_t reals = static_cast<size_t>(n * k * Scalar<T>::kParts);
+  JAXMG_NCCL(ncclAllReduce(c, c, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
+  // R x = c  <=>  xᵀ = cᵀ R⁻ᵀ: with r read column-major (Rᵀ, lower), cᵀ := cᵀ (Rᵀ)⁻¹ in place.
+  JAXMG_RETURN_IF_ERROR(CublasCheck(
+      lb->trsm[Scalar<T>::kIndex](blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                  CUBLAS_DIAG_NON_UNIT, ik, in, &one, r, in, c, std::max(ik, 1)),
+      "cublas trsm (R x = Qᴴ b)"));
+  solution_ = c;  // col_global is pageable: the copy has read it when cudaMemcpyAsync returned
+  return Status();
+}
+
+template <typename T>
+Status Engine::QrFactor() {
+  if (UseOwnQr()) return Qr1D<T>();
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (local_cols_ + plan.tile), &tau_));
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(ctx_.handle, m, n, work_, 1, 1, desc_a_.get(),
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGeqrf(ctx_.handle, m, n, work_, 1, 1, desc_a_.get(), tau_, DataTypeOf<T>(),
+                               d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_));
+  return Status();
+}
+
+template <typename T>
+Status Engine::Orgqr() {
+  StepTimer timer("Orgqr", stream_);
+  if (qr_t_ != nullptr) return Orgqr1D<T>();
+  const layout::Plan& plan = state_.plan;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(ctx_.handle, m, n, n, work_, 1, 1, desc_a_.get(), tau_,
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpOrgqr(ctx_.handle, m, n, n, work_, 1, 1, desc_a_.get(), tau_,
+                               DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_ + 2));
+  return Status();
+}
+
+template <typename T>
+Status Engine::Gels(int* info) {
+  StepTimer timer("Gels", stream_);
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
+  if (ctx_.npcol > 1) return QrSolve<T>(info);
+  // Every process column holds at least one tile of the right-hand side: zero columns are
+  // appended where there are fewer (their solutions, zero, are never read).
+  const int64_t held = std::max<int64_t>(nrhs_, t * ctx_.npcol);
+  if (held != nrhs_) {
+    const int64_t lc = CyclicLocalExtent(held, t, ctx_.mycol, ctx_.npcol);
+    void* wide = nullptr;
+    JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &wide));
+    JAXMG_CUDA(cudaMemsetAsync(wide, 0, es * lr * lc, stream_));
+    // Global column j keeps its local index: the cyclic map does not depend on the width.
+    if (lr * rhs_local_cols_ > 0) {
+      JAXMG_CUDA(cudaMemcpyAsync(wide, local_b_, es * lr * rhs_local_cols_,
+                                 cudaMemcpyDeviceToDevice, stream_));
+    }
+    local_b_ = wide;
+    rhs_local_cols_ = lc;
+    JAXMG_RETURN_IF_ERROR(
+        desc_b_.Create(ctx_, DataTypeOf<T>(), m, held, t, t, std::max<int64_t>(lr, 1)));
+  }
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGels_bufferSize(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1,
+                                         desc_a_.get(), local_b_, 1, 1, desc_b_.get(),
+                                         DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGels(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1, desc_a_.get(),
+                              local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(), d_work,
+                              workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
+                              small_));
+  return Agree<T>(false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
+}
+
+template <typename T>
+Status Engine::Eigh(bool vectors, void* x, int* info) {
+  StepTimer timer("Eigh", stream_);
+  using R = RealOf<T>;
+  const layout::Plan& plan = state_.plan;
+  if (plan.strategy != layout::Strategy::kRedistribute) {
+    return JAXMG_ERROR("the eigensolver runs on a redistributed matrix");
+  }
+  const size_t es = sizeof(T);
+  const int64_t n = plan.engine_rows();
+  JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
+  // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
+  // check): the solver is not run on it.
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));
+  if (*info != 0) return Status();
+  void* w = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
+  nrhs_ = n;
+  rhs_local_cols_ = local_cols_;
+  if (!vectors && UseBandEigenvalues(plan.tile)) {
+    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(EngineMatrix(), w));
+  } else if (vectors && UseBandEigh()) {
+    JAXMG_RETURN_IF_ERROR(BandEigh<T>(w));
+  } else {
+    JAXMG_RETURN_IF_ERROR(LibraryEigh<T>(vectors, w));
+  }
+  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
+  // x := the eigenvalues, in the real parts (the imaginary parts stay 0).
+  JAXMG_CUDA(
+      cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
+  return Status();
+}
+
+// cuSOLVERMp's Syevd (one-stage tridiagonal reduction): w := the eigenvalues and, with vectors,
+// local_b_ := the eigenvectors.
+template <typename T>
+Status Engine::LibraryEigh(bool vectors, void* w) {
+  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * local_cols_, 1), &local_b_));
+  JAXMG_RETURN_IF_ERROR(
+      desc_b_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+  char jobz[2] = {vectors ? 'V' : 'N', 0};
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
+                                          desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(),
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpSyevd(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
+                               desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
+                               d_work, workspace_bytes_, ctx_.host_work.data(),
+                               ctx_.host_work.size(), small_));
+  return Status();
+}
+
+template <typename T>
+Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
+                     int* info) {
+  StepTimer timer("Gesvd", stream_);
+  using R = RealOf<T>;
+  const layout::Plan& plan = state_.plan;
+  if (plan.strategy != layout::Strategy::kRedistribute) {
+    return JAXMG_ERROR("the SVD runs on a redistributed matrix");
+  }
+  const size_t es = sizeof(T);
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
+  const int64_t lr = local_rows_, lc = local_cols_;
+  JAXMG_CUDA(cudaMemsetAsync(x, 0, es * x_rows * x_cols, stream_));
+  // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
+  // check): the solver is not run on it.
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));
+  if (*info != 0) return Status();
+  void *s = nullptr, *u = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &s));
+  Descriptor desc_u;
+  if (vectors_u) {  // U (m x n) distributed like the matrix
+    JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &u));
+    JAXMG_RETURN_IF_ERROR(
+        desc_u.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(lr, 1)));
+  }
+  if (vectors_vt) JAXMG_RETURN_IF_ERROR(SquareMatrix<T>());
+  GesvdOptions options;
+  JAXMG_SOLVER(cusolverMpGesvdDescriptorCreate(&options.d));
+  const cusolverEigMode_t ju = vectors_u ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  const cusolverEigMode_t jvt = vectors_vt ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  cusolverMpMatrixDescriptor_t du = vectors_u ? desc_u.get() : nullptr;
+  cusolverMpMatrixDescriptor_t dvt = vectors_vt ? desc_square_.get() : nullptr;
+  void* vt = vectors_vt ? square_ : nullptr;
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpGesvd_bufferSize(ctx_.handle, options.d, ju, jvt, m, n, work_, 1, 1,
+                                          desc_a_.get(), s, u, 1, 1, du, vt, 1, 1, dvt,
+                                          DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_SOLVER(cusolverMpGesvd(ctx_.handle, options.d, ju, jvt, m, n, work_, 1, 1, desc_a_.get(), s,
+                               u, 1, 1, du, vt, 1, 1, dvt, DataTypeOf<T>(), d_work,
+                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
+                               small_));
+  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(s, n, /*failed=*/false, info));
+  // The singular values of x's rows into its last column (real parts).
+  JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
+                               static_cast<const char*>(s) + sizeof(R) * FirstRow(x_rows),
+                               sizeof(R), sizeof(R), x_rows, cudaMemcpyDeviceToDevice, stream_));
+  if (vectors_u) work_ = u;  // the engine matrix := U
+  return Status();
+}
+
+template <typename T>
+Status Engine::Sygvd(bool vectors, void* x, int* info) {
+  StepTimer timer("Sygvd", stream_);
+  using R = RealOf<T>;
+  const layout::Plan& plan = state_.plan;
+  const size_t es = sizeof(T);
+  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, lc = local_cols_;
+  JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
+  // A non-finite A is agreed on first (the agreement's scan, no diagonal check); a non-finite
+  // B ends as a failed factorization or non-finite eigenvalues.
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));
+  if (*info != 0) return Status();
+  void *w = nullptr, *z = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &z));
+  Descriptor desc_z;
+  JAXMG_RETURN_IF_ERROR(desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+  const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  size_t dev = 0, host = 0;
+  JAXMG_SOLVER(cusolverMpSygvd_bufferSize(
+      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, 1, 1, desc_a_.get(), 1, 1,
+      desc_b_.get(), 1, 1, desc_z.get(), DataTypeOf<T>(), &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  // cuSOLVERMp 0.9.1 answers a B that is not positive definite (or holds NaN) with
+  // INTERNAL_ERROR rather than an info (found on 2 H200s): status n + 1, agreed below.
+  const cusolverStatus_t st = cusolverMpSygvd(
+      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1, desc_a_.get(),
+      local_b_, 1, 1, desc_b_.get(), w, z, 1, 1, desc_z.get(), DataTypeOf<T>(), d_work,
+      workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_);
+  const bool failed =
+      st == CUSOLVER_STATUS_INTERNAL_ERROR || st == CUSOLVER_STATUS_EXECUTION_FAILED;
+  if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(st, "cusolverMpSygvd"));
+  // (The solver's info n + i: B's minor of order i is not positive definite.)
+  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, failed, info));
+  JAXMG_CUDA(
+      cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
+  local_b_ = z;  // the eigenvectors, where VectorsOut reads them (desc_b_ is Z's layout too)
+  return Status();
+}
+
+template <typename T>
+Status Engine::Gemm(char op_b, char op_a) {
+  StepTimer timer("Gemm", stream_);
+  const layout::Plan& plan = state_.plan;
+  const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
+  const auto op = [](char o) {
+    if (o == 'N') return CUBLAS_OP_N;
+    return o == 'C' && Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  };
+  void* c = nullptr;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(local_rows_ * local_cols_, 1), &c));
+  BlasDescriptor da, db, dc;
+  JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_RETURN_IF_ERROR(dc.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  const cublasComputeType_t compute = ComputeOf<T>();
+  const T one(1), zero(0);
+  size_t dev = 0, host = 0;
+  JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, op(op_b), op(op_a), n, n, n, &one, local_b_, 1, 1,
+                                       db.get(), work_, 1, 1, da.get(), &zero, c, 1, 1, dc.get(),
+                                       compute, &dev, &host));
+  void* d_work = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_BLASMP(cublasMpGemm(ctx_.blas, op(op_b), op(op_a), n, n, n, &one, local_b_, 1, 1, db.get(),
+                            work_, 1, 1, da.get(), &zero, c, 1, 1, dc.get(), compute, d_work, dev,
+                            ctx_.host_work.data(), host));
+  work_ = c;
+  return Status();
+}
+
+#define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
+  template Status Engine::LocalGetrs<T>(bool transpose);                                     \
+  template Status Engine::Potrf<T>(int* info);                                               \
+  template Status Engine::Getrf<T>(int* info);                                               \
+  template Status Engine::Potrs<T>();                                                        \
+  template Status Engine::Getrs<T>(bool transpose);                                          \
+  template Status Engine::Geqrf<T>(int* info);                                               \
+  template Status Engine::QrSolve<T>(int* info);                                             \
+  template Status Engine::QrFactor<T>();                                                     \
+  template Status Engine::Orgqr<T>();                                                        \
+  template Status Engine::Gels<T>(int* info);                                                \
+  template Status Engine::Eigh<T>(bool vectors, void* x, int* info);                         \
+  template Status Engine::LibraryEigh<T>(bool vectors, void* w);                             \
+  template Status Engine::Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, \
+                                   int64_t x_cols, int* info);                               \
+  template Status Engine::Sygvd<T>(bool vectors, void* x, int* info);                        \
+  template Status Engine::Gemm<T>(char op_b, char op_a);
+JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_VENDOR)
+#undef JAXMG_INSTANTIATE_VENDOR
+
+}  // namespace jaxmg::cusolvermp
