@@ -136,21 +136,28 @@ def svd_case(mesh, routine, dtype_name, m, n, tile, variant=""):
 
 
 def svd_failure_case(mesh, routine, kind, m, n, tile):
-    """kind: "nan" (status > 0 and NaN outputs on every rank); "wide" (polar of M < N) and
-    "full" (gesvd full_matrices of a non-square matrix): a ValueError before any work."""
+    """kind: "nan" (status > 0 and NaN outputs on every rank); "wide" (polar of M < N): a
+    ValueError before any work; "full" (gesvd full_matrices of a non-square matrix): U is
+    M x M unitary, its first N columns those of the reduced decomposition (A = U[:, :N] s Vh)."""
     import jaxmg
 
     a = tall(m, n, np.float64, 11)
     rec = dict(kind=kind)
-    if kind in ("wide", "full"):
+    if kind == "full":
+        u, s, vh = (
+            gather(x) for x in jaxmg.gesvd(place(a, mesh, A_SPEC), T_A=tile, full_matrices=True)
+        )
+        tol = 20 * m * np.finfo(np.float64).eps
+        rec["orthogonality"] = float(np.abs(u.T @ u - np.eye(m)).max())
+        rec["residual"] = float(np.abs((u[:, :n] * s) @ vh - a).max() / max(s.max(), 1.0))
+        rec["ok"] = bool(u.shape == (m, m) and max(rec["orthogonality"], rec["residual"]) <= tol)
+        return rec
+    if kind == "wide":
         try:
-            if kind == "wide":
-                jaxmg.polar(place(a.T.copy(), mesh, A_SPEC), T_A=tile)
-            else:
-                jaxmg.gesvd(place(a, mesh, A_SPEC), T_A=tile, full_matrices=True)
+            jaxmg.polar(place(a.T.copy(), mesh, A_SPEC), T_A=tile)
         except ValueError as e:
             rec["message"] = str(e)
-        rec["ok"] = "message" in rec and ("M >= N" in rec["message"] or "full" in rec["message"])
+        rec["ok"] = "message" in rec and "M >= N" in rec["message"]
         return rec
     a[m // 2, n // 3] = np.nan
     ap = place(a, mesh, A_SPEC)

@@ -1,6 +1,7 @@
 """jaxmg under jax.set_mesh (Auto and Explicit axes, eager and inside jit), a user's jit with
-donation, tracing on an AbstractMesh, and the *_shardmap_ctx routines on blocks inside a user's
-shard_map, on real multi-process CPU jobs (tests/mp/compose_worker.py)."""
+donation, tracing on an AbstractMesh, and the per-block routines (potrs_blocks,
+lu_solve_blocks, syevd_blocks) on blocks inside a user's shard_map, on real multi-process CPU
+jobs (tests/mp/compose_worker.py)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ B = np.ones((n, 1))
 
 
 def local(a_blk, b_blk):  # this device's blocks in, this device's blocks out
-    return jaxmg.potrs_shardmap_ctx(a_blk, b_blk, mesh=mesh, return_status=True)
+    return jaxmg.potrs_blocks(a_blk, b_blk, mesh=mesh, return_status=True)
 
 
 solve = jax.shard_map(

@@ -6,6 +6,7 @@ ValueError/TypeError with a message that says what to change.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 
@@ -226,15 +227,108 @@ def transposed(placement: MatrixPlacement) -> MatrixPlacement:
 
 
 def constrain(x, mesh: Mesh, spec: P):
-    """Places x (inside jit) with `spec`: a reshard on Explicit mesh axes, a constraint on Auto."""
+    """Places x (inside jit) with `spec`: a reshard on Explicit mesh axes, a constraint on Auto.
+    Under another context mesh too (`mesh_scope`)."""
     sharding = NamedSharding(mesh, spec)
     types = dict(zip(mesh.axis_names, mesh.axis_types, strict=True))
     names = [name for name in spec if name is not None]
     # Replicated (P()) on a mesh with Explicit axes: a reshard too (the constraint would assert).
     axes = names or list(mesh.axis_names)
-    if any(types[name] == AxisType.Explicit for name in axes):
-        return jax.reshard(x, sharding)
-    return jax.lax.with_sharding_constraint(x, sharding)
+    with mesh_scope(mesh):
+        if any(types[name] == AxisType.Explicit for name in axes):
+            return jax.reshard(x, sharding)
+        return jax.lax.with_sharding_constraint(x, sharding)
+
+
+@contextlib.contextmanager
+def mesh_scope(mesh):
+    """Makes `mesh` (its abstract mesh) the context mesh while jaxmg traces its own shard_map
+    and placements, where the caller's context mesh is another one (`jax.set_mesh(other)`,
+    `jax.sharding.use_abstract_mesh(...)`): JAX requires a shard_map's mesh to match the
+    context mesh. A no-op where no context mesh is set or it is this one."""
+    abstract = mesh if isinstance(mesh, AbstractMesh) else mesh.abstract_mesh
+    current = jax.sharding.get_abstract_mesh()
+    if current is None or current.empty or current == abstract:
+        yield
+        return
+    setter = None
+    if isinstance(mesh, Mesh):  # outside jit, the concrete mesh (eager operations need it)
+        try:
+            setter = jax.set_mesh(mesh)
+        except ValueError:  # inside jit: the abstract mesh
+            setter = None
+    if setter is not None:
+        with setter:
+            yield
+        return
+    with jax.sharding.use_abstract_mesh(abstract):
+        yield
+
+
+def scope_of(a, mesh=None):
+    """`mesh_scope` of a's mesh (`mesh`, else its sharding's, else the context's), or a
+    no-op where none can be found (the routine's own checks then say what is missing)."""
+    try:
+        found = _find_mesh(a, mesh)
+    except (TypeError, ValueError):
+        return contextlib.nullcontext()
+    return mesh_scope(found)
+
+
+def known_spec(x) -> P | None:
+    """The PartitionSpec of x where it is known: a concrete array's NamedSharding, or inside
+    jit the type's sharding on a mesh of Explicit axes (Auto axes are not part of the type:
+    None). Padded to x's rank."""
+    sharding = None
+    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        sharding = getattr(x, "sharding", None)
+    else:
+        try:
+            sharding = jax.typeof(x).sharding
+        except Exception:  # noqa: BLE001 - abstract values without a sharding
+            sharding = None
+        if isinstance(sharding, NamedSharding) and not all(
+            t == AxisType.Explicit for t in sharding.mesh.axis_types
+        ):
+            sharding = None
+    if not isinstance(sharding, NamedSharding) or sharding.mesh.empty:
+        return None
+    entries = tuple(sharding.spec) + (None,) * (len(getattr(x, "shape", ())) - len(sharding.spec))
+    return P(*entries)
+
+
+def known_replicated(x) -> bool:
+    """Whether x is known to be replicated over its mesh (every entry of its spec None)."""
+    spec = known_spec(x)
+    return spec is not None and all(entry is None for entry in spec)
+
+
+def place_like(x, b, mesh):
+    """x (a solution, or an array shaped like b) in b's own sharding where it is known
+    (`known_spec`) and x's extents divide over it; replicated when b is; else as it is."""
+    spec = known_spec(b)
+    if spec is None:
+        return x
+    if all(entry is None for entry in spec):
+        return constrain(x, mesh, P())
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
+    for extent, entry in zip(x.shape, spec, strict=False):
+        names = entry if isinstance(entry, tuple) else (entry,)
+        count = int(np.prod([sizes.get(name, 1) for name in names if name is not None]))
+        if extent % count:
+            return x
+    return constrain(x, mesh, P(*spec[: x.ndim]))
+
+
+def check_flags(**flags) -> None:
+    """Each flag a Python (or NumPy) bool: TypeError naming the argument otherwise (a traced
+    value, a string or None would silently pick a branch)."""
+    for name, value in flags.items():
+        if not isinstance(value, bool | np.bool_):
+            raise TypeError(
+                f"{name} must be a Python bool (True or False), got {value!r} "
+                f"({type(value).__name__})"
+            )
 
 
 def check_square_matrix(a, what: str = "a") -> int:

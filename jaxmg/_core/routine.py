@@ -135,6 +135,7 @@ def call(
     check_symmetry=False,
     kept=None,
     blocks=False,
+    ctx=False,
 ) -> Result:
     """Runs `routine` and returns every output it has (a `Result`).
 
@@ -150,6 +151,11 @@ def call(
     when they differ beyond rounding.
     kept: for routines that read a kept factor, (engine placement, user placement, tile, pad,
       pivots or None, order) of the factor `a`; T_A, mesh, specs and pad are then the factor's.
+    ctx: the JAXMg-style context form (jaxmg.routines.context): the global arrays inside the
+      caller's jit, not wrapped in a jit of jaxmg's own; the engine takes a as it lies (the
+      in-place path) and the result's `matrix` is the work array in a's shape and sharding,
+      so that a jit donating a can reuse its buffer. Concrete arrays run in a jit without
+      donation.
     """
     local_blocks = None
     if blocks:
@@ -212,7 +218,8 @@ def call(
                 "has no form on blocks inside shard_map; call it outside"
             )
         # (On blocks the engine takes a as it lies: the policy's in-place choice.)
-        hand_t = routine.hand_transpose(placement, bool(donate) or local_blocks is not None)
+        in_place = bool(donate) or local_blocks is not None or bool(ctx)
+        hand_t = routine.hand_transpose(placement, in_place)
         if routine.rectangular or hand_t:
             engine_placement = _mesh.transposed(placement)
     context = None
@@ -253,14 +260,19 @@ def call(
         pivots_out=order if routine.pivots_out else 0,
         factor_order=factor_order,
         second_matrix=routine.second_matrix,
+        ctx=bool(ctx),
     )
     fn = _build(c) if local_blocks is None else None
     if local_blocks is not None:
         x, logdet, status, sign, piv_out, a_work = _on_blocks(c, *local_blocks)
+    elif ctx and traced(a, b, pivots):  # inside the caller's jit: no jit of jaxmg's own
+        x, logdet, status, sign, piv_out, a_work = _pipeline(c)(a, b, pivots)
     elif traced(a, b, pivots):
-        x, logdet, status, sign, piv_out, a_work = _batchable(fn, a, b, pivots)
+        with _mesh.mesh_scope(engine_placement.mesh):
+            x, logdet, status, sign, piv_out, a_work = _batchable(fn, a, b, pivots)
     else:  # concrete arrays: no transformation to serve (saves ~0.2 ms a call)
-        x, logdet, status, sign, piv_out, a_work = fn(a, b, pivots)
+        with _mesh.mesh_scope(engine_placement.mesh):
+            x, logdet, status, sign, piv_out, a_work = fn(a, b, pivots)
     return Result(
         x=x,
         matrix=a_work,
@@ -410,6 +422,7 @@ class _Call:
     pivots_out: int
     factor_order: int = 0  # the order of a padded factor's engine matrix (0: a's shape)
     second_matrix: bool = False  # b: an N x N matrix sharded like a
+    ctx: bool = False  # the context form: the work array back, in a's shape and sharding
 
 
 @functools.cache
@@ -498,6 +511,15 @@ def _layout(c: _Call):
 
 @functools.cache
 def _build(c: _Call):
+    """The call, jitted (a donated with c.donate)."""
+    return jax.jit(_pipeline(c), donate_argnums=(0,) if c.donate else ())
+
+
+@functools.cache
+def _pipeline(c: _Call):
+    """The call as a function of the global (a, b, pivots), not jitted: the engine's
+    shard_map, the placements around it, and the results in the caller's shardings; traced
+    with a's mesh as the context mesh (`placement.mesh_scope`)."""
     placement, user, n = c.placement, c.user, c.n
     local = _local(c)
     transposed, rhs_spec, x_spec, rhs_rows = _layout(c)
@@ -516,6 +538,10 @@ def _build(c: _Call):
     )
 
     def run(a, b, piv_in):
+        with _mesh.mesh_scope(placement.mesh):
+            return _run(a, b, piv_in)
+
+    def _run(a, b, piv_in):
         if b is None:  # an unused right-hand side of one column
             b = jnp.zeros((rhs_rows, 1), a.dtype)
         if piv_in is None:
@@ -535,13 +561,16 @@ def _build(c: _Call):
         x = x.reshape(n) if c.b_ndim == 1 else x
         if c.returns_matrix and not transposed and not c.factor_order:
             a_work = _mesh.constrain(a_work, user.mesh, user.matrix_spec)
-        elif c.returns_matrix and c.solution_cols:  # a rectangular routine's matrix: back to a's
+        elif (c.returns_matrix or c.ctx) and c.solution_cols:
+            # a rectangular routine's matrix (handed aᵀ): back to a's shape and sharding
             a_work = _mesh.constrain(a_work.T, user.mesh, user.matrix_spec)
+        elif c.ctx and not c.reads_factor:
+            a_work = _mesh.constrain(a_work, user.mesh, user.matrix_spec)
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
-        keep = c.donate or c.returns_matrix
+        keep = c.donate or c.returns_matrix or c.ctx
         return x, logdet, status, sign, piv_out, (a_work if keep else None)
 
-    return jax.jit(run, donate_argnums=(0,) if c.donate else ())
+    return run
 
 
 # The status of a symmetric routine whose matrix is not symmetric (Hermitian) (csrc/routines/).

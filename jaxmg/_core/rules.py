@@ -208,12 +208,15 @@ def differentiable(primal: Callable, tangent: Callable):
     def call(opts, donate, *arrays):
         """opts: the routine's keywords (`options`; mesh, matrix_specs and in_specs among
         them); arrays[0] is a."""
-        if not _routine.traced(*arrays):
-            return primal(opts, donate, *arrays)  # concrete arrays: nothing to differentiate
         kw = opts.kwargs()
-        spec = _routine._matrix_spec(kw.get("matrix_specs"), kw.get("in_specs"))
-        placement = _mesh.resolve_placement(arrays[0], kw.get("mesh"), spec)
-        return fn(opts, donate, placement, *arrays)
+        # Under another context mesh, the routine's operations run with a's mesh as the
+        # context mesh (placement.mesh_scope).
+        with _mesh.scope_of(arrays[0], kw.get("mesh")):
+            if not _routine.traced(*arrays):
+                return primal(opts, donate, *arrays)  # concrete arrays: nothing to differentiate
+            spec = _routine._matrix_spec(kw.get("matrix_specs"), kw.get("in_specs"))
+            placement = _mesh.resolve_placement(arrays[0], kw.get("mesh"), spec)
+            return fn(opts, donate, placement, *arrays)
 
     return call
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import placement as _mesh
@@ -66,8 +68,10 @@ def gesvd(
       mesh, matrix_specs, in_specs, pad, donate: as for `jaxmg.qr`.
       compute_u, compute_vh: also compute (and return) U and Vh; without them the engine skips
         the vectors.
-      full_matrices: U (M x M) and Vh (N x N) in full; only square matrices, where it is the
-        reduced decomposition (ValueError otherwise).
+      full_matrices: U (M x M) and Vh (N x N) in full. For a tall (wide) matrix the rest of U
+        (Vh) is an orthonormal completion from jaxmg's distributed QR of [U, G] for a fixed
+        Gaussian G (one more QR of an M x M matrix; M must divide over the devices over a's
+        columns); for a square one it is the reduced decomposition.
       return_status: also return an int32 status: 0 on success, k > 0 when the engine did not
         converge or A holds NaN or Inf.
 
@@ -76,7 +80,8 @@ def gesvd(
       return_status. K = min(M, N): U is M x K with orthonormal columns, s (K,) real,
       descending and the same on every device, Vh K x N with orthonormal rows. U and Vh are in
       a's matrix spec where their extents divide over the mesh (rows over a's row axis
-      otherwise, or whole on every device). On failure every output is NaN on every device.
+      otherwise, or whole on every device), replicated when a is. With full_matrices U is
+      M x M and Vh N x N. On failure every output is NaN on every device.
 
     Differentiation (forward and reverse mode), as `jax.numpy.linalg.svd`'s: ds = Re diag(Uᴴ dA V),
     and U's and Vh's derivatives for distinct nonzero singular values (a loss must not depend on
@@ -84,28 +89,79 @@ def gesvd(
     without vectors compute them for the derivative.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    _mesh.check_flags(
+        compute_u=compute_u,
+        compute_vh=compute_vh,
+        full_matrices=full_matrices,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+    )
+    u, s, vh, status, _ = _decompose(
+        a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, full_matrices, pad, donate
+    )
+    out = (u,) if compute_u else ()
+    out += (s,)
+    out += (vh,) if compute_vh else ()
+    if return_status:
+        out += (status,)
+    return out[0] if len(out) == 1 else out
+
+
+def _decompose(
+    a,
+    T_A,
+    mesh,
+    matrix_specs,
+    in_specs,
+    compute_u,
+    compute_vh,
+    full_matrices,
+    pad,
+    donate,
+    ctx=False,
+):
+    """(U or None, s, Vh or None, status, the work array in a's shape or None) of any a; the
+    full U (Vh) completed for a tall (wide) a with full_matrices; U and Vh replicated when a
+    is. ctx: the context form (not differentiable; the work array returned)."""
+    with _mesh.scope_of(a, mesh):
+        return _decompose_here(
+            a,
+            T_A,
+            mesh,
+            matrix_specs,
+            in_specs,
+            compute_u,
+            compute_vh,
+            full_matrices,
+            pad,
+            donate,
+            ctx,
+        )
+
+
+def _decompose_here(
+    a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, full_matrices, pad, donate, ctx
+):
     shape = tuple(a.shape)
     if len(shape) != 2:
         raise ValueError(f"a must be a 2-D matrix, got shape {shape}")
     m, n = shape
-    if full_matrices and m != n:
-        raise ValueError(
-            f"full_matrices=True on a {m} x {n} matrix is not supported (the full U or Vh would "
-            "need a basis of the complement); use full_matrices=False"
-        )
-    compute_u, compute_vh = bool(compute_u), bool(compute_vh)
+    _mesh.check_dtype(a)
+    placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
     if m >= n:
-        u, s, vh, status = _tall(
-            a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate
+        u, s, vh, status, work = _tall(
+            a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate, ctx
         )
+        if full_matrices and u is not None and m > n:
+            u = _complete(u, placement)
     else:  # A = (Aᴴ)ᴴ = (U' s Vh')ᴴ: U = Vh'ᴴ, Vh = U'ᴴ
-        _mesh.check_dtype(a)
-        placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
         spec = placement.matrix_spec
         at = jnp.conj(a.T) if jnp.iscomplexobj(a) else a.T
-        u_t, s, vh_t, status = _tall(
+        u_t, s, vh_t, status, work_t = _tall(
             at,
             T_A,
             placement.mesh,
@@ -115,15 +171,51 @@ def gesvd(
             compute_u,
             pad,
             donate,
+            ctx,
         )
+        if full_matrices and u_t is not None:
+            u_t = _complete(u_t, _mesh.transposed(placement))
         u = None if vh_t is None else _adjoint(vh_t, placement, (m, m))
-        vh = None if u_t is None else _adjoint(u_t, placement, (m, n))
-    out = (u,) if compute_u else ()
-    out += (s,)
-    out += (vh,) if compute_vh else ()
-    if return_status:
-        out += (status,)
-    return out[0] if len(out) == 1 else out
+        vh = None if u_t is None else _adjoint(u_t, placement, (u_t.shape[1], n))
+        work = None if work_t is None else _adjoint(work_t, placement, (m, n))
+    if _mesh.known_replicated(a):  # U and Vh replicated, as JAXMg returns them
+        u, vh = (None if x is None else _mesh.constrain(x, placement.mesh, P()) for x in (u, vh))
+    return u, s, vh, status, work
+
+
+def _complete(u, placement):
+    """[U, U⊥]: the M x K orthonormal U (M > K) completed to an M x M unitary matrix. The
+    complement is Q[:, K:] of jaxmg's distributed QR of [U, G] for a fixed Gaussian G (the
+    Householder QR's first K columns span U's range, its others are orthonormal to them); the
+    matrix is never gathered."""
+    m, k = u.shape
+    if m % placement.mesh_cols:
+        raise ValueError(
+            f"full_matrices=True on a {m}-row matrix needs {m} divisible by the "
+            f"{placement.mesh_cols} devices over its columns; pad the matrix or pass "
+            "full_matrices=False"
+        )
+    return _completion(placement, m, k, np.dtype(u.dtype))(u)
+
+
+@functools.cache
+def _completion(placement, m, k, dtype):
+    from jaxmg.routines import qr as _qr  # (it builds on this module's neighbours)
+
+    spec = placement.matrix_spec
+
+    def complete(u):
+        real = np.finfo(dtype).dtype
+        key = jax.random.key(20240611)
+        g = jax.random.normal(key, (m, m - k), real)
+        if np.issubdtype(dtype, np.complexfloating):
+            g = g + 1j * jax.random.normal(jax.random.fold_in(key, 1), (m, m - k), real)
+        c = jnp.concatenate([u, g.astype(dtype)], axis=1)
+        c = _mesh.constrain(c, placement.mesh, spec)
+        q, _ = _qr.qr(c, mesh=placement.mesh, matrix_specs=spec)
+        return _place(jnp.concatenate([u, q[:, k:]], axis=1), placement, (m, m))
+
+    return jax.jit(complete)
 
 
 def _adjoint(x, placement, shape):
@@ -139,16 +231,33 @@ def _place(x, placement, shape):
     return x
 
 
-def _tall(a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate):
-    """(U or None, s, Vh or None, status) of a tall a, differentiable."""
-    opts = _rules.options(
-        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
-    )
-    out = list(_DIFFERENTIABLE[(compute_u, compute_vh)](opts, bool(donate), a))
+def _tall(a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate, ctx=False):
+    """(U or None, s, Vh or None, status, work) of a tall a: differentiable (work None), or
+    with ctx the context form's call (work: the work array in a's shape and sharding)."""
+    if ctx:
+        r = _routine.call(
+            _VARIANTS[(compute_u, compute_vh)],
+            a,
+            None,
+            T_A=T_A,
+            mesh=mesh,
+            matrix_specs=matrix_specs,
+            in_specs=in_specs,
+            pad=pad,
+            ctx=True,
+        )
+        out = list(_outputs(r, compute_u, compute_vh, a.shape[1]))
+        work = r.matrix
+    else:
+        opts = _rules.options(
+            T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
+        )
+        out = list(_DIFFERENTIABLE[(compute_u, compute_vh)](opts, bool(donate), a))
+        work = None
     u = out.pop(0) if compute_u else None
     s = out.pop(0)
     vh = out.pop(0) if compute_vh else None
-    return u, s, vh, out[0]
+    return u, s, vh, out[0], work
 
 
 def _tall_primal(compute_u, compute_vh, opts, donate, a):
@@ -165,7 +274,11 @@ def _tall_primal(compute_u, compute_vh, opts, donate, a):
         pad=kw["pad"],
         donate=donate,
     )
-    n = a.shape[1]
+    return _outputs(r, compute_u, compute_vh, a.shape[1])
+
+
+def _outputs(r, compute_u, compute_vh, n):
+    """The outputs present of a call's result: (U,) s (, Vh), status."""
     s = _mesh.constrain(jnp.real(r.x[:, -1]), r.user.mesh, P())
     out = (r.matrix,) if compute_u else ()
     out += (s,)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
+from jaxmg.routines import potrs as _potrs
 
 # The engine factors the shards as they lie (Aᵀ read column-major, in place) and solves with the
 # transposed factors: ScaLAPACK p?getrs 'T' on CPUs; on GPUs cuBLASMp triangular solves with
@@ -66,14 +68,15 @@ def lu_solve(
 
     Returns:
       x with b's shape and dtype; (x, status) with return_status; (x, logdet) with
-      return_logdet; (x, logdet, status) with both. When A is singular, x and logdet are NaN on
-      every device.
+      return_logdet; (x, logdet, status) with both. x is sharded as for `jaxmg.potrs`. When A
+      is singular, x and logdet are NaN on every device.
 
     Differentiation: x and log |det A| are differentiable with respect to a and b, in forward
     and reverse mode, through jaxmg's own routines (one `lu_factor`, its solves with A and Aᵀ;
     with return_logdet, A⁻ᵀ for d log|det A| = Re Σ A⁻ᵀ ⊙ dA). The matrix is never gathered.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
     from jaxmg.routines import factor as _factor  # (it builds on this module)
@@ -86,17 +89,21 @@ def lu_solve(
                 "(its status and logabsdet are factor.status and factor.logabsdet)"
             )
         return _factor.lu_solve_factored(a, b)
+    _mesh.check_flags(
+        return_status=return_status, return_logdet=return_logdet, pad=pad, donate=donate
+    )
     _routine.check_operands(a, b)
     opts = _rules.options(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
     x, logdet, status = _differentiable(bool(return_logdet))(opts, bool(donate), a, b)
+    x = _potrs._keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs)
     return _routine.assemble(
         x, logdet, status, return_logdet=return_logdet, return_status=return_status
     )
 
 
-def lu_solve_shardmap_ctx(
+def lu_solve_blocks(
     a,
     b,
     T_A=None,
@@ -108,9 +115,25 @@ def lu_solve_shardmap_ctx(
     return_logdet=False,
     pad=True,
 ):
-    """lu_solve on this device's blocks, inside the caller's `jax.shard_map` over `mesh`
-    (as `jaxmg.potrs_shardmap_ctx`: a's block, b's block with rows like a's; x's block back).
-    The engine factors the blocks as they lie (no transpose). Not differentiable."""
+    """lu_solve on this device's blocks, inside the caller's `jax.shard_map` over `mesh`.
+
+    The per-block form, as `jaxmg.potrs_blocks`: the engine factors the blocks as they lie
+    (no transpose). Not differentiable.
+
+    Args:
+      a: this device's block of A, sharded as `matrix_specs` over `mesh`.
+      b: this device's block of b (rows split like a's rows, columns whole).
+      T_A, pad, return_status, return_logdet: as for `jaxmg.lu_solve`.
+      mesh: the mesh of the enclosing shard_map (required).
+      matrix_specs, in_specs: as for `jaxmg.potrs_blocks`.
+
+    Returns:
+      x's block (rows like b's), with log |det A| and the status as for `jaxmg.lu_solve`.
+
+    Raises:
+      ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
+      TypeError: on bad dtypes or non-boolean flags.
+    """
     return _routine.solve_blocks(
         ROUTINE,
         a,

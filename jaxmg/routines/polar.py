@@ -6,9 +6,11 @@ import functools
 
 import jax.numpy as jnp
 
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import gesvd as _gesvd
+from jaxmg.routines import qr as _qr
 from jaxmg.routines import syevd as _syevd
 from jaxmg.routines.gesvd import _place
 
@@ -63,8 +65,9 @@ def polar(
     Returns:
       (Up, H), or Up without compute_h; the status appended with return_status. Up is M x N in
       a's sharding; H is N x N, in a's matrix spec where N divides over the mesh (rows over a's
-      row axis otherwise, or whole on every device). A rank-deficient A gives a positive
-      semi-definite H. On failure Up and H are NaN on every device.
+      row axis otherwise, or whole on every device); both replicated when a is. A
+      rank-deficient A gives a positive semi-definite H. On failure Up and H are NaN on every
+      device.
 
     Differentiation (forward and reverse mode, full-rank A): from the SVD A = W S Vᴴ, with
     K = Wᴴ dA V and Ω_ij = (K_ij − conj(K_ji)) / (s_i + s_j), dUp = W Ω Vᴴ + (I − W Wᴴ) dA V S⁻¹ Vᴴ
@@ -73,13 +76,16 @@ def polar(
     products).
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before any
         work.
     """
+    _mesh.check_flags(compute_h=compute_h, return_status=return_status, pad=pad, donate=donate)
     opts = _rules.options(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
     out = _DIFFERENTIABLE[bool(compute_h)](opts, bool(donate), a)
+    out = _qr._replicate_if(a, out[:-1], mesh, matrix_specs, in_specs) + out[-1:]
     out = out if return_status else out[:-1]
     return out[0] if len(out) == 1 else out
 

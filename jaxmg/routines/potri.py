@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -56,6 +57,13 @@ def potri(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    _mesh.check_flags(
+        return_status=return_status,
+        return_logdet=return_logdet,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
     opts = _rules.options(
         T_A=T_A,
         mesh=mesh,

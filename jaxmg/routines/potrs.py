@@ -6,6 +6,7 @@ import functools
 
 import jax.numpy as jnp
 
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -71,8 +72,10 @@ def potrs(
 
     Returns:
       x with b's shape and dtype; (x, logdet) with return_logdet; (x, status) with
-      return_status; (x, logdet, status) with both. When the factorization fails, x and logdet
-      are NaN on every device.
+      return_status; (x, logdet, status) with both. x is in b's own sharding where it is
+      known (a placed array, or a traced one on Explicit mesh axes; replicated when b is),
+      else rows over a's row axis. When the factorization fails, x and logdet are NaN on
+      every device.
 
     Differentiation: x and logdet are differentiable with respect to a and b, in forward and
     reverse mode (jax.jvp, jax.grad), for symmetric (Hermitian) tangents of a. The rules use
@@ -82,8 +85,16 @@ def potrs(
     (only with return_logdet=True); second and higher derivatives too.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    _mesh.check_flags(
+        return_logdet=return_logdet,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
     _routine.check_operands(a, b)
     opts = _rules.options(
         T_A=T_A,
@@ -94,12 +105,13 @@ def potrs(
         check_symmetry=bool(check_symmetry),
     )
     x, logdet, status = _differentiable(bool(return_logdet))(opts, bool(donate), a, b)
+    x = _keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs)
     return _routine.assemble(
         x, logdet, status, return_logdet=return_logdet, return_status=return_status
     )
 
 
-def potrs_shardmap_ctx(
+def potrs_blocks(
     a,
     b,
     T_A=None,
@@ -114,11 +126,27 @@ def potrs_shardmap_ctx(
 ):
     """potrs on this device's blocks, inside the caller's `jax.shard_map` over `mesh`.
 
-    a: this device's block of A (sharded as matrix_specs, default the mesh's first two axes);
-    b: its block of b (rows like a's rows). Returns x's block (rows like b's) and, as for
-    `potrs`, the log-determinant and status, the same on every device. One FFI call on the
-    blocks, no collective of XLA's. Not differentiable (call `potrs` outside shard_map for
-    derivatives).
+    The per-block form: the caller owns the shard_map and hands this device's blocks. (The
+    JAXMg-style `jaxmg.potrs_shardmap_ctx` takes the global arrays instead.) One FFI call on
+    the blocks, no collective of XLA's. Not differentiable (call `potrs` outside shard_map
+    for derivatives).
+
+    Args:
+      a: this device's block of A, sharded as `matrix_specs` over `mesh`.
+      b: this device's block of b, (N / mesh rows,) or (N / mesh rows, K): rows split like
+        a's rows, columns whole.
+      T_A, pad, check_symmetry, return_logdet, return_status: as for `jaxmg.potrs`.
+      mesh: the mesh of the enclosing shard_map (required).
+      matrix_specs: PartitionSpec of A over `mesh`; default the mesh's first two axes.
+      in_specs: (spec of a, spec of b), an alias of matrix_specs (only a's is used).
+
+    Returns:
+      x's block (rows like b's), with the log-determinant and status as for `jaxmg.potrs`
+      (the same on every device).
+
+    Raises:
+      ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
+      TypeError: on bad dtypes or non-boolean flags.
     """
     return _routine.solve_blocks(
         ROUTINE,
@@ -133,6 +161,15 @@ def potrs_shardmap_ctx(
         return_logdet=return_logdet,
         return_status=return_status,
     )
+
+
+def _keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs):
+    """x in b's own sharding where it is known (a replicated b: a replicated x), as JAXMg
+    returns it; else rows over a's row axis (the engine's)."""
+    if _mesh.known_spec(b) is None:
+        return x
+    placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
+    return _mesh.place_like(x, b, placement.mesh)
 
 
 @functools.cache

@@ -61,30 +61,51 @@ def qr(
       (Q, R), or (Q, R, status) with return_status. Q is M x N with orthonormal columns, in a's
       sharding; R is N x N upper triangular (its lower triangle exact zeros), in a's
       matrix spec where N divides over the mesh (rows over a's row axis otherwise, or whole on
-      every device when they do not divide either). A rank-deficient A is factored all the
+      every device when they do not divide either); both replicated when a is. A
+      rank-deficient A is factored all the
       same (R then has zeros on its diagonal); with NaN or Inf in A, Q and R are NaN on every
       device.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before
         any work.
     """
+    _mesh.check_flags(return_status=return_status, pad=pad, donate=donate)
     opts = _rules.options(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
     q, upper, status = _QR(opts, bool(donate), a)
+    q, upper = _replicate_if(a, (q, upper), mesh, matrix_specs, in_specs)
     return (q, upper, status) if return_status else (q, upper)
+
+
+def _replicate_if(a, outputs, mesh, matrix_specs, in_specs):
+    """The matrix outputs replicated when a is known to be replicated (as JAXMg returns
+    them), else as they are."""
+    if not _mesh.known_replicated(a):
+        return outputs
+    placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
+    return tuple(None if m is None else _mesh.constrain(m, placement.mesh, P()) for m in outputs)
 
 
 def _qr_primal(opts, donate, a):
     r = _routine.call(QR, a, None, donate=donate, **opts.kwargs())
-    user, n = r.user, a.shape[1]
-    # Exact zeros below the diagonal (the engine leaves its Householder vectors there); all NaN
-    # when the factorization failed.
+    return r.matrix, _upper(r, a.shape[1]), r.status
+
+
+def _upper(r, n):
+    """R of a QR call's result: exact zeros below the diagonal (the engine leaves its
+    Householder vectors there), all NaN when the factorization failed; placed (_place_r)."""
     rows = jax.lax.broadcasted_iota(jnp.int32, r.x.shape, 0)
     cols = jax.lax.broadcasted_iota(jnp.int32, r.x.shape, 1)
     upper = jnp.where((rows > cols) & (r.status == 0), jnp.zeros((), r.x.dtype), r.x)
-    return r.matrix, _place_r(upper, user, n), r.status
+    return _place_r(upper, r.user, n)
+
+
+def _place_x(x, b, placement):
+    """x in b's own sharding where it is known (placement.place_like)."""
+    return _mesh.place_like(x, b, placement.mesh)
 
 
 def _place_r(m, user, n):
@@ -155,18 +176,24 @@ def least_squares(
         (R[k-1, k-1] exactly zero) or column k - 1 met a NaN or an infinity.
 
     Returns:
-      x, (N,) or (N, K) as b, rows sharded like b's where N divides over them (else whole on
-      every device); (x, status) with return_status. When the status is not 0, x is NaN on
+      x, (N,) or (N, K) as b, in b's own sharding where its extents divide over it (replicated
+      when b is; else rows over a's row axis where N divides over them, or whole on every
+      device); (x, status) with return_status. When the status is not 0, x is NaN on
       every device.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes (M < N, b's rows not M), dtypes, specs, meshes or
         tiles, before any work.
     """
+    _mesh.check_flags(return_status=return_status, pad=pad, donate=donate)
     opts = _rules.options(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
     x, status = _LEAST_SQUARES(opts, bool(donate), a, b)
+    if _mesh.known_spec(b) is not None:
+        placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
+        x = _place_x(x, b, placement)
     return (x, status) if return_status else x
 
 

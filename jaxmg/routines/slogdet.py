@@ -7,6 +7,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import lu_solve as _lu
@@ -57,6 +58,7 @@ def slogdet(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    _mesh.check_flags(return_status=return_status, pad=pad, donate=donate)
     _routine.check_operands(a)
     opts = _rules.options(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)

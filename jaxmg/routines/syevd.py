@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -59,8 +61,8 @@ def syevd(
     Returns:
       (w, V), or w without eigenvectors; with return_status, (w, V, status) or (w, status). w:
       (N,) real eigenvalues in ascending order, the same on every device; V: (N, N) with the
-      eigenvectors in its columns (A V = V diag(w)), in a's sharding. On failure w and V are NaN
-      on every device.
+      eigenvectors in its columns (A V = V diag(w)), in a's sharding (replicated when a is).
+      On failure w and V are NaN on every device.
 
     Differentiation (forward and reverse mode, for Hermitian tangents): dw = Re diag(Vᴴ dA V)
     and dV = V (F ∘ Vᴴ dA V), F_ij = 1 / (w_j − w_i), with the engine's distributed products, no
@@ -71,8 +73,16 @@ def syevd(
     eigenvector's phase.
 
     Raises:
+      TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    _mesh.check_flags(
+        return_eigenvectors=return_eigenvectors,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
     vectors = bool(return_eigenvectors)
     opts = _rules.options(
         T_A=T_A,
@@ -83,11 +93,14 @@ def syevd(
         check_symmetry=bool(check_symmetry),
     )
     out = _DIFFERENTIABLE[vectors](opts, bool(donate), a)
+    if vectors and _mesh.known_replicated(a):  # V replicated, as JAXMg returns it
+        placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
+        out = (out[0], _mesh.constrain(out[1], placement.mesh, P()), out[2])
     out = out if return_status else out[:-1]
     return out[0] if len(out) == 1 else out
 
 
-def syevd_shardmap_ctx(
+def syevd_blocks(
     a,
     T_A=None,
     mesh=None,
@@ -99,8 +112,24 @@ def syevd_shardmap_ctx(
     pad=True,
     check_symmetry=True,
 ):
-    """syevd on this device's block of A, inside the caller's `jax.shard_map` over `mesh`: the
-    eigenvalues (the same on every device) and this device's block of V, as `jaxmg.syevd`."""
+    """syevd on this device's block of A, inside the caller's `jax.shard_map` over `mesh`.
+
+    The per-block form, as `jaxmg.potrs_blocks`. Not differentiable.
+
+    Args:
+      a: this device's block of A, sharded as `matrix_specs` over `mesh`.
+      T_A, pad, check_symmetry, return_eigenvectors, return_status: as for `jaxmg.syevd`.
+      mesh: the mesh of the enclosing shard_map (required).
+      matrix_specs, in_specs: as for `jaxmg.potrs_blocks`.
+
+    Returns:
+      (w, V block), or w without eigenvectors, the status appended with return_status: the
+      eigenvalues (the same on every device) and this device's block of V.
+
+    Raises:
+      ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
+      TypeError: on bad dtypes or non-boolean flags.
+    """
     r = _call(
         a,
         T_A,
@@ -116,7 +145,19 @@ def syevd_shardmap_ctx(
     return _result(r, return_eigenvectors, return_status)
 
 
-def _call(a, T_A, mesh, matrix_specs, in_specs, vectors, pad, donate, check_symmetry, blocks=False):
+def _call(
+    a,
+    T_A,
+    mesh,
+    matrix_specs,
+    in_specs,
+    vectors,
+    pad,
+    donate,
+    check_symmetry,
+    blocks=False,
+    ctx=False,
+):
     return _routine.call(
         SYEVD if vectors else EIGVALSH,
         a,
@@ -129,6 +170,7 @@ def _call(a, T_A, mesh, matrix_specs, in_specs, vectors, pad, donate, check_symm
         donate=donate,
         check_symmetry=check_symmetry,
         blocks=blocks,
+        ctx=ctx,
     )
 
 

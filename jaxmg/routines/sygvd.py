@@ -6,6 +6,7 @@ import functools
 
 import jax.numpy as jnp
 
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import syevd as _syevd
@@ -64,6 +65,13 @@ def eigh(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    _mesh.check_flags(
+        return_eigenvectors=return_eigenvectors,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
     if b is None:
         return _syevd.syevd(
             a,

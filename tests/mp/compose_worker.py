@@ -100,9 +100,9 @@ def case_shard_map_blocks():
     mesh = mesh_of("auto")
 
     def body(ab, bb):
-        x, logdet = jaxmg.potrs_shardmap_ctx(ab, bb, mesh=mesh, return_logdet=True)
-        y = jaxmg.lu_solve_shardmap_ctx(ab, bb, mesh=mesh)
-        w, v = jaxmg.syevd_shardmap_ctx(ab, mesh=mesh)
+        x, logdet = jaxmg.potrs_blocks(ab, bb, mesh=mesh, return_logdet=True)
+        y = jaxmg.lu_solve_blocks(ab, bb, mesh=mesh)
+        w, v = jaxmg.syevd_blocks(ab, mesh=mesh)
         return x, logdet, y, w, v
 
     fn = jax.jit(

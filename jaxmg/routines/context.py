@@ -1,0 +1,405 @@
+"""The context forms: each routine on the global sharded arrays inside the caller's `jax.jit`.
+
+`potrs_shardmap_ctx`, `lu_solve_shardmap_ctx`, `syevd_shardmap_ctx`, `qr_shardmap_ctx`,
+`least_squares_shardmap_ctx`, `gesvd_shardmap_ctx` and `polar_shardmap_ctx` keep the names,
+arguments and return structure of JAXMg 1.4.1's: they take the same global arrays as the
+routines themselves, trace their shard_map and FFI call into the caller's jit without a jit of
+their own, and return the matrix work array in a's shape and sharding next to the results, so
+that a caller's `jax.jit(f, donate_argnums=0)` that returns it lets XLA reuse a's buffer:
+
+    @functools.partial(jax.jit, donate_argnums=0)
+    def step(a, b):
+        a_work, x, status = jaxmg.potrs_shardmap_ctx(a, b, T_A=128)
+        return a_work, x, status
+
+The engine takes a as it lies (the in-place path: never a transposed copy). The status is an
+int32 scalar, the same on every device. The context forms are not differentiable (the
+routines themselves are). Outside jit they run in a jit of their own without donation.
+
+The per-block forms (`jaxmg.potrs_blocks`, `lu_solve_blocks`, `syevd_blocks`) take this
+device's blocks inside the caller's own shard_map instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from jaxmg._core import placement as _mesh
+from jaxmg._core import routine as _routine
+from jaxmg.routines import gesvd as _gesvd
+from jaxmg.routines import lu_solve as _lu
+from jaxmg.routines import polar as _polar
+from jaxmg.routines import potrs as _potrs
+from jaxmg.routines import qr as _qr
+from jaxmg.routines import syevd as _syevd
+
+
+def _scoped(fn):
+    """fn run with a's mesh as the context mesh (placement.mesh_scope), so that a call made
+    while another mesh is the context mesh works, eagerly too."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        with _mesh.scope_of(bound.arguments["a"], bound.arguments.get("mesh")):
+            return fn(*args, **kwargs)
+
+    return run
+
+
+@_scoped
+def potrs_shardmap_ctx(
+    a,
+    b,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_logdet=False,
+    pad=True,
+    check_symmetry=True,
+):
+    """`jaxmg.potrs` inside the caller's jit, returning the work array (JAXMg 1.4.1's form).
+
+    Args:
+      a: (N, N) symmetric (Hermitian) positive-definite matrix, the global array, sharded as
+        for `jaxmg.potrs`. The caller's jit may donate it (`donate_argnums`).
+      b: (N,) or (N, K) right-hand side of a's dtype.
+      T_A: block-cyclic tile; None picks one (any tile with any K, also with pad=False).
+      mesh, matrix_specs, in_specs, pad, check_symmetry: as for `jaxmg.potrs`.
+      return_logdet: also return log det A.
+
+    Returns:
+      (a_work, x, status), or (a_work, x, logdet, status) with return_logdet. a_work: the
+      engine's overwritten matrix (its factor, in the engine's ordering: opaque), with a's
+      shape, dtype and sharding, so a donated a's buffer is reused for it; x: b's shape, rows
+      sharded like b's; logdet: a real scalar; status: int32 scalar (0, k > 0 not positive
+      definite, -1 not symmetric), the same on every device. On failure x and logdet are NaN.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
+        flags, before any work.
+    """
+    _mesh.check_flags(return_logdet=return_logdet, pad=pad, check_symmetry=check_symmetry)
+    _routine.check_operands(a, b)
+    r = _routine.call(
+        _potrs.ROUTINE,
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        check_symmetry=check_symmetry,
+        ctx=True,
+    )
+    x = _keep_rhs_sharding(r.x, b, r.user)
+    if return_logdet:
+        return r.matrix, x, r.logdet, r.status
+    return r.matrix, x, r.status
+
+
+@_scoped
+def lu_solve_shardmap_ctx(
+    a,
+    b,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    pad=True,
+):
+    """`jaxmg.lu_solve` inside the caller's jit, returning the work array (JAXMg 1.4.1's form).
+
+    Args:
+      a: (N, N) general nonsingular matrix, the global array, sharded as for
+        `jaxmg.lu_solve`. The caller's jit may donate it.
+      b: (N,) or (N, K) right-hand side of a's dtype.
+      T_A, mesh, matrix_specs, in_specs, pad: as for `jaxmg.lu_solve`.
+
+    Returns:
+      (a_work, x, status): a_work, the engine's LU factors in its ordering (opaque), with a's
+      shape, dtype and sharding; x with b's shape, rows sharded like b's; status an int32
+      scalar (0, or k > 0 when U[k-1, k-1] is exactly zero: x is NaN then).
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
+        flags, before any work.
+    """
+    _mesh.check_flags(pad=pad)
+    _routine.check_operands(a, b)
+    r = _routine.call(
+        _lu.ROUTINE,
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        ctx=True,
+    )
+    return r.matrix, _keep_rhs_sharding(r.x, b, r.user), r.status
+
+
+@_scoped
+def syevd_shardmap_ctx(
+    a,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    return_eigenvectors=True,
+    pad=True,
+    check_symmetry=True,
+):
+    """`jaxmg.syevd` inside the caller's jit, returning the work array (JAXMg 1.4.1's form).
+
+    Args:
+      a: (N, N) Hermitian matrix, the global array, sharded as for `jaxmg.syevd`. The
+        caller's jit may donate it.
+      T_A, mesh, matrix_specs, in_specs, pad, check_symmetry: as for `jaxmg.syevd`.
+      return_eigenvectors: also compute and return the eigenvectors.
+
+    Returns:
+      (a_work, w, V, status), or (a_work, w, status) without eigenvectors. a_work: the
+      work array in a's shape and matrix spec (with eigenvectors it holds V); w: (N,) real
+      ascending eigenvalues, replicated; V: the eigenvectors in its columns, in a's
+      sharding (replicated when a is); status: int32 scalar.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
+        flags, before any work.
+    """
+    _mesh.check_flags(
+        return_eigenvectors=return_eigenvectors, pad=pad, check_symmetry=check_symmetry
+    )
+    r = _syevd._call(
+        a,
+        T_A,
+        mesh,
+        matrix_specs,
+        in_specs,
+        return_eigenvectors,
+        pad,
+        False,
+        check_symmetry,
+        ctx=True,
+    )
+    w = jnp.real(r.x[:, 0])
+    if not return_eigenvectors:
+        return r.matrix, w, r.status
+    v = _replicated_like(r.matrix, a, r.user)
+    return r.matrix, w, v, r.status
+
+
+@_scoped
+def qr_shardmap_ctx(
+    a,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    pad=True,
+):
+    """`jaxmg.qr` inside the caller's jit (JAXMg 1.4.1's form: Q takes a's place).
+
+    Args:
+      a: (M, N) matrix, M >= N, the global array, sharded as for `jaxmg.qr`. The caller's
+        jit may donate it: Q has a's shape and sharding.
+      T_A, mesh, matrix_specs, in_specs, pad: as for `jaxmg.qr`.
+
+    Returns:
+      (Q, R, status): Q (M x N, orthonormal columns) in a's sharding, R (N x N, upper
+      triangular) in a's matrix spec where N divides over the mesh (both replicated when a
+      is), status an int32 scalar.
+
+    Raises:
+      ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes, tiles or
+        non-boolean flags, before any work.
+    """
+    _mesh.check_flags(pad=pad)
+    r = _routine.call(
+        _qr.QR,
+        a,
+        None,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        ctx=True,
+    )
+    q, upper = r.matrix, _qr._upper(r, a.shape[1])
+    q, upper = (_replicated_like(m, a, r.user) for m in (q, upper))
+    return q, upper, r.status
+
+
+@_scoped
+def least_squares_shardmap_ctx(
+    a,
+    b,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    pad=True,
+):
+    """`jaxmg.least_squares` inside the caller's jit, returning the work arrays (JAXMg 1.4.1's
+    form).
+
+    Args:
+      a: (M, N) matrix, M >= N, the global array, sharded as for `jaxmg.qr`. The caller's
+        jit may donate it.
+      b: (M,) or (M, K) of a's dtype.
+      T_A, mesh, matrix_specs, in_specs, pad: as for `jaxmg.least_squares`.
+
+    Returns:
+      (a_work, b_work, x, status): a_work, the engine's Householder factors in a's shape and
+      sharding (opaque); b_work, b's shape and sharding, its first N rows x and the others
+      zero (JAXMg 1.4.1 leaves parts of Qᴴ b there); x = argmin ‖A x − b‖₂, (N,) or (N, K)
+      in b's sharding where its extents divide (replicated when b is); status an int32
+      scalar (k > 0: A rank deficient, x NaN).
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
+        flags, before any work.
+    """
+    _mesh.check_flags(pad=pad)
+    r = _routine.call(
+        _qr.LEAST_SQUARES,
+        a,
+        b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        ctx=True,
+    )
+    x = _qr._place_x(r.x, b, r.user)
+    m, n = a.shape
+    pad_rows = ((0, m - n),) + ((0, 0),) * (x.ndim - 1)
+    b_work = _qr._place_x(jnp.pad(x, pad_rows), b, r.user)
+    return r.matrix, b_work, x, r.status
+
+
+@_scoped
+def gesvd_shardmap_ctx(
+    a,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    compute_u=True,
+    compute_vh=True,
+    full_matrices=False,
+    pad=True,
+):
+    """`jaxmg.gesvd` inside the caller's jit, returning the work array (JAXMg 1.4.1's form).
+
+    Args:
+      a: (M, N) matrix, the global array, sharded as for `jaxmg.gesvd`. The caller's jit
+        may donate it.
+      T_A, mesh, matrix_specs, in_specs, pad, compute_u, compute_vh, full_matrices: as for
+        `jaxmg.gesvd`.
+
+    Returns:
+      (a_work, U, s, Vh, status), (a_work, U, s, status), (a_work, s, Vh, status) or
+      (a_work, s, status) as selected: a_work the work array in a's shape and matrix spec
+      (opaque), U, s, Vh as `jaxmg.gesvd` returns them (U and Vh replicated when a is),
+      status an int32 scalar.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
+        flags, before any work.
+    """
+    _mesh.check_flags(
+        compute_u=compute_u, compute_vh=compute_vh, full_matrices=full_matrices, pad=pad
+    )
+    u, s, vh, status, work = _gesvd._decompose(
+        a,
+        T_A,
+        mesh,
+        matrix_specs,
+        in_specs,
+        compute_u,
+        compute_vh,
+        full_matrices,
+        pad,
+        False,
+        ctx=True,
+    )
+    out = (work,) + ((u,) if compute_u else ()) + (s,) + ((vh,) if compute_vh else ())
+    return out + (status,)
+
+
+@_scoped
+def polar_shardmap_ctx(
+    a,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    *,
+    in_specs=None,
+    compute_h=True,
+    pad=True,
+):
+    """`jaxmg.polar` inside the caller's jit (JAXMg 1.4.1's form: Up takes a's place).
+
+    Args:
+      a: (M, N) matrix, M >= N, the global array, sharded as for `jaxmg.polar`. The
+        caller's jit may donate it: Up has a's shape and sharding.
+      T_A, mesh, matrix_specs, in_specs, pad, compute_h: as for `jaxmg.polar`.
+
+    Returns:
+      (Up, H, status), or (Up, status) without compute_h: as `jaxmg.polar` returns them
+      (replicated when a is), status an int32 scalar.
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
+        flags, before any work.
+    """
+    _mesh.check_flags(compute_h=compute_h, pad=pad)
+    r = _routine.call(
+        _polar.POLAR if compute_h else _polar.POLAR_UP,
+        a,
+        None,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        ctx=True,
+    )
+    up = _replicated_like(r.matrix, a, r.user)
+    if not compute_h:
+        return up, r.status
+    n = a.shape[1]
+    h = _replicated_like(_gesvd._place(r.x, r.user, (n, n)), a, r.user)
+    return up, h, r.status
+
+
+def _replicated_like(m, a, placement):
+    """m replicated when a is known to be (JAXMg returns matrix results of a replicated a
+    replicated), else as it is."""
+    if _mesh.known_replicated(a):
+        return _mesh.constrain(m, placement.mesh, P())
+    return m
+
+
+def _keep_rhs_sharding(x, b, placement):
+    """x in b's own sharding where it is known (a replicated b gives a replicated x)."""
+    return _mesh.place_like(x, b, placement.mesh)
