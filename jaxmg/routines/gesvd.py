@@ -260,9 +260,21 @@ def _tall(a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, dona
     return u, s, vh, out[0], work
 
 
+# Platforms where gesvd with vectors goes through the polar decomposition (measured faster than
+# the engine's SVD: docs/gpu.md, bench/results/gesvd_*): A = Up H (jaxmg's QDWH), H = V S Vᴴ
+# (jaxmg's syevd of -H, whose ascending eigenvalues are the singular values descending), U = Up V.
+POLAR_SVD_PLATFORMS = {"cuda", "cpu"}
+
+
 def _tall_primal(compute_u, compute_vh, opts, donate, a):
     """The outputs present: (U,) s (, Vh), status."""
     kw = opts.kwargs()
+    if compute_u or compute_vh:
+        placement = _mesh.resolve_placement(
+            a, kw["mesh"], _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
+        )
+        if placement.platform in POLAR_SVD_PLATFORMS:
+            return _polar_svd(compute_u, compute_vh, kw, donate, a)
     r = _routine.call(
         _VARIANTS[(compute_u, compute_vh)],
         a,
@@ -284,6 +296,32 @@ def _outputs(r, compute_u, compute_vh, n):
     out += (s,)
     out += (_place(r.x[:, :n], r.user, (n, n)),) if compute_vh else ()
     return out + (r.status,)
+
+
+def _polar_svd(compute_u, compute_vh, kw, donate, a):
+    """The SVD of a tall a through its polar decomposition (QDWH-SVD): A = Up H, then
+    -H = V (-S) Vᴴ by the distributed eigensolver (ascending eigenvalues of -H: the singular
+    values in descending order, with no reordering of V's columns), U = Up V, Vh = Vᴴ. The
+    products are the engine's (a square a) or XLA's of the factors (tall a); nothing is
+    gathered. The singular values are H's eigenvalues, clipped at 0 (H is positive
+    semi-definite; rounding can leave values of order ε‖A‖ below 0)."""
+    from jaxmg.routines import polar as _polar
+    from jaxmg.routines import syevd as _syevd
+
+    n = a.shape[1]
+    r = _routine.call(_polar.POLAR, a, None, donate=donate, **kw)
+    pl = r.user
+    h = _place(r.x, pl, (n, n))
+    eig = _syevd._call(-h, None, pl.mesh, None, None, True, True, True, False)
+    w, v, eig_status = _syevd._result(eig, True, True)
+    s = _mesh.constrain(jnp.maximum(-w, 0).astype(w.dtype), pl.mesh, P())
+    status = jnp.where(r.status != 0, r.status, eig_status).astype(r.status.dtype)
+    out = (_rules.factor_product(pl, r.matrix, v),) if compute_u else ()
+    out += (s,)
+    out += (
+        (_place(jnp.conj(v.T) if jnp.iscomplexobj(v) else v.T, pl, (n, n)),) if compute_vh else ()
+    )
+    return out + (status,)
 
 
 def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents):
