@@ -316,12 +316,42 @@ def _polar_svd(compute_u, compute_vh, kw, donate, a):
     w, v, eig_status = _syevd._result(eig, True, True)
     s = _mesh.constrain(jnp.maximum(-w, 0).astype(w.dtype), pl.mesh, P())
     status = jnp.where(r.status != 0, r.status, eig_status).astype(r.status.dtype)
-    out = (_rules.factor_product(pl, r.matrix, v),) if compute_u else ()
+    out = (_rank_corrected(_full_product(pl, r.matrix, v), s, pl),) if compute_u else ()
     out += (s,)
     out += (
         (_place(jnp.conj(v.T) if jnp.iscomplexobj(v) else v.T, pl, (n, n)),) if compute_vh else ()
     )
     return out + (status,)
+
+
+def _full_product(placement, up, v):
+    """Up V at the working precision (XLA's products of a tall factor default to TF32 on
+    GPUs, which leaves U orthonormal to 1e-3 only)."""
+    with jax.default_matmul_precision("highest"):
+        return _rules.factor_product(placement, up, v)
+
+
+def _rank_corrected(u, s, placement):
+    """U = Up V is orthonormal only on A's range: for a rank-deficient A (s[-1] <= N ε s[0]),
+    Up maps H's null space to zero and U's last columns with it. Then U is replaced by Q of
+    jaxmg's distributed QR of U, each column's sign that of R's diagonal: the columns of the
+    nonzero singular values are kept, the others completed to an orthonormal set. Every
+    process takes the same branch (s is the same everywhere)."""
+    from jaxmg.routines import qr as _qr
+
+    n = s.shape[0]
+    eps = float(np.finfo(s.dtype).eps)
+
+    def orthonormalize(u):
+        q, rr = _qr.qr(u, mesh=placement.mesh, matrix_specs=placement.matrix_spec)
+        sign = jnp.where(jnp.real(_rules.diagonal(placement, rr)) >= 0, 1, -1).astype(u.dtype)
+        return q * _mesh.constrain(sign[None, :], placement.mesh, P())
+
+    def placed(fn):
+        return lambda u: _place(fn(u), placement, u.shape)
+
+    deficient = s[-1] <= n * eps * s[0]
+    return jax.lax.cond(deficient, placed(orthonormalize), placed(lambda u: u), u)
 
 
 def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents):
