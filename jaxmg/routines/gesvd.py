@@ -55,12 +55,12 @@ def gesvd(
 ):
     """The singular value decomposition A = U diag(s) Vh of an M x N matrix sharded over a mesh.
 
-    The engine's SVD (cuSOLVERMp's Gesvd on GPUs, ScaLAPACK's p?gesvd on CPUs) on the matrix
-    copied into block-cyclic tiles; the singular values alone from jaxmg's polar decomposition
-    A = Up H (QDWH, as `jaxmg.polar`) and H's eigenvalues, without vectors. Nothing is
-    gathered. Tall and wide matrices both work (a
-    wide one is decomposed through its conjugate transpose). Works inside and outside
-    `jax.jit`, on every 1-D and 2-D mesh.
+    Through the polar decomposition (QDWH-SVD): A = Up H by jaxmg's QDWH (as `jaxmg.polar`),
+    H = V S Vᴴ by the distributed eigensolver, U = Up V (re-orthonormalized by a distributed QR
+    when A is rank-deficient); the singular values alone from H's eigenvalues, without
+    vectors. Nothing is gathered. Tall and wide matrices both work (a wide one is decomposed
+    through its conjugate transpose). Works inside and outside `jax.jit`, on every 1-D and 2-D
+    mesh.
 
     Args:
       a: (M, N) float32, float64, complex64 or complex128 array sharded over a 1-D or 2-D mesh.
