@@ -3,7 +3,7 @@
 #   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single local localreadme
 #                                           localbench overhead mgbench bench qrbench spectral
 #                                           sweep reliability twostage launch fault onedevice
-#                                           regress
+#                                           regress jaxmg1 linalg1 svd1
 #                                           (default: info multi readme single bench)
 # Needs, carried in .gpu/ (scripts/gpu_roundtrip.sh): .gpu/jaxmg/jaxmg-*.whl, the wheel that
 # `pip wheel .` built there (both engines, py3-none: any Python 3), and in .gpu/wheels the wheels
@@ -109,7 +109,7 @@ PYEOF
 for stage in $STAGES; do
   t0=$(date +%s)
   case $stage in  # the benchmarks: Python files from here (see the top)
-    localbench|overhead|bench|qrbench|spectral|sweep|twostage) export PYTHONPATH=$ROOT ;;
+    localbench|overhead|bench|qrbench|spectral|sweep|twostage|svd1) export PYTHONPATH=$ROOT ;;
     *) unset PYTHONPATH ;;
   esac
   case $stage in
@@ -143,6 +143,24 @@ for stage in $STAGES; do
           timeout ${T_REGRESS:-280} "$PY" bench/regress.py "$OUT/regress_${label}_h200.json" \
           --label $label ${REGRESS_ONLY:+--only $REGRESS_ONLY} --matrix ${REGRESS_MATRIX:-random})
       done ;;
+    jaxmg1)
+      # JAXMg 1.4.1's test cases (tests/jaxmg1_cases.py, as the CPU tests run them) on one GPU.
+      CUDA_VISIBLE_DEVICES=0 timeout ${T_JAXMG1:-300} "$PY" tests/gpu/jaxmg1_gpu.py "$OUT" ;;
+    linalg1)
+      # jaxmg.linalg's cases (tests/mp/linalg_worker.py) on one GPU, four dtypes.
+      CUDA_VISIBLE_DEVICES=0 timeout ${T_LINALG:-300} "$PY" tests/mp/linalg_worker.py 1 1 \
+        float32,float64,complex64,complex128 1 "$OUT/linalg_gpu_1p.json" ;;
+    svd1)
+      # gesvd (U, s, Vh) and its values on one GPU, random matrices, against JAX and JAXMg 1.4.1.
+      for spec in ${SVD1_CASES:-gesvd:8192 gesvd_values:16384}; do
+        IFS=: read -r routine sizes <<< "$spec"
+        XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} timeout ${T_SPEC:-300} \
+          "$PY" -m jaxmg bench -n 1 --routine "$routine" --sizes "$sizes" --matrix random \
+          --dtypes float64 --repeats 1 $([ -n "${JAXMG_PEER_PATH:-}" ] && echo --peer) \
+          --timeout "${T_SPEC:-300}" --out "$OUT/${routine}_${sizes}_random_h200x1.json" 2>&1 \
+          | grep -v Gloo
+      done
+      rm -f "$OUT"/*.png ;;
     localreadme)
       # The seed README example without its jax.distributed.initialize() line, in one process.
       sed '/jax.distributed.initialize()/d' examples/readme_example.py > /tmp/readme_local.py
