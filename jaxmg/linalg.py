@@ -232,9 +232,11 @@ def _product(x, y, pl, spec):
     sharding named."""
     shape = (x.shape[0],) + tuple(y.shape[1:])
     spec = spec if _fits(shape, pl, spec) else P()
+    # Full precision: XLA's default on GPUs multiplies float32 in TF32 (about 1e-3).
+    highest = jax.lax.Precision.HIGHEST
     if _explicit(pl.mesh):
-        return jnp.matmul(x, y, out_sharding=NamedSharding(pl.mesh, spec))
-    return _mesh.constrain(x @ y, pl.mesh, spec)
+        return jnp.matmul(x, y, precision=highest, out_sharding=NamedSharding(pl.mesh, spec))
+    return _mesh.constrain(jnp.matmul(x, y, precision=highest), pl.mesh, spec)
 
 
 def _adjoint(x):
@@ -638,10 +640,11 @@ def cho_factor(
       A `jaxmg.CholeskyFactor` that unpacks as SciPy's `(c, lower)`. c is the engine's
       factor, sharded like a: in JAX's row-major order the engine's lower factor reads as
       U = Lᴴ above the diagonal, a's entries below it, of a with its tiles relabeled into
-      the engine's block-cyclic order (a larger matrix where the engine pads). Where the
-      relabeling is the identity and nothing pads (a 1x1 mesh, for one), c is SciPy's
-      `cho_factor(a, lower=False)[0]`, whatever `lower` says; elsewhere it is not SciPy's
-      array. Pass the factor, or the unpacked `(c, lower)` pair, to `cho_solve`; use
+      the engine's block-cyclic order (a larger matrix where the engine pads). On the CPU
+      engine, where the relabeling is the identity and nothing pads (a 1x1 mesh, for one), c
+      is SciPy's `cho_factor(a, lower=False)[0]`, whatever `lower` says; elsewhere (and on
+      GPUs, whose engine keeps its factor in its own layout) it is not SciPy's array. Pass
+      the factor, or the unpacked `(c, lower)` pair, to `cho_solve`; use
       `cholesky` for L itself. The factor is a pytree (it can cross a jit boundary; an
       unpacked c cannot be found back from another jitted function).
 

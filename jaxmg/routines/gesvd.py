@@ -350,8 +350,12 @@ def _rank_corrected(u, s, placement):
     def placed(fn):
         return lambda u: _place(fn(u), placement, u.shape)
 
-    deficient = s[-1] <= n * eps * s[0]
-    return jax.lax.cond(deficient, placed(orthonormalize), placed(lambda u: u), u)
+    def corrected(u, s):
+        deficient = s[-1] <= n * eps * s[0]
+        return jax.lax.cond(deficient, placed(orthonormalize), placed(lambda u: u), u)
+
+    # Under jax.vmap one call per batch element (each with its own branch), as the routines.
+    return _routine._batchable(corrected, u, s)
 
 
 def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents):
