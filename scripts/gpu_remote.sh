@@ -66,6 +66,8 @@ for d in "$SITE"/nvidia/*/lib "$SITE"/nvidia/*/cu13/lib; do [ -d "$d" ] && LIBS=
 export LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast
 export PYTHONSAFEPATH=1  # `python -m jaxmg` from here imports the installed jaxmg, not ./jaxmg
+# JAXMG_TREE_PYTHON=1: every stage imports this tree's Python (over the installed native
+# libraries), to check a Python-only change without a new wheel; the results say so.
 unset JAXMG_LIB_DIR PYTHONPATH
 export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.5}
 export PYTHONUNBUFFERED=1
@@ -110,7 +112,7 @@ for stage in $STAGES; do
   t0=$(date +%s)
   case $stage in  # the benchmarks: Python files from here (see the top)
     localbench|overhead|bench|qrbench|spectral|sweep|twostage|svd1) export PYTHONPATH=$ROOT ;;
-    *) unset PYTHONPATH ;;
+    *) if [ -n "${JAXMG_TREE_PYTHON:-}" ]; then export PYTHONPATH=$ROOT; else unset PYTHONPATH; fi ;;
   esac
   case $stage in
     info)
