@@ -159,6 +159,11 @@ def test_gloo_connection_lines_are_dropped_and_nothing_else():
         b"[Gloo] Rank 1 is connected to 0 peer ranks. Expected number of connected peer ranks "
         b"is : 1 and then an error\n"
         b"[Gloo] connection refused\n"
+        # two processes' messages interleaved by mpirun's output forwarding
+        b"[Gloo] Rank 0 is connected to 1 peer ranks. [Gloo] Rank 1 is connected to 1 peer "
+        b"ranks. Expected number of connected peer ranks is : 1\n"
+        b"Expected number of connected peer ranks is : 1\n"
+        b"result 2\n"
     )
     sink = io.BytesIO()
     launch._copy_lines(io.BytesIO(text), sink, launch.GLOO_CONNECTED)
@@ -168,6 +173,7 @@ def test_gloo_connection_lines_are_dropped_and_nothing_else():
         "[Gloo] Rank 1 is connected to 0 peer ranks. Expected number of connected peer ranks "
         "is : 1 and then an error",
         "[Gloo] connection refused",
+        "result 2",
     ]
 
 

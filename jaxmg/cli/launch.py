@@ -53,10 +53,13 @@ USAGE_STATUS = 2
 KILL_GRACE_S = 5.0
 
 # The line jax.distributed's CPU collectives (Gloo) print once per peer connection; an
-# informational message, not an error. The launcher drops exactly this line and nothing else.
+# informational message, not an error. The launcher drops exactly this message and nothing
+# else: a line made only of it, or of its two halves as the processes' output interleaves
+# them ("[Gloo] Rank 0 is connected to 1 peer ranks. [Gloo] Rank 1 is ...", then a line of
+# "Expected number of ..." alone).
 GLOO_CONNECTED = re.compile(
-    r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. "
-    r"Expected number of connected peer ranks is : \d+\s*$"
+    r"^(?:\s*(?:\[Gloo\] Rank \d+ is connected to \d+ peer ranks\."
+    r"|Expected number of connected peer ranks is : \d+))+\s*$"
 )
 
 LAUNCHERS = ("auto", "mpirun", "srun")
