@@ -128,7 +128,9 @@ class engine_path:  # noqa: N801 - a context manager used like a function
 
         self.saved = set(self.platforms)
         self.saved_always = set(self.always)
-        self.env = {k: os.environ.get(k) for k in ("JAXMG_REDISTRIBUTE", "JAXMG_GPU_LU")}
+        self.env = {
+            k: os.environ.get(k) for k in ("JAXMG_REDISTRIBUTE", "JAXMG_GPU_LU", "JAXMG_CPU_LU")
+        }
         if self.path == "inplace":
             self.platforms.discard(self.platform)
         elif self.path == "transposed":
@@ -137,6 +139,8 @@ class engine_path:  # noqa: N801 - a context manager used like a function
             os.environ["JAXMG_REDISTRIBUTE"] = "always"
         elif self.path == "cusolvermp":
             os.environ["JAXMG_GPU_LU"] = "cusolvermp"
+        elif self.path == "scalapack":
+            os.environ["JAXMG_CPU_LU"] = "scalapack"
         return self
 
     def __exit__(self, *exc):

@@ -54,6 +54,9 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
         solve(routine, "complex128", n, 4, 3, path="transposed")
         solve(routine, "complex128", n, 5, 3, path="redistribute")
         solve(routine, "float32", n, 4, 2, path="inplace")
+        if routine == "lu_solve":  # p?getrf, where the 1-D LU is the default (1 x P grids)
+            solve(routine, "float64", n, 4, 3, path="scalapack")
+            solve(routine, "complex128", n, 5, 2, path="scalapack")
         for kind in (
             "replicated-b",
             "permuted-devices",

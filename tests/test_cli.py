@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from jaxmg.cli import launch
+
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI not installed")
 
 
@@ -89,8 +91,6 @@ def test_help_texts(tmp_path, capsys):
 
 
 def test_launch_argument_forms():
-    from jaxmg.cli import launch
-
     parse = launch.parse_args
     assert parse(["-n", "2", "s.py", "-n", "1", "--x"]).target == ["s.py", "-n", "1", "--x"]
     assert parse(["-n2", "s.py"]).nprocs == 2
@@ -128,7 +128,7 @@ def test_launch_uses_srun_inside_a_slurm_allocation(tmp_path):
     assert out.returncode == 0, out.stderr
     cmd = out.stdout.split()
     assert cmd[:4] == [str(bin_dir / "srun"), "-n", "4", "--kill-on-bad-exit=1"]
-    assert cmd[-3:] == ["s.py", "--size", "8"] and cmd[-4] == sys.executable
+    assert cmd[-5:] == [sys.executable, launch.RANK_OUTPUT, "s.py", "--size", "8"]
     assert "mpirun" not in out.stdout
     # --launcher mpirun overrides the allocation.
     out = jaxmg(tmp_path, "launch", "-n", "2", "--launcher", "mpirun", "--dry-run", "s.py", env=env)
@@ -147,34 +147,78 @@ def test_launch_srun_missing(tmp_path):
     assert "srun was not found" in out.stderr
 
 
-def test_gloo_connection_lines_are_dropped_and_nothing_else():
-    import io
-
-    from jaxmg.cli import launch
-
-    text = (
-        b"[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks "
-        b"is : 1\n"
-        b"result 1\n"
-        b"[Gloo] Rank 1 is connected to 0 peer ranks. Expected number of connected peer ranks "
-        b"is : 1 and then an error\n"
-        b"[Gloo] connection refused\n"
-        # two processes' messages interleaved by mpirun's output forwarding
-        b"[Gloo] Rank 0 is connected to 1 peer ranks. [Gloo] Rank 1 is connected to 1 peer "
-        b"ranks. Expected number of connected peer ranks is : 1\n"
-        b"Expected number of connected peer ranks is : 1\n"
-        b"result 2\n"
+def rank_output(tmp_path, body: str) -> subprocess.CompletedProcess:
+    """Runs a script under jaxmg/cli/rank_output.py, as `jaxmg launch` runs each process."""
+    script = write(tmp_path, "child.py", body)
+    return subprocess.run(
+        [sys.executable, launch.RANK_OUTPUT, str(script)],
+        capture_output=True,
+        timeout=60,
+        check=False,
     )
-    sink = io.BytesIO()
-    launch._copy_lines(io.BytesIO(text), sink, launch.GLOO_CONNECTED)
-    kept = sink.getvalue().decode().splitlines()
-    assert kept == [
-        "result 1",
+
+
+def test_rank_output_drops_gloo_line_written_in_pieces_and_nothing_else(tmp_path):
+    out = rank_output(
+        tmp_path,
+        r"""
+        import os, sys, time
+
+        def w(fd, text, pause=0.0):
+            os.write(fd, text.encode())
+            time.sleep(pause)
+
+        # Gloo's line, written in pieces as Gloo does (a pause longer than the partial-line wait)
+        for piece in ["[Gloo] Rank ", "0", " is connected to ", "1", " peer ranks. ",
+                      "Expected number of connected peer ranks is : ", "1", "\n"]:
+            w(2, piece, 0.3 if piece == "0" else 0.0)
+        w(1, "result 1\n")
+        w(2, "[Gloo] Rank 1 is connected to 0 peer ranks. Expected number of connected peer "
+             "ranks is : 1 and then an error\n")
+        w(2, "[Gloo] connection refused\n")
+        w(1, "EXAMPLE OK")  # print() writes the text, then its newline
+        w(1, "\n")
+        w(1, "progress 50%", 0.5)  # a partial line comes through after a pause
+        sys.stdout.flush()
+        w(1, "\rprogress 100%")  # and at the end of the stream
+        sys.exit(3)
+        """,
+    )
+    assert out.returncode == 3, out.stderr
+    assert out.stdout.decode() == "result 1\nEXAMPLE OK\nprogress 50%\rprogress 100%"
+    assert out.stderr.decode().splitlines() == [
         "[Gloo] Rank 1 is connected to 0 peer ranks. Expected number of connected peer ranks "
         "is : 1 and then an error",
         "[Gloo] connection refused",
-        "result 2",
     ]
+
+
+def test_rank_output_forwards_signals_and_dies_by_the_same_signal(tmp_path):
+    import signal
+
+    script = write(
+        tmp_path,
+        "child.py",
+        """
+        import signal, sys, time
+        signal.signal(signal.SIGUSR1, lambda *a: print("got USR1", flush=True))
+        print("ready", flush=True)
+        while True:
+            time.sleep(0.05)
+        """,
+    )
+    proc = subprocess.Popen(
+        [sys.executable, launch.RANK_OUTPUT, str(script)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.stdout.readline() == "got USR1\n"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @needs_mpirun
@@ -194,6 +238,7 @@ def test_launch_runs_every_rank(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "rank 0 of 2 ['--flag', 'x']" in out.stdout
     assert "rank 1 of 2 ['--flag', 'x']" in out.stdout
+    assert "[Gloo]" not in out.stdout + out.stderr  # each process's connection line is dropped
 
 
 @needs_mpirun
@@ -264,7 +309,9 @@ def test_launch_command_line(tmp_path):
     assert "oob_tcp_if_include lo" in out.stdout and "btl self,vader" in out.stdout
     for name in ("NCCL_NVLS_ENABLE", "NCCL_DEBUG", "XLA_FLAGS"):
         assert f"-x {name}" in out.stdout
-    assert cmd[-4:] == [sys.executable, "s.py", "-n", "1"]
+    assert cmd[-5:] == [sys.executable, launch.RANK_OUTPUT, "s.py", "-n", "1"]
+    out = jaxmg(tmp_path, "launch", "-n", "2", "--show-gloo", "--dry-run", "s.py", env=env)
+    assert out.stdout.split()[-2:] == [sys.executable, "s.py"]
     assert "overriding NCCL_NVLS_ENABLE=1" in out.stderr
 
 

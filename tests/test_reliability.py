@@ -60,6 +60,22 @@ def test_ranks_that_disagree_get_the_same_error_then_recover(tmp_path, scenario,
         assert r["then"]["ok"] and r["then"]["error_max"] < 1e-12, r
 
 
+def test_a_failure_inside_the_1d_lu_on_one_rank_reaches_every_rank(tmp_path):
+    """A local error on one rank mid-algorithm (the test hook) stops no peer in a broadcast:
+    every rank returns the same error, naming the rank, and the next call works."""
+    records = _agreement(tmp_path, "injected-lu")
+    for point in ("lu:0:0", "lu:1:1", "lu:0:11"):
+        rank = point.split(":")[1]
+        messages = {r[point].get("message", "").partition("jaxmg:")[2] for r in records}
+        assert len(messages) == 1, (point, messages)
+        (message,) = messages
+        assert not records[0][point]["ok"], records[0][point]
+        assert f"injected failure (JAXMG_TEST_FAIL={point})" in message, message
+        assert f"[lu: on rank {rank} of 2; every rank stopped with this error]" in message
+        for r in records:
+            assert r[point + "/then"]["ok"] and r[point + "/then"]["error_max"] < 1e-10, r
+
+
 def test_retry_after_a_python_error_on_one_rank(tmp_path):
     r0, r1 = _agreement(tmp_path, "retry")
     assert r0["bad"]["type"] == "ValueError"

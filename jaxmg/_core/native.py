@@ -60,7 +60,7 @@ def library_dirs() -> list[Path]:
     dirs = []
     if env := os.environ.get("JAXMG_LIB_DIR"):
         dirs.append(Path(env))
-    dirs.append(Path(__file__).parent / "_lib")
+    dirs.append(Path(__file__).parent.parent / "_lib")  # jaxmg/_lib
     try:
         dist = importlib.metadata.distribution("jaxmg")
         dirs.append(Path(str(dist.locate_file("jaxmg/_lib"))))

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,15 +50,10 @@ USAGE_STATUS = 2
 # Seconds between asking mpirun to stop (SIGTERM) and killing what is left (SIGKILL).
 KILL_GRACE_S = 5.0
 
-# The line jax.distributed's CPU collectives (Gloo) print once per peer connection; an
-# informational message, not an error. The launcher drops exactly this message and nothing
-# else: a line made only of it, or of its two halves as the processes' output interleaves
-# them ("[Gloo] Rank 0 is connected to 1 peer ranks. [Gloo] Rank 1 is ...", then a line of
-# "Expected number of ..." alone).
-GLOO_CONNECTED = re.compile(
-    r"^(?:\s*(?:\[Gloo\] Rank \d+ is connected to \d+ peer ranks\."
-    r"|Expected number of connected peer ranks is : \d+))+\s*$"
-)
+# Each process runs under rank_output.py, which drops the line jax.distributed's CPU collectives
+# (Gloo) print once per process ("[Gloo] Rank 0 is connected to 1 peer ranks. ..."), in that
+# process's own stream before the launcher merges the streams (--show-gloo keeps it).
+RANK_OUTPUT = str(Path(__file__).with_name("rank_output.py"))
 
 LAUNCHERS = ("auto", "mpirun", "srun")
 
@@ -359,8 +352,15 @@ def build_command(args: LaunchArgs, mpirun: str, env: dict[str, str]) -> list[st
     cmd += MPI_FLAGS
     for name in forwarded_names(env):
         cmd += ["-x", name]
-    cmd += [sys.executable, *args.target]
-    return cmd
+    return cmd + python_command(args)
+
+
+def python_command(args: LaunchArgs) -> list[str]:
+    """What each process runs: this interpreter on the target, under rank_output.py unless
+    ``--show-gloo``."""
+    if args.quiet_gloo:
+        return [sys.executable, RANK_OUTPUT, *args.target]
+    return [sys.executable, *args.target]
 
 
 def build_srun_command(args: LaunchArgs, srun: str) -> list[str]:
@@ -377,7 +377,7 @@ def build_srun_command(args: LaunchArgs, srun: str) -> list[str]:
     Returns:
         The command line, as a list.
     """
-    return [srun, "-n", str(args.nprocs), "--kill-on-bad-exit=1", sys.executable, *args.target]
+    return [srun, "-n", str(args.nprocs), "--kill-on-bad-exit=1", *python_command(args)]
 
 
 # --------------------------------------------------------------------------- running
@@ -475,16 +475,6 @@ def command_line(args: LaunchArgs, env: dict[str, str]) -> tuple[list[str] | Non
     return build_command(args, mpirun, env), ""
 
 
-def _copy_lines(source, sink, drop: re.Pattern | None) -> None:
-    """Copies lines from a pipe to `sink` (a binary stream), dropping those `drop` matches."""
-    for line in iter(source.readline, b""):
-        if drop is not None and drop.match(line.decode("utf-8", "replace")):
-            continue
-        sink.write(line)
-        sink.flush()
-    source.close()
-
-
 def run(args: LaunchArgs) -> int:
     """Runs the job and returns its exit status.
 
@@ -507,16 +497,7 @@ def run(args: LaunchArgs) -> int:
     print(f"jaxmg launch: {subprocess.list2cmdline(cmd)}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
-    pipe = subprocess.PIPE if args.quiet_gloo else None
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=pipe, stderr=pipe)
-    copiers = []
-    if args.quiet_gloo:
-        for source, sink in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
-            sink = getattr(sink, "buffer", sink)
-            t = threading.Thread(target=_copy_lines, args=(source, sink, GLOO_CONNECTED))
-            t.daemon = True
-            t.start()
-            copiers.append(t)
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
 
     def on_signal(signum, frame):
         raise _Interrupted(signum)
@@ -547,8 +528,6 @@ def run(args: LaunchArgs) -> int:
             return 128 + stop.signum
         return status if status >= 0 else 128 - status
     finally:
-        for t in copiers:
-            t.join(timeout=KILL_GRACE_S)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

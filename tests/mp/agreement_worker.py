@@ -6,6 +6,9 @@ Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_
   retry              rank 0's first call raises a ValueError in Python and is retried
   absent-peer        rank 1 makes no call (JAXMG_CALL_TIMEOUT is set by the test)
   absent-peer-warm   both make one call (on GPUs: the context exists), then rank 1 no more
+  injected-lu        lu_solve on the 1-D LU with a failure injected on one rank mid-algorithm
+                     (JAXMG_TEST_FAIL=lu:<rank>:<tile column>), at three points; after each, a
+                     call without it
 """
 
 import faulthandler
@@ -74,6 +77,15 @@ elif scenario == "divergent-switch":
     rec["first"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
     os.environ.pop("JAXMG_GPU_QR", None)
     rec["then"] = attempt(lambda: jaxmg.potrs(ap, bp, T_A=4))
+elif scenario == "injected-lu":
+    # The 2 x 1 mesh is a 1 x 2 engine grid: the 1-D LU (tile 4: twelve tile columns, steps).
+    a_general = a + np.triu(np.ones((n, n)), 1)  # not symmetric: pivoting happens
+    ag, ref = place(a_general, mesh, A_SPEC), np.linalg.solve(a_general, b)
+    for point in ("lu:0:0", "lu:1:1", "lu:0:11"):
+        os.environ["JAXMG_TEST_FAIL"] = point
+        rec[point] = attempt(lambda: jaxmg.lu_solve(ag, bp, T_A=4))
+        os.environ.pop("JAXMG_TEST_FAIL")
+        rec[point + "/then"] = attempt(lambda: jaxmg.lu_solve(ag, bp, T_A=4))
 elif scenario == "retry":
     if me == 0:
         rec["bad"] = attempt(lambda: jaxmg.potrs(ap, place(b[:-2], mesh, B_SPEC), T_A=4))

@@ -139,6 +139,7 @@ class Engine {
   Status Finish(const Status& result) { return result; }
 
  private:
+  friend class Backend;  // the algorithms' backend (backend.h) uses the call's buffers and stream
   Status Scratch(size_t bytes, void** out);
   // The call's small device buffer (small_), allocated and zeroed on first use.
   Status Small();

@@ -1,4 +1,6 @@
 // The own 1-D LU (1 x P grids) and its pivoted solves.
+#include "algorithms/lu_1d.h"
+
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -16,6 +18,7 @@
 #include "common/scalar.h"
 #include "common/symmetry.h"
 #include "cuda/kernels.h"
+#include "engines/cusolvermp/backend.h"
 #include "engines/cusolvermp/engine.h"
 #include "engines/cusolvermp/engine_internal.h"
 #include "engines/cusolvermp/engine_util.h"
@@ -30,106 +33,21 @@ bool Engine::UseOwnLu() const {
   return !library && ctx_.nprow == 1 && state_.plan.strategy == layout::Strategy::kRelabel;
 }
 
-// Right-looking LU with partial pivoting on a 1 x P grid (columns block-cyclic, every row local):
-// for each tile column k, its owner factors the panel (rows k t .. n) with cusolverDn, broadcasts
-// it and its pivots (NCCL); every rank interchanges the rows of its other columns, solves for its
-// part of the block row of U (cuBLAS trsm) and updates its trailing columns (cuBLAS gemm). The
-// factors are stored as ScaLAPACK's p?getrf stores them; the 1-based global pivots are kept on
-// the host for the solve.
+// The 1-D LU (algorithms/lu_1d.h) over this engine's backend: cusolverDn panels, NCCL
+// broadcasts, the row-swap kernel, cuBLAS trsm and gemm. The factors are stored as ScaLAPACK's
+// p?getrf stores them; the 1-based global pivots are kept on the host for the solve.
 template <typename T>
 Status Engine::Lu1D(int* info) {
-  const LocalBlas* lb = nullptr;
-  cublasHandle_t blas = nullptr;
-  cusolverDnHandle_t dn = nullptr;
-  cusolverDnParams_t params = nullptr;
-  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
-  const int64_t lc = local_cols_, procs = ctx_.npcol, me = ctx_.mycol;
-  const size_t es = sizeof(T);
-  int ilr = 0, it = 0;
-  void *panel = nullptr, *pivots = nullptr, *panel_info = nullptr, *d_work = nullptr;
-  size_t dev = 0, host = 0;
-  // Handles and buffers first, agreed; then the panels, where a local error stops this rank's
-  // computing but not its part of the broadcasts, agreed at the end (no rank leaves alone).
-  Deferred local;
-  local.Run([&] { return LocalSolver(&lb, &blas, &dn, &params); });
-  local.Run([&] { return CheckedInt(lr, "local rows", &ilr); });
-  local.Run([&] { return CheckedInt(t, "tile", &it); });
-  local.Run([&] { return Scratch(es * n * t, &panel); });
-  local.Run([&] { return Scratch(sizeof(int64_t) * n, &pivots); });
-  local.Run([&] { return Scratch(sizeof(int), &panel_info); });
-  local.Run([&] {
-    return SolverCheck(lb->getrf_buffer_size(dn, params, n, t, DataTypeOf<T>(), panel, n,
-                                             DataTypeOf<T>(), &dev, &host),
-                       "cusolverDnXgetrf_bufferSize");
-  });
-  local.Run([&] { return Workspace(dev, host, &d_work); });
-  local.Run([&] {
-    return CudaCheck(cudaMemsetAsync(pivots, 0, sizeof(int64_t) * n, stream_), "cudaMemsetAsync");
-  });
-  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("lu", local));
-  const T one(1), minus_one(-1);
-  char* a = static_cast<char*>(work_);
-  int64_t* piv = static_cast<int64_t*>(pivots);
-  const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
-  Deferred failed;
-  for (int64_t k = 0; k * t < n; ++k) {
-    const int64_t owner = k % procs, row0 = k * t, m = n - row0, panel_col = (k / procs) * t;
-    failed.Step("lu", ctx_.rank, k);
-    if (me == owner) {
-      char* column = a + es * (row0 + panel_col * lr);
-      failed.Run([&] {
-        return SolverCheck(
-            lb->getrf(dn, params, m, t, DataTypeOf<T>(), column, lr, piv + row0, DataTypeOf<T>(),
-                      d_work, workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
-                      static_cast<int*>(panel_info)),
-            "cusolverDnXgetrf");
-      });
-      failed.Run([&] {
-        return CudaCheck(cudaMemcpy2DAsync(panel, es * m, column, es * lr, es * m, t,
-                                           cudaMemcpyDeviceToDevice, stream_),
-                         "cudaMemcpy2DAsync (panel)");
-      });
-    }
-    if (procs > 1) {
-      JAXMG_NCCL(ncclGroupStart());
-      JAXMG_NCCL(
-          ncclBroadcast(panel, panel, m * t * reals, NcclRealOf<T>(), owner, ctx_.comm, stream_));
-      JAXMG_NCCL(ncclBroadcast(piv + row0, piv + row0, t, ncclInt64, owner, ctx_.comm, stream_));
-      JAXMG_NCCL(ncclGroupEnd());
-    }
-    if (!failed.ok()) continue;
-    // This rank's columns right of tile k: local tiles j with j * procs + me > k.
-    const int64_t first = k >= me ? (k - me) / procs + 1 : 0;
-    const int64_t cols = lc - first * t;
-    failed.Run([&]() -> Status {
-      const int64_t skip_begin = me == owner ? panel_col : 0,
-                    skip_end = me == owner ? panel_col + t : 0;
-      JAXMG_CUDA(cuda::RowSwaps(KernelType<T>(), work_, lr, 0, lc, skip_begin, skip_end, row0,
-                                piv + row0, std::min(t, m), stream_));
-      if (cols <= 0) return Status();
-      int icols = 0, im = 0;
-      JAXMG_RETURN_IF_ERROR(CheckedInt(cols, "columns", &icols));
-      JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
-      char* block = a + es * (row0 + first * t * lr);
-      JAXMG_RETURN_IF_ERROR(CublasCheck(
-          lb->trsm[Scalar<T>::kIndex](blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                                      CUBLAS_DIAG_UNIT, it, icols, &one, panel, im, block, ilr),
-          "cublas trsm"));
-      if (m <= t) return Status();
-      return CublasCheck(
-          lb->gemm[Scalar<T>::kIndex](blas, CUBLAS_OP_N, CUBLAS_OP_N, im - it, icols, it,
-                                      &minus_one, static_cast<char*>(panel) + es * t, im, block,
-                                      ilr, &one, block + es * t, ilr),
-          "cublas gemm");
-    });
-  }
-  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("lu", failed));
-  // Global 1-based pivots: panel k's are relative to its first row.
-  own_pivots_.assign(static_cast<size_t>(n), 0);
-  JAXMG_CUDA(cudaMemcpyAsync(own_pivots_.data(), piv, sizeof(int64_t) * n, cudaMemcpyDeviceToHost,
-                             stream_));
-  JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  for (int64_t i = 0; i < n; ++i) own_pivots_[i] += (i / t) * t;
+  algorithms::Cyclic1D g;
+  g.n = state_.plan.engine_rows();
+  g.t = state_.plan.tile;
+  g.ld = local_rows_;
+  g.cols = local_cols_;
+  g.procs = ctx_.npcol;
+  g.me = ctx_.mycol;
+  g.rank = ctx_.rank;
+  Backend backend(*this);
+  JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, static_cast<T*>(work_), &own_pivots_));
   own_lu_ = true;
   return Agree<T>(false, info);  // the diagonal check finds a zero or non-finite pivot
 }

@@ -8,9 +8,11 @@
 #include <string>
 #include <tuple>
 
+#include "algorithms/lu_1d.h"
 #include "common/chunk.h"
 #include "common/scalar.h"
 #include "common/symmetry.h"
+#include "engines/scalapack/backend.h"
 
 namespace jaxmg::scalapack {
 namespace {
@@ -203,9 +205,36 @@ Status Engine::Getrf(int* info) {
   ipiv_.assign(static_cast<size_t>(local_rows_ + plan_->tile), 0);
   // The input is scanned first: pivoting can keep a NaN off the diagonal.
   input_nonfinite_ = FirstNonFiniteColumn<T>();
+  if (UseOwnLu()) {
+    // The 1-D LU (algorithms/lu_1d.h); on a 1 x P grid every row is local, so p?getrf's local
+    // pivot list is the global one, and p?getrs, p?getri and PivotsOut take it as it is.
+    algorithms::Cyclic1D g;
+    g.n = plan_->engine_rows();
+    g.t = plan_->tile;
+    g.ld = local_rows_;
+    g.cols = local_cols_;
+    g.procs = grid_->npcol;
+    g.me = grid_->mycol;
+    g.rank = grid_->mycol;
+    Backend backend(*grid_);
+    std::vector<int64_t> pivots;
+    JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, As<T>(work_), &pivots));
+    for (int64_t i = 0; i < g.n; ++i) ipiv_[static_cast<size_t>(i)] = static_cast<int>(pivots[i]);
+    *info = 0;  // the diagonal check (Agree) finds a zero or non-finite pivot
+    return Agree<T>(info);
+  }
   JAXMG_RETURN_IF_ERROR(
       scalapack::Getrf<T>(plan_->engine_rows(), As<T>(work_), desc_a_, ipiv_.data(), info));
   return Agree<T>(info);
+}
+
+bool Engine::UseOwnLu() const {
+  // The 1-D LU needs every engine row on every process (a 1 x P grid) and the relabeled layout.
+  // The default there (measured: bench/cpu_lu.py); JAXMG_CPU_LU=scalapack keeps p?getrf.
+  const char* choice = std::getenv("JAXMG_CPU_LU");
+  const bool library = choice != nullptr && std::string(choice) == "scalapack";
+  return !library && grid_->nprow == 1 && plan_->strategy == layout::Strategy::kRelabel &&
+         local_rows_ >= plan_->engine_rows();
 }
 
 template <typename T>

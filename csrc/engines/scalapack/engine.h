@@ -110,6 +110,8 @@ class Engine {
 
  private:
   bool asymmetric_ = false;
+  // Getrf by the 1-D LU on 1 x P grids (JAXMG_CPU_LU=scalapack: p?getrf everywhere).
+  bool UseOwnLu() const;
   template <typename T>
   Status Agree(int* info);
   // The status of a QR factorization held: 1 + the first column with a non-finite entry or,

@@ -9,6 +9,7 @@
 #include <thread>
 #include <tuple>
 
+#include "common/deferred.h"
 #include "common/scalar.h"
 #include "common/timeout.h"
 
@@ -145,14 +146,6 @@ std::map<std::vector<int>, MPI_Comm>& CommCache() {
   return *cache;
 }
 
-Status MpiCheck(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return Status();
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return Status::Error(std::string(what) + " failed: " + std::string(text, len));
-}
-
 // A communicator holding exactly `members` (world ranks, sorted), created collectively by them.
 Status GetComm(const std::vector<int>& members, MPI_Comm* out) {
   auto& cache = CommCache();
@@ -183,6 +176,14 @@ MPI_Datatype RealMpiType() {
 }
 
 }  // namespace
+
+Status MpiCheck(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return Status();
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return Status::Error(std::string(what) + " failed: " + std::string(text, len));
+}
 
 Status EnsureMpi() {
   int initialized = 0;
@@ -398,6 +399,10 @@ Status GetGrid(const std::vector<int>& world_ranks, int nprow, int npcol, const 
       usermap[i + j * nprow] = static_cast<int>(
           std::lower_bound(members.begin(), members.end(), world) - members.begin());
     }
+  }
+  g->comm_ranks.assign(world_ranks.size(), 0);
+  for (int i = 0; i < nprow; ++i) {
+    for (int j = 0; j < npcol; ++j) g->comm_ranks[i * npcol + j] = usermap[i + j * nprow];
   }
   g->context = Csys2blacs_handle(g->comm);
   Cblacs_gridmap(&g->context, usermap.data(), nprow, nprow, npcol);
@@ -822,6 +827,26 @@ Status AllreduceIntSum(const Grid& grid, int* data, int64_t count) {
 Status AllreduceMax(const Grid& grid, int* value) {
   return MpiCheck(MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MAX, grid.comm),
                   "MPI_Allreduce");
+}
+
+Status AgreeOnFailure(const Grid& grid, const char* algorithm, const Status& local) {
+  // As the GPU engine's: the lowest failing rank (as nranks − rank; 0: none), then, only when one
+  // failed, its message, so that every rank returns the same error.
+  int rank = 0, nranks = 1;
+  JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_rank(grid.comm, &rank), "MPI_Comm_rank"));
+  JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_size(grid.comm, &nranks), "MPI_Comm_size"));
+  if (nranks == 1) return local;
+  int64_t slots[1 + kMessageSlots] = {};
+  slots[0] = local.ok() ? 0 : nranks - rank;
+  JAXMG_RETURN_IF_ERROR(MpiCheck(
+      MPI_Allreduce(MPI_IN_PLACE, slots, 1, MPI_INT64_T, MPI_MAX, grid.comm), "MPI_Allreduce"));
+  if (slots[0] == 0) return Status();
+  const int failing = nranks - static_cast<int>(slots[0]);
+  if (failing == rank) PackMessage(local.message(), slots + 1);
+  JAXMG_RETURN_IF_ERROR(MpiCheck(
+      MPI_Allreduce(MPI_IN_PLACE, slots + 1, kMessageSlots, MPI_INT64_T, MPI_MAX, grid.comm),
+      "MPI_Allreduce"));
+  return AgreedError(algorithm, UnpackMessage(slots + 1), failing, nranks);
 }
 
 }  // namespace jaxmg::scalapack

@@ -42,7 +42,11 @@ struct Grid {
   int context = -1;
   int nprow = 1, npcol = 1;
   int myrow = -1, mycol = -1;
+  std::vector<int> comm_ranks;  // the rank in comm of grid position (i, j), at i * npcol + j
 };
+
+// An error naming `what` when an MPI call returned rc != MPI_SUCCESS.
+Status MpiCheck(int rc, const char* what);
 
 // The grid where grid position (i, j) is world rank world_ranks[i * npcol + j]. Created on first
 // use (collectively, by the participating processes only) and cached for the life of the process.
@@ -120,5 +124,9 @@ template <typename T>
 Status AllreduceSum(const Grid& grid, T* data, int64_t count);
 Status AllreduceMax(const Grid& grid, int* value);
 Status AllreduceIntSum(const Grid& grid, int* data, int64_t count);
+
+// Every rank's outcome of an algorithm at its agreement point (collective over the grid): the
+// lowest failing rank's error on every rank, naming that rank, or ok.
+Status AgreeOnFailure(const Grid& grid, const char* algorithm, const Status& local);
 
 }  // namespace jaxmg::scalapack

@@ -1,0 +1,136 @@
+// The GPU engine's backend for the algorithms written once over a backend (csrc/algorithms/):
+// local steps with cusolverDn, cuBLAS and the engine's kernels on the call's stream, buffers from
+// XLA's scratch allocator, collectives over the context's NCCL communicator (grid columns are
+// NCCL ranks on the 1 x P grids these algorithms run on), agreement through the engine's.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/scalar.h"
+#include "common/status.h"
+#include "cuda/kernels.h"
+#include "engines/cusolvermp/engine.h"
+#include "engines/cusolvermp/engine_util.h"
+#include "engines/cusolvermp/local_blas.h"
+
+namespace jaxmg::cusolvermp {
+
+class Backend {
+ public:
+  explicit Backend(Engine& e) : e_(e) {}
+
+  template <typename U>
+  Status Buffer(int64_t count, U** out) {
+    void* p = nullptr;
+    JAXMG_RETURN_IF_ERROR(e_.Scratch(sizeof(U) * static_cast<size_t>(count), &p));
+    JAXMG_CUDA(cudaMemsetAsync(p, 0, sizeof(U) * static_cast<size_t>(count), e_.stream_));
+    *out = static_cast<U*>(p);
+    return Status();
+  }
+
+  template <typename T>
+  Status PrepareGetrf(int64_t m, int64_t n, T* a, int64_t lda) {
+    JAXMG_RETURN_IF_ERROR(Solver());
+    size_t dev = 0, host = 0;
+    JAXMG_RETURN_IF_ERROR(SolverCheck(lb_->getrf_buffer_size(dn_, params_, m, n, DataTypeOf<T>(), a,
+                                                             lda, DataTypeOf<T>(), &dev, &host),
+                                      "cusolverDnXgetrf_bufferSize"));
+    JAXMG_RETURN_IF_ERROR(e_.Workspace(dev, host, &work_));
+    void* info = nullptr;
+    JAXMG_RETURN_IF_ERROR(e_.Scratch(sizeof(int), &info));
+    info_ = static_cast<int*>(info);
+    return Status();
+  }
+
+  template <typename T>
+  Status Getrf(int64_t m, int64_t n, T* a, int64_t lda, int64_t* piv) {
+    return SolverCheck(
+        lb_->getrf(dn_, params_, m, n, DataTypeOf<T>(), a, lda, piv, DataTypeOf<T>(), work_,
+                   e_.workspace_bytes_, e_.ctx_.host_work.data(), e_.ctx_.host_work.size(), info_),
+        "cusolverDnXgetrf");
+  }
+
+  template <typename T>
+  Status Copy(T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m, int64_t n) {
+    JAXMG_CUDA(cudaMemcpy2DAsync(dst, sizeof(T) * ldd, src, sizeof(T) * lds, sizeof(T) * m, n,
+                                 cudaMemcpyDeviceToDevice, e_.stream_));
+    return Status();
+  }
+
+  template <typename T>
+  Status Broadcast(T* data, int64_t count, int64_t* piv, int64_t npiv, int root) {
+    const size_t reals = static_cast<size_t>(count) * Scalar<T>::kParts;
+    JAXMG_NCCL(ncclGroupStart());
+    JAXMG_NCCL(ncclBroadcast(data, data, reals, NcclRealOf<T>(), root, e_.ctx_.comm, e_.stream_));
+    JAXMG_NCCL(ncclBroadcast(piv, piv, npiv, ncclInt64, root, e_.ctx_.comm, e_.stream_));
+    JAXMG_NCCL(ncclGroupEnd());
+    return Status();
+  }
+
+  template <typename T>
+  Status RowSwaps(T* a, int64_t lda, int64_t cols, int64_t skip_begin, int64_t skip_end,
+                  int64_t row0, const int64_t* piv, int64_t count) {
+    JAXMG_CUDA(cuda::RowSwaps(KernelType<T>(), a, lda, 0, cols, skip_begin, skip_end, row0, piv,
+                              count, e_.stream_));
+    return Status();
+  }
+
+  template <typename T>
+  Status TrsmLowerUnit(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb) {
+    int im = 0, in = 0, il = 0, ib = 0;
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(ldl, "leading dimension", &il));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(ldb, "leading dimension", &ib));
+    const T one(1);
+    return CublasCheck(
+        lb_->trsm[Scalar<T>::kIndex](blas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                     CUBLAS_DIAG_UNIT, im, in, &one, l, il, b, ib),
+        "cublas trsm");
+  }
+
+  template <typename T>
+  Status GemmMinus(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                   int64_t ldb, T* c, int64_t ldc) {
+    int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(k, "inner dimension", &ik));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(lda, "leading dimension", &ia));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(ldb, "leading dimension", &ib));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(ldc, "leading dimension", &ic));
+    const T one(1), minus_one(-1);
+    return CublasCheck(lb_->gemm[Scalar<T>::kIndex](blas_, CUBLAS_OP_N, CUBLAS_OP_N, im, in, ik,
+                                                    &minus_one, a, ia, b, ib, &one, c, ic),
+                       "cublas gemm");
+  }
+
+  Status PivotsOut(const int64_t* piv, int64_t count, int64_t* host) {
+    JAXMG_CUDA(
+        cudaMemcpyAsync(host, piv, sizeof(int64_t) * count, cudaMemcpyDeviceToHost, e_.stream_));
+    JAXMG_CUDA(cudaStreamSynchronize(e_.stream_));
+    return Status();
+  }
+
+  Status Agree(const char* algorithm, const Status& local) {
+    return e_.AgreeOnFailure(algorithm, local);
+  }
+
+ private:
+  Status Solver() {
+    if (lb_ != nullptr) return Status();
+    return e_.LocalSolver(&lb_, &blas_, &dn_, &params_);
+  }
+
+  Engine& e_;
+  const LocalBlas* lb_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  cusolverDnHandle_t dn_ = nullptr;
+  cusolverDnParams_t params_ = nullptr;
+  void* work_ = nullptr;
+  int* info_ = nullptr;
+};
+
+}  // namespace jaxmg::cusolvermp

@@ -1,0 +1,152 @@
+#include "engines/scalapack/backend.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <complex>
+#include <cstring>
+#include <utility>
+
+#include "common/scalar.h"
+
+// LAPACK and BLAS, as ScaLAPACK links them (32-bit integers).
+extern "C" {
+#define JAXMG_DECLARE_LOCAL(p, T)                                                             \
+  void p##getrf_(const int* m, const int* n, T* a, const int* lda, int* ipiv, int* info);     \
+  void p##trsm_(const char* side, const char* uplo, const char* trans, const char* diag,      \
+                const int* m, const int* n, const T* alpha, const T* a, const int* lda, T* b, \
+                const int* ldb);                                                              \
+  void p##gemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,     \
+                const T* alpha, const T* a, const int* lda, const T* b, const int* ldb,       \
+                const T* beta, T* c, const int* ldc);
+JAXMG_DECLARE_LOCAL(s, float)
+JAXMG_DECLARE_LOCAL(d, double)
+JAXMG_DECLARE_LOCAL(c, std::complex<float>)
+JAXMG_DECLARE_LOCAL(z, std::complex<double>)
+#undef JAXMG_DECLARE_LOCAL
+}
+
+namespace jaxmg::scalapack {
+namespace {
+
+#define JAXMG_LOCAL_DISPATCH(name)                                 \
+  template <typename T, typename... A>                             \
+  void name(A... args) {                                           \
+    if constexpr (std::is_same_v<T, float>) {                      \
+      s##name##_(args...);                                         \
+    } else if constexpr (std::is_same_v<T, double>) {              \
+      d##name##_(args...);                                         \
+    } else if constexpr (std::is_same_v<T, std::complex<float>>) { \
+      c##name##_(args...);                                         \
+    } else {                                                       \
+      z##name##_(args...);                                         \
+    }                                                              \
+  }
+JAXMG_LOCAL_DISPATCH(getrf)
+JAXMG_LOCAL_DISPATCH(trsm)
+JAXMG_LOCAL_DISPATCH(gemm)
+#undef JAXMG_LOCAL_DISPATCH
+
+// The int arguments LAPACK and BLAS take.
+Status Ints(std::initializer_list<std::pair<int64_t, int*>> values) {
+  for (const auto& [v, out] : values) JAXMG_RETURN_IF_ERROR(CheckedInt(v, "a dimension", out));
+  return Status();
+}
+
+template <typename T>
+MPI_Datatype RealMpi() {
+  return sizeof(RealOf<T>) == 4 ? MPI_FLOAT : MPI_DOUBLE;
+}
+
+}  // namespace
+
+template <typename T>
+Status Backend::PrepareGetrf(int64_t m, int64_t n, T*, int64_t) {
+  ipiv_.assign(static_cast<size_t>(std::max<int64_t>(std::min(m, n), 1)), 0);
+  return Status();
+}
+
+template <typename T>
+Status Backend::Getrf(int64_t m, int64_t n, T* a, int64_t lda, int64_t* piv) {
+  int im = 0, in = 0, il = 0, info = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {lda, &il}}));
+  getrf<T>(&im, &in, a, &il, ipiv_.data(), &info);
+  if (info < 0) return JAXMG_ERROR("?getrf: argument " + std::to_string(-info) + " is invalid");
+  for (int64_t i = 0; i < std::min(m, n); ++i) piv[i] = ipiv_[i];  // (info > 0: the status)
+  return Status();
+}
+
+template <typename T>
+Status Backend::Copy(T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) std::copy_n(src + j * lds, m, dst + j * ldd);
+  return Status();
+}
+
+template <typename T>
+Status Backend::Broadcast(T* data, int64_t count, int64_t* piv, int64_t npiv, int root) {
+  const int at = grid_.comm_ranks[static_cast<size_t>(root)];  // a 1 x P grid: column = position
+  constexpr int64_t kChunk = int64_t{1} << 30;                 // MPI counts are int
+  RealOf<T>* reals = reinterpret_cast<RealOf<T>*>(data);
+  const int64_t total = count * Scalar<T>::kParts;
+  for (int64_t off = 0; off < total; off += kChunk) {
+    const int c = static_cast<int>(std::min(kChunk, total - off));
+    JAXMG_RETURN_IF_ERROR(
+        MpiCheck(MPI_Bcast(reals + off, c, RealMpi<T>(), at, grid_.comm), "MPI_Bcast"));
+  }
+  int ip = 0;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(npiv, "pivots", &ip));
+  return MpiCheck(MPI_Bcast(piv, ip, MPI_INT64_T, at, grid_.comm), "MPI_Bcast");
+}
+
+template <typename T>
+Status Backend::RowSwaps(T* a, int64_t lda, int64_t cols, int64_t skip_begin, int64_t skip_end,
+                         int64_t row0, const int64_t* piv, int64_t count) {
+  for (int64_t j = 0; j < cols; ++j) {
+    if (j >= skip_begin && j < skip_end) continue;
+    T* col = a + j * lda;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t p = row0 + piv[i] - 1;
+      if (p != row0 + i) std::swap(col[row0 + i], col[p]);
+    }
+  }
+  return Status();
+}
+
+template <typename T>
+Status Backend::TrsmLowerUnit(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb) {
+  int im = 0, in = 0, il = 0, ib = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldl, &il}, {ldb, &ib}}));
+  const T one(1);
+  trsm<T>("L", "L", "N", "U", &im, &in, &one, l, &il, b, &ib);
+  return Status();
+}
+
+template <typename T>
+Status Backend::GemmMinus(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                          int64_t ldb, T* c, int64_t ldc) {
+  int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
+  const T one(1), minus_one(-1);
+  gemm<T>("N", "N", &im, &in, &ik, &minus_one, a, &ia, b, &ib, &one, c, &ic);
+  return Status();
+}
+
+Status Backend::PivotsOut(const int64_t* piv, int64_t count, int64_t* host) {
+  std::copy_n(piv, count, host);
+  return Status();
+}
+
+#define JAXMG_INSTANTIATE_BACKEND(T)                                                            \
+  template Status Backend::PrepareGetrf<T>(int64_t, int64_t, T*, int64_t);                      \
+  template Status Backend::Getrf<T>(int64_t, int64_t, T*, int64_t, int64_t*);                   \
+  template Status Backend::Copy<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);           \
+  template Status Backend::Broadcast<T>(T*, int64_t, int64_t*, int64_t, int);                   \
+  template Status Backend::RowSwaps<T>(T*, int64_t, int64_t, int64_t, int64_t, int64_t,         \
+                                       const int64_t*, int64_t);                                \
+  template Status Backend::TrsmLowerUnit<T>(int64_t, int64_t, const T*, int64_t, T*, int64_t);  \
+  template Status Backend::GemmMinus<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, \
+                                        int64_t, T*, int64_t);
+JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BACKEND)
+#undef JAXMG_INSTANTIATE_BACKEND
+
+}  // namespace jaxmg::scalapack

@@ -1,0 +1,55 @@
+// The CPU engine's backend for the algorithms written once over a backend (csrc/algorithms/):
+// local steps with LAPACK and BLAS (the ones ScaLAPACK links), host loops where the GPU has
+// kernels (row interchanges), buffers in host memory for the call's lifetime, collectives over
+// the grid's MPI communicator, agreement with AgreeOnFailure.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "engines/scalapack/scalapack.h"
+
+namespace jaxmg::scalapack {
+
+class Backend {
+ public:
+  // On `grid`; a 1 x P grid's column j is the process grid.comm_ranks[j].
+  explicit Backend(const Grid& grid) : grid_(grid) {}
+
+  template <typename U>
+  Status Buffer(int64_t count, U** out) {
+    // (new's alignment, 16 bytes, suits every scalar; zeroed)
+    buffers_.emplace_back(sizeof(U) * static_cast<size_t>(count > 0 ? count : 1), '\0');
+    *out = reinterpret_cast<U*>(buffers_.back().data());
+    return Status();
+  }
+
+  template <typename T>
+  Status PrepareGetrf(int64_t m, int64_t n, T* a, int64_t lda);
+  template <typename T>
+  Status Getrf(int64_t m, int64_t n, T* a, int64_t lda, int64_t* piv);
+  template <typename T>
+  Status Copy(T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m, int64_t n);
+  template <typename T>
+  Status Broadcast(T* data, int64_t count, int64_t* piv, int64_t npiv, int root);
+  template <typename T>
+  Status RowSwaps(T* a, int64_t lda, int64_t cols, int64_t skip_begin, int64_t skip_end,
+                  int64_t row0, const int64_t* piv, int64_t count);
+  template <typename T>
+  Status TrsmLowerUnit(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb);
+  template <typename T>
+  Status GemmMinus(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                   int64_t ldb, T* c, int64_t ldc);
+  Status PivotsOut(const int64_t* piv, int64_t count, int64_t* host);
+  Status Agree(const char* algorithm, const Status& local) {
+    return AgreeOnFailure(grid_, algorithm, local);
+  }
+
+ private:
+  const Grid& grid_;
+  std::vector<int> ipiv_;  // getrf's 32-bit pivots
+  std::vector<std::vector<char>> buffers_;
+};
+
+}  // namespace jaxmg::scalapack
