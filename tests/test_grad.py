@@ -29,8 +29,15 @@ def test_solve_and_log_determinant_gradients(tmp_path, mesh):
 MATRIX_WORKER = Path(__file__).parent / "mp" / "grad_matrix_worker.py"
 
 
+# Every case on 1x1 and 2x1. On 1x2 (the tall factors' columns split) and 2x2 the cases that
+# depend on the mesh: each routine's finite-difference check in float64 with a tile that pads,
+# and the compiled collectives (float64: the dtype does not change them). The finite-difference
+# checks in both dtypes on four processes of a 2-core machine took 10 minutes a mesh.
+MESH_CASES = {(1, 2): r"/float64/T5$", (2, 2): r"/float64/T5$"}
+
+
 @pytest.mark.parametrize("mesh", [(1, 1), (2, 1), (1, 2), (2, 2)], ids=["1x1", "2x1", "1x2", "2x2"])
-def test_inverse_and_eigensolver_gradients(tmp_path, mesh):
+def test_inverse_and_eigensolver_gradients(tmp_path, mesh, monkeypatch):
     """check_grads (finite differences, forward and reverse mode) of inv's and potri's inverse
     and log-determinant, of syevd's eigenvalues and eigenvectors (a phase-invariant loss,
     V sin(Λ) Vᴴ) and of the values-only path, of gesvd (U sin(S) Vh, and the values), polar
@@ -44,8 +51,11 @@ def test_inverse_and_eigensolver_gradients(tmp_path, mesh):
     the tall factors' columns are split, they are moved to split rows, nothing gathered), and for
     square gesvd and polar (the engine's products) none larger than a shard; jax.vmap of inv's
     gradient."""
+    if mesh in MESH_CASES:
+        monkeypatch.setenv("JAXMG_CASES", MESH_CASES[mesh])
     out = run_cases(mesh[0] * mesh[1], MATRIX_WORKER, [str(mesh[0]), str(mesh[1])], tmp_path, 900)
-    assert len(out["records"]) == 83
+    assert [r["case"] for r in out["records"]] == out["planned"]
+    assert len(out["planned"]) == (83 if mesh not in MESH_CASES else 30)
     for r in out["records"]:
         assert "error" not in r, f"{r['case']}: {r['error']}\n{r.get('trace', '')}"
         assert r["ok"], r

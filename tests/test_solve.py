@@ -13,7 +13,7 @@ from mpirun import mpirun_available, run_cases
 from solve_plan import cpu_plan
 
 WORKER = Path(__file__).parent / "mp" / "solve_worker.py"
-MESHES = [(1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (3, 2)]
+MESHES = [(1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (3, 2)]
 MESH_IDS = [f"{r}x{c}" for r, c in MESHES]
 
 pytestmark = pytest.mark.skipif(not mpirun_available(), reason="needs Open MPI (scripts/setup.sh)")

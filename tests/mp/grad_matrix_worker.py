@@ -309,13 +309,16 @@ CASES += [
 ]
 
 records = []
-# JAXMG_CASES (a regular expression) runs only the matching cases: a development aid (the tests
-# check that every case ran).
+# JAXMG_CASES (a regular expression) runs only the matching cases: the tests' per-mesh subsets
+# (tests/test_grad.py), and a development aid. The JSON lists the cases planned, so the test
+# checks that every one ran.
 only = re.compile(os.environ.get("JAXMG_CASES", ""))
+planned = []
 for routine, dtype_name, tile, order in CASES:
     name = f"{routine}-grad/{dtype_name}/T{tile}" + (f"/order{order}" if order > 1 else "")
     if not only.search(name):
         continue
+    planned.append(name)
     try:
         if routine == "inv-vmap":
             rec = vmap_grad_case(dtype_name, tile)
@@ -335,4 +338,6 @@ for routine, dtype_name, tile, order in CASES:
         )
     records.append(dict(case=name, **rec))
 if jax.process_index() == 0:
-    Path(out_path).write_text(json.dumps(dict(mesh=[rows, cols], records=records), indent=1))
+    Path(out_path).write_text(
+        json.dumps(dict(mesh=[rows, cols], planned=planned, records=records), indent=1)
+    )
