@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import time
 
 import jax
@@ -31,6 +30,7 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
+from jaxmg.cli.bench import measured_commit  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("out")
@@ -52,17 +52,6 @@ def matrix(n):
         i = np.arange(n)
         return 0.5 ** np.abs(i[:, None] - i[None, :])
     return np.random.default_rng(n).standard_normal((n, n))
-
-
-def commit():
-    if os.environ.get("JAXMG_COMMIT"):
-        return os.environ["JAXMG_COMMIT"]
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 rows_out = []
@@ -112,7 +101,7 @@ if jax.process_index() == 0:
             host=platform.node(),
         ),
         jax=jax.__version__,
-        commit=commit(),
+        commit=measured_commit(),
         rows=rows_out,
     )
     with open(args.out, "w") as fh:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import time
 
 import jax
@@ -31,6 +30,7 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
+from jaxmg.cli.bench import measured_commit  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("out")
@@ -45,17 +45,6 @@ only = set(args.only.split(","))
 dev = jax.devices()[0]
 mesh = jax.make_mesh((1, 1), ("pr", "pc"), devices=[dev])
 spec_a, spec_b = P("pr", "pc"), P("pr", None)
-
-
-def commit():
-    if os.environ.get("JAXMG_COMMIT"):
-        return os.environ["JAXMG_COMMIT"]
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def best(fn, *xs):
@@ -113,7 +102,7 @@ results = {
     "reps": args.reps,
     "device": str(dev.device_kind),
     "jax": jax.__version__,
-    "commit": commit(),
+    "commit": measured_commit(),
     "cases": {},
 }
 t_start = time.perf_counter()

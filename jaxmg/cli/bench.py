@@ -1000,7 +1000,7 @@ def _run(args) -> int:
         routine=args.routine,
         matrix=f"Kac-Murdock-Szego r={R}" if args.matrix == "kms" else "random",
         matrix_kind=args.matrix,
-        commit=_git_commit(),
+        commit=measured_commit(),
         jaxmg_version=_version(),
         host=os.uname().nodename,
         debug=os.environ.get("JAXMG_DEBUG") or None,
@@ -1025,7 +1025,7 @@ def _version() -> str | None:
         return None
 
 
-def _git_commit() -> str | None:
+def measured_commit() -> str | None:
     """The commit measured: JAXMG_COMMIT, else `git rev-parse HEAD` of the checkout jaxmg is
     imported from, else ``"jaxmg <version>"`` of the installed package."""
     if commit := os.environ.get("JAXMG_COMMIT"):
