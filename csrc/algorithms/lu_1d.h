@@ -2,8 +2,9 @@
 // backend (the GPU engine's: cusolverDn, cuBLAS, NCCL and a row-swap kernel; the CPU engine's:
 // LAPACK, BLAS, MPI and a host loop).
 //
-// On a 1 x P grid every row is local and the columns are block-cyclic in tiles of t. For each
-// tile column k its owner factors the panel (rows k t .. n, t columns: getrf), copies it out and
+// On a 1 x P grid every row is local and the columns are block-cyclic in tiles of t (the last
+// may be narrower: a redistributed matrix is not padded). For each tile column k its owner
+// factors the panel (rows k t .. n, the tile's columns: getrf), copies it out and
 // broadcasts it with its t pivots; every rank interchanges the rows of its other columns, solves
 // for its part of the block row of U (trsm with the panel's unit lower triangle) and updates its
 // trailing columns (gemm). The factors end where ScaLAPACK's p?getrf leaves them, and the pivots
@@ -65,30 +66,29 @@ Status Lu1D(B& b, const Cyclic1D& g, T* a, std::vector<int64_t>* pivots) {
   Deferred failed;
   for (int64_t k = 0; k * t < n; ++k) {
     const int64_t owner = k % procs, row0 = k * t, m = n - row0, panel_col = (k / procs) * t;
+    const int64_t kb = std::min(t, m);  // the last tile column may be narrower (no padding)
     failed.Step("lu", g.rank, k);
     if (me == owner) {
       T* column = a + row0 + panel_col * ld;
-      failed.Run([&] { return b.Getrf(m, t, column, ld, piv + row0); });
-      failed.Run([&] { return b.Copy(panel, m, column, ld, m, t); });
+      failed.Run([&] { return b.Getrf(m, kb, column, ld, piv + row0); });
+      failed.Run([&] { return b.Copy(panel, m, column, ld, m, kb); });
     }
     if (procs > 1) {
-      JAXMG_RETURN_IF_ERROR(b.Broadcast(panel, m * t, piv + row0, t, static_cast<int>(owner)));
+      JAXMG_RETURN_IF_ERROR(b.Broadcast(panel, m * kb, piv + row0, kb, static_cast<int>(owner)));
     }
     if (!failed.ok()) continue;
     // This rank's columns right of tile column k: local tiles j with j * procs + me > k.
     const int64_t first = k >= me ? (k - me) / procs + 1 : 0;
     const int64_t cols = lc - first * t;
     const int64_t skip_begin = me == owner ? panel_col : 0;
-    const int64_t skip_end = me == owner ? panel_col + t : 0;
-    failed.Run([&] {
-      return b.RowSwaps(a, ld, lc, skip_begin, skip_end, row0, piv + row0, std::min(t, m));
-    });
+    const int64_t skip_end = me == owner ? panel_col + kb : 0;
+    failed.Run([&] { return b.RowSwaps(a, ld, lc, skip_begin, skip_end, row0, piv + row0, kb); });
     if (cols <= 0) continue;
     T* block = a + row0 + first * t * ld;
-    failed.Run([&] { return b.TrsmLowerUnit(t, cols, panel, m, block, ld); });
-    if (m > t) {
+    failed.Run([&] { return b.TrsmLowerUnit(kb, cols, panel, m, block, ld); });
+    if (m > kb) {
       failed.Run(
-          [&] { return b.GemmMinus(m - t, cols, t, panel + t, m, block, ld, block + t, ld); });
+          [&] { return b.GemmMinus(m - kb, cols, kb, panel + kb, m, block, ld, block + kb, ld); });
     }
   }
   JAXMG_RETURN_IF_ERROR(b.Agree("lu", failed.status()));

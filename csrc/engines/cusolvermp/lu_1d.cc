@@ -27,10 +27,12 @@
 namespace jaxmg::cusolvermp {
 
 bool Engine::UseOwnLu() const {
-  // The 1-D LU needs every engine row on every process (a 1 x P grid) and the relabeled layout.
+  // The 1-D LU needs every engine row on every process (a 1 x P grid) and the relabeled layout;
+  // on one device any layout (the local array is the whole matrix: inv, slogdet).
   const char* choice = std::getenv("JAXMG_GPU_LU");
   const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
-  return !library && ctx_.nprow == 1 && state_.plan.strategy == layout::Strategy::kRelabel;
+  return !library && ctx_.nprow == 1 &&
+         (state_.plan.strategy == layout::Strategy::kRelabel || OneDevice());
 }
 
 // The 1-D LU (algorithms/lu_1d.h) over this engine's backend: cusolverDn panels, NCCL

@@ -229,12 +229,12 @@ Status Engine::Getrf(int* info) {
 }
 
 bool Engine::UseOwnLu() const {
-  // The 1-D LU needs every engine row on every process (a 1 x P grid) and the relabeled layout.
-  // The default there (measured: bench/cpu_lu.py); JAXMG_CPU_LU=scalapack keeps p?getrf.
+  // The 1-D LU needs every engine row on every process: a 1 x P grid, whose block-cyclic columns
+  // it takes as they are, relabeled or redistributed (inv, slogdet). The default there
+  // (measured: bench/cpu_lu.py); JAXMG_CPU_LU=scalapack keeps p?getrf.
   const char* choice = std::getenv("JAXMG_CPU_LU");
   const bool library = choice != nullptr && std::string(choice) == "scalapack";
-  return !library && grid_->nprow == 1 && plan_->strategy == layout::Strategy::kRelabel &&
-         local_rows_ >= plan_->engine_rows();
+  return !library && grid_->nprow == 1 && local_rows_ >= plan_->engine_rows();
 }
 
 template <typename T>
