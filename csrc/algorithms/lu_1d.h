@@ -91,9 +91,11 @@ Status Lu1D(B& b, const Cyclic1D& g, T* a, std::vector<int64_t>* pivots) {
           [&] { return b.GemmMinus(m - kb, cols, kb, panel + kb, m, block, ld, block + kb, ld); });
     }
   }
-  JAXMG_RETURN_IF_ERROR(b.Agree("lu", failed.status()));
+  // The pivots' copy to the host is local too: inside the agreement, so that every rank leaves
+  // together (the engine's status agreement follows).
   pivots->assign(static_cast<size_t>(n), 0);
-  JAXMG_RETURN_IF_ERROR(b.PivotsOut(piv, n, pivots->data()));
+  failed.Run([&] { return b.PivotsOut(piv, n, pivots->data()); });
+  JAXMG_RETURN_IF_ERROR(b.Agree("lu", failed.status()));
   // Panel k's pivots are relative to its first row.
   for (int64_t i = 0; i < n; ++i) (*pivots)[i] += (i / t) * t;
   return Status();

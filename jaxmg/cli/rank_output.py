@@ -77,11 +77,9 @@ class LineCopier:
         if not keep(chunk):
             return
         view = memoryview(chunk)
-        while view:
+        while view:  # (os calls retry after a signal by themselves: PEP 475)
             try:
                 n = os.write(self.fd_out, view)
-            except InterruptedError:
-                continue
             except BrokenPipeError:
                 return
             view = view[n:]
@@ -135,22 +133,14 @@ def run(argv: list[str]) -> int:
             continue
         for key, _ in events:
             fd = key.fd
-            try:
-                data = os.read(fd, 65536)
-            except InterruptedError:
-                continue
+            data = os.read(fd, 65536)
             if data:
                 copiers[fd].feed(data)
             else:
                 copiers.pop(fd).flush_partial(final=True)
                 sel.unregister(fd)
                 os.close(fd)
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
+    _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)
