@@ -109,7 +109,9 @@ class engine_path:  # noqa: N801 - a context manager used like a function
     "default": the routine's own choice; "inplace": the shards as they lie (the engine holds aᵀ
     and, for lu_solve, solves with the transposed factors); "transposed": the engine is handed aᵀ
     (aᴴ) on every mesh shape; "redistribute": the engine redistributes (Gemr2D) on any mesh;
-    "cusolvermp": lu_solve factors with cuSOLVERMp's Getrf on GPUs (not jaxmg's 1-D LU).
+    "cusolvermp": lu_solve factors with cuSOLVERMp's Getrf on GPUs (not jaxmg's 1-D LU);
+    "scalapack": on CPUs, ScaLAPACK's p?getrf (not the 1-D LU) and potri by p?potrs with the
+    identity (not the blocked inverse).
     """
 
     def __init__(self, routine, path, platform):
@@ -129,7 +131,8 @@ class engine_path:  # noqa: N801 - a context manager used like a function
         self.saved = set(self.platforms)
         self.saved_always = set(self.always)
         self.env = {
-            k: os.environ.get(k) for k in ("JAXMG_REDISTRIBUTE", "JAXMG_GPU_LU", "JAXMG_CPU_LU")
+            k: os.environ.get(k)
+            for k in ("JAXMG_REDISTRIBUTE", "JAXMG_GPU_LU", "JAXMG_CPU_LU", "JAXMG_CPU_INVERSES")
         }
         if self.path == "inplace":
             self.platforms.discard(self.platform)
@@ -141,6 +144,7 @@ class engine_path:  # noqa: N801 - a context manager used like a function
             os.environ["JAXMG_GPU_LU"] = "cusolvermp"
         elif self.path == "scalapack":
             os.environ["JAXMG_CPU_LU"] = "scalapack"
+            os.environ["JAXMG_CPU_INVERSES"] = "scalapack"
         return self
 
     def __exit__(self, *exc):

@@ -8,6 +8,7 @@ or silently skipped.
 from __future__ import annotations
 
 import math
+import re
 
 DTYPE_NAMES = ("float32", "float64", "complex64", "complex128")
 ROUTINES = ("potrs", "lu_solve")
@@ -33,8 +34,35 @@ def order_for(mesh_rows: int, mesh_cols: int) -> int:
     return 48 if big % small == 0 else 60
 
 
+# A case of a routine's dtype x tile grid: routine/dtype/shape/T<tile>, perhaps with its number of
+# right-hand sides, values-only or a product's operations.
+_GRID_CASE = re.compile(
+    r"^[^/]+/(float32|float64|complex64|complex128)/[^/]+/T([^/]+)(/k\d+|/values|/nn|/cn|/nc)?$"
+)
+
+
+def mesh_dependent(name: str) -> bool:
+    """On meshes of more than two processes, the cases that depend on the mesh: of each routine's
+    dtype x tile grid, float64 in every tile (automatic, dividing, padding, one per piece) and
+    complex128 in the padding tile; every engine path, variant and failure. The dtypes are the
+    same local calls on every mesh, and the full grid runs on 1x1, 2x1 and 1x2."""
+    m = _GRID_CASE.match(name)
+    if m is None:
+        return True
+    dtype_name, tile = m.group(1), m.group(2)
+    return dtype_name == "float64" or (dtype_name == "complex128" and tile == "5")
+
+
 def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
-    """[(case name, kind, parameters)] for the CPU engine on one mesh."""
+    """[(case name, kind, parameters)] for the CPU engine on one mesh (with more than two
+    processes, its cases that depend on the mesh: mesh_dependent)."""
+    plan = _full_cpu_plan(mesh_rows, mesh_cols)
+    if mesh_rows * mesh_cols > 2:
+        plan = [case for case in plan if mesh_dependent(case[0])]
+    return plan
+
+
+def _full_cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     n = order_for(mesh_rows, mesh_cols)
     piece = n // math.lcm(mesh_rows, mesh_cols)
     plan = []
@@ -69,7 +97,10 @@ def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
             plan.append((f"{routine}/{kind}", kind, dict(routine=routine, n=n)))
     plan.append(("potrs/not-symmetric", "not-symmetric", dict(routine="potrs", n=n)))
     plan.append(("mixed-repeated", "repeated", dict(n=n)))
-    plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
+    # potri: the blocked inverse (the default) and ScaLAPACK's p?potrs with the identity.
+    plan.extend(
+        inverse_plan(n, piece, paths=("redistribute", "scalapack"), variants=("donate", "jit"))
+    )
     plan.extend(factor_plan(n, piece))
     from eigh_cases import eigh_plan
     from matmul_cases import matmul_plan

@@ -16,6 +16,13 @@ WORKER = Path(__file__).parent / "mp" / "solve_worker.py"
 MESHES = [(1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (3, 2)]
 MESH_IDS = [f"{r}x{c}" for r, c in MESHES]
 
+
+def at_least(mesh, full, reduced):
+    """The fewest cases of a kind a mesh's plan holds: on meshes of more than two processes the
+    plan keeps the cases that depend on the mesh (solve_plan.mesh_dependent)."""
+    return full if mesh[0] * mesh[1] <= 2 else reduced
+
+
 pytestmark = pytest.mark.skipif(not mpirun_available(), reason="needs Open MPI (scripts/setup.sh)")
 
 
@@ -64,7 +71,7 @@ def test_solutions_and_logdet(results, mesh, routine):
     no padding, and each engine path (in place, transposed, redistributed)."""
     records = results(mesh)
     names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "solve" and n.startswith(routine + "/")]
-    assert len(names) >= 20
+    assert len(names) >= at_least(mesh, 20, 10)
     for name in names:
         _check(records[name])
 
@@ -132,7 +139,7 @@ def test_potri_inverse_in_the_matrix_sharding(results, mesh):
     tile, no padding, redistribution, donation and a user's jit."""
     records = results(mesh)
     names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "inverse"]
-    assert len(names) >= 12
+    assert len(names) >= at_least(mesh, 12, 8)
     for name in names:
         r = records[name]
         assert "error" not in r, r
@@ -157,7 +164,7 @@ def test_inv_slogdet_and_kept_factors(results, mesh, routine):
     LU path; statuses agreed by every rank."""
     records = results(mesh)
     names = [n for n, kind, p in cpu_plan(*mesh) if kind == "factor" and p["routine"] == routine]
-    assert len(names) >= 10
+    assert len(names) >= at_least(mesh, 10, 5)
     for name in names:
         r = records[name]
         _check(r)
@@ -193,7 +200,7 @@ def test_qr_and_least_squares(results, mesh, routine):
     right-hand side and a vector b; statuses agreed by every rank."""
     records = results(mesh)
     names = [n for n, kind, p in cpu_plan(*mesh) if kind == "qr" and p["routine"] == routine]
-    assert len(names) >= 10
+    assert len(names) >= at_least(mesh, 10, 5)
     for name in names:
         _check(records[name])
 
@@ -219,7 +226,7 @@ def test_syevd(results, mesh):
     spectra; statuses agreed by every rank."""
     records = results(mesh)
     names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "eigh"]
-    assert len(names) >= 15
+    assert len(names) >= at_least(mesh, 15, 12)
     for name in names:
         _check(records[name])
 
@@ -247,7 +254,7 @@ def test_gesvd_and_polar(results, mesh):
     divide and do not; statuses agreed by every rank."""
     records = results(mesh)
     names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "svd"]
-    assert len(names) >= 25
+    assert len(names) >= at_least(mesh, 25, 20)
     for name in names:
         _check(records[name])
 

@@ -32,8 +32,8 @@ def potri(
 ):
     """The inverse of a symmetric (Hermitian) positive-definite A sharded over a mesh.
 
-    A distributed Cholesky factorization, then the solve with the identity distributed like A
-    (never gathered); the inverse comes back with a's sharding (in a's buffers with
+    A distributed Cholesky factorization A = L Lᴴ, then A⁻¹ = L⁻ᴴ L⁻¹ by blocks, distributed like
+    A (never gathered); the inverse comes back with a's sharding (in a's buffers with
     donate=True; a matrix given replicated comes back sharded over the mesh, not gathered).
     JAXMg 0.x's `potri(a, T_A, mesh, in_specs=P(axis, None))` works unchanged.
 

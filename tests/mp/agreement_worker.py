@@ -9,6 +9,9 @@ Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_
   injected-lu        lu_solve on the 1-D LU with a failure injected on one rank mid-algorithm
                      (JAXMG_TEST_FAIL=lu:<rank>:<tile column>), at three points; after each, a
                      call without it
+  injected-inverse   potri's blocked inverse (L⁻¹ by blocks, then L⁻ᴴ L⁻¹) with a failure
+                     injected on one rank (JAXMG_TEST_FAIL=inv_triangular:<rank>:<block> or
+                     inv_cholesky:<rank>:<block>), at three points; after each, a call without it
 """
 
 import faulthandler
@@ -44,14 +47,14 @@ ref = np.linalg.solve(a, b)
 rec = {"rank": me, "scenario": scenario}
 
 
-def attempt(fn):
+def attempt(fn, expect=None):
     t0 = time.perf_counter()
     try:
         x = fn()
         # On GPUs a call's error arrives with its result: wait for it before the gather, a
         # collective of its own that would otherwise pair with a peer's next collective.
         x.block_until_ready()
-        err = float(np.abs(gather(x) - ref).max())
+        err = float(np.abs(gather(x) - (ref if expect is None else expect)).max())
         return {"ok": True, "error_max": err, "seconds": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - the message is the result
         return {
@@ -86,6 +89,14 @@ elif scenario == "injected-lu":
         rec[point] = attempt(lambda: jaxmg.lu_solve(ag, bp, T_A=4))
         os.environ.pop("JAXMG_TEST_FAIL")
         rec[point + "/then"] = attempt(lambda: jaxmg.lu_solve(ag, bp, T_A=4))
+elif scenario == "injected-inverse":
+    # Tile 4: twelve tiles, blocks of two (six steps of each sweep).
+    inverse = np.linalg.inv(a)
+    for point in ("inv_triangular:1:2", "inv_cholesky:0:0", "inv_cholesky:1:5"):
+        os.environ["JAXMG_TEST_FAIL"] = point
+        rec[point] = attempt(lambda: jaxmg.potri(ap, T_A=4), inverse)
+        os.environ.pop("JAXMG_TEST_FAIL")
+        rec[point + "/then"] = attempt(lambda: jaxmg.potri(ap, T_A=4), inverse)
 elif scenario == "retry":
     if me == 0:
         rec["bad"] = attempt(lambda: jaxmg.potrs(ap, place(b[:-2], mesh, B_SPEC), T_A=4))

@@ -1,17 +1,21 @@
 // The GPU engine's backend for the algorithms written once over a backend (csrc/algorithms/):
 // local steps with cusolverDn, cuBLAS and the engine's kernels on the call's stream, buffers from
 // XLA's scratch allocator, collectives over the context's NCCL communicator (grid columns are
-// NCCL ranks on the 1 x P grids these algorithms run on), agreement through the engine's.
+// NCCL ranks on the 1 x P grids the 1-D algorithms run on), distributed products with cuBLASMp
+// on the engine's grid, agreement through the engine's.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
+#include "algorithms/inverses.h"
 #include "common/scalar.h"
 #include "common/status.h"
 #include "cuda/kernels.h"
 #include "engines/cusolvermp/engine.h"
+#include "engines/cusolvermp/engine_internal.h"
 #include "engines/cusolvermp/engine_util.h"
 #include "engines/cusolvermp/local_blas.h"
 
@@ -118,13 +122,75 @@ class Backend {
     return e_.AgreeOnFailure(algorithm, local);
   }
 
+  // The distributed products (algorithms/inverses.h): every operand distributed as g, on the
+  // engine's cuBLASMp grid, with the engine's workspace.
+  template <typename T>
+  Status PrepareSquare(const algorithms::Square& g) {
+    if (square_.get() == nullptr) {
+      JAXMG_RETURN_IF_ERROR(square_.Create(e_.ctx_, DataTypeOf<T>(), g.n, g.n, g.t, g.t, g.ld));
+    }
+    return BlasMpCheck(cublasMpSetStream(e_.ctx_.blas, e_.stream_), "cublasMpSetStream");
+  }
+
+  template <typename T>
+  Status PTrsm(algorithms::Pass pass, bool upper, bool unit, int64_t m, int64_t n, const T* a,
+               int64_t ia, int64_t ja, T* b, int64_t ib, int64_t jb) {
+    const cublasFillMode_t fill = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+    const cublasDiagType_t diag = unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
+    const T one(1);
+    cublasMpMatrixDescriptor_t d = square_.get();
+    if (pass == algorithms::Pass::kSize) {
+      size_t dev = 0, host = 0;
+      JAXMG_BLASMP(cublasMpTrsm_bufferSize(e_.ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag,
+                                           m, n, &one, a, ia, ja, d, b, ib, jb, d, ComputeOf<T>(),
+                                           &dev, &host));
+      return Ask(dev, host);
+    }
+    return BlasMpCheck(
+        cublasMpTrsm(e_.ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, m, n, &one, a, ia, ja,
+                     d, b, ib, jb, d, ComputeOf<T>(), pwork_, e_.workspace_bytes_,
+                     e_.ctx_.host_work.data(), e_.ctx_.host_work.size()),
+        "cublasMpTrsm");
+  }
+
+  template <typename T>
+  Status PGemm(algorithms::Pass pass, bool adjoint_a, int64_t m, int64_t n, int64_t k, const T* a,
+               int64_t ia, int64_t ja, const T* b, int64_t ib, int64_t jb, T* c, int64_t ic,
+               int64_t jc) {
+    const cublasOperation_t op = adjoint_a ? AdjointOp<T>() : CUBLAS_OP_N;
+    const T one(1);
+    cublasMpMatrixDescriptor_t d = square_.get();
+    if (pass == algorithms::Pass::kSize) {
+      size_t dev = 0, host = 0;
+      JAXMG_BLASMP(cublasMpGemm_bufferSize(e_.ctx_.blas, op, CUBLAS_OP_N, m, n, k, &one, a, ia, ja,
+                                           d, b, ib, jb, d, &one, c, ic, jc, d, ComputeOf<T>(),
+                                           &dev, &host));
+      return Ask(dev, host);
+    }
+    return BlasMpCheck(
+        cublasMpGemm(e_.ctx_.blas, op, CUBLAS_OP_N, m, n, k, &one, a, ia, ja, d, b, ib, jb, d, &one,
+                     c, ic, jc, d, ComputeOf<T>(), pwork_, e_.workspace_bytes_,
+                     e_.ctx_.host_work.data(), e_.ctx_.host_work.size()),
+        "cublasMpGemm");
+  }
+
+  Status PWorkspace() { return e_.Workspace(pdev_, phost_, &pwork_); }
+
  private:
   Status Solver() {
     if (lb_ != nullptr) return Status();
     return e_.LocalSolver(&lb_, &blas_, &dn_, &params_);
   }
 
+  Status Ask(size_t dev, size_t host) {
+    pdev_ = std::max(pdev_, dev), phost_ = std::max(phost_, host);
+    return Status();
+  }
+
   Engine& e_;
+  BlasDescriptor square_;
+  void* pwork_ = nullptr;
+  size_t pdev_ = 0, phost_ = 0;
   const LocalBlas* lb_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   cusolverDnHandle_t dn_ = nullptr;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/inverses.h"
 #include "common/deferred.h"
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/local_blas.h"
@@ -380,11 +381,13 @@ class Engine {
   template <typename T>
   Status PolarFactor();
   // w := l⁻¹ for the triangular (upper or lower, unit or not) n x n matrix l, where w holds
-  // the identity (both in the engine's tiles, leading dimensions ll and lw).
-  template <typename T>
+  // the identity (both in the engine's tiles, leading dimension ld; algorithms/inverses.h).
   // Collective: its buffers are agreed; the local errors of its steps are kept in *failed.
-  Status TriangularInverse(const void* l, int64_t ll, void* w, int64_t lw, int64_t n, bool upper,
-                           bool unit, Deferred* failed);
+  template <typename T>
+  Status TriangularInverse(const void* l, void* w, int64_t n, int64_t ld, bool upper, bool unit,
+                           Deferred* failed);
+  // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
+  algorithms::Square Square(int64_t n, int64_t ld) const;
   // A matrix in the engine's tiles over its grid: the local part p (leading dimension ld) of a
   // rows x cols global matrix, used from its row `row` (1-based, at a tile boundary) on.
   struct Tiled {

@@ -123,7 +123,7 @@ Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
     return Status();
   });
   JAXMG_RETURN_IF_ERROR(
-      TriangularInverse<T>(polar_z_, z_rows_, polar_w_, z_rows_, n, false, false, &failed));
+      TriangularInverse<T>(polar_z_, polar_w_, n, z_rows_, false, false, &failed));
   failed.Run([&]() -> Status {
     JAXMG_CUDA(cudaMemsetAsync(polar_sum_, 0, sizeof(double), stream_));
     JAXMG_CUDA(

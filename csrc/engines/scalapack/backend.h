@@ -1,12 +1,14 @@
 // The CPU engine's backend for the algorithms written once over a backend (csrc/algorithms/):
 // local steps with LAPACK and BLAS (the ones ScaLAPACK links), host loops where the GPU has
 // kernels (row interchanges), buffers in host memory for the call's lifetime, collectives over
-// the grid's MPI communicator, agreement with AgreeOnFailure.
+// the grid's MPI communicator, distributed products with PBLAS on the grid, agreement with
+// AgreeOnFailure.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/inverses.h"
 #include "common/status.h"
 #include "engines/scalapack/scalapack.h"
 
@@ -46,8 +48,33 @@ class Backend {
     return AgreeOnFailure(grid_, algorithm, local);
   }
 
+  // The distributed products (algorithms/inverses.h): PBLAS, every operand distributed as g.
+  // They need no workspace of the caller's (the size pass asks for none).
+  template <typename T>
+  Status PrepareSquare(const algorithms::Square& g) {
+    return MakeDescriptor(grid_, g.n, g.n, g.t, g.t, g.ld, &square_);
+  }
+  template <typename T>
+  Status PTrsm(algorithms::Pass pass, bool upper, bool unit, int64_t m, int64_t n, const T* a,
+               int64_t ia, int64_t ja, T* b, int64_t ib, int64_t jb) {
+    if (pass == algorithms::Pass::kSize) return Status();
+    return TrsmAt<T>('L', upper ? 'U' : 'L', 'N', unit ? 'U' : 'N', m, n, T(1), a, ia, ja, square_,
+                     b, ib, jb, square_);
+  }
+  template <typename T>
+  Status PGemm(algorithms::Pass pass, bool adjoint_a, int64_t m, int64_t n, int64_t k, const T* a,
+               int64_t ia, int64_t ja, const T* b, int64_t ib, int64_t jb, T* c, int64_t ic,
+               int64_t jc) {
+    if (pass == algorithms::Pass::kSize) return Status();
+    // ('C' is the transpose for the real types)
+    return GemmAt<T>(adjoint_a ? 'C' : 'N', 'N', m, n, k, T(1), a, ia, ja, square_, b, ib, jb,
+                     square_, T(1), c, ic, jc, square_);
+  }
+  Status PWorkspace() { return Status(); }
+
  private:
   const Grid& grid_;
+  Descriptor square_{};
   std::vector<int> ipiv_;  // getrf's 32-bit pivots
   std::vector<std::vector<char>> buffers_;
 };

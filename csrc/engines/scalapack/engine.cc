@@ -237,6 +237,30 @@ bool Engine::UseOwnLu() const {
   return !library && grid_->nprow == 1 && local_rows_ >= plan_->engine_rows();
 }
 
+bool Engine::UseOwnInverses() const {
+  const char* choice = std::getenv("JAXMG_CPU_INVERSES");
+  return choice == nullptr || std::string(choice) != "scalapack";
+}
+
+template <typename T>
+Status Engine::CholeskyInverse() {
+  JAXMG_RETURN_IF_ERROR(Identity<T>());  // local_b_ := I, distributed like B (desc_b_)
+  if (!UseOwnInverses()) return Potrs<T>();
+  // B⁻¹ = L⁻ᴴ L⁻¹ by blocks over PBLAS (algorithms/inverses.h): N³ flops against the 2N³ of
+  // the solve with the identity.
+  algorithms::Square g;
+  g.n = plan_->engine_rows();
+  g.t = plan_->tile;
+  g.ld = std::max<int64_t>(local_rows_, 1);
+  g.rank = grid_->myrow * grid_->npcol + grid_->mycol;
+  std::vector<char> y(local_b_.size(), 0);
+  Backend backend(*grid_);
+  JAXMG_RETURN_IF_ERROR(algorithms::CholeskyInverse<T>(backend, g, As<T>(work_),
+                                                       As<T>(local_b_.data()), As<T>(y.data())));
+  local_b_.swap(y);
+  return Status();
+}
+
 template <typename T>
 Status Engine::Potrs() {
   int info = 0;

@@ -32,12 +32,10 @@ class Engine {
   bool asymmetric() const { return asymmetric_; }
   template <typename T>
   Status Prepare(void* shard);
-  // After Potrf: the right-hand side := B⁻¹ (the solve with the identity), for InverseOut.
+  // After Potrf: the right-hand side := B⁻¹, for InverseOut (the blocked inverses over PBLAS,
+  // algorithms/inverses.h; JAXMG_CPU_INVERSES=scalapack: p?potrs with the identity).
   template <typename T>
-  Status CholeskyInverse() {
-    JAXMG_RETURN_IF_ERROR(Identity<T>());
-    return Potrs<T>();
-  }
+  Status CholeskyInverse();
   template <typename T>
   Status Potrf(int* info);
   template <typename T>
@@ -112,6 +110,8 @@ class Engine {
   bool asymmetric_ = false;
   // Getrf by the 1-D LU on 1 x P grids (JAXMG_CPU_LU=scalapack: p?getrf everywhere).
   bool UseOwnLu() const;
+  // CholeskyInverse by the blocked inverses (JAXMG_CPU_INVERSES=scalapack: p?potrs).
+  bool UseOwnInverses() const;
   template <typename T>
   Status Agree(int* info);
   // The status of a QR factorization held: 1 + the first column with a non-finite entry or,

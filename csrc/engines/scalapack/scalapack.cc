@@ -699,22 +699,25 @@ JAXMG_CALL_GESVD(pz, std::complex<double>, rwork, )
 
 template <typename T>
 void CallGemm(const char* ta, const char* tb, const int* m, const int* n, const int* k,
-              const T* alpha, const T* a, const int* desca, const T* b, const int* descb,
-              const T* beta, T* c, const int* descc);
-#define JAXMG_CALL_GEMM(p, T)                                                                   \
-  template <>                                                                                   \
-  void CallGemm<T>(const char* ta, const char* tb, const int* m, const int* n, const int* k,    \
-                   const T* alpha, const T* a, const int* desca, const T* b, const int* descb,  \
-                   const T* beta, T* c, const int* descc) {                                     \
-    const int one = 1;                                                                          \
-    p##gemm_(ta, tb, m, n, k, alpha, a, &one, &one, desca, b, &one, &one, descb, beta, c, &one, \
-             &one, descc);                                                                      \
+              const T* alpha, const T* a, const int* ia, const int* ja, const int* desca,
+              const T* b, const int* ib, const int* jb, const int* descb, const T* beta, T* c,
+              const int* ic, const int* jc, const int* descc);
+#define JAXMG_CALL_GEMM(p, T)                                                                     \
+  template <>                                                                                     \
+  void CallGemm<T>(const char* ta, const char* tb, const int* m, const int* n, const int* k,      \
+                   const T* alpha, const T* a, const int* ia, const int* ja, const int* desca,    \
+                   const T* b, const int* ib, const int* jb, const int* descb, const T* beta,     \
+                   T* c, const int* ic, const int* jc, const int* descc) {                        \
+    p##gemm_(ta, tb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc); \
   }
 JAXMG_CALL_GEMM(ps, float)
 JAXMG_CALL_GEMM(pd, double)
 JAXMG_CALL_GEMM(pc, std::complex<float>)
 JAXMG_CALL_GEMM(pz, std::complex<double>)
 #undef JAXMG_CALL_GEMM
+
+// A 1-based global index (PBLAS's) as int.
+Status CheckedIndex(int64_t i, int* out) { return CheckedInt(i, "global index", out); }
 }  // namespace
 
 template <typename T>
@@ -745,16 +748,28 @@ Status Gesvd(bool vectors_u, bool vectors_vt, int64_t m, int64_t n, T* a, const 
 }
 
 template <typename T>
-Status Gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-            const Descriptor& desca, const T* b, const Descriptor& descb, T beta, T* c,
-            const Descriptor& descc) {
-  int im, in, ik;
+Status GemmAt(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+              int64_t ia, int64_t ja, const Descriptor& desca, const T* b, int64_t ib, int64_t jb,
+              const Descriptor& descb, T beta, T* c, int64_t ic, int64_t jc,
+              const Descriptor& descc) {
+  int im, in, ik, i[6];
   JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
   JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
   JAXMG_RETURN_IF_ERROR(CheckedInt(k, "inner extent", &ik));
+  const int64_t at[6] = {ia, ja, ib, jb, ic, jc};
+  for (int q = 0; q < 6; ++q) JAXMG_RETURN_IF_ERROR(CheckedIndex(at[q], &i[q]));
   const char ta[2] = {transa, 0}, tb[2] = {transb, 0};
-  CallGemm<T>(ta, tb, &im, &in, &ik, &alpha, a, desca.desc, b, descb.desc, &beta, c, descc.desc);
+  CallGemm<T>(ta, tb, &im, &in, &ik, &alpha, a, &i[0], &i[1], desca.desc, b, &i[2], &i[3],
+              descb.desc, &beta, c, &i[4], &i[5], descc.desc);
   return Status();
+}
+
+template <typename T>
+Status Gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+            const Descriptor& desca, const T* b, const Descriptor& descb, T beta, T* c,
+            const Descriptor& descc) {
+  return GemmAt<T>(transa, transb, m, n, k, alpha, a, 1, 1, desca, b, 1, 1, descb, beta, c, 1, 1,
+                   descc);
 }
 
 #define JAXMG_DEFINE_GST(p, T, gst)                                                               \
@@ -768,14 +783,23 @@ Status Gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, 
     return Status();                                                                              \
   }                                                                                               \
   template <>                                                                                     \
-  Status Trsm<T>(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T alpha,      \
-                 const T* a, const Descriptor& desca, T* b, const Descriptor& descb) {            \
-    int im, in, one = 1;                                                                          \
+  Status TrsmAt<T>(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T alpha,    \
+                   const T* a, int64_t ia, int64_t ja, const Descriptor& desca, T* b, int64_t ib, \
+                   int64_t jb, const Descriptor& descb) {                                         \
+    int im, in, i[4];                                                                             \
     JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));                                            \
     JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));                                         \
+    const int64_t at[4] = {ia, ja, ib, jb};                                                       \
+    for (int q = 0; q < 4; ++q) JAXMG_RETURN_IF_ERROR(CheckedIndex(at[q], &i[q]));                \
     const char s[2] = {side, 0}, u[2] = {uplo, 0}, t[2] = {trans, 0}, d[2] = {diag, 0};           \
-    p##trsm_(s, u, t, d, &im, &in, &alpha, a, &one, &one, desca.desc, b, &one, &one, descb.desc); \
+    p##trsm_(s, u, t, d, &im, &in, &alpha, a, &i[0], &i[1], desca.desc, b, &i[2], &i[3],          \
+             descb.desc);                                                                         \
     return Status();                                                                              \
+  }                                                                                               \
+  template <>                                                                                     \
+  Status Trsm<T>(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T alpha,      \
+                 const T* a, const Descriptor& desca, T* b, const Descriptor& descb) {            \
+    return TrsmAt<T>(side, uplo, trans, diag, m, n, alpha, a, 1, 1, desca, b, 1, 1, descb);       \
   }
 JAXMG_DEFINE_GST(ps, float, sygst)
 JAXMG_DEFINE_GST(pd, double, sygst)
@@ -783,11 +807,14 @@ JAXMG_DEFINE_GST(pc, std::complex<float>, hegst)
 JAXMG_DEFINE_GST(pz, std::complex<double>, hegst)
 #undef JAXMG_DEFINE_GST
 
-#define JAXMG_INSTANTIATE_SVD(T)                                                                 \
-  template Status Gesvd<T>(bool, bool, int64_t, int64_t, T*, const Descriptor&, RealOf<T>*, T*,  \
-                           const Descriptor&, T*, const Descriptor&, int*);                      \
-  template Status Gemm<T>(char, char, int64_t, int64_t, int64_t, T, const T*, const Descriptor&, \
-                          const T*, const Descriptor&, T, T*, const Descriptor&);
+#define JAXMG_INSTANTIATE_SVD(T)                                                                  \
+  template Status Gesvd<T>(bool, bool, int64_t, int64_t, T*, const Descriptor&, RealOf<T>*, T*,   \
+                           const Descriptor&, T*, const Descriptor&, int*);                       \
+  template Status Gemm<T>(char, char, int64_t, int64_t, int64_t, T, const T*, const Descriptor&,  \
+                          const T*, const Descriptor&, T, T*, const Descriptor&);                 \
+  template Status GemmAt<T>(char, char, int64_t, int64_t, int64_t, T, const T*, int64_t, int64_t, \
+                            const Descriptor&, const T*, int64_t, int64_t, const Descriptor&, T,  \
+                            T*, int64_t, int64_t, const Descriptor&);
 JAXMG_INSTANTIATE_SVD(float)
 JAXMG_INSTANTIATE_SVD(double)
 JAXMG_INSTANTIATE_SVD(std::complex<float>)

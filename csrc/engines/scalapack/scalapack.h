@@ -107,6 +107,17 @@ Status Sygst(int64_t n, T* a, const Descriptor& desca, const T* b, const Descrip
 template <typename T>
 Status Trsm(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T alpha, const T* a,
             const Descriptor& desca, T* b, const Descriptor& descb);
+// Trsm on submatrices: a's from global (ia, ja), b's from (ib, jb) (1-based, as PBLAS).
+template <typename T>
+Status TrsmAt(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T alpha,
+              const T* a, int64_t ia, int64_t ja, const Descriptor& desca, T* b, int64_t ib,
+              int64_t jb, const Descriptor& descb);
+// Gemm on submatrices: a's from global (ia, ja), b's from (ib, jb), c's from (ic, jc).
+template <typename T>
+Status GemmAt(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+              int64_t ia, int64_t ja, const Descriptor& desca, const T* b, int64_t ib, int64_t jb,
+              const Descriptor& descb, T beta, T* c, int64_t ic, int64_t jc,
+              const Descriptor& descc);
 // c := alpha op(a) op(b) + beta c (op: 'N', 'T' or 'C'), c m x n, k the inner extent.
 template <typename T>
 Status Gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,

@@ -1,14 +1,17 @@
-"""The CPU engine's LU: jaxmg's 1-D LU (csrc/algorithms/lu_1d.h over LAPACK, BLAS and MPI) against
-ScaLAPACK's p?getrf, both inside lu_solve, on P processes of one machine (a P x 1 mesh: a 1 x P
-engine grid, where the 1-D LU applies).
+"""The CPU engine's own algorithms (csrc/algorithms/, over LAPACK, BLAS, PBLAS and MPI) against
+ScaLAPACK's, inside the routine, on P processes of one machine:
+- lu_solve: jaxmg's 1-D LU against p?getrf (default mesh P x 1: a 1 x P engine grid, where the
+  1-D LU applies);
+- potri: the blocked Cholesky inverse (L⁻¹ by blocks, then L⁻ᴴ L⁻¹) against p?potrs with the
+  identity (any grid).
 
-  python -m jaxmg launch -n 2 bench/cpu_lu.py OUT.json [--sizes 1024 2048] [--tiles 0 64 128]
-      [--matrix random|kms] [--reps 3]
+  python -m jaxmg launch -n 2 bench/cpu_own.py OUT.json [--routine lu_solve|potri]
+      [--mesh 2x1] [--sizes 1024 2048] [--tiles 0 64 128] [--matrix random|kms] [--reps 3]
 
 Each time is the best of `reps` calls after a warm-up (compilation), with the result ready; both
-variants run in the same processes (JAXMG_CPU_LU is read at each call). Process 0 prints a table,
-writes the JSON (with the machine, the process count and the commit) and, with matplotlib, a plot
-beside it (OUT.png). Tile 0: the engine's automatic tile.
+variants run in the same processes (the switch, JAXMG_CPU_LU or JAXMG_CPU_INVERSES, is read at each
+call). Process 0 prints a table, writes the JSON (with the machine, the process count, the mesh and
+the commit) and, with matplotlib, a plot beside it (OUT.png). Tile 0: the engine's automatic tile.
 """
 
 from __future__ import annotations
@@ -36,34 +39,52 @@ p = argparse.ArgumentParser()
 p.add_argument("out")
 p.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 3072])
 p.add_argument("--tiles", type=int, nargs="+", default=[0, 64, 128])
+p.add_argument("--routine", choices=("lu_solve", "potri"), default="lu_solve")
+p.add_argument("--mesh", default=None, help="ROWSxCOLS (default: P x 1)")
 p.add_argument("--matrix", choices=("random", "kms"), default="random")
 p.add_argument("--reps", type=int, default=3)
 args = p.parse_args()
 
 procs = jax.process_count()
-mesh = jax.make_mesh((procs, 1), ("rows", "cols"))
+shape = tuple(int(v) for v in args.mesh.split("x")) if args.mesh else (procs, 1)
+mesh = jax.make_mesh(shape, ("rows", "cols"))
 jax.set_mesh(mesh)
 grid, rows = NamedSharding(mesh, P("rows", "cols")), NamedSharding(mesh, P("rows", None))
-VARIANTS = {"jaxmg 1-D LU": "own", "ScaLAPACK p?getrf": "scalapack"}
+# routine: (switch, {label: value}, the library's short name)
+ROUTINES = {
+    "lu_solve": ("JAXMG_CPU_LU", {"jaxmg 1-D LU": "own", "ScaLAPACK p?getrf": "scalapack"}),
+    "potri": (
+        "JAXMG_CPU_INVERSES",
+        {"jaxmg blocked inverse": "own", "ScaLAPACK p?potrs with I": "scalapack"},
+    ),
+}
+SWITCH, VARIANTS = ROUTINES[args.routine]
 
 
 def matrix(n):
     if args.matrix == "kms":  # Kac-Murdock-Szegő, rho = 0.5 (symmetric positive definite)
         i = np.arange(n)
         return 0.5 ** np.abs(i[:, None] - i[None, :])
-    return np.random.default_rng(n).standard_normal((n, n))
+    g = np.random.default_rng(n).standard_normal((n, n))
+    return g @ g.T / n + np.eye(n) if args.routine == "potri" else g
+
+
+def call(tile):
+    if args.routine == "potri":
+        return jax.jit(lambda a, b, t=tile or None: jaxmg.potri(a, T_A=t))
+    return jax.jit(lambda a, b, t=tile or None: jaxmg.lu_solve(a, b, T_A=t))
 
 
 rows_out = []
 for n in args.sizes:
     A = matrix(n)
     B = np.random.default_rng(n + 1).standard_normal((n, 1))
-    ref = np.linalg.solve(A, B)
+    ref = np.linalg.inv(A) if args.routine == "potri" else np.linalg.solve(A, B)
     a, b = jax.device_put(A, grid), jax.device_put(B, rows)
     for tile in args.tiles:
-        f = jax.jit(lambda a, b, t=tile or None: jaxmg.lu_solve(a, b, T_A=t))
+        f = call(tile)
         for label, choice in VARIANTS.items():
-            os.environ["JAXMG_CPU_LU"] = choice
+            os.environ[SWITCH] = choice
             f(a, b).block_until_ready()
             best = float("inf")
             for _ in range(args.reps):
@@ -75,23 +96,27 @@ for n in args.sizes:
             rows_out.append(
                 dict(n=n, tile=tile, variant=label, seconds=best, max_error=err, choice=choice)
             )
-os.environ.pop("JAXMG_CPU_LU", None)
+os.environ.pop(SWITCH, None)
 
 if jax.process_index() == 0:
+    own_label, lib_label = VARIANTS
     print(
-        f"lu_solve on {procs} CPU processes ({args.matrix} matrices, float64, best of {args.reps})"
+        f"{args.routine} on {procs} CPU processes, mesh {shape[0]}x{shape[1]} ({args.matrix} "
+        f"matrices, float64, best of {args.reps})"
     )
-    print(f"{'n':>6} {'tile':>5} {'jaxmg 1-D LU':>13} {'p?getrf':>9} {'speed-up':>9}")
+    print(f"{'n':>6} {'tile':>5} {own_label:>22} {lib_label:>25} {'speed-up':>9}")
     for n in args.sizes:
         for tile in args.tiles:
             own, lib = (
                 next(r["seconds"] for r in rows_out if (r["n"], r["tile"], r["choice"]) == key)
                 for key in ((n, tile, "own"), (n, tile, "scalapack"))
             )
-            print(f"{n:>6} {tile or 'auto':>5} {own:>12.3f}s {lib:>8.3f}s {lib / own:>8.2f}x")
+            print(f"{n:>6} {tile or 'auto':>5} {own:>21.3f}s {lib:>24.3f}s {lib / own:>8.2f}x")
     record = dict(
-        benchmark="cpu_lu",
+        benchmark="cpu_own",
+        routine=args.routine,
         processes=procs,
+        mesh=list(shape),
         matrix=args.matrix,
         dtype="float64",
         reps=args.reps,
@@ -126,8 +151,8 @@ if jax.process_index() == 0:
                     label=f"{label}, tile {tile or 'auto'}",
                 )
         ax.set_xlabel("n")
-        ax.set_ylabel("seconds (lu_solve)")
-        ax.set_title(f"lu_solve on {procs} CPU processes")
+        ax.set_ylabel(f"seconds ({args.routine})")
+        ax.set_title(f"{args.routine} on {procs} CPU processes, mesh {shape[0]}x{shape[1]}")
         ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(os.path.splitext(args.out)[0] + ".png", dpi=120)

@@ -1,0 +1,129 @@
+// The blocked inverses, written once over a backend's distributed products (the GPU engine's:
+// cuBLASMp; the CPU engine's: PBLAS): of a triangular matrix, of a Cholesky factorization
+// (B⁻¹ = L⁻ᴴ L⁻¹) and the product step of an LU factorization's (M⁻¹ = U⁻¹ L⁻¹ Pᵀ).
+//
+// Every operand is an n x n matrix block-cyclic in t x t tiles over the backend's 2-D grid, all
+// with the same distribution (a Square). The work is split into column blocks of whole tiles,
+// about eight, so that each product skips the zero part of a triangle:
+// - W = L⁻¹: column block k of W is L[k:, k:]⁻¹ I[k:, k] (lower), and of W = U⁻¹ it is
+//   U[:e, :e]⁻¹ I[:e, k] (upper; e: the block's end): one distributed trsm per block, N³/3 flops
+//   in all instead of the N³ of one trsm with the identity;
+// - B⁻¹ = Wᴴ W = Σ_k W_kᴴ W_k over W's row blocks W_k = W[k, :e_k] (zero beyond e_k): one gemm
+//   each into the leading e_k x e_k block, 2N³/3 flops, both triangles;
+// - X = W_U W_L = Σ_k W_U[:e_k, k] W_L[k, :e_k]: the same blocks, for the LU's inverse.
+//
+// Failures: each algorithm sizes its products' workspace first (a pass of size queries), takes
+// it, and agrees; after that every rank enters every product (they are collective), a local
+// error is kept in `failed` and agreed by the caller (CholeskyInverse agrees its own). The test
+// hook's steps are the blocks ("inv_triangular:<rank>:<k>", "inv_cholesky:...", "inv:...").
+//
+// The backend B, for the scalar T (indices are 1-based and global, as PBLAS takes them; Size
+// accumulates a call's workspace, Run makes it; PTrsm, PGemm and Agree are collective):
+//   PrepareSquare<T>(const Square&)        the distribution's descriptors
+//   PTrsm<T>(pass, upper, unit, m, n, const T* a, ia, ja, T* b, ib, jb)
+//                                           B[ib.., jb..] := A[ia.., ja..]⁻¹ B (left, m x n)
+//   PGemm<T>(pass, adjoint_a, m, n, k, const T* a, ia, ja, const T* b, ib, jb, T* c, ic, jc)
+//                                           C += op(A) B (op: N, or ᴴ when adjoint_a)
+//   PWorkspace()                           the workspace the Size calls asked for
+//   Agree(const char* algorithm, const Status& local)
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "common/deferred.h"
+#include "common/status.h"
+
+namespace jaxmg::algorithms {
+
+// An n x n matrix block-cyclic in t x t tiles over the backend's grid; this rank has ld local
+// rows (ld >= 1). `rank` names this process in the test hook.
+struct Square {
+  int64_t n = 0, t = 0, ld = 1;
+  int rank = 0;
+};
+
+enum class Pass { kSize, kRun };
+
+// The column blocks: whole tiles, about eight of them.
+inline int64_t InverseBlock(const Square& g) {
+  const int64_t tiles = (g.n + g.t - 1) / g.t;
+  return g.t * std::max<int64_t>(1, (tiles + 7) / 8);
+}
+
+namespace detail {
+
+// Runs the size pass of `sweep` (a callable taking a Pass and a Deferred*), takes the
+// workspace and agrees; then the run pass, its local errors kept in `failed`.
+template <class B, class Sweep>
+Status SizedSweep(B& b, const char* algorithm, Deferred* failed, Sweep&& sweep) {
+  Deferred local;
+  sweep(Pass::kSize, &local);
+  local.Run([&] { return b.PWorkspace(); });
+  JAXMG_RETURN_IF_ERROR(b.Agree(algorithm, local.status()));
+  sweep(Pass::kRun, failed);
+  return Status();
+}
+
+}  // namespace detail
+
+// W := L⁻¹ (lower; upper: U⁻¹), L's diagonal unit or not. W holds the identity on entry.
+template <typename T, class B>
+Status TriangularInverse(B& b, const Square& g, const T* l, T* w, bool upper, bool unit,
+                         Deferred* failed) {
+  const int64_t n = g.n, nb = InverseBlock(g);
+  {
+    Deferred local;
+    local.Run([&] { return b.template PrepareSquare<T>(g); });
+    JAXMG_RETURN_IF_ERROR(b.Agree("inv_triangular", local.status()));
+  }
+  return detail::SizedSweep(b, "inv_triangular", failed, [&](Pass pass, Deferred* out) {
+    for (int64_t k0 = 0; k0 < n; k0 += nb) {
+      const int64_t kb = std::min(nb, n - k0);
+      // The triangle's part that block k needs: rows and columns from `first`, m of them.
+      const int64_t first = upper ? 1 : k0 + 1, m = upper ? k0 + kb : n - k0;
+      if (pass == Pass::kSize && !out->ok()) return;
+      if (pass == Pass::kRun) out->Step("inv_triangular", g.rank, k0 / nb);
+      out->Keep(b.template PTrsm<T>(pass, upper, unit, m, kb, l, first, first, w, first, k0 + 1));
+    }
+  });
+}
+
+// y := B⁻¹ = L⁻ᴴ L⁻¹ from B's Cholesky factor L (lower, in l); w holds the identity and y zeros
+// on entry (w ends as L⁻¹). Errors are agreed (every rank returns the same Status).
+template <typename T, class B>
+Status CholeskyInverse(B& b, const Square& g, const T* l, T* w, T* y) {
+  const int64_t n = g.n, nb = InverseBlock(g);
+  Deferred failed;
+  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(b, g, l, w, false, false, &failed));
+  JAXMG_RETURN_IF_ERROR(
+      detail::SizedSweep(b, "inv_cholesky", &failed, [&](Pass pass, Deferred* out) {
+        for (int64_t k0 = 0; k0 < n; k0 += nb) {
+          const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
+          if (pass == Pass::kSize && !out->ok()) return;
+          if (pass == Pass::kRun) out->Step("inv_cholesky", g.rank, k0 / nb);
+          out->Keep(b.template PGemm<T>(pass, true, e, e, kb, w, k0 + 1, 1, w, k0 + 1, 1, y, 1, 1));
+        }
+      }));
+  return b.Agree("inv_cholesky", failed.status());
+}
+
+// x += W_U W_L by blocks (W_U = U⁻¹ upper, W_L = L⁻¹ lower, both from TriangularInverse): the
+// product step of M⁻¹ = U⁻¹ L⁻¹ Pᵀ (the caller moves the columns). Local errors are kept in
+// `failed`, for the caller's agreement.
+template <typename T, class B>
+Status LuInverseProduct(B& b, const Square& g, const T* w_upper, const T* w_lower, T* x,
+                        Deferred* failed) {
+  const int64_t n = g.n, nb = InverseBlock(g);
+  return detail::SizedSweep(b, "inv", failed, [&](Pass pass, Deferred* out) {
+    for (int64_t k0 = 0; k0 < n; k0 += nb) {
+      const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
+      if (pass == Pass::kSize && !out->ok()) return;
+      if (pass == Pass::kRun) out->Step("inv", g.rank, k0 / nb);
+      out->Keep(b.template PGemm<T>(pass, false, e, e, kb, w_upper, 1, k0 + 1, w_lower, k0 + 1, 1,
+                                    x, 1, 1));
+    }
+  });
+}
+
+}  // namespace jaxmg::algorithms
