@@ -2,15 +2,16 @@
 keep, timed with whichever jaxmg is imported (run it once per build in the same device session,
 e.g. with PYTHONPATH pointing at the earlier build's package for "before").
 
-  python bench/regress.py OUT.json --label after [--only syevd,eigvalsh,qr,lu_solve,potrs]
-      [--matrix random|kms] [--reps 2]
+  python bench/regress.py OUT.json --label after
+      [--only syevd,eigvalsh,qr,lu_solve,potrs,potri,polar] [--matrix random|kms] [--reps 2]
 
 Cases (float64, a 1x1 mesh): syevd with vectors and eigvalsh at N = 32768, qr at N = 16384,
-lu_solve and potrs (with logdet, one right-hand side) at N = 32768. Each time is the best of
+lu_solve and potrs (with logdet, one right-hand side) and potri at N = 32768, polar at 16384. Each time is the best of
 `reps` calls after one warm-up call (compilation), with the result ready. The matrices are
 generated on the device: random (symmetric for the eigensolvers, SPD = X Xᵀ / N + I for potrs,
 general for lu_solve and qr) or Kac-Murdock-Szegő (0.5^|i-j|). Only the public API that every
-jaxmg release has is used (potrs, lu_solve, qr, syevd), so the same script times both builds.
+jaxmg release has is used (potrs, lu_solve, qr, syevd, potri, polar), so the same script times
+both builds.
 """
 
 from __future__ import annotations
@@ -30,14 +31,23 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
 
-SIZES = {"syevd": 32768, "eigvalsh": 32768, "qr": 16384, "lu_solve": 32768, "potrs": 32768}
+SIZES = {
+    "syevd": 32768,
+    "eigvalsh": 32768,
+    "qr": 16384,
+    "lu_solve": 32768,
+    "potrs": 32768,
+    "potri": 32768,
+    "polar": 16384,
+}
+DEFAULT = ("syevd", "eigvalsh", "qr", "lu_solve", "potrs")
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("--label", required=True)
-    p.add_argument("--only", default=",".join(SIZES))
+    p.add_argument("--only", default=",".join(DEFAULT))
     p.add_argument("--matrix", default="random", choices=("random", "kms"))
     p.add_argument("--reps", type=int, default=2)
     args = p.parse_args()
@@ -56,7 +66,7 @@ def main():
             x = jax.random.normal(key, (n, n), jnp.float64)
             if routine in ("syevd", "eigvalsh"):
                 return (x + x.T) / 2
-            if routine == "potrs":
+            if routine in ("potrs", "potri"):
                 return x @ x.T / n + jnp.eye(n)
             return x
 
@@ -68,6 +78,8 @@ def main():
         "qr": lambda a, b: jaxmg.qr(a),
         "lu_solve": lambda a, b: jaxmg.lu_solve(a, b),
         "potrs": lambda a, b: jaxmg.potrs(a, b, return_logdet=True),
+        "potri": lambda a, b: jaxmg.potri(a),
+        "polar": lambda a, b: jaxmg.polar(a),
     }
     records = []
     for routine in args.only.split(","):
