@@ -3,9 +3,11 @@ ScaLAPACK's, inside the routine, on P processes of one machine:
 - lu_solve: jaxmg's 1-D LU against p?getrf (default mesh P x 1: a 1 x P engine grid, where the
   1-D LU applies);
 - potri: the blocked Cholesky inverse (L⁻¹ by blocks, then L⁻ᴴ L⁻¹) against p?potrs with the
-  identity (any grid).
+  identity (any grid);
+- inv: the blocked LU inverse (U⁻¹ L⁻¹ Pᵀ by blocks) against p?getri, after the same LU (any
+  grid).
 
-  python -m jaxmg launch -n 2 bench/cpu_own.py OUT.json [--routine lu_solve|potri]
+  python -m jaxmg launch -n 2 bench/cpu_own.py OUT.json [--routine lu_solve|potri|inv]
       [--mesh 2x1] [--sizes 1024 2048] [--tiles 0 64 128] [--matrix random|kms] [--reps 3]
 
 Each time is the best of `reps` calls after a warm-up (compilation), with the result ready; both
@@ -39,7 +41,7 @@ p = argparse.ArgumentParser()
 p.add_argument("out")
 p.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 3072])
 p.add_argument("--tiles", type=int, nargs="+", default=[0, 64, 128])
-p.add_argument("--routine", choices=("lu_solve", "potri"), default="lu_solve")
+p.add_argument("--routine", choices=("lu_solve", "potri", "inv"), default="lu_solve")
 p.add_argument("--mesh", default=None, help="ROWSxCOLS (default: P x 1)")
 p.add_argument("--matrix", choices=("random", "kms"), default="random")
 p.add_argument("--reps", type=int, default=3)
@@ -57,6 +59,10 @@ ROUTINES = {
         "JAXMG_CPU_INVERSES",
         {"jaxmg blocked inverse": "own", "ScaLAPACK p?potrs with I": "scalapack"},
     ),
+    "inv": (
+        "JAXMG_CPU_INVERSES",
+        {"jaxmg blocked inverse": "own", "ScaLAPACK p?getri": "scalapack"},
+    ),
 }
 SWITCH, VARIANTS = ROUTINES[args.routine]
 
@@ -72,6 +78,8 @@ def matrix(n):
 def call(tile):
     if args.routine == "potri":
         return jax.jit(lambda a, b, t=tile or None: jaxmg.potri(a, T_A=t))
+    if args.routine == "inv":
+        return jax.jit(lambda a, b, t=tile or None: jaxmg.inv(a, T_A=t))
     return jax.jit(lambda a, b, t=tile or None: jaxmg.lu_solve(a, b, T_A=t))
 
 
@@ -79,7 +87,7 @@ rows_out = []
 for n in args.sizes:
     A = matrix(n)
     B = np.random.default_rng(n + 1).standard_normal((n, 1))
-    ref = np.linalg.inv(A) if args.routine == "potri" else np.linalg.solve(A, B)
+    ref = np.linalg.inv(A) if args.routine in ("potri", "inv") else np.linalg.solve(A, B)
     a, b = jax.device_put(A, grid), jax.device_put(B, rows)
     for tile in args.tiles:
         f = call(tile)

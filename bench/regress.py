@@ -6,8 +6,9 @@ e.g. with PYTHONPATH pointing at the earlier build's package for "before").
       [--only syevd,eigvalsh,qr,lu_solve,potrs,potri,polar] [--matrix random|kms] [--reps 2]
 
 Cases (float64, a 1x1 mesh): syevd with vectors and eigvalsh at N = 32768, qr at N = 16384,
-lu_solve and potrs (with logdet, one right-hand side) and potri at N = 32768, polar at 16384. Each time is the best of
-`reps` calls after one warm-up call (compilation), with the result ready. The matrices are
+lu_solve and potrs (with logdet, one right-hand side) and potri at N = 32768, polar at 16384.
+Each time is the best of `reps` calls after one warm-up call (compilation), with the result
+ready. The matrices are
 generated on the device: random (symmetric for the eigensolvers, SPD = X Xᵀ / N + I for potrs,
 general for lu_solve and qr) or Kac-Murdock-Szegő (0.5^|i-j|). Only the public API that every
 jaxmg release has is used (potrs, lu_solve, qr, syevd, potri, polar), so the same script times

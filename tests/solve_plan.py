@@ -157,6 +157,9 @@ def factor_plan(n, piece, tiles=None):
         for variant in variants:
             params = dict(routine=routine, dtype_name="float64", n=n, tile=4, variant=variant)
             plan.append((factor_name(routine, "float64", n, 4, variant), "factor", params))
+        if routine == "inv":  # the blocked LU inverse (the CPU's opt-in), with A⁻ᵀ as well
+            params = dict(routine=routine, dtype_name="complex128", n=n, tile=5, variant="blocked")
+            plan.append((factor_name(routine, "complex128", n, 5, "blocked"), "factor", params))
         kinds = {"inv": ("singular",), "slogdet": ("singular", "nan"), "cho": ("not-pd",)}
         for kind in kinds.get(routine, ("singular",)):
             params = dict(routine=routine, kind=kind, n=n, tile=4)

@@ -77,18 +77,19 @@ def test_a_failure_inside_the_1d_lu_on_one_rank_reaches_every_rank(tmp_path):
 
 
 def test_a_failure_inside_the_blocked_inverse_on_one_rank_reaches_every_rank(tmp_path):
-    """potri's blocked inverse (PBLAS on the CPU engine): a local error on one rank in either
-    sweep reaches every rank as the same error at the algorithm's agreement; the next call
-    works."""
+    """The blocked inverses (PBLAS on the CPU engine): a local error on one rank in either sweep
+    of potri's, or in the product of inv's, reaches every rank as the same error at the
+    algorithm's agreement; the next call works."""
     records = _agreement(tmp_path, "injected-inverse")
-    for point in ("inv_triangular:1:2", "inv_cholesky:0:0", "inv_cholesky:1:5"):
+    for point in ("inv_triangular:1:2", "inv_cholesky:0:0", "inv_cholesky:1:5", "inv:1:3"):
         rank = point.split(":")[1]
+        agreed = "inv" if point.startswith("inv:") else "inv_cholesky"
         messages = {r[point].get("message", "").partition("jaxmg:")[2] for r in records}
         assert len(messages) == 1, (point, messages)
         (message,) = messages
         assert not records[0][point]["ok"], records[0][point]
         assert f"injected failure (JAXMG_TEST_FAIL={point})" in message, message
-        assert f"[inv_cholesky: on rank {rank} of 2; every rank stopped with this error]" in message
+        assert f"[{agreed}: on rank {rank} of 2; every rank stopped with this error]" in message
         for r in records:
             assert r[point + "/then"]["ok"] and r[point + "/then"]["error_max"] < 1e-10, r
 

@@ -11,7 +11,9 @@ Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_
                      call without it
   injected-inverse   potri's blocked inverse (L⁻¹ by blocks, then L⁻ᴴ L⁻¹) with a failure
                      injected on one rank (JAXMG_TEST_FAIL=inv_triangular:<rank>:<block> or
-                     inv_cholesky:<rank>:<block>), at three points; after each, a call without it
+                     inv_cholesky:<rank>:<block>), at three points, and inv's blocked LU inverse
+                     (JAXMG_CPU_INVERSES=blocked) at one (inv:<rank>:<block>, the product); after
+                     each, a call without it
 """
 
 import faulthandler
@@ -97,6 +99,12 @@ elif scenario == "injected-inverse":
         rec[point] = attempt(lambda: jaxmg.potri(ap, T_A=4), inverse)
         os.environ.pop("JAXMG_TEST_FAIL")
         rec[point + "/then"] = attempt(lambda: jaxmg.potri(ap, T_A=4), inverse)
+    os.environ["JAXMG_CPU_INVERSES"] = "blocked"
+    os.environ["JAXMG_TEST_FAIL"] = "inv:1:3"
+    rec["inv:1:3"] = attempt(lambda: jaxmg.inv(ap, T_A=4), inverse)
+    os.environ.pop("JAXMG_TEST_FAIL")
+    rec["inv:1:3/then"] = attempt(lambda: jaxmg.inv(ap, T_A=4), inverse)
+    os.environ.pop("JAXMG_CPU_INVERSES")
 elif scenario == "retry":
     if me == 0:
         rec["bad"] = attempt(lambda: jaxmg.potrs(ap, place(b[:-2], mesh, B_SPEC), T_A=4))

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/inverses.h"
 #include "common/scalar.h"
@@ -175,6 +176,14 @@ class Backend {
   }
 
   Status PWorkspace() { return e_.Workspace(pdev_, phost_, &pwork_); }
+
+  // Column i of x to column order[i] of out (the engine's columns; Engine::PermuteColumns).
+  template <typename T>
+  Status PMoveColumns(const T* x, T* out, const std::vector<int64_t>& order) {
+    Deferred moved;
+    JAXMG_RETURN_IF_ERROR(e_.PermuteColumns<T>(x, out, order, &moved));
+    return moved.status();
+  }
 
  private:
   Status Solver() {

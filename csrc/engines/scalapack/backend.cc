@@ -136,6 +136,60 @@ Status Backend::PivotsOut(const int64_t* piv, int64_t count, int64_t* host) {
   return Status();
 }
 
+template <typename T>
+Status Backend::PMoveColumns(const T* x, T* out, const std::vector<int64_t>& order) {
+  // Column g of x (global, block-cyclic over the process columns) goes to column order[g] of
+  // out. Within a process row every process lists the columns it sends to each peer column and
+  // those it receives from each, in increasing source index; one MPI_Alltoallv over the grid's
+  // communicator (counts to other process rows zero) moves them, a column (ld entries) a unit.
+  const algorithms::Square& g = square_g_;
+  const int npc = grid_.npcol, me = grid_.mycol, row = grid_.myrow;
+  const int size = grid_.nprow * npc;
+  const int64_t n = g.n, t = g.t, ld = g.ld;
+  auto owner = [&](int64_t c) { return static_cast<int>((c / t) % npc); };
+  auto local = [&](int64_t c) { return (c / (t * npc)) * t + c % t; };
+  std::vector<std::vector<int64_t>> send(static_cast<size_t>(npc)), recv(send);
+  for (int64_t c = 0; c < n; ++c) {
+    const int64_t d = order[static_cast<size_t>(c)];
+    if (owner(c) == me) send[owner(d)].push_back(local(c));
+    if (owner(d) == me) recv[owner(c)].push_back(local(d));
+  }
+  std::vector<int> scount(size, 0), sdispl(size, 0), rcount(size, 0), rdispl(size, 0);
+  int64_t sent = 0, received = 0;
+  for (int q = 0; q < npc; ++q) {
+    const int peer = grid_.comm_ranks[static_cast<size_t>(row * npc + q)];
+    JAXMG_RETURN_IF_ERROR(
+        CheckedInt(static_cast<int64_t>(send[q].size()), "columns", &scount[peer]));
+    JAXMG_RETURN_IF_ERROR(
+        CheckedInt(static_cast<int64_t>(recv[q].size()), "columns", &rcount[peer]));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(sent, "columns", &sdispl[peer]));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(received, "columns", &rdispl[peer]));
+    sent += scount[peer], received += rcount[peer];
+  }
+  std::vector<T> sendbuf(static_cast<size_t>(std::max<int64_t>(sent * ld, 1)));
+  std::vector<T> recvbuf(static_cast<size_t>(std::max<int64_t>(received * ld, 1)));
+  int64_t at = 0;
+  for (int q = 0; q < npc; ++q) {
+    for (int64_t c : send[q]) std::copy_n(x + c * ld, ld, sendbuf.data() + (at++) * ld);
+  }
+  int column_bytes = 0;
+  JAXMG_RETURN_IF_ERROR(
+      CheckedInt(static_cast<int64_t>(sizeof(T)) * ld, "column bytes", &column_bytes));
+  MPI_Datatype column;
+  JAXMG_RETURN_IF_ERROR(
+      MpiCheck(MPI_Type_contiguous(column_bytes, MPI_BYTE, &column), "MPI_Type_contiguous"));
+  MPI_Type_commit(&column);
+  const int rc = MPI_Alltoallv(sendbuf.data(), scount.data(), sdispl.data(), column, recvbuf.data(),
+                               rcount.data(), rdispl.data(), column, grid_.comm);
+  MPI_Type_free(&column);
+  JAXMG_RETURN_IF_ERROR(MpiCheck(rc, "MPI_Alltoallv"));
+  at = 0;
+  for (int q = 0; q < npc; ++q) {
+    for (int64_t c : recv[q]) std::copy_n(recvbuf.data() + (at++) * ld, ld, out + c * ld);
+  }
+  return Status();
+}
+
 #define JAXMG_INSTANTIATE_BACKEND(T)                                                            \
   template Status Backend::PrepareGetrf<T>(int64_t, int64_t, T*, int64_t);                      \
   template Status Backend::Getrf<T>(int64_t, int64_t, T*, int64_t, int64_t*);                   \
@@ -145,7 +199,8 @@ Status Backend::PivotsOut(const int64_t* piv, int64_t count, int64_t* host) {
                                        const int64_t*, int64_t);                                \
   template Status Backend::TrsmLowerUnit<T>(int64_t, int64_t, const T*, int64_t, T*, int64_t);  \
   template Status Backend::GemmMinus<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, \
-                                        int64_t, T*, int64_t);
+                                        int64_t, T*, int64_t);                                  \
+  template Status Backend::PMoveColumns<T>(const T*, T*, const std::vector<int64_t>&);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BACKEND)
 #undef JAXMG_INSTANTIATE_BACKEND
 

@@ -52,6 +52,7 @@ class Backend {
   // They need no workspace of the caller's (the size pass asks for none).
   template <typename T>
   Status PrepareSquare(const algorithms::Square& g) {
+    square_g_ = g;
     return MakeDescriptor(grid_, g.n, g.n, g.t, g.t, g.ld, &square_);
   }
   template <typename T>
@@ -71,10 +72,15 @@ class Backend {
                      square_, T(1), c, ic, jc, square_);
   }
   Status PWorkspace() { return Status(); }
+  // Column i of x to column order[i] of out (both distributed as the square): within each
+  // process row, one all-to-all over the grid's communicator.
+  template <typename T>
+  Status PMoveColumns(const T* x, T* out, const std::vector<int64_t>& order);
 
  private:
   const Grid& grid_;
   Descriptor square_{};
+  algorithms::Square square_g_;
   std::vector<int> ipiv_;  // getrf's 32-bit pivots
   std::vector<std::vector<char>> buffers_;
 };

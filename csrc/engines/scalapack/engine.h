@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithms/inverses.h"
 #include "engines/scalapack/scalapack.h"
 #include "ffi/solve.h"
 #include "layout/layout.h"
@@ -52,9 +53,10 @@ class Engine {
   Status RhsOut(void* x, Axis axis, bool conj);
   template <typename T>
   Status Identity();
-  // M⁻¹ from the LU factors (p?getri: U⁻¹, then the solve with L and the column interchanges;
-  // 4N³/3 flops against 2N³ for the solve with the identity), into the right-hand side's place;
-  // M⁻ᵀ by one distributed transpose.
+  // M⁻¹ from the LU factors, into the right-hand side's place: p?getri (U⁻¹, then the solve
+  // with L and the column interchanges) or, with JAXMG_CPU_INVERSES=blocked, U⁻¹ L⁻¹ Pᵀ by
+  // blocks (algorithms/inverses.h LuInverse); both 4N³/3 flops against 2N³ for the solve with
+  // the identity. M⁻ᵀ by one distributed transpose.
   template <typename T>
   Status InverseSolve(bool transpose);
   template <typename T>
@@ -110,8 +112,12 @@ class Engine {
   bool asymmetric_ = false;
   // Getrf by the 1-D LU on 1 x P grids (JAXMG_CPU_LU=scalapack: p?getrf everywhere).
   bool UseOwnLu() const;
-  // CholeskyInverse by the blocked inverses (JAXMG_CPU_INVERSES=scalapack: p?potrs).
-  bool UseOwnInverses() const;
+  // CholeskyInverse (lu false) or InverseSolve (lu true) by the blocked inverses. Defaults:
+  // CholeskyInverse blocked, InverseSolve p?getri; JAXMG_CPU_INVERSES=blocked: both blocked,
+  // =scalapack: both ScaLAPACK's (p?potrs with the identity, p?getri).
+  bool UseOwnInverses(bool lu) const;
+  // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
+  algorithms::Square SquareOf(int64_t n, int64_t ld) const;
   template <typename T>
   Status Agree(int* info);
   // The status of a QR factorization held: 1 + the first column with a non-finite entry or,
