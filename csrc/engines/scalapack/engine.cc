@@ -248,7 +248,7 @@ algorithms::Square Engine::SquareOf(int64_t n, int64_t ld) const {
 
 bool Engine::UseOwnInverses(bool lu) const {
   // Measured (bench/cpu_own.py): the blocked Cholesky inverse beats p?potrs with the identity
-  // (1.2-1.7x on 2 and 4 processes), the blocked LU inverse ties with p?getri (0.85-1.10x).
+  // (1.25-1.67x on 2 and 4 processes), the blocked LU inverse does not beat p?getri (0.73-1.06x).
   const char* choice = std::getenv("JAXMG_CPU_INVERSES");
   const std::string v = choice != nullptr ? choice : "";
   return lu ? v == "blocked" : v != "scalapack";
