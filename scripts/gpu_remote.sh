@@ -140,7 +140,8 @@ for stage in $STAGES; do
       # when carried in .gpu/before/jaxmg (its Python and libjaxmg_cuda.so), then the installed one.
       for label in before after; do
         [ $label = before ] && [ ! -d .gpu/before/jaxmg ] && continue
-        (if [ $label = before ]; then export PYTHONPATH=$ROOT/.gpu/before JAXMG_COMMIT=$(cat .gpu/before/COMMIT); fi
+        (if [ $label = before ]; then export PYTHONPATH=$ROOT/.gpu/before JAXMG_COMMIT=$(cat .gpu/before/COMMIT)
+         else export JAXMG_COMMIT=$(cat .gpu/jaxmg/COMMIT 2>/dev/null || echo unknown); fi
         XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} CUDA_VISIBLE_DEVICES=0 \
           timeout ${T_REGRESS:-280} "$PY" bench/regress.py "$OUT/regress_${label}_h200.json" \
           --label $label ${REGRESS_ONLY:+--only $REGRESS_ONLY} --matrix ${REGRESS_MATRIX:-random})

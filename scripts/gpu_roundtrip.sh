@@ -34,7 +34,8 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 # (gzipped: the results travel with the working tree, inside the carry limit).
 if [ "${1:-}" = collect ]; then
   src=$2
-  dst=bench/results/gpu_tests_h200x2_$(git rev-parse --short=7 HEAD 2>/dev/null || date -u +%F).json.gz
+  gpus=${GPUS:-2}  # the machine's GPU count, for the file name (GPUS=1 on one H200)
+  dst=bench/results/gpu_tests_h200x${gpus}_$(git rev-parse --short=7 HEAD 2>/dev/null || date -u +%F).json.gz
   mkdir -p bench/results
   commit=$(git rev-parse HEAD 2>/dev/null || echo none)
   dirty=false; [ -n "$(git status --porcelain -- . ':!bench/results' 2>/dev/null)" ] && dirty=true
@@ -75,6 +76,10 @@ cp "$NCCL_WHEEL" .gpu/wheels/
 # The wheel, as `pip wheel .` builds it (the one CUDA build path).
 WHEEL=$(PYTHON=$PY scripts/build_cuda.sh)
 cp "$WHEEL" .gpu/jaxmg/
+# The commit it was built from (bench/regress.py's "after" records it), "-dirty" if the tree was.
+commit=$(git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
+[ -n "$(git status --porcelain -- . ':!bench/results' 2>/dev/null)" ] && commit=$commit-dirty
+echo "$commit" > .gpu/jaxmg/COMMIT
 
 # JAXMg 1.4.1, the peer of the benchmarks (bench/peer_jaxmg1.py): its wheel without the CUDA 12
 # library (about 1.9 MB of its 3.6, so that everything fits the carry limit).
