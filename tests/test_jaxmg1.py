@@ -1,5 +1,5 @@
 """JAXMg 1.4.1 code runs unchanged on jaxmg: its test cases, public-API checks and examples,
-re-expressed in tests/jaxmg1_cases.py, on 1 and 4 real CPU processes (one worker process
+re-expressed in tests/jaxmg1_cases.py, on 1 and 2 real CPU processes (one worker process
 runs every case: tests/mp/jaxmg1_worker.py), and device_supports_vmm on a machine without a
 CUDA driver."""
 
@@ -15,7 +15,7 @@ WORKER = Path(__file__).parent / "mp" / "jaxmg1_worker.py"
 
 
 @pytest.mark.skipif(not mpirun_available(), reason="needs Open MPI (scripts/setup.sh)")
-@pytest.mark.parametrize("procs", [1, 4])
+@pytest.mark.parametrize("procs", [1, 2])
 def test_jaxmg1_cases(tmp_path, procs):
     import jaxmg1_cases
 

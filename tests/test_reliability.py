@@ -65,15 +65,21 @@ def test_a_failure_inside_the_1d_lu_on_one_rank_reaches_every_rank(tmp_path):
     every rank returns the same error, naming the rank, and the next call works."""
     records = _agreement(tmp_path, "injected-lu")
     for point in ("lu:0:0", "lu:1:1", "lu:0:11"):
-        rank = point.split(":")[1]
-        messages = {r[point].get("message", "").partition("jaxmg:")[2] for r in records}
-        assert len(messages) == 1, (point, messages)
-        (message,) = messages
-        assert not records[0][point]["ok"], records[0][point]
-        assert f"injected failure (JAXMG_TEST_FAIL={point})" in message, message
-        assert f"[lu: on rank {rank} of 2; every rank stopped with this error]" in message
-        for r in records:
-            assert r[point + "/then"]["ok"] and r[point + "/then"]["error_max"] < 1e-10, r
+        _assert_injected_everywhere(records, point, "lu")
+
+
+def _assert_injected_everywhere(records, point, agreed):
+    """The injected failure at `point` came back on every rank as one error, agreed by the
+    algorithm `agreed` and naming the failing rank; the call after it was right."""
+    rank = point.split(":")[1]
+    messages = {r[point].get("message", "").partition("jaxmg:")[2] for r in records}
+    assert len(messages) == 1, (point, messages)
+    (message,) = messages
+    assert not records[0][point]["ok"], records[0][point]
+    assert f"injected failure (JAXMG_TEST_FAIL={point})" in message, message
+    assert f"[{agreed}: on rank {rank} of 2; every rank stopped with this error]" in message
+    for r in records:
+        assert r[point + "/then"]["ok"] and r[point + "/then"]["error_max"] < 1e-10, r
 
 
 def test_a_failure_inside_the_blocked_inverse_on_one_rank_reaches_every_rank(tmp_path):
@@ -82,16 +88,8 @@ def test_a_failure_inside_the_blocked_inverse_on_one_rank_reaches_every_rank(tmp
     algorithm's agreement; the next call works."""
     records = _agreement(tmp_path, "injected-inverse")
     for point in ("inv_triangular:1:2", "inv_cholesky:0:0", "inv_cholesky:1:5", "inv:1:3"):
-        rank = point.split(":")[1]
         agreed = "inv" if point.startswith("inv:") else "inv_cholesky"
-        messages = {r[point].get("message", "").partition("jaxmg:")[2] for r in records}
-        assert len(messages) == 1, (point, messages)
-        (message,) = messages
-        assert not records[0][point]["ok"], records[0][point]
-        assert f"injected failure (JAXMG_TEST_FAIL={point})" in message, message
-        assert f"[{agreed}: on rank {rank} of 2; every rank stopped with this error]" in message
-        for r in records:
-            assert r[point + "/then"]["ok"] and r[point + "/then"]["error_max"] < 1e-10, r
+        _assert_injected_everywhere(records, point, agreed)
 
 
 def test_retry_after_a_python_error_on_one_rank(tmp_path):

@@ -21,21 +21,13 @@ namespace jaxmg::cusolvermp {
 template <typename T>
 Status Engine::EighChase(const EighWork& ew, Deferred* failed) {
   using R = RealOf<T>;
-  [[maybe_unused]] const int64_t n = ew.n, t = ew.t, lr = ew.lr, b = ew.b, held = ew.held;
-  [[maybe_unused]] const int64_t ell = ew.ell, h = ew.h, ldz = ew.ldz, kept = ew.kept;
-  [[maybe_unused]] const int64_t chunk = ew.chunk, cols_held = ew.cols_held;
-  [[maybe_unused]] const int procs = ew.procs, me = ew.me;
-  [[maybe_unused]] const bool by_rows = ew.by_rows;
-  [[maybe_unused]] const Lane& main = ew.main;
-  [[maybe_unused]] void *band = ew.band, *taus = ew.taus, *v2 = ew.v2, *tau2 = ew.tau2;
-  [[maybe_unused]] void *sync = ew.sync, *d = ew.d, *e = ew.e, *phase = ew.phase, *z = ew.z;
-  [[maybe_unused]] void *q = ew.q, *vb = ew.vb, *taub = ew.taub, *sb = ew.sb, *tb = ew.tb;
-  [[maybe_unused]] void *vtb = ew.vtb, *wb = ew.wb, *vw = ew.vw, *f = ew.f, *qw1 = ew.qw1;
-  [[maybe_unused]] void *qw2 = ew.qw2, *qs = ew.qs, *y = ew.y, *vt = ew.vt;
-  [[maybe_unused]] const size_t es = sizeof(T);
-  [[maybe_unused]] const cuda::Dtype dt = KernelType<T>();
-  [[maybe_unused]] const cuda::Dtype dr = KernelType<R>();
-  [[maybe_unused]] const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
+  const int64_t n = ew.n, b = ew.b;
+  const int64_t kept = ew.kept;
+  const int procs = ew.procs, me = ew.me;
+  void *band = ew.band, *v2 = ew.v2, *tau2 = ew.tau2;
+  void *sync = ew.sync, *d = ew.d, *e = ew.e, *phase = ew.phase;
+  const cuda::Dtype dt = KernelType<T>();
+  const size_t reals = static_cast<size_t>(Scalar<T>::kParts);
   failed->Step("band_eigh", ctx_.rank, 0);
   if (me == 0) {
     failed->Run([&]() -> Status {
