@@ -14,12 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-COMMANDS = {
-    "launch": "run N processes, one per device (srun in a Slurm allocation, else mpirun)",
-    "info": "print versions, native libraries, engines, devices and MPI",
-    "demo": "solve a distributed SPD system with jaxmg.potrs in N processes, check and time it",
-    "bench": "time a routine against JAX on one device; write JSON, a table and a plot",
-}
+from jaxmg.cli.command import COMMANDS, add, exit_status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
     for name, module in (("launch", launch), ("info", info), ("demo", demo), ("bench", bench)):
         sp = sub.add_parser(name, help=COMMANDS[name], description=COMMANDS[name])
-        module.configure(sp)
-        sp.set_defaults(run=module.run_namespace, parser=sp)
+        add(sp, module.configure, module.run_namespace)
     return p
 
 
@@ -68,10 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.command is None:
         p.print_help()
         return 2
-    try:
-        return ns.run(ns)
-    except SystemExit as e:  # a subcommand's parser.error
-        return int(e.code or 0)
+    return exit_status(lambda: ns.run(ns))  # (a subcommand's parser.error: 2)
 
 
 if __name__ == "__main__":

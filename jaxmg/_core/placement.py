@@ -240,6 +240,15 @@ def constrain(x, mesh: Mesh, spec: P):
         return jax.lax.with_sharding_constraint(x, sharding)
 
 
+def constrain_divisible(x, placement, shape):
+    """x in the placement's matrix spec where its extents `shape` (rows, cols) divide over the
+    mesh; x as it is otherwise."""
+    rows, cols = shape
+    if rows % placement.mesh_rows == 0 and cols % placement.mesh_cols == 0:
+        return constrain(x, placement.mesh, placement.matrix_spec)
+    return x
+
+
 @contextlib.contextmanager
 def mesh_scope(mesh):
     """Makes `mesh` (its abstract mesh) the context mesh while jaxmg traces its own shard_map

@@ -23,6 +23,37 @@ import jax.numpy as jnp
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
+from jaxmg._core import routine as _routine
+
+
+def _variant(name):
+    # Both matrices redistributed into the engine's tiles (b as the second matrix); the
+    # product comes back into a's buffer and sharding (csrc/routines/matmul.h).
+    return _routine.SolveRoutine(
+        name=name,
+        symmetric=False,
+        hand_transpose=_routine.never_transpose,
+        returns_matrix=True,
+        redistribute=True,
+        second_matrix=True,
+        solution_cols=lambda n, nrhs: 1,  # (unused)
+        solution_whole=True,
+    )
+
+
+# The engine's products by (adjoint_a, adjoint_b): `jaxmg.matmul`'s routines.
+VARIANTS = {
+    (False, False): _variant("matmul_nn"),
+    (True, False): _variant("matmul_cn"),
+    (False, True): _variant("matmul_nc"),
+}
+
+
+def engine_product(a, b, adjoint_a, adjoint_b, opts):
+    """op(a) op(b) by the engine, not differentiable (the primitive below is)."""
+    return _routine.call(VARIANTS[(adjoint_a, adjoint_b)], a, b, **opts.kwargs()).matrix
+
+
 product_p = Primitive("jaxmg_product")
 
 
@@ -35,9 +66,7 @@ def product(a, b, adjoint_a=False, adjoint_b=False, *, opts):
 
 
 def _engine(a, b, *, adjoint_a, adjoint_b, opts):
-    from jaxmg.routines import matmul as _matmul  # (the routines import this module's users)
-
-    return _matmul.engine_product(a, b, adjoint_a, adjoint_b, opts)
+    return engine_product(a, b, adjoint_a, adjoint_b, opts)
 
 
 def _abstract(a, b, **_):

@@ -78,6 +78,21 @@ class SolveRoutine:
 
 
 @dataclass(frozen=True)
+class KeptFactor:
+    """How a factor kept by a factor routine lies, for the routines that solve with it: the
+    engine's placement of the factored matrix (aᵀ's when the engine was handed aᵀ), the user's
+    placement (of a, b and x), the tile, the padding, the pivots (LU; None for Cholesky) and
+    the order of A (the factor's matrix is larger where the engine padded)."""
+
+    engine_placement: _mesh.MatrixPlacement
+    placement: _mesh.MatrixPlacement
+    tile: int
+    pad: bool
+    pivots: jax.Array | None
+    order: int
+
+
+@dataclass(frozen=True)
 class Result:
     """What one routine call gives back (unused fields are None)."""
 
@@ -149,8 +164,8 @@ def call(
     probe vectors u, v first (each device multiplies its shard; sums of vector size over the
     processes; csrc/common/symmetry.h) and returns NaN with status NOT_SYMMETRIC on every device
     when they differ beyond rounding.
-    kept: for routines that read a kept factor, (engine placement, user placement, tile, pad,
-      pivots or None, order) of the factor `a`; T_A, mesh, specs and pad are then the factor's.
+    kept: for routines that read a kept factor, the factor `a`'s `KeptFactor`; T_A, mesh, specs
+      and pad are then the factor's.
     ctx: the JAXMg-style context form (jaxmg.routines.context): the global arrays inside the
       caller's jit, not wrapped in a jit of jaxmg's own; the engine takes a as it lies (the
       in-place path) and the result's `matrix` is the work array in a's shape and sharding,
@@ -168,14 +183,20 @@ def call(
     if routine.rectangular:
         m, n = _mesh.check_tall_matrix(a)
     else:
-        m = n = _mesh.check_square_matrix(a) if kept is None else kept[5]
+        m = n = _mesh.check_square_matrix(a) if kept is None else kept.order
     dtype = _mesh.check_dtype(a)
     if routine.takes_rhs:
         _check_rhs(b, m, dtype)
     else:
         b = None  # the call takes an empty right-hand side (made inside the jitted function)
     if kept is not None:
-        engine_placement, placement, tile, pad, pivots, _ = kept
+        engine_placement, placement, tile, pad = (
+            kept.engine_placement,
+            kept.placement,
+            kept.tile,
+            kept.pad,
+        )
+        pivots = kept.pivots
     else:
         pivots = None
         matrix_specs = _matrix_spec(matrix_specs, in_specs)

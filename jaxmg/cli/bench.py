@@ -838,9 +838,9 @@ def cli(argv: list[str]) -> int:
     Returns:
         0 (a failed case is a record with an ``error`` field).
     """
-    from jaxmg.__main__ import main as _main
+    from jaxmg.cli import command
 
-    return _main(["bench", *argv])
+    return command.run("bench", configure, run_namespace, list(argv))
 
 
 RECORD_LINE = re.compile(r"^(jaxmg|jax|jaxmg-1\.x)\s+\d+dev ")

@@ -237,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv:
-        from jaxmg.__main__ import main as _main
+        from jaxmg.cli import command
 
-        return _main(["info", *argv])
+        return command.run("info", configure, run_namespace, argv)
     print("jaxmg setup", flush=True)
     _probe("jaxmg", _jaxmg_version)
     _probe("libjaxmg_cpu", _library("cpu"))

@@ -563,6 +563,6 @@ def main(argv: list[str]) -> int:
     Returns:
         The job's exit status (2 for a bad command line).
     """
-    from jaxmg.__main__ import main as _main
+    from jaxmg.cli import command
 
-    return _main(["launch", *argv])
+    return command.run("launch", configure, run_namespace, list(argv))

@@ -388,7 +388,7 @@ def polar_shardmap_ctx(
     if not compute_h:
         return up, r.status
     n = a.shape[1]
-    h = _replicated_like(_gesvd._place(r.x, r.user, (n, n)), a, r.user)
+    h = _replicated_like(_mesh.constrain_divisible(r.x, r.user, (n, n)), a, r.user)
     return up, h, r.status
 
 

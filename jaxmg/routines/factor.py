@@ -19,7 +19,9 @@ from jax.sharding import PartitionSpec as P
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
-from jaxmg.routines import lu_solve as _lu
+from jaxmg.routines import inv as _inv
+from jaxmg.routines import lu_policy as _lu_policy
+from jaxmg.routines import potri as _potri
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,10 @@ class FactorPlan:
     tile: int
     pad: bool
     n: int  # the order of A (the factor's matrix is larger where the engine padded)
+
+    def kept(self, pivots=None) -> _routine.KeptFactor:
+        """The factor as the solving routines take it (`routine.call(..., kept=...)`)."""
+        return _routine.KeptFactor(self.placement, self.user, self.tile, self.pad, pivots, self.n)
 
 
 # The factors whose matrix was handed out by unpacking (`c, lower = factor`, `lu, piv = factor`),
@@ -176,7 +182,7 @@ CHO_SOLVE = _routine.SolveRoutine(
 LU_FACTOR = _routine.SolveRoutine(
     name="lu_factor",
     symmetric=False,
-    hand_transpose=_lu.ROUTINE.hand_transpose,
+    hand_transpose=_lu_policy.HAND_TRANSPOSE,
     returns_matrix=True,
     takes_rhs=False,
     keeps_factor=True,
@@ -243,7 +249,6 @@ def cho_factor(
 @functools.cache
 def _cholesky_inverse_t(opts):
     """A⁻ᵀ = conj(A⁻¹) of a Hermitian A, differentiable (potri's rule)."""
-    from jaxmg.routines import potri as _potri
 
     return lambda a: jnp.conj(_potri.potri(a, **opts.kwargs()))
 
@@ -264,8 +269,7 @@ def cho_solve(factor: CholeskyFactor, b):
 
 
 def _cho_solve_raw(p, matrix, b):
-    kept = (p.placement, p.user, p.tile, p.pad, None, p.n)
-    return _routine.call(CHO_SOLVE, matrix, b, kept=kept).x
+    return _routine.call(CHO_SOLVE, matrix, b, kept=p.kept()).x
 
 
 @functools.cache
@@ -347,7 +351,6 @@ def lu_factor(
 @functools.cache
 def _general_inverse_t(opts):
     """A⁻ᵀ of a general A in a's sharding, differentiable (inv's rule)."""
-    from jaxmg.routines import inv as _inv
 
     def inverse_t(a):
         kw = opts.kwargs()
@@ -364,18 +367,9 @@ def lu_solve_factored(factor: LUFactor, b):
         raise TypeError(f"expected the LUFactor of jaxmg.lu_factor, got {type(factor).__name__}")
     if factor.a is not None and _routine.traced(factor.a, b):
         return _kept_solve(factor.plan, True)(factor.matrix, factor.pivots, factor.a, b)
-    p = factor.plan
-    r = _routine.call(
-        LU_SOLVE,
-        factor.matrix,
-        b,
-        kept=(p.placement, p.user, p.tile, p.pad, factor.pivots, p.n),
-    )
-    return r.x
+    return _routine.call(LU_SOLVE, factor.matrix, b, kept=factor.plan.kept(factor.pivots)).x
 
 
 def lu_solve_transposed(factor: LUFactor, b):
     """Solves Aᵀ x = b (not conjugated) with a kept LU factor (derivative rules use it)."""
-    p = factor.plan
-    kept = (p.placement, p.user, p.tile, p.pad, factor.pivots, p.n)
-    return _routine.call(LU_SOLVE_T, factor.matrix, b, kept=kept).x
+    return _routine.call(LU_SOLVE_T, factor.matrix, b, kept=factor.plan.kept(factor.pivots)).x

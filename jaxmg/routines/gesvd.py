@@ -12,6 +12,8 @@ from jax.sharding import PartitionSpec as P
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
+from jaxmg.routines import syevd as _syevd
+from jaxmg.routines.qdwh import POLAR
 
 
 def _variant(name, u, vh):
@@ -223,12 +225,7 @@ def _adjoint(x, placement, shape):
     return _place(y, placement, shape)
 
 
-def _place(x, placement, shape):
-    """x in the placement's matrix spec where its extents divide over the mesh."""
-    rows, cols = shape
-    if rows % placement.mesh_rows == 0 and cols % placement.mesh_cols == 0:
-        return _mesh.constrain(x, placement.mesh, placement.matrix_spec)
-    return x
+_place = _mesh.constrain_divisible
 
 
 def _tall(a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate, ctx=False):
@@ -305,11 +302,8 @@ def _polar_svd(compute_u, compute_vh, kw, donate, a):
     products are the engine's (a square a) or XLA's of the factors (tall a); nothing is
     gathered. The singular values are H's eigenvalues, clipped at 0 (H is positive
     semi-definite; rounding can leave values of order ε‖A‖ below 0)."""
-    from jaxmg.routines import polar as _polar
-    from jaxmg.routines import syevd as _syevd
-
     n = a.shape[1]
-    r = _routine.call(_polar.POLAR, a, None, donate=donate, **kw)
+    r = _routine.call(POLAR, a, None, donate=donate, **kw)
     pl = r.user
     h = _place(r.x, pl, (n, n))
     eig = _syevd._call(-h, None, pl.mesh, None, None, True, True, True, False)

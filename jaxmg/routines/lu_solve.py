@@ -7,26 +7,16 @@ import functools
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
+from jaxmg.routines import factor as _factor
+from jaxmg.routines import inv as _inv
 from jaxmg.routines import potrs as _potrs
+from jaxmg.routines.lu_policy import TRANSPOSE_PLATFORMS, TRANSPOSE_WIDE_MESHES  # noqa: F401
 
-# The engine factors the shards as they lie (Aᵀ read column-major, in place) and solves with the
-# transposed factors: ScaLAPACK p?getrs 'T' on CPUs; on GPUs cuBLASMp triangular solves with
-# transposition and the pivots applied on the host (cuSOLVERMp's Getrs has no transposed solve).
-# On GPUs, jaxmg's own 1-D LU (cusolverDn panels, cuBLAS updates, NCCL broadcasts) factors
-# matrices whose engine grid is 1 x P, i.e. meshes with one device column (P x 1); cuSOLVERMp's
-# Getrf the others. So on a GPU mesh wider than tall (1 x P) the engine is handed aᵀ sharded the
-# other way (a transpose local to each device, one more shard of memory) unless donate=True.
-# TRANSPOSE_PLATFORMS hands aᵀ on every mesh shape (the tests use it to drive that path).
-TRANSPOSE_WIDE_MESHES = {"cuda"}
-TRANSPOSE_PLATFORMS: set[str] = set()
-
-
+# Where the engine is handed aᵀ: jaxmg/routines/lu_policy.py (shared with lu_factor).
 ROUTINE = _routine.SolveRoutine(
     name="lu_solve",
     symmetric=False,
-    hand_transpose=_routine.transpose_when(
-        always=TRANSPOSE_PLATFORMS, by_shape=TRANSPOSE_WIDE_MESHES, tall=False
-    ),
+    hand_transpose=_factor.LU_FACTOR.hand_transpose,
 )
 
 
@@ -79,8 +69,6 @@ def lu_solve(
       TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    from jaxmg.routines import factor as _factor  # (it builds on this module)
-
     if isinstance(a, _factor.LUFactor):
         defaults = (T_A, mesh, matrix_specs, in_specs, return_status, return_logdet, donate)
         if defaults != (None, None, None, None, False, False, False) or pad is not True:
@@ -150,9 +138,6 @@ def lu_solve_blocks(
 
 @functools.cache
 def _differentiable(with_logdet: bool):
-    from jaxmg.routines import factor as _factor
-    from jaxmg.routines import inv as _inv
-
     rule = _rules.SolveRule(
         primal=lambda a, b, donate, **kw: _routine.solve(ROUTINE, a, b, donate=donate, **kw),
         factor=_factor.lu_factor,

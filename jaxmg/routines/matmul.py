@@ -5,30 +5,11 @@ from __future__ import annotations
 
 import functools
 
+from jaxmg._core import product as _product
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
-
-def _variant(name):
-    # Both matrices redistributed into the engine's tiles (b as the second matrix); the
-    # product comes back into a's buffer and sharding (csrc/routines/matmul.h).
-    return _routine.SolveRoutine(
-        name=name,
-        symmetric=False,
-        hand_transpose=_routine.never_transpose,
-        returns_matrix=True,
-        redistribute=True,
-        second_matrix=True,
-        solution_cols=lambda n, nrhs: 1,  # (unused)
-        solution_whole=True,
-    )
-
-
-_VARIANTS = {
-    (False, False): _variant("matmul_nn"),
-    (True, False): _variant("matmul_cn"),
-    (False, True): _variant("matmul_nc"),
-}
+_VARIANTS = _product.VARIANTS  # the engine's products (jaxmg/_core/product.py)
 
 
 def matmul(
@@ -72,11 +53,6 @@ def matmul(
         T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
     )
     return _DIFFERENTIABLE[(bool(adjoint_a), bool(adjoint_b))](opts, bool(donate), a, b)[0]
-
-
-def engine_product(a, b, adjoint_a, adjoint_b, opts):
-    """op(a) op(b) by the engine, for the derivative rules (jaxmg/_core/product.py)."""
-    return _routine.call(_VARIANTS[(adjoint_a, adjoint_b)], a, b, **opts.kwargs()).matrix
 
 
 def _primal(ops, opts, donate, a, b):

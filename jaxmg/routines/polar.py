@@ -12,27 +12,9 @@ from jaxmg._core import rules as _rules
 from jaxmg.routines import gesvd as _gesvd
 from jaxmg.routines import qr as _qr
 from jaxmg.routines import syevd as _syevd
-from jaxmg.routines.gesvd import _place
+from jaxmg.routines.qdwh import POLAR, POLAR_UP
 
-
-def _variant(name, h):
-    # As gesvd (csrc/routines/gesvd.h): the engine holds A, redistributed; Up comes back in a's
-    # sharding, H (N x N) in x.
-    return _routine.SolveRoutine(
-        name=name,
-        symmetric=False,
-        hand_transpose=_routine.never_transpose,
-        returns_matrix=True,
-        takes_rhs=False,
-        rectangular=True,
-        redistribute=True,
-        solution_cols=(lambda n, nrhs: n) if h else (lambda n, nrhs: 1),
-        solution_whole=not h,
-    )
-
-
-POLAR = _variant("polar", True)
-POLAR_UP = _variant("polar_up", False)
+_place = _mesh.constrain_divisible
 
 
 def polar(

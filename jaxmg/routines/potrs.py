@@ -9,6 +9,8 @@ import jax.numpy as jnp
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
+from jaxmg.routines import factor as _factor
+from jaxmg.routines import potri as _potri
 
 # The engine's process grid is the mesh transposed (docs/layout.md). cuSOLVERMp is faster on
 # grids at least as tall as wide (1.02 s vs 1.15 s at N = 65536 on 2 H200s), so on meshes taller
@@ -174,9 +176,6 @@ def _keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs):
 
 @functools.cache
 def _differentiable(with_logdet: bool):
-    from jaxmg.routines import factor as _factor
-    from jaxmg.routines import potri as _potri
-
     rule = _rules.SolveRule(
         primal=lambda a, b, donate, **kw: _routine.solve(ROUTINE, a, b, donate=donate, **kw),
         factor=_factor.cho_factor,
