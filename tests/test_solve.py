@@ -18,8 +18,8 @@ MESH_IDS = [f"{r}x{c}" for r, c in MESHES]
 
 
 def at_least(mesh, full, reduced):
-    """The fewest cases of a kind a mesh's plan holds: on meshes of more than two processes the
-    plan keeps the cases that depend on the mesh (solve_plan.mesh_dependent)."""
+    """The number of cases of a kind a mesh's plan holds (or the fewest): on meshes of more than
+    two processes the plan keeps the cases that depend on the mesh (solve_plan.mesh_dependent)."""
     return full if mesh[0] * mesh[1] <= 2 else reduced
 
 
@@ -280,7 +280,7 @@ def test_generalized_eigh(results, mesh):
     b of another shape: ValueError."""
     records = results(mesh)
     names = [n for n, k, _ in cpu_plan(*mesh) if k.startswith("eigh-generalized")]
-    assert len(names) == 13
+    assert len(names) == at_least(mesh, 13, 8)
     for name in names:
         r = records[name]
         assert "error" not in r, r
@@ -293,6 +293,6 @@ def test_matmul(results, mesh):
     dtypes, the automatic tile and one that does not divide, a user's jit."""
     records = results(mesh)
     names = [n for n, k, _ in cpu_plan(*mesh) if k == "matmul"]
-    assert len(names) == 25
+    assert len(names) == at_least(mesh, 25, 10)
     for name in names:
         _check(records[name])
