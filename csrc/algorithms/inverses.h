@@ -57,15 +57,25 @@ inline int64_t InverseBlock(const Square& g) {
 
 namespace detail {
 
-// Runs the size pass of `sweep` (a callable taking a Pass and a Deferred*), takes the
-// workspace and agrees; then the run pass, its local errors kept in `failed`.
-template <class B, class Sweep>
-Status SizedSweep(B& b, const char* algorithm, Deferred* failed, Sweep&& sweep) {
+// One sweep over the column blocks k0 = 0, nb, 2 nb, ... of g: block(pass, k0, kb) makes (Run)
+// or sizes (Size) block k0's product. The size pass runs first, with the square's descriptors;
+// the workspace is taken and the ranks agree; then the run pass enters every block's product
+// (they are collective), its local errors and the test hook's (algorithm:<rank>:<block>) kept
+// in `failed`.
+template <typename T, class B, class Block>
+Status BlockSweep(B& b, const Square& g, const char* algorithm, Deferred* failed, Block&& block) {
+  const int64_t n = g.n, nb = InverseBlock(g);
   Deferred local;
-  sweep(Pass::kSize, &local);
+  local.Run([&] { return b.template PrepareSquare<T>(g); });
+  for (int64_t k0 = 0; k0 < n && local.ok(); k0 += nb) {
+    local.Keep(block(Pass::kSize, k0, std::min(nb, n - k0)));
+  }
   local.Run([&] { return b.PWorkspace(); });
   JAXMG_RETURN_IF_ERROR(b.Agree(algorithm, local.status()));
-  sweep(Pass::kRun, failed);
+  for (int64_t k0 = 0; k0 < n; k0 += nb) {
+    failed->Step(algorithm, g.rank, k0 / nb);
+    failed->Keep(block(Pass::kRun, k0, std::min(nb, n - k0)));
+  }
   return Status();
 }
 
@@ -75,39 +85,27 @@ Status SizedSweep(B& b, const char* algorithm, Deferred* failed, Sweep&& sweep) 
 template <typename T, class B>
 Status TriangularInverse(B& b, const Square& g, const T* l, T* w, bool upper, bool unit,
                          Deferred* failed) {
-  const int64_t n = g.n, nb = InverseBlock(g);
-  {
-    Deferred local;
-    local.Run([&] { return b.template PrepareSquare<T>(g); });
-    JAXMG_RETURN_IF_ERROR(b.Agree("inv_triangular", local.status()));
-  }
-  return detail::SizedSweep(b, "inv_triangular", failed, [&](Pass pass, Deferred* out) {
-    for (int64_t k0 = 0; k0 < n; k0 += nb) {
-      const int64_t kb = std::min(nb, n - k0);
-      // The triangle's part that block k needs: rows and columns from `first`, m of them.
-      const int64_t first = upper ? 1 : k0 + 1, m = upper ? k0 + kb : n - k0;
-      if (pass == Pass::kSize && !out->ok()) return;
-      if (pass == Pass::kRun) out->Step("inv_triangular", g.rank, k0 / nb);
-      out->Keep(b.template PTrsm<T>(pass, upper, unit, m, kb, l, first, first, w, first, k0 + 1));
-    }
-  });
+  const int64_t n = g.n;
+  return detail::BlockSweep<T>(
+      b, g, "inv_triangular", failed, [&](Pass pass, int64_t k0, int64_t kb) {
+        // The triangle's part that block k needs: rows and columns
+        // from `first`, m of them.
+        const int64_t first = upper ? 1 : k0 + 1;
+        const int64_t m = upper ? k0 + kb : n - k0;
+        return b.template PTrsm<T>(pass, upper, unit, m, kb, l, first, first, w, first, k0 + 1);
+      });
 }
 
 // y := B⁻¹ = L⁻ᴴ L⁻¹ from B's Cholesky factor L (lower, in l); w holds the identity and y zeros
 // on entry (w ends as L⁻¹). Errors are agreed (every rank returns the same Status).
 template <typename T, class B>
 Status CholeskyInverse(B& b, const Square& g, const T* l, T* w, T* y) {
-  const int64_t n = g.n, nb = InverseBlock(g);
   Deferred failed;
   JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(b, g, l, w, false, false, &failed));
   JAXMG_RETURN_IF_ERROR(
-      detail::SizedSweep(b, "inv_cholesky", &failed, [&](Pass pass, Deferred* out) {
-        for (int64_t k0 = 0; k0 < n; k0 += nb) {
-          const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
-          if (pass == Pass::kSize && !out->ok()) return;
-          if (pass == Pass::kRun) out->Step("inv_cholesky", g.rank, k0 / nb);
-          out->Keep(b.template PGemm<T>(pass, true, e, e, kb, w, k0 + 1, 1, w, k0 + 1, 1, y, 1, 1));
-        }
+      detail::BlockSweep<T>(b, g, "inv_cholesky", &failed, [&](Pass pass, int64_t k0, int64_t kb) {
+        const int64_t e = k0 + kb;
+        return b.template PGemm<T>(pass, true, e, e, kb, w, k0 + 1, 1, w, k0 + 1, 1, y, 1, 1);
       }));
   return b.Agree("inv_cholesky", failed.status());
 }
@@ -118,15 +116,10 @@ Status CholeskyInverse(B& b, const Square& g, const T* l, T* w, T* y) {
 template <typename T, class B>
 Status LuInverseProduct(B& b, const Square& g, const T* w_upper, const T* w_lower, T* x,
                         Deferred* failed) {
-  const int64_t n = g.n, nb = InverseBlock(g);
-  return detail::SizedSweep(b, "inv", failed, [&](Pass pass, Deferred* out) {
-    for (int64_t k0 = 0; k0 < n; k0 += nb) {
-      const int64_t kb = std::min(nb, n - k0), e = k0 + kb;
-      if (pass == Pass::kSize && !out->ok()) return;
-      if (pass == Pass::kRun) out->Step("inv", g.rank, k0 / nb);
-      out->Keep(b.template PGemm<T>(pass, false, e, e, kb, w_upper, 1, k0 + 1, w_lower, k0 + 1, 1,
-                                    x, 1, 1));
-    }
+  return detail::BlockSweep<T>(b, g, "inv", failed, [&](Pass pass, int64_t k0, int64_t kb) {
+    const int64_t e = k0 + kb;
+    return b.template PGemm<T>(pass, false, e, e, kb, w_upper, 1, k0 + 1, w_lower, k0 + 1, 1, x, 1,
+                               1);
   });
 }
 

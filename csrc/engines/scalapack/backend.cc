@@ -154,27 +154,36 @@ Status Backend::PMoveColumns(const T* x, T* out, const std::vector<int64_t>& ord
     if (owner(c) == me) send[owner(d)].push_back(local(c));
     if (owner(d) == me) recv[owner(c)].push_back(local(d));
   }
+  // A count or size past int is this rank's own: it still enters the all-to-all (with nothing
+  // to move) and returns the error after, for the algorithm's agreement.
+  Status bad;
   std::vector<int> scount(size, 0), sdispl(size, 0), rcount(size, 0), rdispl(size, 0);
   int64_t sent = 0, received = 0;
-  for (int q = 0; q < npc; ++q) {
+  for (int q = 0; q < npc && bad.ok(); ++q) {
     const int peer = grid_.comm_ranks[static_cast<size_t>(row * npc + q)];
-    JAXMG_RETURN_IF_ERROR(
-        CheckedInt(static_cast<int64_t>(send[q].size()), "columns", &scount[peer]));
-    JAXMG_RETURN_IF_ERROR(
-        CheckedInt(static_cast<int64_t>(recv[q].size()), "columns", &rcount[peer]));
-    JAXMG_RETURN_IF_ERROR(CheckedInt(sent, "columns", &sdispl[peer]));
-    JAXMG_RETURN_IF_ERROR(CheckedInt(received, "columns", &rdispl[peer]));
+    for (auto [v, out] :
+         {std::pair<int64_t, int*>{static_cast<int64_t>(send[q].size()), &scount[peer]},
+          {static_cast<int64_t>(recv[q].size()), &rcount[peer]},
+          {sent, &sdispl[peer]},
+          {received, &rdispl[peer]}}) {
+      if (bad.ok()) bad = CheckedInt(v, "columns", out);
+    }
     sent += scount[peer], received += rcount[peer];
+  }
+  int column_bytes = 1;
+  if (bad.ok())
+    bad = CheckedInt(static_cast<int64_t>(sizeof(T)) * ld, "column bytes", &column_bytes);
+  if (!bad.ok()) {
+    std::fill(scount.begin(), scount.end(), 0);
+    std::fill(rcount.begin(), rcount.end(), 0);
+    sent = received = 0;
   }
   std::vector<T> sendbuf(static_cast<size_t>(std::max<int64_t>(sent * ld, 1)));
   std::vector<T> recvbuf(static_cast<size_t>(std::max<int64_t>(received * ld, 1)));
   int64_t at = 0;
-  for (int q = 0; q < npc; ++q) {
+  for (int q = 0; q < npc && bad.ok(); ++q) {
     for (int64_t c : send[q]) std::copy_n(x + c * ld, ld, sendbuf.data() + (at++) * ld);
   }
-  int column_bytes = 0;
-  JAXMG_RETURN_IF_ERROR(
-      CheckedInt(static_cast<int64_t>(sizeof(T)) * ld, "column bytes", &column_bytes));
   MPI_Datatype column;
   JAXMG_RETURN_IF_ERROR(
       MpiCheck(MPI_Type_contiguous(column_bytes, MPI_BYTE, &column), "MPI_Type_contiguous"));
@@ -182,6 +191,7 @@ Status Backend::PMoveColumns(const T* x, T* out, const std::vector<int64_t>& ord
   const int rc = MPI_Alltoallv(sendbuf.data(), scount.data(), sdispl.data(), column, recvbuf.data(),
                                rcount.data(), rdispl.data(), column, grid_.comm);
   MPI_Type_free(&column);
+  JAXMG_RETURN_IF_ERROR(bad);
   JAXMG_RETURN_IF_ERROR(MpiCheck(rc, "MPI_Alltoallv"));
   at = 0;
   for (int q = 0; q < npc; ++q) {
