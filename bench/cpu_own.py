@@ -5,15 +5,18 @@ ScaLAPACK's, inside the routine, on P processes of one machine:
 - potri: the blocked Cholesky inverse (L⁻¹ by blocks, then L⁻ᴴ L⁻¹) against p?potrs with the
   identity (any grid);
 - inv: the blocked LU inverse (U⁻¹ L⁻¹ Pᵀ by blocks) against p?getri, after the same LU (any
-  grid).
+  grid);
+- qr: jaxmg's 1-D QR with look-ahead and its Q against p?geqrf and p?orgqr (default mesh 1 x P:
+  a 1 x P engine grid, where the 1-D QR applies), on a square matrix.
 
-  python -m jaxmg launch -n 2 bench/cpu_own.py OUT.json [--routine lu_solve|potri|inv]
+  python -m jaxmg launch -n 2 bench/cpu_own.py OUT.json [--routine lu_solve|potri|inv|qr]
       [--mesh 2x1] [--sizes 1024 2048] [--tiles 0 64 128] [--matrix random|kms] [--reps 3]
 
 Each time is the best of `reps` calls after a warm-up (compilation), with the result ready; both
-variants run in the same processes (the switch, JAXMG_CPU_LU or JAXMG_CPU_INVERSES, is read at each
-call). Process 0 prints a table, writes the JSON (with the machine, the process count, the mesh and
-the commit) and, with matplotlib, a plot beside it (OUT.png). Tile 0: the engine's automatic tile.
+variants run in the same processes (the switch, JAXMG_CPU_LU, JAXMG_CPU_INVERSES or JAXMG_CPU_QR,
+is read at each call). Process 0 prints a table, writes the JSON (with the machine, the process
+count, the mesh and the commit) and, with matplotlib, a plot beside it (OUT.png). Tile 0: the
+engine's automatic tile.
 """
 
 from __future__ import annotations
@@ -41,14 +44,15 @@ p = argparse.ArgumentParser()
 p.add_argument("out")
 p.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 3072])
 p.add_argument("--tiles", type=int, nargs="+", default=[0, 64, 128])
-p.add_argument("--routine", choices=("lu_solve", "potri", "inv"), default="lu_solve")
-p.add_argument("--mesh", default=None, help="ROWSxCOLS (default: P x 1)")
+p.add_argument("--routine", choices=("lu_solve", "potri", "inv", "qr"), default="lu_solve")
+p.add_argument("--mesh", default=None, help="ROWSxCOLS (default: P x 1; qr: 1 x P)")
 p.add_argument("--matrix", choices=("random", "kms"), default="random")
 p.add_argument("--reps", type=int, default=3)
 args = p.parse_args()
 
 procs = jax.process_count()
-shape = tuple(int(v) for v in args.mesh.split("x")) if args.mesh else (procs, 1)
+default_shape = (1, procs) if args.routine == "qr" else (procs, 1)
+shape = tuple(int(v) for v in args.mesh.split("x")) if args.mesh else default_shape
 mesh = jax.make_mesh(shape, ("rows", "cols"))
 jax.set_mesh(mesh)
 grid, rows = NamedSharding(mesh, P("rows", "cols")), NamedSharding(mesh, P("rows", None))
@@ -63,6 +67,7 @@ ROUTINES = {
         "JAXMG_CPU_INVERSES",
         {"jaxmg blocked inverse": "blocked", "ScaLAPACK p?getri": "scalapack"},
     ),
+    "qr": ("JAXMG_CPU_QR", {"jaxmg 1-D QR": "own", "ScaLAPACK p?geqrf+p?orgqr": "scalapack"}),
 }
 SWITCH, VARIANTS = ROUTINES[args.routine]
 
@@ -80,6 +85,8 @@ def call(tile):
         return jax.jit(lambda a, b, t=tile or None: jaxmg.potri(a, T_A=t))
     if args.routine == "inv":
         return jax.jit(lambda a, b, t=tile or None: jaxmg.inv(a, T_A=t))
+    if args.routine == "qr":
+        return jax.jit(lambda a, b, t=tile or None: jaxmg.qr(a, T_A=t))
     return jax.jit(lambda a, b, t=tile or None: jaxmg.lu_solve(a, b, T_A=t))
 
 
@@ -87,7 +94,13 @@ rows_out = []
 for n in args.sizes:
     A = matrix(n)
     B = np.random.default_rng(n + 1).standard_normal((n, 1))
-    ref = np.linalg.inv(A) if args.routine in ("potri", "inv") else np.linalg.solve(A, B)
+    ref = (
+        A
+        if args.routine == "qr"
+        else np.linalg.inv(A)
+        if args.routine in ("potri", "inv")
+        else np.linalg.solve(A, B)
+    )
     a, b = jax.device_put(A, grid), jax.device_put(B, rows)
     for tile in args.tiles:
         f = call(tile)
@@ -100,12 +113,17 @@ for n in args.sizes:
                 os.environ[SWITCH] = choice
                 t0 = time.perf_counter()
                 x = f(a, b)
-                x.block_until_ready()
+                jax.block_until_ready(x)
                 if rep > 0:
                     best[label] = min(best[label], time.perf_counter() - t0)
                 last[label] = x
         for label, choice in VARIANTS.items():
-            err = float(np.abs(process_allgather(last[label], tiled=True) - ref).max())
+            if args.routine == "qr":  # Q R against A
+                q, r = (process_allgather(y, tiled=True) for y in last[label])
+                got = q @ r
+            else:
+                got = process_allgather(last[label], tiled=True)
+            err = float(np.abs(got - ref).max())
             rows_out.append(
                 dict(
                     n=n, tile=tile, variant=label, seconds=best[label], max_error=err, choice=choice

@@ -42,7 +42,8 @@ def qr_case(mesh, routine, dtype_name, m, n, tile, k=3, variant=""):
     """qr: reconstruction, orthogonality, R upper triangular, Q in a's sharding; least_squares:
     normal-equation residual, x's shape. variant: "jit" (inside a user's jit), "donate",
     "rank-deficient" (qr of a matrix with a zero column: still a valid factorization),
-    "chunked" (R and x gathered in chunks of 5 rows)."""
+    "chunked" (R and x gathered in chunks of 5 rows), "scalapack" (the CPU engine's p?geqrf and
+    p?orgqr where its 1-D QR is the default: 1 x P grids)."""
     import jaxmg
 
     dtype = DTYPES[dtype_name]
@@ -54,6 +55,12 @@ def qr_case(mesh, routine, dtype_name, m, n, tile, k=3, variant=""):
             return qr_case(mesh, routine, dtype_name, m, n, tile, k)
         finally:
             del os.environ["JAXMG_ROWS_PER_CHUNK"]
+    if variant == "scalapack":
+        os.environ["JAXMG_CPU_QR"] = "scalapack"
+        try:
+            return qr_case(mesh, routine, dtype_name, m, n, tile, k)
+        finally:
+            del os.environ["JAXMG_CPU_QR"]
     donate = variant == "donate"
     a = tall(m, n, dtype, m + n, zero_column=n // 2 if variant == "rank-deficient" else None)
     ap = place(a, mesh, A_SPEC)
@@ -168,7 +175,7 @@ def qr_plan(m, tiles=(None, 4, 5), lstsq_tiles=(None, 5)):
             add("lstsq", dtype_name, m, n, tile, k=3)
     add("qr", "float64", m, m, 5)
     add("qr", "complex128", m, m, None)
-    for variant in ("jit", "donate", "rank-deficient", "chunked"):
+    for variant in ("jit", "donate", "rank-deficient", "chunked", "scalapack"):
         add("qr", "float64", m, n, 4, variant=variant)
     add("lstsq", "complex128", m, n, 5, k=3, variant="chunked")
     add("lstsq", "float64", m, n, 4, k=0)

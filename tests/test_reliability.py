@@ -92,6 +92,15 @@ def test_a_failure_inside_the_blocked_inverse_on_one_rank_reaches_every_rank(tmp
         _assert_injected_everywhere(records, point, agreed)
 
 
+def test_a_failure_inside_the_1d_qr_on_one_rank_reaches_every_rank(tmp_path):
+    """The 1-D QR (a 1 x 2 grid): a local error on one rank in the factorization (at its first
+    and last tile columns and one between) or in Q's formation reaches every rank as the same
+    error at that algorithm's agreement; the next call works."""
+    records = _agreement(tmp_path, "injected-qr")
+    for point in ("qr:0:0", "qr:1:3", "qr:0:5", "orgqr:1:0", "orgqr:0:4"):
+        _assert_injected_everywhere(records, point, point.split(":")[0])
+
+
 def test_retry_after_a_python_error_on_one_rank(tmp_path):
     r0, r1 = _agreement(tmp_path, "retry")
     assert r0["bad"]["type"] == "ValueError"

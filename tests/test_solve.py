@@ -205,6 +205,20 @@ def test_qr_and_least_squares(results, mesh, routine):
         _check(records[name])
 
 
+def test_the_1d_qr_on_four_process_columns(tmp_path, monkeypatch):
+    """qr on a 1 x 4 mesh, a 1 x 4 engine grid, where the CPU engine runs its 1-D QR with
+    look-ahead (on the meshes above, only 1 x 1 and 1 x 2 give 1-D grids): the cases that depend
+    on the mesh (float64 in every tile, complex128 in the padding one, a square matrix, the
+    variants, ScaLAPACK's path) and the failures, within the same tolerances."""
+    monkeypatch.setenv("JAXMG_CASES", r"^qr/")
+    out = run_cases(4, WORKER, ["1", "4"], tmp_path, 600)
+    records = {r["case"]: r for r in out["records"]}
+    names = [n for n, _, _ in cpu_plan(1, 4) if n.startswith("qr/")]
+    assert sorted(records) == sorted(names) and len(names) >= 10
+    for name in names:
+        _check(records[name])
+
+
 @pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
 def test_qr_and_least_squares_failures(results, mesh):
     """NaN input and a rank-deficient least-squares problem: NaN outputs and one status > 0 on

@@ -14,6 +14,9 @@ Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_
                      inv_cholesky:<rank>:<block>), at three points, and inv's blocked LU inverse
                      (JAXMG_CPU_INVERSES=blocked) at one (inv:<rank>:<block>, the product); after
                      each, a call without it
+  injected-qr        qr on the 1-D QR (a 1 x 2 grid: mesh 1 x 2) with a failure injected on one
+                     rank in the factorization (qr:<rank>:<tile column>) and in Q's formation
+                     (orgqr:<rank>:<tile column from the last>); after each, a call without it
 """
 
 import faulthandler
@@ -50,13 +53,19 @@ rec = {"rank": me, "scenario": scenario}
 
 
 def attempt(fn, expect=None):
+    """fn's result (or the product of its results, gathered) against expect (default: ref)."""
     t0 = time.perf_counter()
     try:
-        x = fn()
+        out = fn()
+        parts = out if isinstance(out, tuple) else (out,)
         # On GPUs a call's error arrives with its result: wait for it before the gather, a
         # collective of its own that would otherwise pair with a peer's next collective.
-        x.block_until_ready()
-        err = float(np.abs(gather(x) - (ref if expect is None else expect)).max())
+        for x in parts:
+            x.block_until_ready()
+        got = gather(parts[0])
+        for x in parts[1:]:
+            got = got @ gather(x)
+        err = float(np.abs(got - (ref if expect is None else expect)).max())
         return {"ok": True, "error_max": err, "seconds": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - the message is the result
         return {
@@ -105,6 +114,21 @@ elif scenario == "injected-inverse":
     os.environ.pop("JAXMG_TEST_FAIL")
     rec["inv:1:3/then"] = attempt(lambda: jaxmg.inv(ap, T_A=4), inverse)
     os.environ.pop("JAXMG_CPU_INVERSES")
+elif scenario == "injected-qr":
+    # Tile 4 on a 48 x 24 matrix: six tile columns, three on each rank. The result checked is
+    # Q R, against A.
+    columns = jax.make_mesh((1, 2), ("pr", "pc"))
+    tall = np.random.default_rng(3).standard_normal((n, n // 2))
+    tp = place(tall, columns, A_SPEC)
+
+    def qr_product():
+        return jaxmg.qr(tp, T_A=4)  # (Q, R): their product is checked
+
+    for point in ("qr:0:0", "qr:1:3", "qr:0:5", "orgqr:1:0", "orgqr:0:4"):
+        os.environ["JAXMG_TEST_FAIL"] = point
+        rec[point] = attempt(qr_product, tall)
+        os.environ.pop("JAXMG_TEST_FAIL")
+        rec[point + "/then"] = attempt(qr_product, tall)
 elif scenario == "retry":
     if me == 0:
         rec["bad"] = attempt(lambda: jaxmg.potrs(ap, place(b[:-2], mesh, B_SPEC), T_A=4))

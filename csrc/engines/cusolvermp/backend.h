@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "algorithms/inverses.h"
@@ -64,12 +67,21 @@ class Backend {
     return Status();
   }
 
-  template <typename T>
-  Status Broadcast(T* data, int64_t count, int64_t* piv, int64_t npiv, int root) {
-    const size_t reals = static_cast<size_t>(count) * Scalar<T>::kParts;
+  // a (na scalars) and b (nb entries: scalars, or int64_t pivots) from grid column root, grouped.
+  template <typename T, typename U>
+  Status Broadcast(T* a, int64_t na, U* b, int64_t nb, int root) {
+    PartTimer part("broadcast");
     JAXMG_NCCL(ncclGroupStart());
-    JAXMG_NCCL(ncclBroadcast(data, data, reals, NcclRealOf<T>(), root, e_.ctx_.comm, e_.stream_));
-    JAXMG_NCCL(ncclBroadcast(piv, piv, npiv, ncclInt64, root, e_.ctx_.comm, e_.stream_));
+    JAXMG_NCCL(ncclBroadcast(a, a, static_cast<size_t>(na) * Scalar<T>::kParts, NcclRealOf<T>(),
+                             root, e_.ctx_.comm, e_.stream_));
+    if (nb > 0) {
+      if constexpr (std::is_same_v<U, int64_t>) {
+        JAXMG_NCCL(ncclBroadcast(b, b, nb, ncclInt64, root, e_.ctx_.comm, e_.stream_));
+      } else {
+        JAXMG_NCCL(ncclBroadcast(b, b, static_cast<size_t>(nb) * Scalar<U>::kParts, NcclRealOf<U>(),
+                                 root, e_.ctx_.comm, e_.stream_));
+      }
+    }
     JAXMG_NCCL(ncclGroupEnd());
     return Status();
   }
@@ -121,6 +133,112 @@ class Backend {
 
   Status Agree(const char* algorithm, const Status& local) {
     return e_.AgreeOnFailure(algorithm, local);
+  }
+
+  // The 1-D QR's local steps (algorithms/qr_1d.h), on a lane: the call's stream and handles, or
+  // the look-ahead's side stream and its own. With JAXMG_DEBUG=2 their times are summed by kind
+  // (PartTimer; the device is synchronized around each).
+  using Lane = Engine::Lane;
+  Status MainLane(Lane* out) { return e_.MainLane(out); }
+  Status SideLane(Lane* out) { return e_.SideLane(out); }
+  Status Join(const Lane& from, const Lane& to, int event) {
+    return e_.Join(from.stream, to.stream, event);
+  }
+
+  // geqrf's workspace for panels of at most m x n (one for both lanes: their panels never run
+  // at the same time).
+  template <typename T>
+  Status PrepareGeqrf(int64_t m, int64_t n, T* a, int64_t lda, T* tau) {
+    Lane main;
+    JAXMG_RETURN_IF_ERROR(MainLane(&main));
+    size_t dev = 0, host = 0;
+    JAXMG_RETURN_IF_ERROR(
+        SolverCheck(main.lb->geqrf_buffer_size(main.dn, main.params, m, n, DataTypeOf<T>(), a, lda,
+                                               DataTypeOf<T>(), tau, DataTypeOf<T>(), &dev, &host),
+                    "cusolverDnXgeqrf_bufferSize"));
+    JAXMG_RETURN_IF_ERROR(e_.Workspace(dev, host, &work_));
+    geqrf_bytes_ = dev;
+    void* info = nullptr;
+    JAXMG_RETURN_IF_ERROR(e_.Scratch(sizeof(int), &info));
+    info_ = static_cast<int*>(info);
+    return Status();
+  }
+
+  template <typename T>
+  Status Geqrf(const Lane& lane, int64_t m, int64_t n, T* a, int64_t lda, T* tau) {
+    PartTimer part("panel geqrf");
+    return SolverCheck(lane.lb->geqrf(lane.dn, lane.params, m, n, DataTypeOf<T>(), a, lda,
+                                      DataTypeOf<T>(), tau, DataTypeOf<T>(), work_, geqrf_bytes_,
+                                      e_.ctx_.host_work.data(), e_.ctx_.host_work.size(), info_),
+                       "cusolverDnXgeqrf");
+  }
+
+  template <typename T>
+  Status Gemm(const Lane& lane, bool adjoint_a, bool adjoint_b, int64_t m, int64_t n, int64_t k,
+              T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+              int64_t ldc) {
+    int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
+    JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
+    PartTimer part("gemm");
+    return CublasCheck(
+        lane.lb->gemm[Scalar<T>::kIndex](lane.blas, adjoint_a ? AdjointOp<T>() : CUBLAS_OP_N,
+                                         adjoint_b ? AdjointOp<T>() : CUBLAS_OP_N, im, in, ik,
+                                         &alpha, a, ia, b, ib, &beta, c, ic),
+        "cublas gemm");
+  }
+
+  template <typename T>
+  Status Trmm(const Lane& lane, bool adjoint, int64_t m, int64_t n, const T* f, int64_t ldf,
+              const T* w, int64_t ldw, T* out, int64_t ldo) {
+    int im = 0, in = 0, i_f = 0, iw = 0, io = 0;
+    JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldf, &i_f}, {ldw, &iw}, {ldo, &io}}));
+    PartTimer part("trmm");
+    const T one(1);
+    return CublasCheck(lane.lb->trmm[Scalar<T>::kIndex](
+                           lane.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
+                           adjoint ? AdjointOp<T>() : CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, im, in,
+                           &one, f, i_f, w, iw, out, io),
+                       "cublas trmm");
+  }
+
+  template <typename T>
+  Status TrsmUpper(const Lane& lane, int64_t m, int64_t n, const T* s, int64_t lds, T* b,
+                   int64_t ldb) {
+    int im = 0, in = 0, is = 0, ib = 0;
+    JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {lds, &is}, {ldb, &ib}}));
+    PartTimer part("trsm");
+    const T one(1);
+    return CublasCheck(lane.lb->trsm[Scalar<T>::kIndex](
+                           lane.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                           CUBLAS_DIAG_NON_UNIT, im, in, &one, s, is, b, ib),
+                       "cublas trsm");
+  }
+
+  template <typename T>
+  Status ReflectorBlock(const Lane& lane, const T* a, int64_t lda, int64_t rows, int64_t cols,
+                        const T* tau, T* v, int64_t ldv) {
+    JAXMG_CUDA(cuda::ReflectorBlock(KernelType<T>(), a, lda, rows, cols, tau, v, ldv, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status ReflectorDiagonal(const Lane& lane, T* s, int64_t ld, int64_t k, const T* tau) {
+    JAXMG_CUDA(cuda::ReflectorFactor(KernelType<T>(), s, ld, k, tau, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status IdentityBlock(const Lane& lane, T* a, int64_t ld, int64_t rows, int64_t cols,
+                       int64_t row0) {
+    JAXMG_CUDA(cuda::IdentityBlock(KernelType<T>(), a, ld, rows, cols, row0, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status Adjoint(const Lane& lane, const T* src, int64_t lds, int64_t rows, int64_t cols, T* dst,
+                 int64_t ldd) {
+    JAXMG_CUDA(cuda::Adjoint(KernelType<T>(), src, lds, rows, cols, dst, ldd, lane.stream));
+    return Status();
   }
 
   // The distributed products (algorithms/inverses.h): every operand distributed as g, on the
@@ -196,6 +314,11 @@ class Backend {
     return Status();
   }
 
+  static Status Ints(std::initializer_list<std::pair<int64_t, int*>> values) {
+    for (const auto& [v, out] : values) JAXMG_RETURN_IF_ERROR(CheckedInt(v, "a dimension", out));
+    return Status();
+  }
+
   Engine& e_;
   BlasDescriptor square_;
   void* pwork_ = nullptr;
@@ -205,6 +328,7 @@ class Backend {
   cusolverDnHandle_t dn_ = nullptr;
   cusolverDnParams_t params_ = nullptr;
   void* work_ = nullptr;
+  size_t geqrf_bytes_ = 0;
   int* info_ = nullptr;
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/inverses.h"
+#include "algorithms/qr_1d.h"
 #include "common/deferred.h"
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/local_blas.h"
@@ -236,13 +237,7 @@ class Engine {
     cusolverDnHandle_t dn = nullptr;
     cusolverDnParams_t params = nullptr;
   };
-  // The 1-D QR's extents: m x n factored in tiles of t (`tiles` tile columns), lr local rows,
-  // `held` local columns of the n on process column me of procs.
-  struct QrShape {
-    int64_t m, n, t, lr, tiles, held;
-    int procs, me;
-  };
-  QrShape QrShapeOf() const;
+  algorithms::Qr1DShape QrShapeOf() const;
   Status MainLane(Lane* out);
   Status SideLane(Lane* out);
   // `to` waits for the work queued so far on `from` (the context's side event `event`).
@@ -252,18 +247,7 @@ class Engine {
   struct QrWork {
     void *w, *w2, *s;
   };
-  // A panel's block width, geqrf workspace and info, and update scratch (ib x tile).
-  struct QrPanelWork {
-    int64_t ib;
-    void* d_work;
-    size_t dev;
-    int* info;
-    QrWork work;
-  };
   static int64_t QrPanelBlock(int64_t t);
-  template <typename T>
-  Status QrPanel(const Lane& lane, const QrPanelWork& pw, char* column, int64_t rows, int64_t cols,
-                 char* tau, void* v, void* s);
   // f (ld tile) := T of the compact WY form Q = I − V T Vᴴ of the rows x cols vectors v (ld
   // rows) and their τ: T = S⁻¹ for S = striu(VᴴV) + diag(1/τ) (in work.s).
   template <typename T>
@@ -425,11 +409,9 @@ class Engine {
   void* square_ = nullptr;    // n x n: Vᴴ of an SVD, H of a polar decomposition
   Descriptor desc_square_;
   int64_t square_rows_ = 0;
-  bool own_lu_ = false;       // the factors come from Lu1D, with its pivots in own_pivots_
-  void* qr_t_ = nullptr;      // Qr1D's T_k (tile x tile each, leading dimension tile)
-  QrWork qr_work_{};          // Qr1D's update scratch, reused by Orgqr1D
-  void* qr_panel_ = nullptr;  // Qr1D's broadcast vectors (rows x tile), reused by Orgqr1D
-  int64_t symmetry_n_ = 0;    // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
+  bool own_lu_ = false;          // the factors come from Lu1D, with its pivots in own_pivots_
+  algorithms::Qr1DKept own_qr_;  // Qr1D's τ, T_k and scratch, for Orgqr1D
+  int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
   std::vector<int64_t> own_pivots_;
   // QDWH's buffers (routines/polar.h), allocated at first use in the call: A kept for H; the

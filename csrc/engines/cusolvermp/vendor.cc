@@ -291,7 +291,7 @@ Status Engine::QrFactor() {
 template <typename T>
 Status Engine::Orgqr() {
   StepTimer timer("Orgqr", stream_);
-  if (qr_t_ != nullptr) return Orgqr1D<T>();
+  if (!own_qr_.empty()) return Orgqr1D<T>();
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   size_t dev = 0, host = 0;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <complex>
 #include <cstring>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 #include "common/scalar.h"
@@ -18,7 +20,12 @@ extern "C" {
                 const int* ldb);                                                              \
   void p##gemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,     \
                 const T* alpha, const T* a, const int* lda, const T* b, const int* ldb,       \
-                const T* beta, T* c, const int* ldc);
+                const T* beta, T* c, const int* ldc);                                         \
+  void p##trmm_(const char* side, const char* uplo, const char* trans, const char* diag,      \
+                const int* m, const int* n, const T* alpha, const T* a, const int* lda, T* b, \
+                const int* ldb);                                                              \
+  void p##geqrf_(const int* m, const int* n, T* a, const int* lda, T* tau, T* work,           \
+                 const int* lwork, int* info);
 JAXMG_DECLARE_LOCAL(s, float)
 JAXMG_DECLARE_LOCAL(d, double)
 JAXMG_DECLARE_LOCAL(c, std::complex<float>)
@@ -45,6 +52,8 @@ namespace {
 JAXMG_LOCAL_DISPATCH(getrf)
 JAXMG_LOCAL_DISPATCH(trsm)
 JAXMG_LOCAL_DISPATCH(gemm)
+JAXMG_LOCAL_DISPATCH(trmm)
+JAXMG_LOCAL_DISPATCH(geqrf)
 #undef JAXMG_LOCAL_DISPATCH
 
 // The int arguments LAPACK and BLAS take.
@@ -82,20 +91,141 @@ Status Backend::Copy(T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m, 
   return Status();
 }
 
-template <typename T>
-Status Backend::Broadcast(T* data, int64_t count, int64_t* piv, int64_t npiv, int root) {
-  const int at = grid_.comm_ranks[static_cast<size_t>(root)];  // a 1 x P grid: column = position
-  constexpr int64_t kChunk = int64_t{1} << 30;                 // MPI counts are int
-  RealOf<T>* reals = reinterpret_cast<RealOf<T>*>(data);
-  const int64_t total = count * Scalar<T>::kParts;
+namespace {
+
+// count entries of U (scalars, or int64_t) from process `at`, in chunks of int counts.
+template <typename U>
+Status BroadcastEntries(U* data, int64_t count, int at, MPI_Comm comm) {
+  constexpr int64_t kChunk = int64_t{1} << 30;
+  MPI_Datatype type = MPI_INT64_T;
+  int64_t total = count;
+  size_t unit = sizeof(int64_t);
+  void* base = data;
+  if constexpr (!std::is_same_v<U, int64_t>) {
+    type = RealMpi<U>(), total = count * Scalar<U>::kParts, unit = sizeof(RealOf<U>);
+  }
   for (int64_t off = 0; off < total; off += kChunk) {
     const int c = static_cast<int>(std::min(kChunk, total - off));
     JAXMG_RETURN_IF_ERROR(
-        MpiCheck(MPI_Bcast(reals + off, c, RealMpi<T>(), at, grid_.comm), "MPI_Bcast"));
+        MpiCheck(MPI_Bcast(static_cast<char*>(base) + unit * off, c, type, at, comm), "MPI_Bcast"));
   }
-  int ip = 0;
-  JAXMG_RETURN_IF_ERROR(CheckedInt(npiv, "pivots", &ip));
-  return MpiCheck(MPI_Bcast(piv, ip, MPI_INT64_T, at, grid_.comm), "MPI_Bcast");
+  return Status();
+}
+
+}  // namespace
+
+template <typename T, typename U>
+Status Backend::Broadcast(T* a, int64_t na, U* b, int64_t nb, int root) {
+  const int at = grid_.comm_ranks[static_cast<size_t>(root)];  // a 1 x P grid: column = position
+  JAXMG_RETURN_IF_ERROR(BroadcastEntries(a, na, at, grid_.comm));
+  return BroadcastEntries(b, nb, at, grid_.comm);
+}
+
+template <typename T>
+Status Backend::PrepareGeqrf(int64_t m, int64_t n, T* a, int64_t lda, T* tau) {
+  int im = 0, in = 0, il = 0, info = 0, query = -1;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {lda, &il}}));
+  T size(0);
+  geqrf<T>(&im, &in, a, &il, tau, &size, &query, &info);
+  if (info < 0) return JAXMG_ERROR("?geqrf: argument " + std::to_string(-info) + " is invalid");
+  geqrf_lwork_ = std::max(1, static_cast<int>(std::real(size)));
+  geqrf_work_.assign(sizeof(T) * static_cast<size_t>(geqrf_lwork_), '\0');
+  return Status();
+}
+
+template <typename T>
+Status Backend::Geqrf(const Lane&, int64_t m, int64_t n, T* a, int64_t lda, T* tau) {
+  int im = 0, in = 0, il = 0, info = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {lda, &il}}));
+  if (static_cast<size_t>(geqrf_lwork_) * sizeof(T) > geqrf_work_.size()) {
+    return JAXMG_ERROR("?geqrf: its workspace was not prepared for this type");
+  }
+  geqrf<T>(&im, &in, a, &il, tau, reinterpret_cast<T*>(geqrf_work_.data()), &geqrf_lwork_, &info);
+  if (info < 0) return JAXMG_ERROR("?geqrf: argument " + std::to_string(-info) + " is invalid");
+  return Status();
+}
+
+template <typename T>
+Status Backend::Gemm(const Lane&, bool adjoint_a, bool adjoint_b, int64_t m, int64_t n, int64_t k,
+                     T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+                     int64_t ldc) {
+  if (m <= 0 || n <= 0) return Status();
+  int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
+  // ('C' is the transpose for the real types)
+  gemm<T>(adjoint_a ? "C" : "N", adjoint_b ? "C" : "N", &im, &in, &ik, &alpha, a, &ia, b, &ib,
+          &beta, c, &ic);
+  return Status();
+}
+
+template <typename T>
+Status Backend::Trmm(const Lane&, bool adjoint, int64_t m, int64_t n, const T* f, int64_t ldf,
+                     const T* w, int64_t ldw, T* out, int64_t ldo) {
+  if (m <= 0 || n <= 0) return Status();
+  int im = 0, in = 0, i_f = 0, io = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldf, &i_f}, {ldo, &io}}));
+  for (int64_t j = 0; j < n; ++j) std::copy_n(w + j * ldw, m, out + j * ldo);  // (in place)
+  const T one(1);
+  trmm<T>("L", "U", adjoint ? "C" : "N", "N", &im, &in, &one, f, &i_f, out, &io);
+  return Status();
+}
+
+template <typename T>
+Status Backend::TrsmUpper(const Lane&, int64_t m, int64_t n, const T* s, int64_t lds, T* b,
+                          int64_t ldb) {
+  if (m <= 0 || n <= 0) return Status();
+  int im = 0, in = 0, is = 0, ib = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {lds, &is}, {ldb, &ib}}));
+  const T one(1);
+  trsm<T>("L", "U", "N", "N", &im, &in, &one, s, &is, b, &ib);
+  return Status();
+}
+
+template <typename T>
+Status Backend::ReflectorBlock(const Lane&, const T* a, int64_t lda, int64_t rows, int64_t cols,
+                               const T* tau, T* v, int64_t ldv) {
+  for (int64_t c = 0; c < cols; ++c) {
+    const bool none = tau[c] == T(0);  // the identity: a zero column
+    for (int64_t r = 0; r < rows; ++r) {
+      v[r + c * ldv] = none || r < c ? T(0) : (r == c ? T(1) : a[r + c * lda]);
+    }
+  }
+  return Status();
+}
+
+template <typename T>
+Status Backend::ReflectorDiagonal(const Lane&, T* s, int64_t ld, int64_t k, const T* tau) {
+  for (int64_t c = 0; c < k; ++c) {
+    s[c + c * ld] = tau[c] == T(0) ? T(1) : T(1) / tau[c];
+    for (int64_t r = c + 1; r < k; ++r) s[r + c * ld] = T(0);
+  }
+  return Status();
+}
+
+template <typename T>
+Status Backend::IdentityBlock(const Lane&, T* a, int64_t ld, int64_t rows, int64_t cols,
+                              int64_t row0) {
+  for (int64_t c = 0; c < cols; ++c) {
+    std::fill_n(a + c * ld, rows, T(0));
+    if (row0 + c < rows) a[row0 + c + c * ld] = T(1);
+  }
+  return Status();
+}
+
+template <typename T>
+Status Backend::Adjoint(const Lane&, const T* src, int64_t lds, int64_t rows, int64_t cols, T* dst,
+                        int64_t ldd) {
+  for (int64_t c = 0; c < cols; ++c) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T x = src[r + c * lds];
+      if constexpr (Scalar<T>::kParts == 2) {
+        dst[c + r * ldd] = std::conj(x);
+      } else {
+        dst[c + r * ldd] = x;
+      }
+    }
+  }
+  return Status();
 }
 
 template <typename T>
@@ -200,16 +330,31 @@ Status Backend::PMoveColumns(const T* x, T* out, const std::vector<int64_t>& ord
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_BACKEND(T)                                                            \
-  template Status Backend::PrepareGetrf<T>(int64_t, int64_t, T*, int64_t);                      \
-  template Status Backend::Getrf<T>(int64_t, int64_t, T*, int64_t, int64_t*);                   \
-  template Status Backend::Copy<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);           \
-  template Status Backend::Broadcast<T>(T*, int64_t, int64_t*, int64_t, int);                   \
-  template Status Backend::RowSwaps<T>(T*, int64_t, int64_t, int64_t, int64_t, int64_t,         \
-                                       const int64_t*, int64_t);                                \
-  template Status Backend::TrsmLowerUnit<T>(int64_t, int64_t, const T*, int64_t, T*, int64_t);  \
-  template Status Backend::GemmMinus<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, \
-                                        int64_t, T*, int64_t);                                  \
+#define JAXMG_INSTANTIATE_BACKEND(T)                                                              \
+  template Status Backend::PrepareGetrf<T>(int64_t, int64_t, T*, int64_t);                        \
+  template Status Backend::Getrf<T>(int64_t, int64_t, T*, int64_t, int64_t*);                     \
+  template Status Backend::Copy<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);             \
+  template Status Backend::Broadcast<T, int64_t>(T*, int64_t, int64_t*, int64_t, int);            \
+  template Status Backend::Broadcast<T, T>(T*, int64_t, T*, int64_t, int);                        \
+  template Status Backend::PrepareGeqrf<T>(int64_t, int64_t, T*, int64_t, T*);                    \
+  template Status Backend::Geqrf<T>(const Lane&, int64_t, int64_t, T*, int64_t, T*);              \
+  template Status Backend::Gemm<T>(const Lane&, bool, bool, int64_t, int64_t, int64_t, T,         \
+                                   const T*, int64_t, const T*, int64_t, T, T*, int64_t);         \
+  template Status Backend::Trmm<T>(const Lane&, bool, int64_t, int64_t, const T*, int64_t,        \
+                                   const T*, int64_t, T*, int64_t);                               \
+  template Status Backend::TrsmUpper<T>(const Lane&, int64_t, int64_t, const T*, int64_t, T*,     \
+                                        int64_t);                                                 \
+  template Status Backend::ReflectorBlock<T>(const Lane&, const T*, int64_t, int64_t, int64_t,    \
+                                             const T*, T*, int64_t);                              \
+  template Status Backend::ReflectorDiagonal<T>(const Lane&, T*, int64_t, int64_t, const T*);     \
+  template Status Backend::IdentityBlock<T>(const Lane&, T*, int64_t, int64_t, int64_t, int64_t); \
+  template Status Backend::Adjoint<T>(const Lane&, const T*, int64_t, int64_t, int64_t, T*,       \
+                                      int64_t);                                                   \
+  template Status Backend::RowSwaps<T>(T*, int64_t, int64_t, int64_t, int64_t, int64_t,           \
+                                       const int64_t*, int64_t);                                  \
+  template Status Backend::TrsmLowerUnit<T>(int64_t, int64_t, const T*, int64_t, T*, int64_t);    \
+  template Status Backend::GemmMinus<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*,   \
+                                        int64_t, T*, int64_t);                                    \
   template Status Backend::PMoveColumns<T>(const T*, T*, const std::vector<int64_t>&);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BACKEND)
 #undef JAXMG_INSTANTIATE_BACKEND

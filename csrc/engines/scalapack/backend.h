@@ -33,8 +33,9 @@ class Backend {
   Status Getrf(int64_t m, int64_t n, T* a, int64_t lda, int64_t* piv);
   template <typename T>
   Status Copy(T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m, int64_t n);
-  template <typename T>
-  Status Broadcast(T* data, int64_t count, int64_t* piv, int64_t npiv, int root);
+  // a (na scalars) and b (nb entries: scalars, or int64_t pivots) from grid column root.
+  template <typename T, typename U>
+  Status Broadcast(T* a, int64_t na, U* b, int64_t nb, int root);
   template <typename T>
   Status RowSwaps(T* a, int64_t lda, int64_t cols, int64_t skip_begin, int64_t skip_end,
                   int64_t row0, const int64_t* piv, int64_t count);
@@ -44,6 +45,35 @@ class Backend {
   Status GemmMinus(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
                    int64_t ldb, T* c, int64_t ldc);
   Status PivotsOut(const int64_t* piv, int64_t count, int64_t* host);
+
+  // The 1-D QR's local steps (algorithms/qr_1d.h): one lane, the calling thread (the look-ahead
+  // runs in the same order, one step after the other).
+  struct Lane {};
+  Status MainLane(Lane*) { return Status(); }
+  Status SideLane(Lane*) { return Status(); }
+  Status Join(const Lane&, const Lane&, int) { return Status(); }
+  template <typename T>
+  Status PrepareGeqrf(int64_t m, int64_t n, T* a, int64_t lda, T* tau);
+  template <typename T>
+  Status Geqrf(const Lane&, int64_t m, int64_t n, T* a, int64_t lda, T* tau);
+  template <typename T>
+  Status Gemm(const Lane&, bool adjoint_a, bool adjoint_b, int64_t m, int64_t n, int64_t k, T alpha,
+              const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+  template <typename T>
+  Status Trmm(const Lane&, bool adjoint, int64_t m, int64_t n, const T* f, int64_t ldf, const T* w,
+              int64_t ldw, T* out, int64_t ldo);
+  template <typename T>
+  Status TrsmUpper(const Lane&, int64_t m, int64_t n, const T* s, int64_t lds, T* b, int64_t ldb);
+  template <typename T>
+  Status ReflectorBlock(const Lane&, const T* a, int64_t lda, int64_t rows, int64_t cols,
+                        const T* tau, T* v, int64_t ldv);
+  template <typename T>
+  Status ReflectorDiagonal(const Lane&, T* s, int64_t ld, int64_t k, const T* tau);
+  template <typename T>
+  Status IdentityBlock(const Lane&, T* a, int64_t ld, int64_t rows, int64_t cols, int64_t row0);
+  template <typename T>
+  Status Adjoint(const Lane&, const T* src, int64_t lds, int64_t rows, int64_t cols, T* dst,
+                 int64_t ldd);
   Status Agree(const char* algorithm, const Status& local) {
     return AgreeOnFailure(grid_, algorithm, local);
   }
@@ -82,6 +112,8 @@ class Backend {
   Descriptor square_{};
   algorithms::Square square_g_;
   std::vector<int> ipiv_;  // getrf's 32-bit pivots
+  std::vector<char> geqrf_work_;
+  int geqrf_lwork_ = 0;
   std::vector<std::vector<char>> buffers_;
 };
 

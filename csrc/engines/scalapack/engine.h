@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <tuple>
 #include <vector>
 
 #include "algorithms/inverses.h"
+#include "algorithms/qr_1d.h"
+#include "engines/scalapack/backend.h"
 #include "engines/scalapack/scalapack.h"
 #include "ffi/solve.h"
 #include "layout/layout.h"
@@ -112,6 +115,9 @@ class Engine {
   bool asymmetric_ = false;
   // Getrf by the 1-D LU on 1 x P grids (JAXMG_CPU_LU=scalapack: p?getrf everywhere).
   bool UseOwnLu() const;
+  // Geqrf and Orgqr by the 1-D QR on 1 x P grids (JAXMG_CPU_QR=scalapack: p?geqrf, p?orgqr).
+  bool UseOwnQr() const;
+  algorithms::Qr1DShape QrShapeOf() const;
   // CholeskyInverse (lu false) or InverseSolve (lu true) by the blocked inverses. Defaults:
   // CholeskyInverse blocked, InverseSolve p?getri; JAXMG_CPU_INVERSES=blocked: both blocked,
   // =scalapack: both ScaLAPACK's (p?potrs with the identity, p?getri).
@@ -154,8 +160,10 @@ class Engine {
   std::vector<char> owned_;  // padded or redistributed copy
   Descriptor desc_a_{};
   std::vector<int> ipiv_;
-  std::vector<char> tau_;        // the Householder scalars of a QR factorization
-  int64_t input_nonfinite_ = 0;  // FirstNonFiniteColumn of the matrix before Getrf
+  std::vector<char> tau_;             // the Householder scalars of a QR factorization
+  std::unique_ptr<Backend> backend_;  // the own algorithms' buffers, kept between steps
+  algorithms::Qr1DKept own_qr_;       // the 1-D QR's τ and T_k (in backend_'s buffers)
+  int64_t input_nonfinite_ = 0;       // FirstNonFiniteColumn of the matrix before Getrf
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   std::vector<char> local_b_;  // local_rows_ x rhs_local_cols_, column-major
   Descriptor desc_b_{};
