@@ -10,6 +10,7 @@ Usage: mpirun -n P python grad_worker.py ROWS COLS OUT.json
 
 import functools
 import json
+import os
 import re
 import sys
 import traceback
@@ -102,10 +103,19 @@ CASES = [(*c, 1) for c in CASES] + [
     ("lu_solve", "float64", True, 5, False, 2),
 ]
 
+
+def case_name(routine, dtype_name, with_logdet, tile, vector_b, order):
+    name = f"{routine}-grad/{dtype_name}/logdet={with_logdet}/T{tile}/vector={vector_b}"
+    return name + (f"/order{order}" if order > 1 else "")
+
+
+# JAXMG_CASES (a regular expression): only the matching cases (the test names the ones it runs
+# on meshes of more than two processes).
+only = re.compile(os.environ.get("JAXMG_CASES", ""))
+CASES = [c for c in CASES if only.search(case_name(*c))]
 records = []
 for routine, dtype_name, with_logdet, tile, vector_b, order in CASES:
-    name = f"{routine}-grad/{dtype_name}/logdet={with_logdet}/T{tile}/vector={vector_b}"
-    name += f"/order{order}" if order > 1 else ""
+    name = case_name(routine, dtype_name, with_logdet, tile, vector_b, order)
     try:
         rec = case(routine, dtype_name, with_logdet, tile, vector_b, order)
     except Exception as e:  # noqa: BLE001 - recorded, asserted by the test
@@ -114,4 +124,7 @@ for routine, dtype_name, with_logdet, tile, vector_b, order in CASES:
         )
     records.append(dict(case=name, **rec))
 if jax.process_index() == 0:
-    Path(out_path).write_text(json.dumps(dict(mesh=[rows, cols], records=records), indent=1))
+    planned = [case_name(*c) for c in CASES]
+    Path(out_path).write_text(
+        json.dumps(dict(mesh=[rows, cols], planned=planned, records=records), indent=1)
+    )
