@@ -16,7 +16,7 @@ import jaxmg.linalg
 WORKER = Path(__file__).parent / "mp" / "linalg_worker.py"
 # Each mesh runs the per-dtype cases in two dtypes (every dtype on a mesh of several processes;
 # all four on every mesh would take minutes of CI per mesh), the float64 cases once, and the
-# jax.vmap cases on two meshes. The namespace's calls are the routines test_solve.py runs on
+# jax.vmap cases on two meshes. The namespace's calls are the routines tests/routines/ run on
 # all six meshes; here a one-process mesh, a 1-D and a 2-D one.
 MESHES = {
     (1, 1): ("float32", "complex128", False),

@@ -397,47 +397,43 @@ Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, cons
       },                                                     \
       binding)
 
-// Explicit instantiation of an engine's steps for the four element types (in the engine's .cc).
-#define JAXMG_INSTANTIATE_ENGINE(Engine)                     \
-  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, float)               \
-  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, double)              \
-  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, std::complex<float>) \
-  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, std::complex<double>)
-
-// One element type.
-#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                               \
-  template Status Engine::Asymmetric<T>(const void*, bool*);                   \
-  template Status Engine::CheckSymmetry<T>(const void*);                       \
-  template Status Engine::Prepare<T>(void*);                                   \
-  template Status Engine::Potrf<T>(int*);                                      \
-  template Status Engine::Getrf<T>(int*);                                      \
-  template Status Engine::Potrs<T>();                                          \
-  template Status Engine::Getrs<T>(bool);                                      \
-  template Status Engine::LogAbsDiag<T>(double, bool, void*);                  \
-  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool);          \
-  template Status Engine::RhsOut<T>(void*, Axis, bool);                        \
-  template Status Engine::Identity<T>();                                       \
-  template Status Engine::InverseSolve<T>(bool);                               \
-  template Status Engine::CholeskyInverse<T>();                                \
-  template Status Engine::InverseOut<T>(void*);                                \
-  template Status Engine::FactorOut<T>(void*, int64_t);                        \
-  template Status Engine::Adopt<T>(const void*, int64_t);                      \
-  template Status Engine::SignLogDet<T>(void*, void*);                         \
-  template Status Engine::Geqrf<T>(int*);                                      \
-  template Status Engine::Orgqr<T>();                                          \
-  template Status Engine::Gels<T>(int*);                                       \
-  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);             \
-  template Status Engine::WorkOut<T>(void*);                                   \
-  template Status Engine::Eigh<T>(bool, void*, int*);                          \
-  template Status Engine::VectorsOut<T>(void*);                                \
+// Explicit instantiation of an engine's steps for one element type, in two families: the
+// steps of the solve, factor, QR, eigen and product routines, and those of gesvd and polar
+// (each in the engine file that defines them).
+#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                      \
+  template Status Engine::Asymmetric<T>(const void*, bool*);          \
+  template Status Engine::CheckSymmetry<T>(const void*);              \
+  template Status Engine::Prepare<T>(void*);                          \
+  template Status Engine::Potrf<T>(int*);                             \
+  template Status Engine::Getrf<T>(int*);                             \
+  template Status Engine::Potrs<T>();                                 \
+  template Status Engine::Getrs<T>(bool);                             \
+  template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
+  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
+  template Status Engine::RhsOut<T>(void*, Axis, bool);               \
+  template Status Engine::Identity<T>();                              \
+  template Status Engine::InverseSolve<T>(bool);                      \
+  template Status Engine::CholeskyInverse<T>();                       \
+  template Status Engine::InverseOut<T>(void*);                       \
+  template Status Engine::FactorOut<T>(void*, int64_t);               \
+  template Status Engine::Adopt<T>(const void*, int64_t);             \
+  template Status Engine::SignLogDet<T>(void*, void*);                \
+  template Status Engine::Geqrf<T>(int*);                             \
+  template Status Engine::Orgqr<T>();                                 \
+  template Status Engine::Gels<T>(int*);                              \
+  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);    \
+  template Status Engine::WorkOut<T>(void*);                          \
+  template Status Engine::Eigh<T>(bool, void*, int*);                 \
+  template Status Engine::VectorsOut<T>(void*);                       \
+  template Status Engine::MatrixIn<T>(const void*);                   \
+  template Status Engine::Gemm<T>(char, char);                        \
+  template Status Engine::Sygvd<T>(bool, void*, int*);                \
+  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);  \
+  template Status Engine::FillNan<T>(void*, int64_t);
+#define JAXMG_INSTANTIATE_POLAR_STEPS(Engine, T)                               \
   template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \
   template Status Engine::PolarBegin<T>(bool, double*, int*);                  \
   template Status Engine::PolarQr<T>(double, double, double);                  \
   template Status Engine::PolarCholesky<T>(double, double, double, double*);   \
   template Status Engine::PolarEnd<T>(bool, int*);                             \
-  template Status Engine::PolarValues<T>(void*, int64_t, int64_t, int*);       \
-  template Status Engine::MatrixIn<T>(const void*);                            \
-  template Status Engine::Gemm<T>(char, char);                                 \
-  template Status Engine::Sygvd<T>(bool, void*, int*);                         \
-  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);           \
-  template Status Engine::FillNan<T>(void*, int64_t);
+  template Status Engine::PolarValues<T>(void*, int64_t, int64_t, int*);

@@ -15,17 +15,10 @@
 #include "common/scalar.h"
 #include "common/symmetry.h"
 #include "engines/scalapack/backend.h"
+#include "engines/scalapack/engine_util.h"
 
 namespace jaxmg::scalapack {
 namespace {
-
-using layout::CyclicGlobal;
-using layout::CyclicLocalExtent;
-
-template <typename T>
-T* As(void* p) {
-  return static_cast<T*>(p);
-}
 
 const layout::AxisPlan& AxisOf(const layout::Plan& plan, Axis axis) {
   return axis == Axis::kRows ? plan.rows : plan.cols;
@@ -810,37 +803,9 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_ENGINE_STEPS(T)                             \
-  template Status Engine::Asymmetric<T>(const void*, bool*);          \
-  template Status Engine::CheckSymmetry<T>(const void*);              \
-  template Status Engine::Prepare<T>(void*);                          \
-  template Status Engine::Potrf<T>(int*);                             \
-  template Status Engine::Getrf<T>(int*);                             \
-  template Status Engine::Potrs<T>();                                 \
-  template Status Engine::Getrs<T>(bool);                             \
-  template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
-  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
-  template Status Engine::RhsOut<T>(void*, Axis, bool);               \
-  template Status Engine::Identity<T>();                              \
-  template Status Engine::InverseSolve<T>(bool);                      \
-  template Status Engine::CholeskyInverse<T>();                       \
-  template Status Engine::InverseOut<T>(void*);                       \
-  template Status Engine::FactorOut<T>(void*, int64_t);               \
-  template Status Engine::Adopt<T>(const void*, int64_t);             \
-  template Status Engine::SignLogDet<T>(void*, void*);                \
-  template Status Engine::Geqrf<T>(int*);                             \
-  template Status Engine::Orgqr<T>();                                 \
-  template Status Engine::Gels<T>(int*);                              \
-  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);    \
-  template Status Engine::WorkOut<T>(void*);                          \
-  template Status Engine::Eigh<T>(bool, void*, int*);                 \
-  template Status Engine::VectorsOut<T>(void*);                       \
-  template Status Engine::MatrixIn<T>(const void*);                   \
-  template Status Engine::Gemm<T>(char, char);                        \
-  template Status Engine::Sygvd<T>(bool, void*, int*);                \
-  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);  \
-  template Status Engine::FillNan<T>(void*, int64_t);                 \
-  template int64_t Engine::FirstNonFiniteColumn<T>() const;           \
+#define JAXMG_INSTANTIATE_ENGINE_STEPS(T)                   \
+  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                  \
+  template int64_t Engine::FirstNonFiniteColumn<T>() const; \
   template Status Engine::SquareMatrix<T>(std::vector<char>*, Descriptor*, int64_t*);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_ENGINE_STEPS)
 #undef JAXMG_INSTANTIATE_ENGINE_STEPS

@@ -12,19 +12,9 @@
 #include "common/scalar.h"
 #include "engines/scalapack/backend.h"
 #include "engines/scalapack/engine.h"
+#include "engines/scalapack/engine_util.h"
 
 namespace jaxmg::scalapack {
-namespace {
-
-using layout::CyclicGlobal;
-using layout::CyclicLocalExtent;
-
-template <typename T>
-T* As(void* p) {
-  return static_cast<T*>(p);
-}
-
-}  // namespace
 
 template <typename T>
 Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
@@ -248,13 +238,7 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_POLAR(T)                                             \
-  template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \
-  template Status Engine::PolarBegin<T>(bool, double*, int*);                  \
-  template Status Engine::PolarQr<T>(double, double, double);                  \
-  template Status Engine::PolarCholesky<T>(double, double, double, double*);   \
-  template Status Engine::PolarEnd<T>(bool, int*);                             \
-  template Status Engine::PolarValues<T>(void*, int64_t, int64_t, int*);
+#define JAXMG_INSTANTIATE_POLAR(T) JAXMG_INSTANTIATE_POLAR_STEPS(Engine, T)
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_POLAR)
 #undef JAXMG_INSTANTIATE_POLAR
 

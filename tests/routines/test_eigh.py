@@ -1,0 +1,53 @@
+"""syevd and eigh(a, b) on real multi-process CPU jobs: the cases of tests/solve_plan.py
+whose names match ^(syevd|eigh-ab)/, from one worker per mesh that the modules of a run share
+(tests/conftest.py). `pytest tests/routines/test_eigh.py` runs these cases alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+from solve_checks import MESH_IDS, MESHES, NEEDS_MPI, at_least, check
+from solve_plan import cpu_plan
+
+pytestmark = [NEEDS_MPI, pytest.mark.solve_cases(r"^(syevd|eigh-ab)/")]
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_syevd(results, mesh):
+    """syevd: eigenvalues (ascending, whole on every device) within 10 n eps ‖A‖ of
+    numpy.linalg.eigvalsh, ‖A V − V diag(w)‖ and ‖VᴴV − I‖ within 10 n eps, V in a's sharding;
+    four dtypes, tiles, eigenvalues only, a user's jit, donation, degenerate and clustered
+    spectra; statuses agreed by every rank."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "eigh"]
+    assert len(names) >= at_least(mesh, 15, 12)
+    for name in names:
+        check(records[name])
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_syevd_failures(results, mesh):
+    """A matrix that is not Hermitian (status -1) or holds NaN (status > 0, with and without
+    eigenvectors): NaN eigenvalues and eigenvectors on every rank, one status."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "eigh-failure"]
+    assert len(names) == 3
+    for name in names:
+        r = records[name]
+        assert "error" not in r, r
+        assert r["ok"], r
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_generalized_eigh(results, mesh):
+    """eigh(a, b): eigenvalues within 10 n eps of NumPy's (of L⁻¹ A L⁻ᴴ), ‖A V − B V diag(w)‖
+    and ‖Vᴴ B V − I‖ within 10 n eps, V in a's sharding; four dtypes, tiles, values only, a
+    user's jit. B not positive definite (status > N), NaN in B (status > 0): NaN everywhere;
+    b of another shape: ValueError."""
+    records = results(mesh)
+    names = [n for n, k, _ in cpu_plan(*mesh) if k.startswith("eigh-generalized")]
+    assert len(names) == at_least(mesh, 13, 8)
+    for name in names:
+        r = records[name]
+        assert "error" not in r, r
+        assert r["ok"], r
