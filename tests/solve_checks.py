@@ -37,3 +37,9 @@ def check(r):
     if "ranks_agree" in r:
         assert r["ranks_agree"], r
     assert r["ok"], r
+
+
+def check_verdict(r):
+    """A failure case's record: it ran (no error) and its own checks held."""
+    assert "error" not in r, r
+    assert r["ok"], r

@@ -6,7 +6,7 @@ whose names match ^(syevd|eigh-ab)/, from one worker per mesh that the modules o
 from __future__ import annotations
 
 import pytest
-from solve_checks import MESH_IDS, MESHES, NEEDS_MPI, at_least, check
+from solve_checks import MESH_IDS, MESHES, NEEDS_MPI, at_least, check, check_verdict
 from solve_plan import cpu_plan
 
 pytestmark = [NEEDS_MPI, pytest.mark.solve_cases(r"^(syevd|eigh-ab)/")]
@@ -33,9 +33,7 @@ def test_syevd_failures(results, mesh):
     names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "eigh-failure"]
     assert len(names) == 3
     for name in names:
-        r = records[name]
-        assert "error" not in r, r
-        assert r["ok"], r
+        check_verdict(records[name])
 
 
 @pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
@@ -48,6 +46,4 @@ def test_generalized_eigh(results, mesh):
     names = [n for n, k, _ in cpu_plan(*mesh) if k.startswith("eigh-generalized")]
     assert len(names) == at_least(mesh, 13, 8)
     for name in names:
-        r = records[name]
-        assert "error" not in r, r
-        assert r["ok"], r
+        check_verdict(records[name])

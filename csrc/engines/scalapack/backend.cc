@@ -129,7 +129,12 @@ Status Backend::PrepareGeqrf(int64_t m, int64_t n, T* a, int64_t lda, T* tau) {
   geqrf<T>(&im, &in, a, &il, tau, &size, &query, &info);
   if (info < 0) return JAXMG_ERROR("?geqrf: argument " + std::to_string(-info) + " is invalid");
   geqrf_lwork_ = std::max(1, static_cast<int>(std::real(size)));
-  geqrf_work_.assign(sizeof(T) * static_cast<size_t>(geqrf_lwork_), '\0');
+  try {
+    geqrf_work_.assign(sizeof(T) * static_cast<size_t>(geqrf_lwork_), '\0');
+  } catch (const std::bad_alloc&) {
+    return JAXMG_ERROR("could not allocate ?geqrf's workspace (" + std::to_string(geqrf_lwork_) +
+                       " entries)");
+  }
   return Status();
 }
 
@@ -171,14 +176,20 @@ Status Backend::Trmm(const Lane&, bool adjoint, int64_t m, int64_t n, const T* f
 }
 
 template <typename T>
+Status Backend::LeftTrsm(const char* uplo, const char* diag, int64_t m, int64_t n, const T* a,
+                         int64_t lda, T* b, int64_t ldb) {
+  if (m <= 0 || n <= 0) return Status();
+  int im = 0, in = 0, ia = 0, ib = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {lda, &ia}, {ldb, &ib}}));
+  const T one(1);
+  trsm<T>("L", uplo, "N", diag, &im, &in, &one, a, &ia, b, &ib);
+  return Status();
+}
+
+template <typename T>
 Status Backend::TrsmUpper(const Lane&, int64_t m, int64_t n, const T* s, int64_t lds, T* b,
                           int64_t ldb) {
-  if (m <= 0 || n <= 0) return Status();
-  int im = 0, in = 0, is = 0, ib = 0;
-  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {lds, &is}, {ldb, &ib}}));
-  const T one(1);
-  trsm<T>("L", "U", "N", "N", &im, &in, &one, s, &is, b, &ib);
-  return Status();
+  return LeftTrsm("U", "N", m, n, s, lds, b, ldb);
 }
 
 template <typename T>
@@ -244,11 +255,7 @@ Status Backend::RowSwaps(T* a, int64_t lda, int64_t cols, int64_t skip_begin, in
 
 template <typename T>
 Status Backend::TrsmLowerUnit(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb) {
-  int im = 0, in = 0, il = 0, ib = 0;
-  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldl, &il}, {ldb, &ib}}));
-  const T one(1);
-  trsm<T>("L", "L", "N", "U", &im, &in, &one, l, &il, b, &ib);
-  return Status();
+  return LeftTrsm("L", "U", m, n, l, ldl, b, ldb);
 }
 
 template <typename T>

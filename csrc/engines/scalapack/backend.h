@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "algorithms/inverses.h"
@@ -21,8 +23,14 @@ class Backend {
 
   template <typename U>
   Status Buffer(int64_t count, U** out) {
-    // (new's alignment, 16 bytes, suits every scalar; zeroed)
-    buffers_.emplace_back(sizeof(U) * static_cast<size_t>(count > 0 ? count : 1), '\0');
+    // (new's alignment, 16 bytes, suits every scalar; zeroed). An allocation that fails is this
+    // rank's local error, for the algorithm's agreement (never an exception past its peers).
+    try {
+      buffers_.emplace_back(sizeof(U) * static_cast<size_t>(count > 0 ? count : 1), '\0');
+    } catch (const std::bad_alloc&) {
+      return Status::Error("jaxmg: could not allocate " + std::to_string(sizeof(U) * count) +
+                           " bytes of host memory for the algorithm's buffers");
+    }
     *out = reinterpret_cast<U*>(buffers_.back().data());
     return Status();
   }
@@ -112,6 +120,10 @@ class Backend {
   Descriptor square_{};
   algorithms::Square square_g_;
   std::vector<int> ipiv_;  // getrf's 32-bit pivots
+  // b := op(A)⁻¹ b, A m x m triangular (uplo, diag: BLAS's letters), left side.
+  template <typename T>
+  static Status LeftTrsm(const char* uplo, const char* diag, int64_t m, int64_t n, const T* a,
+                         int64_t lda, T* b, int64_t ldb);
   std::vector<char> geqrf_work_;
   int geqrf_lwork_ = 0;
   std::vector<std::vector<char>> buffers_;
