@@ -101,6 +101,15 @@ def test_a_failure_inside_the_1d_qr_on_one_rank_reaches_every_rank(tmp_path):
         _assert_injected_everywhere(records, point, point.split(":")[0])
 
 
+def test_a_failure_inside_qdwh_on_one_rank_reaches_every_rank(tmp_path):
+    """QDWH (algorithms/qdwh.h over the CPU backend, a 2 x 1 grid): a local error on one rank in
+    the bounds, a QR step, a Cholesky step or the Newton–Schulz step reaches every rank as the
+    same error at that step's agreement; the next call's Up H equals A."""
+    records = _agreement(tmp_path, "injected-polar")
+    for point in ("polar:0:0", "polar:1:2", "polar:0:4", "polar:1:6"):
+        _assert_injected_everywhere(records, point, "polar")
+
+
 def test_retry_after_a_python_error_on_one_rank(tmp_path):
     r0, r1 = _agreement(tmp_path, "retry")
     assert r0["bad"]["type"] == "ValueError"

@@ -17,6 +17,9 @@ Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_
   injected-qr        qr on the 1-D QR (a 1 x 2 grid: mesh 1 x 2) with a failure injected on one
                      rank in the factorization (qr:<rank>:<tile column>) and in Q's formation
                      (orgqr:<rank>:<tile column from the last>); after each, a call without it
+  injected-polar     polar (QDWH) of a matrix of condition 1e10 with a failure injected on one
+                     rank (polar:<rank>:<step>) in the bounds, a QR step, a Cholesky step and
+                     the Newton–Schulz step; after each, a call without it
 """
 
 import faulthandler
@@ -129,6 +132,19 @@ elif scenario == "injected-qr":
         rec[point] = attempt(qr_product, tall)
         os.environ.pop("JAXMG_TEST_FAIL")
         rec[point + "/then"] = attempt(qr_product, tall)
+elif scenario == "injected-polar":
+    # 48 x 24, singular values from 1 to 1e-10: the bounds (step 0), two QR steps (1, 2), three
+    # Cholesky steps (3-5) and Newton–Schulz (6). The result checked is Up H, against A.
+    rng = np.random.default_rng(4)
+    left = np.linalg.qr(rng.standard_normal((n, n // 2)))[0]
+    right = np.linalg.qr(rng.standard_normal((n // 2, n // 2)))[0]
+    ill = (left * np.logspace(0, -10, n // 2)) @ right.T
+    ip = place(ill, mesh, A_SPEC)
+    for point in ("polar:0:0", "polar:1:2", "polar:0:4", "polar:1:6"):
+        os.environ["JAXMG_TEST_FAIL"] = point
+        rec[point] = attempt(lambda: jaxmg.polar(ip, T_A=4), ill)
+        os.environ.pop("JAXMG_TEST_FAIL")
+        rec[point + "/then"] = attempt(lambda: jaxmg.polar(ip, T_A=4), ill)
 elif scenario == "retry":
     if me == 0:
         rec["bad"] = attempt(lambda: jaxmg.potrs(ap, place(b[:-2], mesh, B_SPEC), T_A=4))

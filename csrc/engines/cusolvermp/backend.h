@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "algorithms/inverses.h"
+#include "algorithms/qdwh.h"
+#include "common/deferred.h"
 #include "common/scalar.h"
 #include "common/status.h"
 #include "cuda/kernels.h"
@@ -303,7 +305,290 @@ class Backend {
     return moved.status();
   }
 
+  // QDWH's steps (algorithms/qdwh.h): kernels on the call's stream, NCCL sums, and cuBLASMp and
+  // cuSOLVERMp on the engine's grid, each collective call's descriptors and workspace agreed
+  // before it.
+  template <typename T>
+  using Tiled = algorithms::Tiled<T>;
+
+  template <typename T>
+  Status AbsSums(const Tiled<T>& u, double* sums) {
+    const Context& c = e_.ctx_;
+    JAXMG_CUDA(cudaMemsetAsync(sums, 0, sizeof(double) * (u.rows + u.cols), e_.stream_));
+    JAXMG_CUDA(cuda::AbsSums(KernelType<T>(), u.p, u.lr, u.lc, u.t, c.nprow, c.npcol, c.myrow,
+                             c.mycol, sums, sums + u.cols, e_.stream_));
+    return Status();
+  }
+
+  Status SumOverGrid(double* sums, int64_t count, double* host) {
+    JAXMG_NCCL(ncclAllReduce(sums, sums, count, ncclDouble, ncclSum, e_.ctx_.comm, e_.stream_));
+    JAXMG_CUDA(
+        cudaMemcpyAsync(host, sums, sizeof(double) * count, cudaMemcpyDeviceToHost, e_.stream_));
+    JAXMG_CUDA(cudaStreamSynchronize(e_.stream_));
+    return Status();
+  }
+
+  Status AgreeOnValue(double* value) { return e_.AgreeOnValue(value); }
+  Status MaxOverGrid(int64_t* value) { return BoundedAllreduceMax(e_.ctx_, value, 1); }
+
+  template <typename T>
+  Status Scale(const Tiled<T>& u, double s) {
+    JAXMG_CUDA(cuda::Scale(KernelType<T>(), u.p, u.count(), s, e_.stream_));
+    return Status();
+  }
+
+  template <typename T>
+  Status SetIdentity(const Tiled<T>& z) {
+    const Context& c = e_.ctx_;
+    JAXMG_CUDA(cudaMemsetAsync(z.p, 0, sizeof(T) * z.count(), e_.stream_));
+    JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), z.p, z.lr, z.lc, z.t, c.nprow, c.npcol, c.myrow,
+                                 c.mycol, e_.stream_));
+    return Status();
+  }
+
+  template <typename T>
+  Status SumSquares(const Tiled<T>& w, double* sum) {
+    JAXMG_CUDA(cudaMemsetAsync(sum, 0, sizeof(double), e_.stream_));
+    JAXMG_CUDA(cuda::SumSquares(KernelType<T>(), w.p, w.count(), sum, e_.stream_));
+    return Status();
+  }
+
+  template <typename T>
+  Status AxpbyChange(const Tiled<T>& u, const Tiled<T>& w, double e, double coef, double* sum) {
+    JAXMG_CUDA(cudaMemsetAsync(sum, 0, sizeof(double), e_.stream_));
+    JAXMG_CUDA(cuda::AxpbyChange(KernelType<T>(), u.p, w.p, u.count(), e, coef, sum, e_.stream_));
+    return Status();
+  }
+
+  template <typename T>
+  Status QdwhStack(const Tiled<T>& u, double sqrt_c, const Tiled<T>& y, int64_t top) {
+    const Context& c = e_.ctx_;
+    JAXMG_CUDA(cuda::QdwhStack(KernelType<T>(), u.p, u.lr, u.lc, sqrt_c, y.p, y.lr, top, u.t,
+                               c.nprow, c.npcol, c.myrow, c.mycol, e_.stream_));
+    return Status();
+  }
+
+  template <typename T>
+  Status Gram(double c, const Tiled<T>& u, double beta, const Tiled<T>& z) {
+    StepTimer timer("PolarGram", e_.stream_);
+    BlasDescriptor du, dz;
+    const auto size = [&](size_t* dev, size_t* host) -> Status {
+      JAXMG_RETURN_IF_ERROR(Describe(u, &du));
+      JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
+      JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
+      if constexpr (Scalar<T>::kParts == 2) {  // Herk: real alpha and beta
+        const RealOf<T> a(c), b(beta);
+        JAXMG_BLASMP(cublasMpHerk_bufferSize(e_.ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
+                                             u.cols, u.rows, &a, u.p, u.row, 1, du.get(), &b, z.p,
+                                             z.row, 1, dz.get(), ComputeOf<T>(), dev, host));
+      } else {
+        const T a(c), b(beta);
+        JAXMG_BLASMP(cublasMpSyrk_bufferSize(e_.ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                                             u.cols, u.rows, &a, u.p, u.row, 1, du.get(), &b, z.p,
+                                             z.row, 1, dz.get(), ComputeOf<T>(), dev, host));
+      }
+      return Status();
+    };
+    return Collective(size, [&](void* work) -> Status {
+      if constexpr (Scalar<T>::kParts == 2) {
+        const RealOf<T> a(c), b(beta);
+        JAXMG_BLASMP(cublasMpHerk(e_.ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, u.cols, u.rows,
+                                  &a, u.p, u.row, 1, du.get(), &b, z.p, z.row, 1, dz.get(),
+                                  ComputeOf<T>(), work, e_.workspace_bytes_,
+                                  e_.ctx_.host_work.data(), e_.ctx_.host_work.size()));
+      } else {
+        const T a(c), b(beta);
+        JAXMG_BLASMP(cublasMpSyrk(e_.ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, u.cols, u.rows,
+                                  &a, u.p, u.row, 1, du.get(), &b, z.p, z.row, 1, dz.get(),
+                                  ComputeOf<T>(), work, e_.workspace_bytes_,
+                                  e_.ctx_.host_work.data(), e_.ctx_.host_work.size()));
+      }
+      return Status();
+    });
+  }
+
+  template <typename T>
+  Status PPotrf(const Tiled<T>& z, int64_t* info) {
+    StepTimer timer("PolarFactor", e_.stream_);
+    Descriptor dz;
+    int32_t* out = e_.small_ + 2;
+    const auto size = [&](size_t* dev, size_t* host) -> Status {
+      JAXMG_RETURN_IF_ERROR(dz.Create(e_.ctx_, DataTypeOf<T>(), z.rows, z.cols, z.t, z.t, z.ld()));
+      JAXMG_SOLVER(cusolverMpPotrf_bufferSize(e_.ctx_.handle, CUBLAS_FILL_MODE_LOWER, z.cols, z.p,
+                                              z.row, 1, dz.get(), DataTypeOf<T>(), dev, host));
+      JAXMG_CUDA(cudaMemsetAsync(out, 0, sizeof(int32_t), e_.stream_));
+      return Status();
+    };
+    int32_t factored = 0;
+    JAXMG_RETURN_IF_ERROR(Collective(size, [&](void* work) -> Status {
+      const cusolverStatus_t st = cusolverMpPotrf(
+          e_.ctx_.handle, CUBLAS_FILL_MODE_LOWER, z.cols, z.p, z.row, 1, dz.get(), DataTypeOf<T>(),
+          work, e_.workspace_bytes_, e_.ctx_.host_work.data(), e_.ctx_.host_work.size(), out);
+      // (cuSOLVERMp gives up on some matrices that are not positive definite): a failure info.
+      if (st == CUSOLVER_STATUS_INTERNAL_ERROR || st == CUSOLVER_STATUS_EXECUTION_FAILED) {
+        factored = 1;
+        return Status();
+      }
+      return SolverCheck(st, "cusolverMpPotrf");
+    }));
+    if (factored == 0) {
+      JAXMG_CUDA(
+          cudaMemcpyAsync(&factored, out, sizeof(int32_t), cudaMemcpyDeviceToHost, e_.stream_));
+      JAXMG_CUDA(cudaStreamSynchronize(e_.stream_));
+    }
+    *info = factored;
+    return Status();
+  }
+
+  template <typename T>
+  Status PQr(const Tiled<T>& y, T* tau) {
+    StepTimer timer("PolarQr", e_.stream_);
+    Descriptor dy;
+    const auto geqrf_size = [&](size_t* dev, size_t* host) -> Status {
+      JAXMG_RETURN_IF_ERROR(dy.Create(e_.ctx_, DataTypeOf<T>(), y.rows, y.cols, y.t, y.t, y.ld()));
+      JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(e_.ctx_.handle, y.rows, y.cols, y.p, y.row, 1,
+                                              dy.get(), DataTypeOf<T>(), dev, host));
+      return Status();
+    };
+    JAXMG_RETURN_IF_ERROR(Collective(geqrf_size, [&](void* work) -> Status {
+      JAXMG_SOLVER(cusolverMpGeqrf(
+          e_.ctx_.handle, y.rows, y.cols, y.p, y.row, 1, dy.get(), tau, DataTypeOf<T>(), work,
+          e_.workspace_bytes_, e_.ctx_.host_work.data(), e_.ctx_.host_work.size(), e_.small_ + 2));
+      return Status();
+    }));
+    const auto orgqr_size = [&](size_t* dev, size_t* host) -> Status {
+      JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(e_.ctx_.handle, y.rows, y.cols, y.cols, y.p, y.row, 1,
+                                              dy.get(), tau, DataTypeOf<T>(), dev, host));
+      return Status();
+    };
+    return Collective(orgqr_size, [&](void* work) -> Status {
+      JAXMG_SOLVER(cusolverMpOrgqr(e_.ctx_.handle, y.rows, y.cols, y.cols, y.p, y.row, 1, dy.get(),
+                                   tau, DataTypeOf<T>(), work, e_.workspace_bytes_,
+                                   e_.ctx_.host_work.data(), e_.ctx_.host_work.size(),
+                                   e_.small_ + 2));
+      return Status();
+    });
+  }
+
+  template <typename T>
+  Status PProduct(char op_a, char op_b, int64_t m, int64_t n, int64_t k, double alpha,
+                  const Tiled<T>& a, const Tiled<T>& b, double beta, const Tiled<T>& c) {
+    const auto op = [](char o) { return o == 'N' ? CUBLAS_OP_N : AdjointOp<T>(); };
+    const T ta(alpha), tb(beta);
+    BlasDescriptor da, db, dc;
+    const auto size = [&](size_t* dev, size_t* host) -> Status {
+      JAXMG_RETURN_IF_ERROR(Describe(a, &da));
+      JAXMG_RETURN_IF_ERROR(Describe(b, &db));
+      JAXMG_RETURN_IF_ERROR(Describe(c, &dc));
+      JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
+      JAXMG_BLASMP(cublasMpGemm_bufferSize(e_.ctx_.blas, op(op_a), op(op_b), m, n, k, &ta, a.p,
+                                           a.row, 1, da.get(), b.p, b.row, 1, db.get(), &tb, c.p,
+                                           c.row, 1, dc.get(), ComputeOf<T>(), dev, host));
+      return Status();
+    };
+    return Collective(size, [&](void* work) -> Status {
+      JAXMG_BLASMP(cublasMpGemm(e_.ctx_.blas, op(op_a), op(op_b), m, n, k, &ta, a.p, a.row, 1,
+                                da.get(), b.p, b.row, 1, db.get(), &tb, c.p, c.row, 1, dc.get(),
+                                ComputeOf<T>(), work, e_.workspace_bytes_, e_.ctx_.host_work.data(),
+                                e_.ctx_.host_work.size()));
+      return Status();
+    });
+  }
+
+  template <typename T>
+  Status PTrsmRight(bool adjoint, const Tiled<T>& l, const Tiled<T>& w) {
+    StepTimer timer("PolarCholesky: Trsm", e_.stream_);
+    const cublasOperation_t op = adjoint ? AdjointOp<T>() : CUBLAS_OP_N;
+    const T one(1);
+    BlasDescriptor dl, dw;
+    const auto size = [&](size_t* dev, size_t* host) -> Status {
+      JAXMG_RETURN_IF_ERROR(Describe(l, &dl));
+      JAXMG_RETURN_IF_ERROR(Describe(w, &dw));
+      JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
+      JAXMG_BLASMP(cublasMpTrsm_bufferSize(e_.ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
+                                           op, CUBLAS_DIAG_NON_UNIT, w.rows, w.cols, &one, l.p,
+                                           l.row, 1, dl.get(), w.p, w.row, 1, dw.get(),
+                                           ComputeOf<T>(), dev, host));
+      return Status();
+    };
+    return Collective(size, [&](void* work) -> Status {
+      JAXMG_BLASMP(cublasMpTrsm(e_.ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, op,
+                                CUBLAS_DIAG_NON_UNIT, w.rows, w.cols, &one, l.p, l.row, 1, dl.get(),
+                                w.p, w.row, 1, dw.get(), ComputeOf<T>(), work, e_.workspace_bytes_,
+                                e_.ctx_.host_work.data(), e_.ctx_.host_work.size()));
+      return Status();
+    });
+  }
+
+  template <typename T>
+  Status PSymmRight(double alpha, const Tiled<T>& g, const Tiled<T>& w, double beta,
+                    const Tiled<T>& u) {
+    StepTimer timer("PolarEnd: Symm", e_.stream_);
+    const T ta(alpha), tb(beta);
+    BlasDescriptor dg, dw;
+    const auto size = [&](size_t* dev, size_t* host) -> Status {
+      JAXMG_RETURN_IF_ERROR(Describe(g, &dg));
+      JAXMG_RETURN_IF_ERROR(Describe(w, &dw));
+      JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
+      JAXMG_BLASMP(cublasMpSymm_bufferSize(e_.ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
+                                           u.rows, u.cols, &ta, g.p, g.row, 1, dg.get(), w.p, w.row,
+                                           1, dw.get(), &tb, u.p, u.row, 1, dw.get(),
+                                           ComputeOf<T>(), dev, host));
+      return Status();
+    };
+    return Collective(size, [&](void* work) -> Status {
+      JAXMG_BLASMP(cublasMpSymm(e_.ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, u.rows,
+                                u.cols, &ta, g.p, g.row, 1, dg.get(), w.p, w.row, 1, dw.get(), &tb,
+                                u.p, u.row, 1, dw.get(), ComputeOf<T>(), work, e_.workspace_bytes_,
+                                e_.ctx_.host_work.data(), e_.ctx_.host_work.size()));
+      return Status();
+    });
+  }
+
+  template <typename T>
+  Status PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
+    const T half(0.5);
+    BlasDescriptor dz, dh;
+    const auto size = [&](size_t* dev, size_t* host) -> Status {
+      JAXMG_CUDA(
+          cudaMemcpyAsync(h.p, z.p, sizeof(T) * z.count(), cudaMemcpyDeviceToDevice, e_.stream_));
+      JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
+      JAXMG_RETURN_IF_ERROR(Describe(h, &dh));
+      JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
+      JAXMG_BLASMP(cublasMpGeadd_bufferSize(e_.ctx_.blas, AdjointOp<T>(), h.rows, h.cols, &half,
+                                            z.p, z.row, 1, dz.get(), &half, h.p, h.row, 1, dh.get(),
+                                            dev, host));
+      return Status();
+    };
+    return Collective(size, [&](void* work) -> Status {
+      JAXMG_BLASMP(cublasMpGeadd(e_.ctx_.blas, AdjointOp<T>(), h.rows, h.cols, &half, z.p, z.row, 1,
+                                 dz.get(), &half, h.p, h.row, 1, dh.get(), work,
+                                 e_.workspace_bytes_, e_.ctx_.host_work.data(),
+                                 e_.ctx_.host_work.size()));
+      return Status();
+    });
+  }
+
  private:
+  // A cuBLASMp descriptor of m (its tiles, at least one local row).
+  template <typename T>
+  Status Describe(const Tiled<T>& m, BlasDescriptor* out) {
+    return out->Create(e_.ctx_, DataTypeOf<T>(), m.rows, m.cols, m.t, m.t, m.ld());
+  }
+
+  // A collective library call: size(&dev, &host) makes its descriptors and asks for its
+  // workspace (local steps), the workspace is taken, the ranks agree, then call(workspace).
+  template <class Size, class Call>
+  Status Collective(Size&& size, Call&& call) {
+    size_t dev = 0, host = 0;
+    void* work = nullptr;
+    Deferred local;
+    local.Run([&] { return size(&dev, &host); });
+    local.Run([&] { return e_.Workspace(dev, host, &work); });
+    JAXMG_RETURN_IF_ERROR(e_.AgreeOnBuffers(local.status()));
+    return call(work);
+  }
+
   Status Solver() {
     if (lb_ != nullptr) return Status();
     return e_.LocalSolver(&lb_, &blas_, &dn_, &params_);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/inverses.h"
+#include "algorithms/qdwh.h"
 #include "algorithms/qr_1d.h"
 #include "common/deferred.h"
 #include "engines/cusolvermp/cusolvermp.h"
@@ -336,9 +337,6 @@ class Engine {
   // device vector *y (common/symmetry.h), on the stream.
   template <typename T>
   Status SymmetryProducts(const void* shard, void** y);
-  // *out := the sum over the ranks of the device double polar_sum_, the same value on every
-  // rank (one NCCL sum, then AgreeOnValue).
-  Status PolarSum(double* out);
   // *value := the largest of the ranks' values (non-negative or NaN), so that every rank takes
   // the same branch on it.
   Status AgreeOnValue(double* value);
@@ -358,32 +356,11 @@ class Engine {
   // Every buffer of QDWH's steps and the workspace of its QR steps.
   template <typename T>
   Status PolarBuffers(bool keep_a);
-  // Z := c UᴴU + beta Z (lower triangle; cuBLASMp Syrk or Herk), U the engine matrix.
-  template <typename T>
-  Status PolarGram(double c, double beta);
-  // Z := L, Z = L Lᴴ (cuSOLVERMp Potrf); small_[2] := its info (1 where the solver gave up).
-  template <typename T>
-  Status PolarFactor();
-  // w := l⁻¹ for the triangular (upper or lower, unit or not) n x n matrix l, where w holds
-  // the identity (both in the engine's tiles, leading dimension ld; algorithms/inverses.h).
-  // Collective: its buffers are agreed; the local errors of its steps are kept in *failed.
-  template <typename T>
-  Status TriangularInverse(const void* l, void* w, int64_t n, int64_t ld, bool upper, bool unit,
-                           Deferred* failed);
   // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
   algorithms::Square Square(int64_t n, int64_t ld) const;
-  // A matrix in the engine's tiles over its grid: the local part p (leading dimension ld) of a
-  // rows x cols global matrix, used from its row `row` (1-based, at a tile boundary) on.
-  struct Tiled {
-    const void* p;
-    int64_t rows, cols, ld, row = 1;
-  };
-  // c := alpha op_a(a) op_b(b) + beta c (cuBLASMp), c m x n, k the inner extent (op: 'N' or 'C',
-  // a transpose for real types).
+  // QDWH's operands (algorithms/qdwh.h) in this call's buffers (PolarBuffers).
   template <typename T>
-  Status Product(char op_a, char op_b, int64_t m, int64_t n, int64_t k, double alpha,
-                 const Tiled& a, const Tiled& b, double beta, const Tiled& c);
-
+  algorithms::QdwhWork<T> PolarWork();
   Context& ctx_;
   const PlanState& state_;
   cudaStream_t stream_;

@@ -1,5 +1,5 @@
 // Helpers shared by the GPU engine's source files (not part of its interface): cuBLASMp
-// descriptors, compute types, QDWH's layouts, tile permutations and constants.
+// descriptors, compute types, tile permutations and constants.
 #pragma once
 
 #include <cublasmp.h>
@@ -62,17 +62,6 @@ template <typename T>
 constexpr cublasComputeType_t ComputeOf() {
   return sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
 }
-
-// cuBLASMp descriptors of QDWH's matrices: U (m x n, the engine matrix's layout, local rows lu)
-// and Z (n x n, local rows lz), both in tiles of t.
-struct PolarLayouts {
-  BlasDescriptor u, z;
-  template <typename T>
-  Status Create(Context& c, int64_t m, int64_t n, int64_t t, int64_t lu, int64_t lz) {
-    JAXMG_RETURN_IF_ERROR(u.Create(c, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(lu, 1)));
-    return z.Create(c, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lz, 1));
-  }
-};
 
 // NonFinite's value when every entry is finite (its buffer is set with the byte 0x7f).
 constexpr int32_t kNoColumn = 0x7f7f7f7f;

@@ -28,14 +28,6 @@
 
 namespace jaxmg::cusolvermp {
 
-template <typename T>
-Status Engine::TriangularInverse(const void* l, void* w, int64_t n, int64_t ld, bool upper,
-                                 bool unit, Deferred* failed) {
-  Backend backend(*this);
-  return algorithms::TriangularInverse<T>(backend, Square(n, ld), static_cast<const T*>(l),
-                                          static_cast<T*>(w), upper, unit, failed);
-}
-
 algorithms::Square Engine::Square(int64_t n, int64_t ld) const {
   algorithms::Square g;
   g.n = n;
@@ -129,10 +121,8 @@ Status Engine::InverseSolve(bool transpose) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_INVERSES(T)                                                         \
-  template Status Engine::TriangularInverse<T>(const void* l, void* w, int64_t n, int64_t ld, \
-                                               bool upper, bool unit, Deferred* failed);      \
-  template Status Engine::CholeskyInverse<T>();                                               \
+#define JAXMG_INSTANTIATE_INVERSES(T)           \
+  template Status Engine::CholeskyInverse<T>(); \
   template Status Engine::InverseSolve<T>(bool transpose);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_INVERSES)
 #undef JAXMG_INSTANTIATE_INVERSES

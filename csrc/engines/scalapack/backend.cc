@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstring>
 #include <string>
@@ -10,6 +11,7 @@
 #include <utility>
 
 #include "common/scalar.h"
+#include "engines/scalapack/engine_util.h"
 
 // LAPACK and BLAS, as ScaLAPACK links them (32-bit integers).
 extern "C" {
@@ -337,32 +339,206 @@ Status Backend::PMoveColumns(const T* x, T* out, const std::vector<int64_t>& ord
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_BACKEND(T)                                                              \
-  template Status Backend::PrepareGetrf<T>(int64_t, int64_t, T*, int64_t);                        \
-  template Status Backend::Getrf<T>(int64_t, int64_t, T*, int64_t, int64_t*);                     \
-  template Status Backend::Copy<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);             \
-  template Status Backend::Broadcast<T, int64_t>(T*, int64_t, int64_t*, int64_t, int);            \
-  template Status Backend::Broadcast<T, T>(T*, int64_t, T*, int64_t, int);                        \
-  template Status Backend::PrepareGeqrf<T>(int64_t, int64_t, T*, int64_t, T*);                    \
-  template Status Backend::Geqrf<T>(const Lane&, int64_t, int64_t, T*, int64_t, T*);              \
-  template Status Backend::Gemm<T>(const Lane&, bool, bool, int64_t, int64_t, int64_t, T,         \
-                                   const T*, int64_t, const T*, int64_t, T, T*, int64_t);         \
-  template Status Backend::Trmm<T>(const Lane&, bool, int64_t, int64_t, const T*, int64_t,        \
-                                   const T*, int64_t, T*, int64_t);                               \
-  template Status Backend::TrsmUpper<T>(const Lane&, int64_t, int64_t, const T*, int64_t, T*,     \
-                                        int64_t);                                                 \
-  template Status Backend::ReflectorBlock<T>(const Lane&, const T*, int64_t, int64_t, int64_t,    \
-                                             const T*, T*, int64_t);                              \
-  template Status Backend::ReflectorDiagonal<T>(const Lane&, T*, int64_t, int64_t, const T*);     \
-  template Status Backend::IdentityBlock<T>(const Lane&, T*, int64_t, int64_t, int64_t, int64_t); \
-  template Status Backend::Adjoint<T>(const Lane&, const T*, int64_t, int64_t, int64_t, T*,       \
-                                      int64_t);                                                   \
-  template Status Backend::RowSwaps<T>(T*, int64_t, int64_t, int64_t, int64_t, int64_t,           \
-                                       const int64_t*, int64_t);                                  \
-  template Status Backend::TrsmLowerUnit<T>(int64_t, int64_t, const T*, int64_t, T*, int64_t);    \
-  template Status Backend::GemmMinus<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*,   \
-                                        int64_t, T*, int64_t);                                    \
-  template Status Backend::PMoveColumns<T>(const T*, T*, const std::vector<int64_t>&);
+// QDWH's steps (algorithms/qdwh.h).
+
+template <typename T>
+Status Backend::AbsSums(const Tiled<T>& u, double* sums) {
+  const int64_t n = u.cols;
+  std::fill(sums, sums + u.rows + n, 0.0);
+  for (int64_t c = 0; c < u.lc; ++c) {
+    const int64_t gc = CyclicGlobal(c, u.t, grid_.npcol, grid_.mycol);
+    for (int64_t r = 0; r < u.lr; ++r) {
+      const double v = std::abs(std::complex<double>(u.p[r + c * u.ld()]));
+      sums[gc] += v;
+      sums[n + CyclicGlobal(r, u.t, grid_.nprow, grid_.myrow)] += v;
+    }
+  }
+  return Status();
+}
+
+Status Backend::SumOverGrid(double* sums, int64_t count, double* host) {
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(grid_, sums, count));
+  std::copy_n(sums, count, host);
+  return Status();
+}
+
+Status Backend::AgreeOnValue(double* value) {
+  // The largest reading, as its bits (which order non-negative doubles, and NaN after them).
+  int64_t bits = 0;
+  std::memcpy(&bits, value, sizeof(bits));
+  JAXMG_RETURN_IF_ERROR(MaxOverGrid(&bits));
+  std::memcpy(value, &bits, sizeof(bits));
+  return Status();
+}
+
+Status Backend::MaxOverGrid(int64_t* value) {
+  return MpiCheck(MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT64_T, MPI_MAX, grid_.comm),
+                  "MPI_Allreduce");
+}
+
+template <typename T>
+Status Backend::Scale(const Tiled<T>& u, double s) {
+  const auto rs = static_cast<RealOf<T>>(s);
+  for (int64_t i = 0; i < u.count(); ++i) u.p[i] *= rs;
+  return Status();
+}
+
+template <typename T>
+Status Backend::SetIdentity(const Tiled<T>& z) {
+  std::fill(z.p, z.p + z.count(), T(0));
+  for (int64_t c = 0; c < z.lc; ++c) {
+    const int64_t gc = CyclicGlobal(c, z.t, grid_.npcol, grid_.mycol);
+    for (int64_t r = 0; r < z.lr; ++r) {
+      if (CyclicGlobal(r, z.t, grid_.nprow, grid_.myrow) == gc) z.p[r + c * z.ld()] = T(1);
+    }
+  }
+  return Status();
+}
+
+template <typename T>
+Status Backend::SumSquares(const Tiled<T>& w, double* sum) {
+  double s = 0;
+  for (int64_t i = 0; i < w.count(); ++i) s += std::norm(std::complex<double>(w.p[i]));
+  *sum = s;
+  return Status();
+}
+
+template <typename T>
+Status Backend::AxpbyChange(const Tiled<T>& u, const Tiled<T>& w, double e, double coef,
+                            double* sum) {
+  const auto re = static_cast<RealOf<T>>(e), rc = static_cast<RealOf<T>>(coef);
+  double s = 0;
+  for (int64_t i = 0; i < u.count(); ++i) {
+    const T next = re * u.p[i] + rc * w.p[i];
+    s += std::norm(std::complex<double>(next - u.p[i]));
+    u.p[i] = next;
+  }
+  *sum = s;
+  return Status();
+}
+
+template <typename T>
+Status Backend::QdwhStack(const Tiled<T>& u, double sqrt_c, const Tiled<T>& y, int64_t top) {
+  const auto scale = static_cast<RealOf<T>>(sqrt_c);
+  std::fill(y.p, y.p + y.count(), T(0));
+  for (int64_t c = 0; c < u.lc; ++c) {
+    const int64_t gc = CyclicGlobal(c, u.t, grid_.npcol, grid_.mycol);
+    for (int64_t r = 0; r < u.lr; ++r) y.p[r + c * y.ld()] = scale * u.p[r + c * u.ld()];
+    for (int64_t r = top; r < y.lr; ++r) {
+      if (CyclicGlobal(r - top, u.t, grid_.nprow, grid_.myrow) == gc) y.p[r + c * y.ld()] = T(1);
+    }
+  }
+  return Status();
+}
+
+template <typename T>
+Status Backend::Gram(double c, const Tiled<T>& u, double beta, const Tiled<T>& z) {
+  Descriptor du, dz;
+  JAXMG_RETURN_IF_ERROR(Describe(u, &du));
+  JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
+  // ('C' is the transpose for the real types)
+  return GemmAt<T>('C', 'N', u.cols, u.cols, u.rows, T(c), u.p, u.row, 1, du, u.p, u.row, 1, du,
+                   T(beta), z.p, z.row, 1, dz);
+}
+
+template <typename T>
+Status Backend::PPotrf(const Tiled<T>& z, int64_t* info) {
+  Descriptor dz;
+  JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
+  int out = 0;
+  JAXMG_RETURN_IF_ERROR(Potrf<T>(z.cols, z.p, dz, &out));
+  *info = out;
+  return Status();
+}
+
+template <typename T>
+Status Backend::PQr(const Tiled<T>& y, T* tau) {
+  Descriptor dy;
+  JAXMG_RETURN_IF_ERROR(Describe(y, &dy));
+  int info = 0;
+  JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(y.rows, y.cols, y.p, dy, tau, &info));
+  return scalapack::Orgqr<T>(y.rows, y.cols, y.p, dy, tau, &info);
+}
+
+template <typename T>
+Status Backend::PProduct(char op_a, char op_b, int64_t m, int64_t n, int64_t k, double alpha,
+                         const Tiled<T>& a, const Tiled<T>& b, double beta, const Tiled<T>& c) {
+  Descriptor da, db, dc;
+  JAXMG_RETURN_IF_ERROR(Describe(a, &da));
+  JAXMG_RETURN_IF_ERROR(Describe(b, &db));
+  JAXMG_RETURN_IF_ERROR(Describe(c, &dc));
+  return GemmAt<T>(op_a, op_b, m, n, k, T(alpha), a.p, a.row, 1, da, b.p, b.row, 1, db, T(beta),
+                   c.p, c.row, 1, dc);
+}
+
+template <typename T>
+Status Backend::PTrsmRight(bool adjoint, const Tiled<T>& l, const Tiled<T>& w) {
+  Descriptor dl, dw;
+  JAXMG_RETURN_IF_ERROR(Describe(l, &dl));
+  JAXMG_RETURN_IF_ERROR(Describe(w, &dw));
+  return TrsmAt<T>('R', 'L', adjoint ? 'C' : 'N', 'N', w.rows, w.cols, T(1), l.p, l.row, 1, dl, w.p,
+                   w.row, 1, dw);
+}
+
+template <typename T>
+Status Backend::PSymmRight(double alpha, const Tiled<T>& g, const Tiled<T>& w, double beta,
+                           const Tiled<T>& u) {
+  // G whole (Gram's p?gemm): a p?gemm.
+  return PProduct<T>('N', 'N', u.rows, u.cols, u.cols, alpha, w, g, beta, u);
+}
+
+template <typename T>
+Status Backend::PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
+  Descriptor dz, dh;
+  JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
+  JAXMG_RETURN_IF_ERROR(Describe(h, &dh));
+  JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(h.cols, z.p, dz, h.p, dh));
+  for (int64_t i = 0; i < h.count(); ++i) h.p[i] = (h.p[i] + z.p[i]) / RealOf<T>(2);
+  return Status();
+}
+
+#define JAXMG_INSTANTIATE_BACKEND(T)                                                               \
+  template Status Backend::PrepareGetrf<T>(int64_t, int64_t, T*, int64_t);                         \
+  template Status Backend::Getrf<T>(int64_t, int64_t, T*, int64_t, int64_t*);                      \
+  template Status Backend::Copy<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);              \
+  template Status Backend::Broadcast<T, int64_t>(T*, int64_t, int64_t*, int64_t, int);             \
+  template Status Backend::Broadcast<T, T>(T*, int64_t, T*, int64_t, int);                         \
+  template Status Backend::PrepareGeqrf<T>(int64_t, int64_t, T*, int64_t, T*);                     \
+  template Status Backend::Geqrf<T>(const Lane&, int64_t, int64_t, T*, int64_t, T*);               \
+  template Status Backend::Gemm<T>(const Lane&, bool, bool, int64_t, int64_t, int64_t, T,          \
+                                   const T*, int64_t, const T*, int64_t, T, T*, int64_t);          \
+  template Status Backend::Trmm<T>(const Lane&, bool, int64_t, int64_t, const T*, int64_t,         \
+                                   const T*, int64_t, T*, int64_t);                                \
+  template Status Backend::TrsmUpper<T>(const Lane&, int64_t, int64_t, const T*, int64_t, T*,      \
+                                        int64_t);                                                  \
+  template Status Backend::ReflectorBlock<T>(const Lane&, const T*, int64_t, int64_t, int64_t,     \
+                                             const T*, T*, int64_t);                               \
+  template Status Backend::ReflectorDiagonal<T>(const Lane&, T*, int64_t, int64_t, const T*);      \
+  template Status Backend::IdentityBlock<T>(const Lane&, T*, int64_t, int64_t, int64_t, int64_t);  \
+  template Status Backend::Adjoint<T>(const Lane&, const T*, int64_t, int64_t, int64_t, T*,        \
+                                      int64_t);                                                    \
+  template Status Backend::RowSwaps<T>(T*, int64_t, int64_t, int64_t, int64_t, int64_t,            \
+                                       const int64_t*, int64_t);                                   \
+  template Status Backend::TrsmLowerUnit<T>(int64_t, int64_t, const T*, int64_t, T*, int64_t);     \
+  template Status Backend::GemmMinus<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*,    \
+                                        int64_t, T*, int64_t);                                     \
+  template Status Backend::PMoveColumns<T>(const T*, T*, const std::vector<int64_t>&);             \
+  template Status Backend::AbsSums<T>(const Tiled<T>&, double*);                                   \
+  template Status Backend::Scale<T>(const Tiled<T>&, double);                                      \
+  template Status Backend::SetIdentity<T>(const Tiled<T>&);                                        \
+  template Status Backend::SumSquares<T>(const Tiled<T>&, double*);                                \
+  template Status Backend::AxpbyChange<T>(const Tiled<T>&, const Tiled<T>&, double, double,        \
+                                          double*);                                                \
+  template Status Backend::QdwhStack<T>(const Tiled<T>&, double, const Tiled<T>&, int64_t);        \
+  template Status Backend::Gram<T>(double, const Tiled<T>&, double, const Tiled<T>&);              \
+  template Status Backend::PPotrf<T>(const Tiled<T>&, int64_t*);                                   \
+  template Status Backend::PQr<T>(const Tiled<T>&, T*);                                            \
+  template Status Backend::PProduct<T>(char, char, int64_t, int64_t, int64_t, double,              \
+                                       const Tiled<T>&, const Tiled<T>&, double, const Tiled<T>&); \
+  template Status Backend::PTrsmRight<T>(bool, const Tiled<T>&, const Tiled<T>&);                  \
+  template Status Backend::PSymmRight<T>(double, const Tiled<T>&, const Tiled<T>&, double,         \
+                                         const Tiled<T>&);                                         \
+  template Status Backend::PHermitianPart<T>(const Tiled<T>&, const Tiled<T>&);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BACKEND)
 #undef JAXMG_INSTANTIATE_BACKEND
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/inverses.h"
+#include "algorithms/qdwh.h"
 #include "common/status.h"
 #include "engines/scalapack/scalapack.h"
 
@@ -115,12 +116,52 @@ class Backend {
   template <typename T>
   Status PMoveColumns(const T* x, T* out, const std::vector<int64_t>& order);
 
+  // QDWH's steps (algorithms/qdwh.h): host loops, MPI sums, PBLAS and ScaLAPACK on the grid.
+  // Gram fills Z whole (a p?gemm) and PSymmRight reads it whole.
+  template <typename T>
+  using Tiled = algorithms::Tiled<T>;
+  template <typename T>
+  Status AbsSums(const Tiled<T>& u, double* sums);
+  Status SumOverGrid(double* sums, int64_t count, double* host);
+  Status AgreeOnValue(double* value);
+  Status MaxOverGrid(int64_t* value);
+  template <typename T>
+  Status Scale(const Tiled<T>& u, double s);
+  template <typename T>
+  Status SetIdentity(const Tiled<T>& z);
+  template <typename T>
+  Status SumSquares(const Tiled<T>& w, double* sum);
+  template <typename T>
+  Status AxpbyChange(const Tiled<T>& u, const Tiled<T>& w, double e, double coef, double* sum);
+  template <typename T>
+  Status QdwhStack(const Tiled<T>& u, double sqrt_c, const Tiled<T>& y, int64_t top);
+  template <typename T>
+  Status Gram(double c, const Tiled<T>& u, double beta, const Tiled<T>& z);
+  template <typename T>
+  Status PPotrf(const Tiled<T>& z, int64_t* info);
+  template <typename T>
+  Status PQr(const Tiled<T>& y, T* tau);
+  template <typename T>
+  Status PProduct(char op_a, char op_b, int64_t m, int64_t n, int64_t k, double alpha,
+                  const Tiled<T>& a, const Tiled<T>& b, double beta, const Tiled<T>& c);
+  template <typename T>
+  Status PTrsmRight(bool adjoint, const Tiled<T>& l, const Tiled<T>& w);
+  template <typename T>
+  Status PSymmRight(double alpha, const Tiled<T>& g, const Tiled<T>& w, double beta,
+                    const Tiled<T>& u);
+  template <typename T>
+  Status PHermitianPart(const Tiled<T>& z, const Tiled<T>& h);
+
  private:
   const Grid& grid_;
   Descriptor square_{};
   algorithms::Square square_g_;
   std::vector<int> ipiv_;  // getrf's 32-bit pivots
   // b := op(A)⁻¹ b, A m x m triangular (uplo, diag: BLAS's letters), left side.
+  template <typename T>
+  Status Describe(const Tiled<T>& m, Descriptor* out) const {
+    return MakeDescriptor(grid_, m.rows, m.cols, m.t, m.t, m.ld(), out);
+  }
   template <typename T>
   static Status LeftTrsm(const char* uplo, const char* diag, int64_t m, int64_t n, const T* a,
                          int64_t lda, T* b, int64_t ldb);

@@ -126,6 +126,11 @@ class Engine {
   algorithms::Square SquareOf(int64_t n, int64_t ld) const;
   template <typename T>
   Status Agree(int* info);
+  // QDWH's buffers, allocated (a local outcome, for the caller's agreement), and its operands.
+  template <typename T>
+  Status PolarBuffers(bool keep_a);
+  template <typename T>
+  algorithms::QdwhWork<T> PolarWork();
   // The status of a QR factorization held: 1 + the first column with a non-finite entry or,
   // with rank_fails, an exactly zero diagonal entry of R; agreed (max).
   template <typename T>
@@ -167,9 +172,13 @@ class Engine {
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   std::vector<char> local_b_;  // local_rows_ x rhs_local_cols_, column-major
   Descriptor desc_b_{};
-  std::vector<char> square_;   // n x n: Vᴴ of an SVD, H of a polar decomposition
-  std::vector<char> polar_a_;  // A, kept for H (PolarBegin)
-  std::vector<char> polar_z_;  // n x n: Z of the Cholesky steps, UᴴU (PolarEnd)
+  std::vector<char> square_;  // n x n: Vᴴ of an SVD, H of a polar decomposition
+  // QDWH's operands (algorithms/qdwh.h: A kept for H, W, Z, the stacked Y and its τ, the sums) in
+  // backend_'s buffers, Z's descriptor (also PolarValues' Z) and local rows, and its steps so far.
+  void *polar_a_ = nullptr, *polar_w_ = nullptr, *polar_z_ = nullptr, *polar_y_ = nullptr;
+  void* polar_tau_ = nullptr;
+  double* polar_sums_ = nullptr;
+  int64_t polar_steps_ = 0;
   Descriptor desc_z_{};
   int64_t z_rows_ = 0;
   Descriptor desc_square_{};
