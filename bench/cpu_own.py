@@ -7,14 +7,20 @@ ScaLAPACK's, inside the routine, on P processes of one machine:
 - inv: the blocked LU inverse (U⁻¹ L⁻¹ Pᵀ by blocks) against p?getri, after the same LU (any
   grid);
 - qr: jaxmg's 1-D QR with look-ahead and its Q against p?geqrf and p?orgqr (default mesh 1 x P:
-  a 1 x P engine grid, where the 1-D QR applies), on a square matrix.
+  a 1 x P engine grid, where the 1-D QR applies), on a square matrix;
+- eigh, eigvalsh: jaxmg's two stages (the band reduction over the processes, LAPACK's band
+  eigensolver on process 0, Q₁ over the processes) against p?syevd (default mesh 1 x P; any 1-D
+  grid), on a random symmetric matrix, with eigenvectors or without.
 
-  python -m jaxmg launch -n 2 bench/cpu_own.py OUT.json [--routine lu_solve|potri|inv|qr]
+  python -m jaxmg launch -n 2 bench/cpu_own.py OUT.json
+      [--routine lu_solve|potri|inv|qr|eigh|eigvalsh]
       [--mesh 2x1] [--sizes 1024 2048] [--tiles 0 64 128] [--matrix random|kms] [--reps 3]
 
 Each time is the best of `reps` calls after a warm-up (compilation), with the result ready; both
-variants run in the same processes (the switch, JAXMG_CPU_LU, JAXMG_CPU_INVERSES or JAXMG_CPU_QR,
-is read at each call). Process 0 prints a table, writes the JSON (with the machine, the process
+variants run in the same processes (the switch, JAXMG_CPU_LU, JAXMG_CPU_INVERSES, JAXMG_CPU_QR or
+JAXMG_CPU_EIGH, is read at each call). The error column: the largest entry of the result's error
+(lu_solve: x; potri, inv: the inverse; qr: Q R − A; eigh: A V − V diag(w); eigvalsh: w against
+NumPy's). Process 0 prints a table, writes the JSON (with the machine, the process
 count, the mesh and the commit) and, with matplotlib, a plot beside it (OUT.png). Tile 0: the
 engine's automatic tile.
 """
@@ -44,14 +50,16 @@ p = argparse.ArgumentParser()
 p.add_argument("out")
 p.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 3072])
 p.add_argument("--tiles", type=int, nargs="+", default=[0, 64, 128])
-p.add_argument("--routine", choices=("lu_solve", "potri", "inv", "qr"), default="lu_solve")
+p.add_argument(
+    "--routine", choices=("lu_solve", "potri", "inv", "qr", "eigh", "eigvalsh"), default="lu_solve"
+)
 p.add_argument("--mesh", default=None, help="ROWSxCOLS (default: P x 1; qr: 1 x P)")
 p.add_argument("--matrix", choices=("random", "kms"), default="random")
 p.add_argument("--reps", type=int, default=3)
 args = p.parse_args()
 
 procs = jax.process_count()
-default_shape = (1, procs) if args.routine == "qr" else (procs, 1)
+default_shape = (1, procs) if args.routine in ("qr", "eigh", "eigvalsh") else (procs, 1)
 shape = tuple(int(v) for v in args.mesh.split("x")) if args.mesh else default_shape
 mesh = jax.make_mesh(shape, ("rows", "cols"))
 jax.set_mesh(mesh)
@@ -68,6 +76,11 @@ ROUTINES = {
         {"jaxmg blocked inverse": "blocked", "ScaLAPACK p?getri": "scalapack"},
     ),
     "qr": ("JAXMG_CPU_QR", {"jaxmg 1-D QR": "own", "ScaLAPACK p?geqrf+p?orgqr": "scalapack"}),
+    "eigh": ("JAXMG_CPU_EIGH", {"jaxmg two stages": "two-stage", "ScaLAPACK p?syevd": "scalapack"}),
+    "eigvalsh": (
+        "JAXMG_CPU_EIGH",
+        {"jaxmg two stages": "two-stage", "ScaLAPACK p?syevd": "scalapack"},
+    ),
 }
 SWITCH, VARIANTS = ROUTINES[args.routine]
 
@@ -77,6 +90,8 @@ def matrix(n):
         i = np.arange(n)
         return 0.5 ** np.abs(i[:, None] - i[None, :])
     g = np.random.default_rng(n).standard_normal((n, n))
+    if args.routine in ("eigh", "eigvalsh"):
+        return (g + g.T) / 2
     return g @ g.T / n + np.eye(n) if args.routine == "potri" else g
 
 
@@ -87,6 +102,11 @@ def call(tile):
         return jax.jit(lambda a, b, t=tile or None: jaxmg.inv(a, T_A=t))
     if args.routine == "qr":
         return jax.jit(lambda a, b, t=tile or None: jaxmg.qr(a, T_A=t))
+    if args.routine in ("eigh", "eigvalsh"):
+        vectors = args.routine == "eigh"
+        return jax.jit(
+            lambda a, b, t=tile or None: jaxmg.syevd(a, T_A=t, return_eigenvectors=vectors)
+        )
     return jax.jit(lambda a, b, t=tile or None: jaxmg.lu_solve(a, b, T_A=t))
 
 
@@ -94,13 +114,14 @@ rows_out = []
 for n in args.sizes:
     A = matrix(n)
     B = np.random.default_rng(n + 1).standard_normal((n, 1))
-    ref = (
-        A
-        if args.routine == "qr"
-        else np.linalg.inv(A)
-        if args.routine in ("potri", "inv")
-        else np.linalg.solve(A, B)
-    )
+    if args.routine in ("qr", "eigh"):
+        ref = A
+    elif args.routine == "eigvalsh":
+        ref = np.linalg.eigvalsh(A)
+    elif args.routine in ("potri", "inv"):
+        ref = np.linalg.inv(A)
+    else:
+        ref = np.linalg.solve(A, B)
     a, b = jax.device_put(A, grid), jax.device_put(B, rows)
     for tile in args.tiles:
         f = call(tile)
@@ -121,6 +142,9 @@ for n in args.sizes:
             if args.routine == "qr":  # Q R against A
                 q, r = (process_allgather(y, tiled=True) for y in last[label])
                 got = q @ r
+            elif args.routine == "eigh":  # A V − V diag(w), against 0 (ref - A + got)
+                w, v = (np.asarray(process_allgather(y, tiled=True)) for y in last[label])
+                got = A - (A @ v - v * w.reshape(-1)[None, :])
             else:
                 got = process_allgather(last[label], tiled=True)
             err = float(np.abs(got - ref).max())

@@ -10,6 +10,8 @@ spectra.
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
 from linalg_cases import A_SPEC, DTYPES, gather, local_scalars, place
@@ -43,8 +45,18 @@ def spectrum_of(kind, n):
 
 def eigh_case(mesh, dtype_name, n, tile, variant=""):
     """variant: "values" (eigenvalues only), "jit", "donate", "degenerate", "clustered", or
-    "values-degenerate" and "values-clustered" (those spectra, eigenvalues only)."""
+    "values-degenerate" and "values-clustered" (those spectra, eigenvalues only); any of them
+    after "two-stage" or "scalapack" (JAXMG_CPU_EIGH set so for the call: the CPU engine's two
+    stages on 1-D grids, or p?syevd)."""
     import jaxmg
+
+    for engine_choice in ("two-stage", "scalapack"):
+        if variant == engine_choice or variant.startswith(engine_choice + "-"):
+            os.environ["JAXMG_CPU_EIGH"] = engine_choice
+            try:
+                return eigh_case(mesh, dtype_name, n, tile, variant[len(engine_choice) + 1 :])
+            finally:
+                del os.environ["JAXMG_CPU_EIGH"]
 
     dtype = DTYPES[dtype_name]
     eps = float(np.finfo(dtype).eps)
@@ -190,6 +202,33 @@ def generalized_failure_case(mesh, kind, n, tile):
     want_above = n if kind == "not-positive-definite" else 0
     rec["ok"] = rec["all_nan"] and len(set(statuses)) == 1 and statuses[0] > want_above
     return rec
+
+
+def two_stage_plan(n):
+    """[(name, kind, params)]: the CPU engine's two stages with eigenvectors (JAXMG_CPU_EIGH=
+    two-stage; its default for eigenvalues alone, so the plain "values" cases take them on 1-D
+    grids): four dtypes at bands 4 and 5 (tiles that divide n and pad), degenerate and clustered
+    spectra, a user's jit, bands 40 and 64 on larger matrices; and p?syevd for eigenvalues alone
+    (JAXMG_CPU_EIGH=scalapack)."""
+    from solve_plan import DTYPE_NAMES
+
+    plan = []
+
+    def add(dtype_name, tile, variant, order=n):
+        params = dict(dtype_name=dtype_name, n=order, tile=tile, variant=variant)
+        plan.append((eigh_name(dtype_name, order, tile, variant), "eigh", params))
+
+    for dtype_name in DTYPE_NAMES:
+        for tile in (4, 5):
+            add(dtype_name, tile, "two-stage")
+    for variant in ("degenerate", "clustered", "jit"):
+        add("float64", 5, f"two-stage-{variant}")
+    add("complex128", 4, "two-stage-degenerate")
+    add("float64", 64, "two-stage", 144)
+    add("complex64", 40, "two-stage-clustered", 144)
+    add("float64", 5, "scalapack-values")
+    add("complex128", 4, "scalapack-values")
+    return plan
 
 
 def eigh_plan(n, tiles=(None, 4, 5), values=(), vectors=()):

@@ -109,6 +109,10 @@ def _full_cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]
 
     plan.extend(qr_plan(n))
     plan.extend(eigh_plan(n))
+    if mesh_rows == 1 or mesh_cols == 1:  # the CPU engine's two stages (1-D grids)
+        from eigh_cases import two_stage_plan
+
+        plan.extend(two_stage_plan(n))
     plan.extend(svd_plan(n))
     plan.extend(matmul_plan(n))
     if mesh_cols == 1:  # JAXMg 0.x's call on a 1-D mesh of the same devices

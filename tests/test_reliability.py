@@ -101,6 +101,16 @@ def test_a_failure_inside_the_1d_qr_on_one_rank_reaches_every_rank(tmp_path):
         _assert_injected_everywhere(records, point, point.split(":")[0])
 
 
+def test_a_failure_inside_the_two_stage_eigensolver_on_one_rank_reaches_every_rank(tmp_path):
+    """The two-stage eigensolver (algorithms/band_reduce.h over the CPU backend, a 1 x 2 grid): a
+    local error on one rank in the band reduction (before a panel's all-reduce, which the failed
+    rank still enters), in the band's eigensolver on rank 0 or in Q₁ reaches every rank as the
+    same error; the next call's V diag(w) Vᴴ equals A."""
+    records = _agreement(tmp_path, "injected-band")
+    for point in ("band_reduce:1:1", "band_reduce:0:11", "band_eigh:0:1", "band_eigh:1:3"):
+        _assert_injected_everywhere(records, point, point.split(":")[0])
+
+
 def test_a_failure_inside_qdwh_on_one_rank_reaches_every_rank(tmp_path):
     """QDWH (algorithms/qdwh.h over the CPU backend, a 2 x 1 grid): a local error on one rank in
     the bounds, a QR step, a Cholesky step or the Newton–Schulz step reaches every rank as the

@@ -20,9 +20,10 @@ inline int64_t RowsPerChunkOverride() {
 // different collectives), hashed: every rank of a call must see the same ones.
 inline int64_t AlgorithmSwitches() {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over "NAME=value;" of each one set
-  for (const char* name : {"JAXMG_GPU_LU", "JAXMG_CPU_LU", "JAXMG_CPU_INVERSES", "JAXMG_CPU_QR",
-                           "JAXMG_GPU_QR", "JAXMG_GPU_EIGVALS", "JAXMG_GPU_EIGH", "JAXMG_EIG_BAND",
-                           "JAXMG_EIG_Q1_WIDTH", "JAXMG_QR_PANEL", "JAXMG_GPU_ONE_DEVICE"}) {
+  for (const char* name :
+       {"JAXMG_GPU_LU", "JAXMG_CPU_LU", "JAXMG_CPU_INVERSES", "JAXMG_CPU_QR", "JAXMG_CPU_EIGH",
+        "JAXMG_GPU_QR", "JAXMG_GPU_EIGVALS", "JAXMG_GPU_EIGH", "JAXMG_EIG_BAND",
+        "JAXMG_EIG_Q1_WIDTH", "JAXMG_QR_PANEL", "JAXMG_GPU_ONE_DEVICE"}) {
     const char* value = std::getenv(name);
     if (value == nullptr) continue;
     for (const char* part : {name, "=", value, ";"}) {

@@ -182,7 +182,7 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
        "thread's name; calls of several threads pair by that name)",
        "symmetry check", "JAXMG_ROWS_PER_CHUNK",
        "algorithm switches (JAXMG_GPU_LU, JAXMG_CPU_LU, JAXMG_CPU_INVERSES, JAXMG_CPU_QR, "
-       "JAXMG_GPU_QR, "
+       "JAXMG_CPU_EIGH, JAXMG_GPU_QR, "
        "JAXMG_GPU_EIGVALS, JAXMG_GPU_EIGH, JAXMG_EIG_BAND, JAXMG_EIG_Q1_WIDTH, JAXMG_QR_PANEL, "
        "JAXMG_GPU_ONE_DEVICE)"}};
 }

@@ -17,6 +17,10 @@ Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_
   injected-qr        qr on the 1-D QR (a 1 x 2 grid: mesh 1 x 2) with a failure injected on one
                      rank in the factorization (qr:<rank>:<tile column>) and in Q's formation
                      (orgqr:<rank>:<tile column from the last>); after each, a call without it
+  injected-band      syevd by the two stages (JAXMG_CPU_EIGH=two-stage) with a failure injected on
+                     one rank in the band reduction (band_reduce:<rank>:<panel>), the band's
+                     eigensolver on rank 0 (band_eigh:0:1) and Q₁ (band_eigh:<rank>:3); after
+                     each, a call without it
   injected-polar     polar (QDWH) of a matrix of condition 1e10 with a failure injected on one
                      rank (polar:<rank>:<step>) in the bounds, a QR step, a Cholesky step and
                      the Newton–Schulz step; after each, a call without it
@@ -132,6 +136,20 @@ elif scenario == "injected-qr":
         rec[point] = attempt(qr_product, tall)
         os.environ.pop("JAXMG_TEST_FAIL")
         rec[point + "/then"] = attempt(qr_product, tall)
+elif scenario == "injected-band":
+    # Tile 4 (a band of 4): twelve panels. The result checked is V diag(w) Vᴴ, against A.
+    os.environ["JAXMG_CPU_EIGH"] = "two-stage"
+
+    def rebuilt():
+        w, v = jaxmg.syevd(ap, T_A=4)
+        return v * w.reshape(1, -1), v.T  # (their product, gathered, is checked)
+
+    for point in ("band_reduce:1:1", "band_reduce:0:11", "band_eigh:0:1", "band_eigh:1:3"):
+        os.environ["JAXMG_TEST_FAIL"] = point
+        rec[point] = attempt(rebuilt, a)
+        os.environ.pop("JAXMG_TEST_FAIL")
+        rec[point + "/then"] = attempt(rebuilt, a)
+    os.environ.pop("JAXMG_CPU_EIGH")
 elif scenario == "injected-polar":
     # 48 x 24, singular values from 1 to 1e-10: the bounds (step 0), two QR steps (1, 2), three
     # Cholesky steps (3-5) and Newton–Schulz (6). The result checked is Up H, against A.

@@ -19,6 +19,7 @@
 #include "common/deferred.h"
 #include "common/scalar.h"
 #include "common/status.h"
+#include "cuda/band.h"
 #include "cuda/kernels.h"
 #include "engines/cusolvermp/engine.h"
 #include "engines/cusolvermp/engine_internal.h"
@@ -240,6 +241,58 @@ class Backend {
   Status Adjoint(const Lane& lane, const T* src, int64_t lds, int64_t rows, int64_t cols, T* dst,
                  int64_t ldd) {
     JAXMG_CUDA(cuda::Adjoint(KernelType<T>(), src, lds, rows, cols, dst, ldd, lane.stream));
+    return Status();
+  }
+
+  // The band reduction's steps (algorithms/band_reduce.h), on a lane; the sums over NCCL.
+  template <typename T>
+  Status TrmmRight(const Lane& lane, int64_t m, int64_t n, const T* f, int64_t ldf, const T* x,
+                   int64_t ldx, T* out, int64_t ldo) {
+    int im = 0, in = 0, i_f = 0, ix = 0, io = 0;
+    JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldf, &i_f}, {ldx, &ix}, {ldo, &io}}));
+    PartTimer part("trmm");
+    const T one(1);
+    return CublasCheck(lane.lb->trmm[Scalar<T>::kIndex](
+                           lane.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                           CUBLAS_DIAG_NON_UNIT, im, in, &one, f, i_f, x, ix, out, io),
+                       "cublas trmm");
+  }
+
+  template <typename T>
+  Status Zero(const Lane& lane, T* p, int64_t count) {
+    JAXMG_CUDA(cudaMemsetAsync(p, 0, sizeof(T) * static_cast<size_t>(count), lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status CyclicRows(const Lane& lane, bool to_global, T* local, int64_t ldl, int64_t count,
+                    int64_t cols, int64_t first, int64_t t, int procs, int me, int64_t offset,
+                    T* global, int64_t ldg, int64_t shift) {
+    JAXMG_CUDA(cuda::CyclicRows(KernelType<T>(), to_global, local, ldl, count, cols, first, t,
+                                procs, me, offset, global, ldg, shift, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status BandFromColumns(const Lane& lane, const T* a, int64_t lda, int64_t row0, int64_t c0,
+                         int64_t cols, int64_t n, int64_t b, T* band) {
+    JAXMG_CUDA(
+        cuda::BandFromColumns(KernelType<T>(), a, lda, row0, c0, cols, n, b, band, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status AllreduceSum(T* x, int64_t count) {
+    PartTimer part("all-reduce");
+    JAXMG_NCCL(ncclAllReduce(x, x, static_cast<size_t>(count) * Scalar<T>::kParts, NcclRealOf<T>(),
+                             ncclSum, e_.ctx_.comm, e_.stream_));
+    return Status();
+  }
+
+  template <typename T>
+  Status ReduceToRoot(T* x, int64_t count) {
+    JAXMG_NCCL(ncclReduce(x, x, static_cast<size_t>(count) * Scalar<T>::kParts, NcclRealOf<T>(),
+                          ncclSum, 0, e_.ctx_.comm, e_.stream_));
     return Status();
   }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/band_reduce.h"
 #include "algorithms/inverses.h"
 #include "algorithms/qdwh.h"
 #include "algorithms/qr_1d.h"
@@ -215,6 +216,9 @@ class Engine {
   // panel's τ (kept by its owner, whose panel columns keep V below R).
   template <typename T>
   Status BandReduce(const BandSource& src, int64_t b, void** band, void** taus);
+  // The band reduction's shape (algorithms/band_reduce.h) for an n x n matrix in tiles of t with
+  // lr local rows, band b, on this 1 x P or P x 1 grid.
+  algorithms::BandShape BandShapeOf(int64_t n, int64_t t, int64_t lr, int64_t b) const;
   // dst := srcᴴ, both n x n in the engine's layout (cuBLASMp Geadd; U: any element type).
   template <typename U>
   Status GridAdjoint(const void* src, void* dst);

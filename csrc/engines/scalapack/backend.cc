@@ -339,6 +339,67 @@ Status Backend::PMoveColumns(const T* x, T* out, const std::vector<int64_t>& ord
   return Status();
 }
 
+// The band reduction's steps (algorithms/band_reduce.h).
+
+template <typename T>
+Status Backend::TrmmRight(const Lane&, int64_t m, int64_t n, const T* f, int64_t ldf, const T* x,
+                          int64_t ldx, T* out, int64_t ldo) {
+  if (m <= 0 || n <= 0) return Status();
+  int im = 0, in = 0, i_f = 0, io = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldf, &i_f}, {ldo, &io}}));
+  for (int64_t j = 0; j < n; ++j) std::copy_n(x + j * ldx, m, out + j * ldo);  // (in place)
+  const T one(1);
+  trmm<T>("R", "U", "N", "N", &im, &in, &one, f, &i_f, out, &io);
+  return Status();
+}
+
+template <typename T>
+Status Backend::CyclicRows(const Lane&, bool to_global, T* local, int64_t ldl, int64_t count,
+                           int64_t cols, int64_t first, int64_t t, int procs, int me,
+                           int64_t offset, T* global, int64_t ldg, int64_t shift) {
+  for (int64_t c = 0; c < cols; ++c) {
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t g = CyclicGlobal(first + i, t, procs, me) - offset;
+      if (to_global) {
+        global[g + c * ldg] = local[i + c * ldl];
+      } else {
+        local[i + c * ldl] = global[g + ((c + shift) % cols) * ldg];
+      }
+    }
+  }
+  return Status();
+}
+
+template <typename T>
+Status Backend::BandFromColumns(const Lane&, const T* a, int64_t lda, int64_t row0, int64_t c0,
+                                int64_t cols, int64_t n, int64_t b, T* band) {
+  for (int64_t c = 0; c < cols; ++c) {
+    const int64_t j = c0 + c;
+    for (int64_t i = j; i <= std::min(j + b, n - 1); ++i)
+      band[i + 2 * b * j] = a[(i - row0) + c * lda];
+  }
+  return Status();
+}
+
+template <typename T>
+Status Backend::ReduceToRoot(T* x, int64_t count) {
+  using R = RealOf<T>;
+  const int root = grid_.comm_ranks[0];
+  int me = 0;
+  JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_rank(grid_.comm, &me), "MPI_Comm_rank"));
+  const MPI_Datatype type = std::is_same_v<R, float> ? MPI_FLOAT : MPI_DOUBLE;
+  const int64_t total = count * Scalar<T>::kParts;
+  constexpr int64_t kChunk = int64_t{1} << 30;  // (MPI counts are int)
+  R* p = reinterpret_cast<R*>(x);
+  for (int64_t off = 0; off < total; off += kChunk) {
+    const int c = static_cast<int>(std::min(kChunk, total - off));
+    void* send = me == root ? MPI_IN_PLACE : static_cast<void*>(p + off);
+    JAXMG_RETURN_IF_ERROR(
+        MpiCheck(MPI_Reduce(send, p + off, c, type, MPI_SUM, root, grid_.comm), "MPI_Reduce"));
+  }
+  return Status();
+}
+
 // QDWH's steps (algorithms/qdwh.h).
 
 template <typename T>
@@ -357,7 +418,7 @@ Status Backend::AbsSums(const Tiled<T>& u, double* sums) {
 }
 
 Status Backend::SumOverGrid(double* sums, int64_t count, double* host) {
-  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(grid_, sums, count));
+  JAXMG_RETURN_IF_ERROR(scalapack::AllreduceSum<double>(grid_, sums, count));
   std::copy_n(sums, count, host);
   return Status();
 }
@@ -538,7 +599,15 @@ Status Backend::PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
   template Status Backend::PTrsmRight<T>(bool, const Tiled<T>&, const Tiled<T>&);                  \
   template Status Backend::PSymmRight<T>(double, const Tiled<T>&, const Tiled<T>&, double,         \
                                          const Tiled<T>&);                                         \
-  template Status Backend::PHermitianPart<T>(const Tiled<T>&, const Tiled<T>&);
+  template Status Backend::PHermitianPart<T>(const Tiled<T>&, const Tiled<T>&);                    \
+  template Status Backend::TrmmRight<T>(const Lane&, int64_t, int64_t, const T*, int64_t,          \
+                                        const T*, int64_t, T*, int64_t);                           \
+  template Status Backend::CyclicRows<T>(const Lane&, bool, T*, int64_t, int64_t, int64_t,         \
+                                         int64_t, int64_t, int, int, int64_t, T*, int64_t,         \
+                                         int64_t);                                                 \
+  template Status Backend::BandFromColumns<T>(const Lane&, const T*, int64_t, int64_t, int64_t,    \
+                                              int64_t, int64_t, int64_t, T*);                      \
+  template Status Backend::ReduceToRoot<T>(T*, int64_t);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BACKEND)
 #undef JAXMG_INSTANTIATE_BACKEND
 

@@ -5,6 +5,7 @@
 // AgreeOnFailure.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 #include <string>
@@ -115,6 +116,29 @@ class Backend {
   // process row, one all-to-all over the grid's communicator.
   template <typename T>
   Status PMoveColumns(const T* x, T* out, const std::vector<int64_t>& order);
+
+  // The band reduction's steps (algorithms/band_reduce.h): host loops, BLAS and MPI sums.
+  template <typename T>
+  Status TrmmRight(const Lane&, int64_t m, int64_t n, const T* f, int64_t ldf, const T* x,
+                   int64_t ldx, T* out, int64_t ldo);
+  template <typename T>
+  Status Zero(const Lane&, T* p, int64_t count) {
+    std::fill(p, p + count, T(0));
+    return Status();
+  }
+  template <typename T>
+  Status CyclicRows(const Lane&, bool to_global, T* local, int64_t ldl, int64_t count, int64_t cols,
+                    int64_t first, int64_t t, int procs, int me, int64_t offset, T* global,
+                    int64_t ldg, int64_t shift);
+  template <typename T>
+  Status BandFromColumns(const Lane&, const T* a, int64_t lda, int64_t row0, int64_t c0,
+                         int64_t cols, int64_t n, int64_t b, T* band);
+  template <typename T>
+  Status AllreduceSum(T* x, int64_t count) {
+    return scalapack::AllreduceSum<T>(grid_, x, count);
+  }
+  template <typename T>
+  Status ReduceToRoot(T* x, int64_t count);
 
   // QDWH's steps (algorithms/qdwh.h): host loops, MPI sums, PBLAS and ScaLAPACK on the grid.
   // Gram fills Z whole (a p?gemm) and PSymmRight reads it whole.

@@ -759,9 +759,13 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
   nrhs_ = n;
   rhs_local_cols_ = lc;
   *info = bad;
-  if (bad == 0) {
+  if (bad == 0 && UseTwoStage(vectors)) {
+    JAXMG_RETURN_IF_ERROR(TwoStageEigh<T>(vectors, w.data(), info));
+  } else if (bad == 0) {
     JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, As<T>(work_), desc_a_, w.data(),
                                              As<T>(local_b_.data()), desc_b_, info));
+  }
+  if (bad == 0) {
     for (int64_t i = 0; i < n && *info == 0; ++i) {
       if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
     }

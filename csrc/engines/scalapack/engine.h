@@ -7,8 +7,10 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithms/band_reduce.h"
 #include "algorithms/inverses.h"
 #include "algorithms/qr_1d.h"
+#include "common/scalar.h"
 #include "engines/scalapack/backend.h"
 #include "engines/scalapack/scalapack.h"
 #include "ffi/solve.h"
@@ -126,6 +128,19 @@ class Engine {
   algorithms::Square SquareOf(int64_t n, int64_t ld) const;
   template <typename T>
   Status Agree(int* info);
+  // Eigh by the two stages on 1 x P and P x 1 grids (band_eigh.cc): JAXMG_CPU_EIGH chooses;
+  // unset, eigenvalues alone take them (measured).
+  bool UseTwoStage(bool vectors) const;
+  // The band's width for tile t (JAXMG_EIG_BAND: the widest tried; 0: the two stages do not
+  // apply).
+  static int64_t EigBand(int64_t t);
+  // w := the eigenvalues (ascending) and, with vectors, local_b_ := the eigenvectors (as the
+  // matrix is distributed); *info > 0 where the band's eigensolver failed (agreed).
+  template <typename T>
+  Status TwoStageEigh(bool vectors, RealOf<T>* w, int* info);
+  // z (this rank's s.held columns, n each) := those columns of rank 0's n x n whole (collective).
+  template <typename T>
+  Status ScatterColumns(const algorithms::BandShape& s, const T* whole, T* z);
   // QDWH's buffers, allocated (a local outcome, for the caller's agreement), and its operands.
   template <typename T>
   Status PolarBuffers(bool keep_a);
