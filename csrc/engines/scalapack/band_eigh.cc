@@ -91,9 +91,9 @@ bool Engine::UseTwoStage(bool vectors) const {
   // The two stages need every row (1 x P) or every column (P x 1) on each process and a band
   // that divides the tile. JAXMG_CPU_EIGH=two-stage or =scalapack chooses; unset, the measured
   // one (bench/cpu_own.py --routine eigh|eigvalsh; bench/results/cpu_own_eig*): eigenvalues
-  // alone by the two stages (1.05-1.5x p?syevd on 1 x 2 and 2 x 1 at N = 1024-3072, 2.6-3.2x on
-  // 1 x 4), with eigenvectors p?syevd (the two stages 0.3-0.7x: LAPACK's band eigensolver with
-  // vectors runs on process 0 alone).
+  // alone by the two stages (1.06-1.69x p?syevd on 1 x 2 and 2 x 1 at N = 2048-3072, 0.82-1.06x
+  // at 1024, 2.4-3.1x on 1 x 4), with eigenvectors p?syevd (the two stages 0.32-0.64x: LAPACK's
+  // band eigensolver with vectors runs on process 0 alone).
   const char* choice = std::getenv("JAXMG_CPU_EIGH");
   const std::string c = choice != nullptr ? choice : "";
   const bool wanted = c == "two-stage" || (c.empty() && !vectors);
