@@ -381,25 +381,6 @@ Status Backend::BandFromColumns(const Lane&, const T* a, int64_t lda, int64_t ro
   return Status();
 }
 
-template <typename T>
-Status Backend::ReduceToRoot(T* x, int64_t count) {
-  using R = RealOf<T>;
-  const int root = grid_.comm_ranks[0];
-  int me = 0;
-  JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_rank(grid_.comm, &me), "MPI_Comm_rank"));
-  const MPI_Datatype type = std::is_same_v<R, float> ? MPI_FLOAT : MPI_DOUBLE;
-  const int64_t total = count * Scalar<T>::kParts;
-  constexpr int64_t kChunk = int64_t{1} << 30;  // (MPI counts are int)
-  R* p = reinterpret_cast<R*>(x);
-  for (int64_t off = 0; off < total; off += kChunk) {
-    const int c = static_cast<int>(std::min(kChunk, total - off));
-    void* send = me == root ? MPI_IN_PLACE : static_cast<void*>(p + off);
-    JAXMG_RETURN_IF_ERROR(
-        MpiCheck(MPI_Reduce(send, p + off, c, type, MPI_SUM, root, grid_.comm), "MPI_Reduce"));
-  }
-  return Status();
-}
-
 // QDWH's steps (algorithms/qdwh.h).
 
 template <typename T>
@@ -606,8 +587,7 @@ Status Backend::PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
                                          int64_t, int64_t, int, int, int64_t, T*, int64_t,         \
                                          int64_t);                                                 \
   template Status Backend::BandFromColumns<T>(const Lane&, const T*, int64_t, int64_t, int64_t,    \
-                                              int64_t, int64_t, int64_t, T*);                      \
-  template Status Backend::ReduceToRoot<T>(T*, int64_t);
+                                              int64_t, int64_t, int64_t, T*);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BACKEND)
 #undef JAXMG_INSTANTIATE_BACKEND
 

@@ -138,7 +138,9 @@ class Backend {
     return scalapack::AllreduceSum<T>(grid_, x, count);
   }
   template <typename T>
-  Status ReduceToRoot(T* x, int64_t count);
+  Status ReduceToRoot(T* x, int64_t count) {
+    return scalapack::ReduceSum<T>(grid_, x, count, grid_.comm_ranks[0]);
+  }
 
   // QDWH's steps (algorithms/qdwh.h): host loops, MPI sums, PBLAS and ScaLAPACK on the grid.
   // Gram fills Z whole (a p?gemm) and PSymmRight reads it whole.

@@ -202,17 +202,15 @@ Status Engine::TwoStageEigh(bool vectors, RealOf<T>* w, int* info) {
 
 template <typename T>
 Status Engine::ScatterColumns(const algorithms::BandShape& s, const T* whole, T* z) {
-  using R = RealOf<T>;
   const int64_t n = s.n, t = s.t;
   const int size = static_cast<int>(grid_->comm_ranks.size());
   int me = 0;
   JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_rank(grid_->comm, &me), "MPI_Comm_rank"));
   const int root = grid_->comm_ranks[0];
   MPI_Datatype column = MPI_DATATYPE_NULL;
-  JAXMG_RETURN_IF_ERROR(
-      MpiCheck(MPI_Type_contiguous(static_cast<int>(n * Scalar<T>::kParts),
-                                   std::is_same_v<R, float> ? MPI_FLOAT : MPI_DOUBLE, &column),
-               "MPI_Type_contiguous"));
+  JAXMG_RETURN_IF_ERROR(MpiCheck(
+      MPI_Type_contiguous(static_cast<int>(n * Scalar<T>::kParts), RealMpiType<T>(), &column),
+      "MPI_Type_contiguous"));
   JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Type_commit(&column), "MPI_Type_commit"));
   // Grid position q (its comm rank comm_ranks[q]) holds the columns g with (g / t) mod P = q.
   std::vector<int> counts(static_cast<size_t>(size), 0), displs(static_cast<size_t>(size), 0);

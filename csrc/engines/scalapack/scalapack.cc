@@ -169,12 +169,6 @@ Status GetComm(const std::vector<int>& members, MPI_Comm* out) {
   return Status();
 }
 
-// MPI type of the real parts of T.
-template <typename T>
-MPI_Datatype RealMpiType() {
-  return sizeof(RealOf<T>) == 4 ? MPI_FLOAT : MPI_DOUBLE;
-}
-
 }  // namespace
 
 Status MpiCheck(int rc, const char* what) {
@@ -821,25 +815,51 @@ JAXMG_INSTANTIATE_SVD(std::complex<float>)
 JAXMG_INSTANTIATE_SVD(std::complex<double>)
 #undef JAXMG_INSTANTIATE_SVD
 
+namespace {
+
+// In-place sums of count elements of T over the grid's communicator: on every rank (root < 0,
+// MPI_Allreduce) or on the communicator's rank root (MPI_Reduce); MPI counts are int, so in
+// chunks.
 template <typename T>
-Status AllreduceSum(const Grid& grid, T* data, int64_t count) {
+Status SumOver(const Grid& grid, T* data, int64_t count, int root) {
   using R = RealOf<T>;
   const int64_t total = count * Scalar<T>::kParts;
-  // MPI counts are int: reduce in chunks.
   constexpr int64_t kChunk = int64_t{1} << 30;
+  int me = 0;
+  JAXMG_RETURN_IF_ERROR(MpiCheck(MPI_Comm_rank(grid.comm, &me), "MPI_Comm_rank"));
   R* p = reinterpret_cast<R*>(data);
   for (int64_t off = 0; off < total; off += kChunk) {
     const int c = static_cast<int>(std::min(kChunk, total - off));
-    JAXMG_RETURN_IF_ERROR(
-        MpiCheck(MPI_Allreduce(MPI_IN_PLACE, p + off, c, RealMpiType<T>(), MPI_SUM, grid.comm),
-                 "MPI_Allreduce"));
+    if (root < 0) {
+      JAXMG_RETURN_IF_ERROR(
+          MpiCheck(MPI_Allreduce(MPI_IN_PLACE, p + off, c, RealMpiType<T>(), MPI_SUM, grid.comm),
+                   "MPI_Allreduce"));
+    } else {
+      void* send = me == root ? MPI_IN_PLACE : static_cast<void*>(p + off);
+      JAXMG_RETURN_IF_ERROR(MpiCheck(
+          MPI_Reduce(send, p + off, c, RealMpiType<T>(), MPI_SUM, root, grid.comm), "MPI_Reduce"));
+    }
   }
   return Status();
 }
-template Status AllreduceSum<float>(const Grid&, float*, int64_t);
-template Status AllreduceSum<double>(const Grid&, double*, int64_t);
-template Status AllreduceSum<std::complex<float>>(const Grid&, std::complex<float>*, int64_t);
-template Status AllreduceSum<std::complex<double>>(const Grid&, std::complex<double>*, int64_t);
+
+}  // namespace
+
+template <typename T>
+Status AllreduceSum(const Grid& grid, T* data, int64_t count) {
+  return SumOver(grid, data, count, -1);
+}
+
+template <typename T>
+Status ReduceSum(const Grid& grid, T* data, int64_t count, int root) {
+  return SumOver(grid, data, count, root);
+}
+
+#define JAXMG_INSTANTIATE_SUMS(T)                            \
+  template Status AllreduceSum<T>(const Grid&, T*, int64_t); \
+  template Status ReduceSum<T>(const Grid&, T*, int64_t, int);
+JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_SUMS)
+#undef JAXMG_INSTANTIATE_SUMS
 
 Status AllreduceIntSum(const Grid& grid, int* data, int64_t count) {
   constexpr int64_t kChunk = int64_t{1} << 30;

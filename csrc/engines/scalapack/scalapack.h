@@ -130,9 +130,18 @@ template <typename T>
 Status Gemr2d(int64_t m, int64_t n, const T* a, const Descriptor& desc_a, T* b,
               const Descriptor& desc_b, const Grid& grid);
 
-// In-place sums over the grid's communicator (count elements of T).
+// MPI type of the real parts of T.
+template <typename T>
+MPI_Datatype RealMpiType() {
+  return sizeof(RealOf<T>) == 4 ? MPI_FLOAT : MPI_DOUBLE;
+}
+
+// In-place sums over the grid's communicator (count elements of T): on every rank, or on the
+// communicator's rank root.
 template <typename T>
 Status AllreduceSum(const Grid& grid, T* data, int64_t count);
+template <typename T>
+Status ReduceSum(const Grid& grid, T* data, int64_t count, int root);
 Status AllreduceMax(const Grid& grid, int* value);
 Status AllreduceIntSum(const Grid& grid, int* data, int64_t count);
 
