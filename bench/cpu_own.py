@@ -8,9 +8,10 @@ ScaLAPACK's, inside the routine, on P processes of one machine:
   grid);
 - qr: jaxmg's 1-D QR with look-ahead and its Q against p?geqrf and p?orgqr (default mesh 1 x P:
   a 1 x P engine grid, where the 1-D QR applies), on a square matrix;
-- eigh, eigvalsh: jaxmg's two stages (the band reduction over the processes, LAPACK's band
-  eigensolver on process 0, Q₁ over the processes) against p?syevd (default mesh 1 x P; any 1-D
-  grid), on a random symmetric matrix, with eigenvectors or without.
+- eigh, eigvalsh: jaxmg's two stages (algorithms/band_eigh.h: the band reduction over the
+  processes, the bulge chase on process 0, ?sterf there for eigenvalues alone or p?stedc on the
+  grid, Q₂ and Q₁ over the processes) against p?syevd (default mesh 1 x P; any 1-D grid), on a
+  random symmetric matrix, with eigenvectors or without.
 
   python -m jaxmg launch -n 2 bench/cpu_own.py OUT.json
       [--routine lu_solve|potri|inv|qr|eigh|eigvalsh]

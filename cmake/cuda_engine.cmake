@@ -220,13 +220,7 @@ endif()
 message(STATUS "GPU engine: configure-time CUDA compile check passed")
 
 add_library(jaxmg_cuda SHARED
-  csrc/engines/cusolvermp/band_back_chase.cc
-  csrc/engines/cusolvermp/band_back_reduce.cc
-  csrc/engines/cusolvermp/band_chase.cc
-  csrc/engines/cusolvermp/band_eigenvalues.cc
   csrc/engines/cusolvermp/band_eigh.cc
-  csrc/engines/cusolvermp/band_reduce.cc
-  csrc/engines/cusolvermp/band_tridiagonal.cc
   csrc/engines/cusolvermp/cusolvermp.cc
   csrc/engines/cusolvermp/engine.cc
   csrc/engines/cusolvermp/inverses.cc

@@ -102,12 +102,15 @@ def test_a_failure_inside_the_1d_qr_on_one_rank_reaches_every_rank(tmp_path):
 
 
 def test_a_failure_inside_the_two_stage_eigensolver_on_one_rank_reaches_every_rank(tmp_path):
-    """The two-stage eigensolver (algorithms/band_reduce.h over the CPU backend, a 1 x 2 grid): a
+    """The two-stage eigensolver (algorithms/band_eigh.h over the CPU backend, a 1 x 2 grid): a
     local error on one rank in the band reduction (before a panel's all-reduce, which the failed
-    rank still enters), in the band's eigensolver on rank 0 or in Q₁ reaches every rank as the
-    same error; the next call's V diag(w) Vᴴ equals A."""
+    rank still enters), in the chase on rank 0, before the collective tridiagonal solve (on
+    either rank), in Q₂ or in Q₁, and in the eigenvalues' chase and solve on rank 0, reaches
+    every rank as the same error; the next call's V diag(w) Vᴴ (or w) is right."""
     records = _agreement(tmp_path, "injected-band")
-    for point in ("band_reduce:1:1", "band_reduce:0:11", "band_eigh:0:1", "band_eigh:1:3"):
+    points = ("band_reduce:1:1", "band_reduce:0:11", "band_eigh:0:0", "band_eigh:0:1")
+    points += ("band_eigh:1:1", "band_eigh:1:2", "band_eigh:1:3", "band_eigvals:0:0")
+    for point in points:
         _assert_injected_everywhere(records, point, point.split(":")[0])
 
 

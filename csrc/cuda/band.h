@@ -1,5 +1,5 @@
-// Device kernels of the GPU engine's two-stage eigenvalues
-// (engines/cusolvermp/band_*.cc; kernels in band_chase.cu, band_bisect.cu, band_vectors.cu): the
+// Device kernels of the GPU backend's two-stage eigensolver (algorithms/band_*.h over
+// engines/cusolvermp/backend.h; kernels in band_chase.cu, band_bisect.cu, band_vectors.cu): the
 // band of a Hermitian matrix reduced to band form, its reduction to a tridiagonal matrix by bulge
 // chasing, the tridiagonal matrix's eigenvalues by bisection, and the row moves between a
 // column-cyclic distribution and global order that the first stage needs.
@@ -33,17 +33,13 @@ cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t row0, 
 // band, each of its tasks waiting for the sweep before to be three tasks ahead. Persistent
 // thread blocks take the sweeps in order (an atomic counter), so no block waits for one that has
 // not started. `sync`: n + 1 ints of device scratch. Values only: the reflectors are not kept.
-// With v2 (ChaseReflectors(n, b) x b elements) and tau2 (ChaseReflectors elements) not null,
-// the chase keeps its reflectors: reflector (s, j) of sweep s at block row j (rows
-// s + 1 + (j − 1) b .. s + j b, clipped at n − 1), the (ChaseOffset(j) + s)-th, its b entries
+// With v2 (algorithms/band_chase.h ChaseReflectors(n, b) x b elements) and tau2 (ChaseReflectors
+// elements) not null, the chase keeps its reflectors: reflector (s, j) of sweep s at block row j
+// (rows s + 1 + (j − 1) b .. s + j b, clipped at n − 1), the (ChaseOffset(j) + s)-th, its b entries
 // (v₀ = 1, zero past its length) and τ; H = I − τ v vᴴ, and the band = Q₂ T Q₂ᴴ for Q₂ the
 // product of the reflectors in the chase's order.
 cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* sync, void* v2,
                               void* tau2, cudaStream_t stream);
-
-// The number of sweeps with a block row j (1-based) and the chase's reflectors in all.
-int64_t ChaseSweeps(int64_t n, int64_t b, int64_t j);
-int64_t ChaseReflectors(int64_t n, int64_t b);
 
 // From the chased band: d and e (n reals each, e >= 0, e[n − 1] = 0) of a real symmetric
 // tridiagonal matrix and the phases (n elements of dt; signs for real types) p with

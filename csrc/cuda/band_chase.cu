@@ -292,12 +292,4 @@ cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* s
   });
 }
 
-int64_t ChaseSweeps(int64_t n, int64_t b, int64_t j) {
-  return std::max<int64_t>(0, std::min(n - 2, n - 1 - (j - 1) * b));
-}
-
-int64_t ChaseReflectors(int64_t n, int64_t b) {
-  return n <= 2 ? 0 : ChaseOffsetOf(n, b, (n - 2) / b + 2);
-}
-
 }  // namespace jaxmg::cuda

@@ -18,9 +18,10 @@ Usage: mpirun -n 2 python agreement_worker.py SCENARIO OUT_PREFIX   (writes OUT_
                      rank in the factorization (qr:<rank>:<tile column>) and in Q's formation
                      (orgqr:<rank>:<tile column from the last>); after each, a call without it
   injected-band      syevd by the two stages (JAXMG_CPU_EIGH=two-stage) with a failure injected on
-                     one rank in the band reduction (band_reduce:<rank>:<panel>), the band's
-                     eigensolver on rank 0 (band_eigh:0:1) and Q₁ (band_eigh:<rank>:3); after
-                     each, a call without it
+                     one rank in the band reduction (band_reduce:<rank>:<panel>), the chase on
+                     rank 0 (band_eigh:0:0), the tridiagonal solve (band_eigh:<rank>:1), Q₂
+                     (band_eigh:1:2), Q₁ (band_eigh:1:3), and in the eigenvalues' chase and
+                     solve on rank 0 (band_eigvals:0:0); after each, a call without it
   injected-polar     polar (QDWH) of a matrix of condition 1e10 with a failure injected on one
                      rank (polar:<rank>:<step>) in the bounds, a QR step, a Cholesky step and
                      the Newton–Schulz step; after each, a call without it
@@ -144,11 +145,19 @@ elif scenario == "injected-band":
         w, v = jaxmg.syevd(ap, T_A=4)
         return v * w.reshape(1, -1), v.T  # (their product, gathered, is checked)
 
-    for point in ("band_reduce:1:1", "band_reduce:0:11", "band_eigh:0:1", "band_eigh:1:3"):
+    def values():
+        return jaxmg.syevd(ap, T_A=4, return_eigenvectors=False)
+
+    points = ("band_reduce:1:1", "band_reduce:0:11", "band_eigh:0:0", "band_eigh:0:1")
+    for point in points + ("band_eigh:1:1", "band_eigh:1:2", "band_eigh:1:3"):
         os.environ["JAXMG_TEST_FAIL"] = point
         rec[point] = attempt(rebuilt, a)
         os.environ.pop("JAXMG_TEST_FAIL")
         rec[point + "/then"] = attempt(rebuilt, a)
+    os.environ["JAXMG_TEST_FAIL"] = "band_eigvals:0:0"
+    rec["band_eigvals:0:0"] = attempt(values, np.linalg.eigvalsh(a))
+    os.environ.pop("JAXMG_TEST_FAIL")
+    rec["band_eigvals:0:0/then"] = attempt(values, np.linalg.eigvalsh(a))
     os.environ.pop("JAXMG_CPU_EIGH")
 elif scenario == "injected-polar":
     # 48 x 24, singular values from 1 to 1e-10: the bounds (step 0), two QR steps (1, 2), three

@@ -296,6 +296,99 @@ class Backend {
     return Status();
   }
 
+  // The chase, the tridiagonal solve and Q₂ (algorithms/band_chase.h, band_eigh.h): the band
+  // kernels (cuda/band.h), cuBLAS's strided batched gemm, cuSOLVERMp's Stedc and cuBLASMp's
+  // transpose on the grid. Stage: the step's timer (JAXMG_DEBUG).
+  StepTimer Stage(const char* name) { return StepTimer(name, e_.stream_); }
+
+  template <typename T>
+  Status ChaseBand(const Lane& lane, T* band, int64_t n, int64_t b, int* sync, T* v2, T* tau2) {
+    JAXMG_CUDA(cuda::BandToTridiagonal(KernelType<T>(), band, n, b, sync, v2, tau2, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status TridiagonalOf(const Lane& lane, const T* band, int64_t n, int64_t b, RealOf<T>* d,
+                       RealOf<T>* e, T* phase) {
+    JAXMG_CUDA(cuda::TridiagonalOf(KernelType<T>(), band, n, b, d, e, phase, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status TridiagonalValues(const Lane& lane, const T* band, int64_t n, int64_t b, double* scratch,
+                           RealOf<T>* w) {
+    JAXMG_CUDA(cuda::TridiagonalEigenvalues(KernelType<T>(), band, n, b, scratch, w, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status PhaseRows(const Lane& lane, const RealOf<T>* q, int64_t ldq, const T* phase, int64_t rows,
+                   int64_t cols, T* z, int64_t ldz) {
+    JAXMG_CUDA(cuda::PhaseRows(KernelType<T>(), q, ldq, phase, rows, cols, z, ldz, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status WaveBlocks(const Lane& lane, const T* v2, const T* tau2, int64_t n, int64_t b, int64_t ell,
+                    int64_t g0, int64_t j0, int64_t count, T* vb, T* taub) {
+    JAXMG_CUDA(cuda::WaveBlocks(KernelType<T>(), v2, tau2, n, b, ell, g0, j0, count, vb, taub,
+                                lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status WaveFactors(const Lane& lane, const T* s, const T* taub, int64_t ell, int64_t count,
+                     T* t) {
+    JAXMG_CUDA(cuda::WaveFactors(KernelType<T>(), s, taub, ell, count, t, lane.stream));
+    return Status();
+  }
+
+  template <typename T>
+  Status GemmStrided(const Lane& lane, bool adjoint_a, bool adjoint_b, int64_t m, int64_t n,
+                     int64_t k, T alpha, const T* a, int64_t lda, int64_t stride_a, const T* b,
+                     int64_t ldb, int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
+                     int64_t count) {
+    int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0, icount = 0;
+    JAXMG_RETURN_IF_ERROR(
+        Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}, {count, &icount}}));
+    return CublasCheck(lane.lb->gemm_batched[Scalar<T>::kIndex](
+                           lane.blas, adjoint_a ? AdjointOp<T>() : CUBLAS_OP_N,
+                           adjoint_b ? AdjointOp<T>() : CUBLAS_OP_N, im, in, ik, &alpha, a, ia,
+                           stride_a, b, ib, stride_b, &beta, c, ic, stride_c, icount),
+                       "cublas gemm (strided batched)");
+  }
+
+  // Q := the real symmetric tridiagonal matrix's eigenvectors (distributed as the engine's
+  // matrix), d := its eigenvalues; its status in the engine's (small_). Descriptor and
+  // workspace agreed before the collective call.
+  template <typename R>
+  Status Stedc(int64_t n, int64_t t, R* d, R* e, R* q, int64_t ldq) {
+    Descriptor desc;
+    char compz[2] = {'I', 0};
+    std::vector<int> iwork(std::max<int64_t>(n, 2 * e_.ctx_.nprow * e_.ctx_.npcol + 1));
+    return Collective(
+        [&](size_t* dev, size_t* host) -> Status {
+          JAXMG_RETURN_IF_ERROR(desc.Create(e_.ctx_, DataTypeOf<R>(), n, n, t, t, ldq));
+          JAXMG_SOLVER(cusolverMpStedc_bufferSize(e_.ctx_.handle, compz, n, d, e, q, 1, 1,
+                                                  desc.get(), DataTypeOf<R>(), dev, host,
+                                                  iwork.data()));
+          return Status();
+        },
+        [&](void* work) {
+          return SolverCheck(
+              cusolverMpStedc(e_.ctx_.handle, compz, n, d, e, q, 1, 1, desc.get(), DataTypeOf<R>(),
+                              work, e_.workspace_bytes_, e_.ctx_.host_work.data(),
+                              e_.ctx_.host_work.size(), e_.small_),
+              "cusolverMpStedc");
+        });
+  }
+
+  // y := qᵀ, both distributed as the engine's matrix (n x n, tiles of t, leading dimension ld).
+  template <typename U>
+  Status GridAdjoint(int64_t, int64_t, int64_t, const U* q, U* y) {
+    return e_.GridAdjoint<U>(q, y);
+  }
+
   // The distributed products (algorithms/inverses.h): every operand distributed as g, on the
   // engine's cuBLASMp grid, with the engine's workspace.
   template <typename T>

@@ -191,8 +191,9 @@ class Engine {
   template <typename T>
   Status QrFactor();
   bool UseOwnQr() const;
-  // Eigenvalues in two stages on 1 x P grids (band_*.cc): the band reduction over the
-  // devices, then the bulge chase and bisection on rank 0. EigBand: the band's width for tile t
+  // Eigenvalues in two stages on 1 x P and P x 1 grids (algorithms/band_eigh.h over the
+  // backend; band_eigh.cc): the band reduction over the devices, then the bulge chase and
+  // bisection on rank 0. EigBand: the band's width for tile t
   // (0: the two stages do not apply).
   static int64_t EigBand(int64_t t);
   bool UseTwoStage(const char* variable, int64_t t) const;
@@ -208,14 +209,10 @@ class Engine {
   Status BandEigenvalues(const BandSource& src, void* w);
   // With vectors (1 x P and P x 1 grids): the chase keeps its reflectors, Stedc finds the
   // tridiagonal matrix's eigenvectors, and both back-transformations follow (local_b_ := the
-  // eigenvectors).
+  // eigenvectors; algorithms/band_eigh.h TwoStageVectors).
   bool UseBandEigh() const;
   template <typename T>
   Status BandEigh(void* w);
-  // Stage one: the band (n (2b + 1) elements, band storage) summed onto rank 0, and each
-  // panel's τ (kept by its owner, whose panel columns keep V below R).
-  template <typename T>
-  Status BandReduce(const BandSource& src, int64_t b, void** band, void** taus);
   // The band reduction's shape (algorithms/band_reduce.h) for an n x n matrix in tiles of t with
   // lr local rows, band b, on this 1 x P or P x 1 grid.
   algorithms::BandShape BandShapeOf(int64_t n, int64_t t, int64_t lr, int64_t b) const;
@@ -266,34 +263,6 @@ class Engine {
                          const QrWork& work);
   template <typename T>
   Status QrSolve(int* info);
-  // BandEigh's extents and buffers (band_eigh.cc), which its stages share: the waves of Q₂'s
-  // blocks (the first group, its block row and the number of blocks of each; cuda/band.h
-  // WaveBlocks), the band and τ of stage one, the chase's reflectors (v2, tau2), the tridiagonal
-  // matrix (d, e, phase), Z (ldz rows, padded) and Stedc's Q, and the products' scratch.
-  struct EighWave {
-    int64_t g0, j0, count;
-  };
-  struct EighWork {
-    int64_t n, t, lr, b, held, ell, h, ldz, kept, chunk, cols_held;
-    int procs, me;
-    bool by_rows;
-    std::vector<EighWave> waves;
-    Lane main;
-    void *band, *taus, *v2, *tau2, *sync, *d, *e, *phase, *z, *q, *vb, *taub, *sb, *tb, *vtb, *wb;
-    void *vw, *f, *qw1, *qw2, *qs, *y, *vt;
-    const Descriptor* desc_q;
-  };
-  // BandEigh's stages; each keeps its local errors in *failed (agreed at BandEigh's end). The
-  // bulge chase (band_chase.cc), the tridiagonal solve into w (band_tridiagonal.cc), Z := Q₂ Z
-  // (band_back_chase.cc) and Z := Q₁ Z (band_back_reduce.cc).
-  template <typename T>
-  Status EighChase(const EighWork& ew, Deferred* failed);
-  template <typename T>
-  Status EighTridiagonal(const EighWork& ew, void* w, Deferred* failed);
-  template <typename T>
-  Status EighBackChase(const EighWork& ew, Deferred* failed);
-  template <typename T>
-  Status EighBackReduce(const EighWork& ew, Deferred* failed);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
   // matrix's leading columns (from_matrix) or of the right-hand side, whole on every rank.
   template <typename T>

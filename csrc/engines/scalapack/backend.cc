@@ -589,6 +589,11 @@ Status Backend::PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
   template Status Backend::BandFromColumns<T>(const Lane&, const T*, int64_t, int64_t, int64_t,    \
                                               int64_t, int64_t, int64_t, T*);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BACKEND)
+// (the chase's phases with the tridiagonal matrix: band_chase.h)
+template Status Backend::Broadcast<std::complex<float>, float>(std::complex<float>*, int64_t,
+                                                               float*, int64_t, int);
+template Status Backend::Broadcast<std::complex<double>, double>(std::complex<double>*, int64_t,
+                                                                 double*, int64_t, int);
 #undef JAXMG_INSTANTIATE_BACKEND
 
 }  // namespace jaxmg::scalapack

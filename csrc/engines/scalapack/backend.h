@@ -13,6 +13,7 @@
 
 #include "algorithms/inverses.h"
 #include "algorithms/qdwh.h"
+#include "common/scalar.h"
 #include "common/status.h"
 #include "engines/scalapack/scalapack.h"
 
@@ -142,6 +143,40 @@ class Backend {
     return scalapack::ReduceSum<T>(grid_, x, count, grid_.comm_ranks[0]);
   }
 
+  // The chase, the tridiagonal solve and Q₂ (algorithms/band_chase.h, band_eigh.h): host loops
+  // where the GPU has kernels, BLAS, ?sterf on one process, p?stedc and p?tran on the grid
+  // (band_chase.cc). solver_info: the largest ?sterf or p?stedc status so far (> 0: it did not
+  // converge).
+  struct NoTimer {
+    ~NoTimer() {}
+  };
+  NoTimer Stage(const char*) { return NoTimer(); }
+  template <typename T>
+  Status ChaseBand(const Lane&, T* band, int64_t n, int64_t b, int* sync, T* v2, T* tau2);
+  template <typename T>
+  Status TridiagonalOf(const Lane&, const T* band, int64_t n, int64_t b, RealOf<T>* d, RealOf<T>* e,
+                       T* phase);
+  template <typename T>
+  Status TridiagonalValues(const Lane&, const T* band, int64_t n, int64_t b, double* scratch,
+                           RealOf<T>* w);
+  template <typename T>
+  Status PhaseRows(const Lane&, const RealOf<T>* q, int64_t ldq, const T* phase, int64_t rows,
+                   int64_t cols, T* z, int64_t ldz);
+  template <typename T>
+  Status WaveBlocks(const Lane&, const T* v2, const T* tau2, int64_t n, int64_t b, int64_t ell,
+                    int64_t g0, int64_t j0, int64_t count, T* vb, T* taub);
+  template <typename T>
+  Status WaveFactors(const Lane&, const T* s, const T* taub, int64_t ell, int64_t count, T* t);
+  template <typename T>
+  Status GemmStrided(const Lane&, bool adjoint_a, bool adjoint_b, int64_t m, int64_t n, int64_t k,
+                     T alpha, const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb,
+                     int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c, int64_t count);
+  template <typename R>
+  Status Stedc(int64_t n, int64_t t, R* d, R* e, R* q, int64_t ldq);
+  template <typename U>
+  Status GridAdjoint(int64_t n, int64_t t, int64_t ld, const U* q, U* y);
+  int64_t solver_info() const { return solver_info_; }
+
   // QDWH's steps (algorithms/qdwh.h): host loops, MPI sums, PBLAS and ScaLAPACK on the grid.
   // Gram fills Z whole (a p?gemm) and PSymmRight reads it whole.
   template <typename T>
@@ -194,6 +229,7 @@ class Backend {
   std::vector<char> geqrf_work_;
   int geqrf_lwork_ = 0;
   std::vector<std::vector<char>> buffers_;
+  int64_t solver_info_ = 0;
 };
 
 }  // namespace jaxmg::scalapack

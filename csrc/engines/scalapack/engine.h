@@ -135,12 +135,9 @@ class Engine {
   // apply).
   static int64_t EigBand(int64_t t);
   // w := the eigenvalues (ascending) and, with vectors, local_b_ := the eigenvectors (as the
-  // matrix is distributed); *info > 0 where the band's eigensolver failed (agreed).
+  // matrix is distributed); *info > 0 where the tridiagonal solve failed (agreed).
   template <typename T>
   Status TwoStageEigh(bool vectors, RealOf<T>* w, int* info);
-  // z (this rank's s.held columns, n each) := those columns of rank 0's n x n whole (collective).
-  template <typename T>
-  Status ScatterColumns(const algorithms::BandShape& s, const T* whole, T* z);
   // QDWH's buffers, allocated (a local outcome, for the caller's agreement), and its operands.
   template <typename T>
   Status PolarBuffers(bool keep_a);

@@ -1,0 +1,162 @@
+// The two-stage Hermitian eigensolver, written once over a backend, on 1 x P and P x 1 grids
+// (algorithms/band_reduce.h's BandShape): its stages in order.
+//   1. BandReduce (band_reduce.h): the matrix to a band of width b, over the grid.
+//   2. The bulge chase (band_chase.h) on rank 0: the band to a tridiagonal matrix T.
+//   3. The tridiagonal solve: eigenvalues alone on rank 0 (TridiagonalValues), or with
+//      eigenvectors on the grid (the backend's collective Stedc: cuSOLVERMp's, or ScaLAPACK's
+//      p?stedc), then Z = diag(phase) Q in Z's padded layout.
+//   4. Z := Q₂ Z (band_chase.h BackChase) on each rank's columns of Z.
+//   5. Z := Q₁ Z (band_reduce.h BandBackReduce).
+// On a P x 1 grid each rank works on the columns of Z whose indices are its rows: Stedc's Q
+// (distributed by rows) is transposed on the grid once.
+//
+// Failures: the buffers are agreed before the first collective; then a local error is kept
+// (every rank still enters each collective) and agreed at the end. The test hook's steps:
+// "band_eigvals:<rank>:0" (the values' chase and solve), "band_eigh:<rank>:<k>" for k = 0 the
+// chase, 1 the tridiagonal solve, 2 and 3 the two back-transformations.
+//
+// The backend B, beyond band_reduce.h's and band_chase.h's steps:
+//   TridiagonalValues(lane, const T* band, n, b, double* scratch, R* w)   eigenvalues
+//                                          (ascending) of the chased band's tridiagonal matrix;
+//                                          scratch: 2n + 4 doubles
+//   Stedc(n, t, R* d, R* e, R* q, ldq)     Q := T_real's eigenvectors (distributed as the matrix,
+//                                          tiles of t), d := its eigenvalues; collective
+//   GridAdjoint(n, t, ldq, const R* q, R* y)   y := qᵀ on the grid; collective
+//   PhaseRows(lane, const R* q, ldq, const T* phase, rows, cols, T* z, ldz)   z := diag(p) q
+//   Copy(dst, ldd, src, lds, m, n), Adjoint(lane, ...)   (lu_1d.h's and qr_1d.h's)
+//   Stage(name)                            a timer for the stage (an object alive for it)
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "algorithms/band_chase.h"
+#include "algorithms/band_reduce.h"
+#include "common/deferred.h"
+#include "common/scalar.h"
+#include "common/status.h"
+
+namespace jaxmg::algorithms {
+
+// The vectors' tuning (the engine's choices): ℓ, sweeps per Q₂ block (0: b); Q₂'s product order
+// (band_chase.h ChaseShape); the panels joined in Q₁ (a multiple of b dividing t; otherwise t);
+// the bytes of one wave's W.
+struct EighTuning {
+  int64_t ell = 0;
+  bool rows_first = true;
+  int64_t q1_width = 0;
+  int64_t wave_bytes = int64_t{1} << 30;
+};
+
+// w (s.n reals, every rank) := the eigenvalues of the Hermitian matrix a (this rank's part,
+// overwritten).
+template <typename T, class B>
+Status TwoStageValues(B& bk, const BandShape& s, T* a, RealOf<T>* w) {
+  const int64_t n = s.n, b = s.b;
+  Banded<T> banded;
+  JAXMG_RETURN_IF_ERROR(BandReduce<T>(bk, s, a, &banded));
+  typename B::Lane lane;
+  double* scratch = nullptr;
+  int* sync = nullptr;
+  Deferred local;
+  local.Run([&] { return bk.MainLane(&lane); });
+  local.Run([&] { return bk.Buffer(2 * n + 4, &scratch); });
+  local.Run([&] { return bk.Buffer(n + 1, &sync); });
+  JAXMG_RETURN_IF_ERROR(bk.Agree("buffers", local.status()));
+  // Rank 0's local error is kept past the broadcast and agreed after it.
+  Deferred failed;
+  failed.Step("band_eigvals", s.rank, 0);
+  if (s.me == 0) {
+    failed.Run([&]() -> Status {
+      {
+        auto timer = bk.Stage("BandToTridiagonal");
+        JAXMG_RETURN_IF_ERROR(bk.ChaseBand(lane, banded.band, n, b, sync, static_cast<T*>(nullptr),
+                                           static_cast<T*>(nullptr)));
+      }
+      auto timer = bk.Stage("TridiagonalEigenvalues");
+      return bk.TridiagonalValues(lane, banded.band, n, b, scratch, w);
+    });
+  }
+  if (s.procs > 1) JAXMG_RETURN_IF_ERROR(bk.Broadcast(w, n, static_cast<int64_t*>(nullptr), 0, 0));
+  return bk.Agree("band_eigvals", failed.status());
+}
+
+// w and Z (this rank's s.held columns of the eigenvectors, leading dimension *ldz, in the
+// backend's buffers) of the Hermitian matrix a (this rank's part, overwritten: it keeps Q₁'s
+// reflectors). q: the caller's memory for the tridiagonal matrix's real eigenvectors, distributed
+// as the matrix (leading dimension max(s.lr, 1)).
+template <typename T, class B>
+Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, RealOf<T>* w,
+                       RealOf<T>* q, T** z_out, int64_t* ldz_out) {
+  using R = RealOf<T>;
+  const int64_t n = s.n, t = s.t, b = s.b, held = s.held, ld = std::max<int64_t>(s.lr, 1);
+  Banded<T> banded;
+  JAXMG_RETURN_IF_ERROR(BandReduce<T>(bk, s, a, &banded));
+  const ChaseShape c =
+      ChaseShapeOf(n, b, tune.ell > 0 ? tune.ell : b, held, static_cast<int64_t>(sizeof(T)),
+                   tune.wave_bytes, tune.rows_first);
+  const int64_t cols = c.cols;
+
+  // Buffers (agreed).
+  typename B::Lane lane;
+  ChaseWork<T> cw;
+  BackReduceWork<T> rw;
+  T* z = nullptr;
+  R* y = nullptr;
+  Deferred local;
+  local.Run([&] { return bk.MainLane(&lane); });
+  JAXMG_RETURN_IF_ERROR(ChaseBuffers(bk, c, &cw, &local));
+  for (auto [p, count] : {std::pair<T**, int64_t>{&z, c.ldz * cols},
+                          {&rw.vw, n * t},
+                          {&rw.f, t * t},
+                          {&rw.qs, t * t},
+                          {&rw.vt, s.by_rows ? n * b : 0},
+                          {&rw.products.w, t * cols},
+                          {&rw.products.w2, t * cols}}) {
+    if (count > 0) local.Run([&] { return bk.Buffer(count, p); });
+  }
+  if (s.by_rows) local.Run([&] { return bk.Buffer(ld * n, &y); });
+  rw.products.s = rw.qs;
+  JAXMG_RETURN_IF_ERROR(bk.Agree("buffers", local.status()));
+
+  Deferred failed;
+  {
+    auto timer = bk.Stage("BandToTridiagonal (vectors)");
+    JAXMG_RETURN_IF_ERROR(ChaseWithReflectors<T>(bk, lane, s, c, banded.band, cw, &failed));
+  }
+  {
+    // The tridiagonal matrix's eigenvectors (real) into q, then z = diag(p) q in z's padded
+    // layout.
+    auto timer = bk.Stage("Stedc");
+    failed.Keep(bk.Zero(lane, z, c.ldz * cols));
+    failed.Step("band_eigh", s.rank, 1);
+    failed.Keep(bk.Stedc(n, t, cw.d, cw.e, q, ld));
+    int64_t ldq = ld;
+    if (s.by_rows) {
+      // q holds Z's rows: y := Zᵀ on the grid, whose local rows are Z's columns (transposed).
+      JAXMG_RETURN_IF_ERROR(bk.GridAdjoint(n, t, ld, q, y));
+      failed.Run([&] { return bk.Adjoint(lane, y, ld, held, n, q, n); });
+      ldq = n;
+    }
+    failed.Run([&] { return bk.PhaseRows(lane, q, ldq, cw.phase, n, held, z, c.ldz); });
+    failed.Run([&] { return bk.Copy(w, n, cw.d, n, n, int64_t{1}); });
+  }
+  {
+    auto timer = bk.Stage("Q2 (chase reflectors)");
+    JAXMG_RETURN_IF_ERROR(BackChase<T>(bk, lane, s, c, cw, z, &failed));
+  }
+  {
+    auto timer = bk.Stage("Q1 (band reduction)");
+    int64_t gw = tune.q1_width > 0 ? tune.q1_width : t;
+    if (gw < b || t % gw != 0 || gw % b != 0) gw = t;
+    JAXMG_RETURN_IF_ERROR(
+        BandBackReduce<T>(bk, lane, s, a, banded.taus, gw, z, c.ldz, rw, &failed));
+  }
+  JAXMG_RETURN_IF_ERROR(bk.Agree("band_eigh", failed.status()));
+  *z_out = z;
+  *ldz_out = c.ldz;
+  return Status();
+}
+
+}  // namespace jaxmg::algorithms
