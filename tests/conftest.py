@@ -13,6 +13,13 @@ import os
 
 import pytest
 
+# The tests compile many small programs that run briefly: LLVM's optimization of XLA's CPU code
+# costs more time than it saves there (tests/test_grad.py's 1x1 solve gradients: 42 s against
+# 33 s). Every process the tests start inherits it.
+os.environ["XLA_FLAGS"] = " ".join(
+    f for f in (os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0") if f
+)
+
 
 def pytest_configure(config):
     config.addinivalue_line(

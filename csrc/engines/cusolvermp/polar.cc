@@ -127,7 +127,7 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
   const size_t es = sizeof(T);
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * x_rows * x_cols, stream_));
   if (UseBandEigenvalues(t)) {
-    // H's eigenvalues in two stages (band_eigenvalues.cc, band_reduce.cc), on H in place.
+    // H's eigenvalues in two stages (band_eigh.cc, algorithms/band_eigh.h), on H in place.
     void* w = nullptr;
     JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w)));
     JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(BandSource{square_, n, t, square_rows_}, w));
