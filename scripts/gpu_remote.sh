@@ -245,6 +245,22 @@ print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/
           | grep -v Gloo
       done
       rm -f "$OUT"/*.png ;;
+    ceiling)
+      # The eigensolver, SVD and one-device rows on one GPU, random matrices, with the stage
+      # breakdown (JAXMG_DEBUG=1: "stages_best_ms" in each JSON): CEIL_CASES of
+      # routine:sizes:dtypes:flags, against JAX on the same GPU (flag "base") and JAXMg 1.4.1
+      # (flag "peer", when carried).
+      for spec in ${CEIL_CASES:-syevd:32768:float64:base syevd:16384:float64,float32,complex128:base,peer eigvalsh:32768:float64: gesvd:8192:float64:base gesvd_values:16384:float64:base potrs:32768:float64:base,peer lu_solve:32768:float64:base}; do
+        IFS=: read -r routine sizes dtypes flags <<< "$spec"
+        JAXMG_DEBUG=1 XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} \
+          timeout ${T_SPEC:-300} "$PY" -m jaxmg bench -n 1 --routine "$routine" --sizes "$sizes" \
+          --matrix random --dtypes "$dtypes" --repeats 1 \
+          $([[ $flags == *peer* ]] && [ -n "${JAXMG_PEER_PATH:-}" ] && echo --peer) \
+          $([[ $flags == *base* ]] || echo --no-baseline) \
+          --timeout "${T_SPEC:-300}" --out "$OUT/${routine}_${sizes}_random_h200x1.json" 2>&1 \
+          | grep -v -e Gloo -e '^\[jaxmg\] step' -e '^\[jaxmg\] .* part '
+      done
+      rm -f "$OUT"/*.png ;;
     sweep)
       # Tile and mesh sweep for potrs at one size (no baseline).
       for mesh in ${SWEEP_MESHES:-2x1 1x2}; do
