@@ -252,7 +252,8 @@ print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/
       # (flag "peer", when carried).
       for spec in ${CEIL_CASES:-syevd:32768:float64:base syevd:16384:float64,float32,complex128:base,peer eigvalsh:32768:float64: gesvd:8192:float64:base gesvd_values:16384:float64:base potrs:32768:float64:base,peer lu_solve:32768:float64:base}; do
         IFS=: read -r routine sizes dtypes flags <<< "$spec"
-        JAXMG_DEBUG=1 XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} \
+        JAXMG_DEBUG=1 JAXMG_COMMIT=$(cat .gpu/jaxmg/COMMIT 2>/dev/null || echo unknown) \
+          XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} \
           timeout ${T_SPEC:-300} "$PY" -m jaxmg bench -n 1 --routine "$routine" --sizes "$sizes" \
           --matrix random --dtypes "$dtypes" --repeats 1 \
           $([[ $flags == *peer* ]] && [ -n "${JAXMG_PEER_PATH:-}" ] && echo --peer) \

@@ -968,8 +968,7 @@ def _run(args) -> int:
             env = dict(os.environ, JAXMG_BENCH_PART=str(part), PYTHONUNBUFFERED="1")
             inner = [sys.executable, "-m", "jaxmg", "bench", *passthrough, "--role", role]
             if role == "peer":
-                script = Path(__file__).resolve().parents[2] / "bench" / "peer_jaxmg1.py"
-                inner = [sys.executable, str(script), *passthrough]
+                inner = [sys.executable, str(_peer_script()), *passthrough]
             if role == "jaxmg" and args.single_process:
                 cmd = [*inner, "--single-process"]  # one process, every local device
             elif role in ("jaxmg", "peer"):
@@ -1023,6 +1022,18 @@ def _version() -> str | None:
         return version("jaxmg")
     except Exception:  # noqa: BLE001 - not installed (run from a source tree)
         return None
+
+
+def _peer_script() -> Path:
+    """bench/peer_jaxmg1.py of the source tree jaxmg runs from, else of the working directory (an
+    installed jaxmg, run from a checkout); an error that says so when neither has it."""
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
+        if (root / "bench" / "peer_jaxmg1.py").is_file():
+            return root / "bench" / "peer_jaxmg1.py"
+    raise SystemExit(
+        "jaxmg bench --peer: bench/peer_jaxmg1.py (in jaxmg's source tree) was not found beside "
+        "the installed package nor in the working directory; run from a jaxmg checkout"
+    )
 
 
 def measured_commit() -> str | None:
