@@ -55,3 +55,32 @@ def test_no_import_cycles():
         if m not in state:
             visit(m, [m])
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+CSRC = PACKAGE.parent / "csrc"
+# The C++ layers from the bottom: a layer includes its own headers and those of the layers before
+# it, never one after it. The FFI layer (csrc/ffi/) is the top: it alone sees XLA's headers.
+LAYERS = ["common", "layout", "cuda", "algorithms", "routines", "engines", "ffi"]
+
+
+def test_cpp_dependencies_point_down():
+    """No C++ or CUDA file includes a layer above its own (engines and routines see the contract,
+    routines/contract.h, and never csrc/ffi/ or XLA's headers), and no file over 1,000 lines."""
+    import re
+
+    include = re.compile(r'^#include "([a-z_]+)/', re.M)
+    wrong, long_files = [], []
+    for path in sorted(CSRC.rglob("*")):
+        if path.suffix not in {".h", ".cc", ".cu", ".cuh"}:
+            continue
+        layer = path.relative_to(CSRC).parts[0]
+        text = path.read_text()
+        if text.count("\n") > 1000:
+            long_files.append(str(path.relative_to(CSRC)))
+        for name in include.findall(text):
+            if name == "xla" and layer != "ffi":
+                wrong.append(f"{path.relative_to(CSRC)} includes xla/")
+            elif name in LAYERS and LAYERS.index(name) > LAYERS.index(layer):
+                wrong.append(f"{path.relative_to(CSRC)} includes {name}/")
+    assert not wrong, wrong
+    assert not long_files, long_files

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/scratch.h"
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/engine.h"
 #include "ffi/dispatch.h"
@@ -34,6 +35,19 @@ namespace {
 
 namespace ffi = ::xla::ffi;
 namespace mp = ::jaxmg::cusolvermp;
+
+// XLA's scratch allocator as the engine's scratch source (common/scratch.h).
+class XlaScratch final : public ScratchSource {
+ public:
+  explicit XlaScratch(ffi::ScratchAllocator& scratch) : scratch_(scratch) {}
+  void* Allocate(size_t bytes, size_t align) override {
+    auto p = scratch_.Allocate(bytes, align);
+    return p.has_value() ? *p : nullptr;
+  }
+
+ private:
+  ffi::ScratchAllocator& scratch_;
+};
 
 template <class R>
 ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator scratch,
@@ -71,7 +85,8 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
   if (s.ok())
     s = ctx->GetPlan(R::kSymmetry, n, cols, tile, attrs.pad, attrs.force_redistribute, &state);
   if (!s.ok()) return ffi_util::ToFfi(s);
-  mp::Engine engine(*ctx, *state, stream, scratch, position.typed_data(), attrs.transposed);
+  XlaScratch source(scratch);
+  mp::Engine engine(*ctx, *state, stream, source, position.typed_data(), attrs.transposed);
   return ffi_util::ToFfi(RunSolve<R>(engine, a.element_type(), target, attrs, io));
 }
 

@@ -9,7 +9,7 @@
 // solves as potrs and lu_solve do.
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 #include "routines/lu_solve.h"
 #include "routines/potrs.h"
 

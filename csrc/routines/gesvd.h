@@ -11,7 +11,7 @@
 //   singular values in the last column (gesvd.py takes them apart).
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 #include "routines/polar.h"
 
 namespace jaxmg::routines {

@@ -8,7 +8,7 @@
 // would belong to another device whenever Π_r ≠ Π_c.)
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 #include "routines/lu_solve.h"
 
 namespace jaxmg::routines {

@@ -7,7 +7,7 @@
 //   M = A:  A x = b  <=>  B (Π_c x) = Π_r b    (getrs without)
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 
 namespace jaxmg::routines {
 

@@ -9,7 +9,7 @@
 // written back into the shard (WorkOut): read row-major, C.
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 
 namespace jaxmg::routines {
 

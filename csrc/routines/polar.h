@@ -32,7 +32,7 @@
 #include <limits>
 #include <vector>
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 
 namespace jaxmg::routines {
 

@@ -8,7 +8,7 @@
 // read row-major: InverseOut undoes the relabeling (or redistribution) and nothing else.
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 #include "routines/potrs.h"
 
 namespace jaxmg::routines {

@@ -5,7 +5,7 @@
 // through the same Π.
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 
 namespace jaxmg::routines {
 

@@ -13,7 +13,7 @@
 //   side.
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 
 namespace jaxmg::routines {
 

@@ -6,7 +6,7 @@
 // factor (NaN or Inf in a) gives NaN.
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 #include "routines/lu_solve.h"
 
 namespace jaxmg::routines {

@@ -8,7 +8,7 @@
 // (VectorsOut). The eigenvalues come in x (n x 1, whole on every device, real parts).
 #pragma once
 
-#include "ffi/solve.h"
+#include "routines/contract.h"
 #include "routines/potrs.h"
 
 namespace jaxmg::routines {

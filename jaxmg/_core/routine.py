@@ -55,7 +55,7 @@ class SolveRoutine:
     solution_cols: x's columns given N and b's columns, when x is not shaped like b; its rows
       are split like b's where N divides, or whole on every device with `solution_whole`.
     second_matrix: b is a second N x N matrix (the generalized eigenproblem's B), sharded like
-      a and read by the engine as a is (csrc/ffi/solve.h: MatrixIn).
+      a and read by the engine as a is (csrc/routines/contract.h: MatrixIn).
     tile_target: per platform, the tile the automatic choice aims at when the engine's routine
       has measured better near it than the default.
     """

@@ -36,13 +36,13 @@ Status Descriptor::Create(Context& c, cudaDataType dt, int64_t m, int64_t n, int
 }
 
 Status Engine::Scratch(size_t bytes, void** out) {
-  auto p = scratch_.Allocate(std::max<size_t>(bytes, 256), 16);
-  if (!p.has_value()) {
+  void* p = scratch_.Allocate(std::max<size_t>(bytes, 256), 16);
+  if (p == nullptr) {
     return Status::Error("jaxmg: XLA could not provide " + std::to_string(bytes) +
                          " bytes of GPU scratch (lower XLA_PYTHON_CLIENT_MEM_FRACTION to leave "
                          "room, or use a smaller tile)");
   }
-  *out = *p;
+  *out = p;
   return Status();
 }
 

@@ -1,4 +1,4 @@
-// The GPU engine as the solve skeleton sees it (csrc/ffi/solve.h): one object per call, over a
+// The GPU engine as the routines see it (csrc/routines/contract.h): one object per call, over a
 // cached context (NCCL communicator, cuSOLVERMp and cuBLASMp handles and grids), on XLA's
 // stream, with every device buffer taken from XLA's scratch allocator.
 #pragma once
@@ -14,11 +14,11 @@
 #include "algorithms/qdwh.h"
 #include "algorithms/qr_1d.h"
 #include "common/deferred.h"
+#include "common/scratch.h"
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/local_blas.h"
-#include "ffi/solve.h"
 #include "layout/layout.h"
-#include "xla/ffi/api/ffi.h"
+#include "routines/contract.h"
 
 namespace jaxmg::cusolvermp {
 
@@ -44,8 +44,8 @@ class Engine {
   // position: this shard's (u, v) in device memory; checked against the context in the first
   // status agreement, so every rank learns of a mismatch together.
   // rhs_by_cols: b and x are split over the mesh's columns (the matrix was handed transposed).
-  Engine(Context& ctx, const PlanState& state, cudaStream_t stream,
-         ::xla::ffi::ScratchAllocator& scratch, const int32_t* position, bool rhs_by_cols)
+  Engine(Context& ctx, const PlanState& state, cudaStream_t stream, ScratchSource& scratch,
+         const int32_t* position, bool rhs_by_cols)
       : ctx_(ctx),
         state_(state),
         stream_(stream),
@@ -337,7 +337,7 @@ class Engine {
   Context& ctx_;
   const PlanState& state_;
   cudaStream_t stream_;
-  ::xla::ffi::ScratchAllocator& scratch_;
+  ScratchSource& scratch_;
   const int32_t* position_;
   bool rhs_by_cols_;
   int64_t local_rows_ = 0, local_cols_ = 0;

@@ -1,4 +1,4 @@
-// The CPU engine as the solve skeleton sees it (csrc/ffi/solve.h): one object per call, over a
+// The CPU engine as the routines see it (csrc/routines/contract.h): one object per call, over a
 // cached BLACS grid, holding the engine-local matrix, pivots and right-hand side of the call.
 #pragma once
 
@@ -13,8 +13,8 @@
 #include "common/scalar.h"
 #include "engines/scalapack/backend.h"
 #include "engines/scalapack/scalapack.h"
-#include "ffi/solve.h"
 #include "layout/layout.h"
+#include "routines/contract.h"
 
 namespace jaxmg::scalapack {
 
