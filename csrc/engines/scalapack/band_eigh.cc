@@ -19,10 +19,9 @@ namespace jaxmg::scalapack {
 bool Engine::UseTwoStage(bool vectors) const {
   // The two stages need every row (1 x P) or every column (P x 1) on each process and a band
   // that divides the tile. JAXMG_CPU_EIGH=two-stage or =scalapack chooses; unset, the measured
-  // one (bench/cpu_own.py --routine eigh|eigvalsh; bench/results/cpu_own_eig*): eigenvalues
-  // alone by the two stages (1.06-1.69x p?syevd on 1 x 2 and 2 x 1 at N = 2048-3072, 0.82-1.06x
-  // at 1024, 2.4-3.1x on 1 x 4), with eigenvectors p?syevd (the two stages 0.32-0.64x: LAPACK's
-  // band eigensolver with vectors runs on process 0 alone).
+  // one (bench/cpu_own.py --routine eigh|eigvalsh; bench/results/cpu_own_eig*_71444db.json):
+  // eigenvalues alone by the two stages (0.93-1.70x p?syevd on 1 x 2 at N = 1024-3072, 3.1x on
+  // 1 x 4), with eigenvectors p?syevd (the two stages 0.71-0.89x on 1 x 2, 0.73-0.83x on 2 x 1).
   const char* choice = std::getenv("JAXMG_CPU_EIGH");
   const std::string c = choice != nullptr ? choice : "";
   const bool wanted = c == "two-stage" || (c.empty() && !vectors);
@@ -66,10 +65,8 @@ Status Engine::TwoStageEigh(bool vectors, RealOf<T>* w, int* info) {
     if (!s.by_rows) {
       JAXMG_RETURN_IF_ERROR(bk.Copy(out, n, z, ldz, n, s.held));
     } else {
-      T* m = As<T>(work_);  // (the reduced matrix: no longer needed)
-      for (int64_t i = 0; i < s.held; ++i) {
-        for (int64_t j = 0; j < n; ++j) m[i + j * local_rows_] = Conj(z[j + i * ldz]);
-      }
+      T* m = As<T>(work_);  // (the reduced matrix: no longer needed) := this rank's rows of Zᴴ
+      JAXMG_RETURN_IF_ERROR(bk.Adjoint(Backend::Lane{}, z, ldz, n, s.held, m, local_rows_));
       JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(n, m, desc_a_, out, desc_b_));
     }
   }
