@@ -3,7 +3,7 @@
 #   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single local localreadme
 #                                           localbench overhead mgbench bench qrbench spectral
 #                                           sweep reliability twostage launch fault onedevice
-#                                           regress jaxmg1 linalg1 svd1
+#                                           regress jaxmg1 linalg1 svd1 ceiling eigsweep
 #                                           (default: info multi readme single bench)
 # Needs, carried in .gpu/ (scripts/gpu_roundtrip.sh): .gpu/jaxmg/jaxmg-*.whl, the wheel that
 # `pip wheel .` built there (both engines, py3-none: any Python 3), and in .gpu/wheels the wheels
@@ -262,6 +262,37 @@ print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/
           | grep -v -e Gloo -e '^\[jaxmg\] step' -e '^\[jaxmg\] .* part '
       done
       rm -f "$OUT"/*.png ;;
+    eigsweep)
+      # The two-stage eigensolver's band width b and Q₂ group ℓ on one GPU, random matrices, with
+      # the stage breakdown: EIG_SWEEP of b:ℓ, EIG_CASES of routine:sizes:dtypes; every result
+      # merged into $OUT/eigsweep.json (one file: at most 8 come back).
+      rm -rf /tmp/eigsweep && mkdir -p /tmp/eigsweep
+      for conf in ${EIG_SWEEP:-64:64 128:64 128:128}; do
+        IFS=: read -r band group <<< "$conf"
+        for spec in ${EIG_CASES:-syevd:16384,32768:float64 eigvalsh:32768:float64 syevd:16384:float32}; do
+          IFS=: read -r routine sizes dtypes <<< "$spec"
+          JAXMG_EIG_BAND=$band JAXMG_EIG_Q2_GROUP=$group JAXMG_DEBUG=1 \
+            JAXMG_COMMIT=$(cat .gpu/jaxmg/COMMIT 2>/dev/null || echo unknown) \
+            XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} CUDA_VISIBLE_DEVICES=0 \
+            timeout ${T_SPEC:-300} "$PY" -m jaxmg bench -n 1 --routine "$routine" --sizes "$sizes" \
+            --matrix random --dtypes "$dtypes" --repeats 1 --no-baseline --timeout "${T_SPEC:-300}" \
+            --out "/tmp/eigsweep/${routine}_${sizes}_${dtypes}_b${band}_l${group}.json" 2>&1 \
+            | grep -v -e Gloo -e '^\[jaxmg\] step' -e '^\[jaxmg\] .* part '
+        done
+      done
+      "$PY" - "$OUT/eigsweep.json" /tmp/eigsweep/*.json <<'PYEOF'
+import json, os, sys
+out = {}
+for f in sys.argv[2:]:
+    out[os.path.basename(f)[:-5]] = json.load(open(f))
+json.dump(out, open(sys.argv[1], "w"), indent=1)
+for name, res in sorted(out.items()):
+    for r in res.get("records", []):
+        st = r.get("stages_best_ms", {})
+        print(f"{name:45s} n={r.get('n')} {r.get('seconds', float('nan')):8.3f} s  " +
+              " ".join(f"{k.split(' ')[0]}={v / 1e3:.2f}" for k, v in st.items()))
+PYEOF
+      ;;
     sweep)
       # Tile and mesh sweep for potrs at one size (no baseline).
       for mesh in ${SWEEP_MESHES:-2x1 1x2}; do

@@ -58,11 +58,11 @@ namespace jaxmg::algorithms {
 // needs: the bulge chase's scratch).
 inline int64_t BandElements(int64_t n, int64_t b) { return n * (2 * b + 1); }
 
-// The band's width for tiles of t: the widest divisor of t up to `widest` (at most 64: the GPU's
-// chase keeps a b x b block in shared memory), so that the panels stay inside tiles; 0 where the
-// two stages do not apply (below 2).
-inline int64_t BandWidth(int64_t t, int64_t widest) {
-  int64_t b = std::min<int64_t>(widest > 0 ? widest : 64, 64);
+// The band's width for tiles of t: the widest divisor of t up to `widest` and the backend's
+// `limit` (the GPU's chase keeps a b x b block in shared memory), so that the panels stay inside
+// tiles; 0 where the two stages do not apply (below 2).
+inline int64_t BandWidth(int64_t t, int64_t widest, int64_t limit) {
+  int64_t b = std::min<int64_t>(widest > 0 ? widest : limit, limit);
   while (b > 1 && t % b != 0) --b;
   return b >= 2 ? b : 0;
 }

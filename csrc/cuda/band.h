@@ -40,6 +40,9 @@ cudaError_t BandFromColumns(Dtype dt, const void* a, int64_t lda, int64_t row0, 
 // product of the reflectors in the chase's order.
 cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* sync, void* v2,
                               void* tau2, cudaStream_t stream);
+// The widest band BandToTridiagonal takes: 128 (64 for complex128, whose block of 128 x 129
+// elements would not fit a multiprocessor's shared memory).
+int MaxChaseBand(Dtype dt);
 
 // From the chased band: d and e (n reals each, e >= 0, e[n − 1] = 0) of a real symmetric
 // tridiagonal matrix and the phases (n elements of dt; signs for real types) p with

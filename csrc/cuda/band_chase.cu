@@ -18,31 +18,42 @@ using device::Blocks;
 using device::Cplx;
 using device::CyclicGlobal;
 using device::Dispatch;
-using device::kThreads;
 using device::Traits;
 using namespace band_device;  // NOLINT(build/namespaces)
 
+// The chase's thread blocks for bands up to kBand wide: two threads per row of a task's block
+// (G::kHalves), so kThreads = 2 kBand.
+template <int kBand_>
+struct ChaseGeometry {
+  static constexpr int kBand = kBand_;
+  static constexpr int G::kHalves = 2;
+  static constexpr int kThreads = G::kHalves * kBand;
+  static constexpr int kWarps = kThreads / 32;
+  static_assert(kThreads % 32 == 0, "the chase's threads fill whole warps");
+};
+
 // The chase's shared memory: the reductions' partial sums, the block a task works on (ld
-// kMaxBand + 1), three vectors and τ.
-template <typename T>
+// G::kBand + 1), three vectors and τ.
+template <typename T, class G>
 struct ChaseShared {
   double* red;  // kReduce
-  T* s;         // kMaxBand x (kMaxBand + 1)
+  T* s;         // kBand x (kBand + 1)
   T *v, *y, *w;
   T* tau;
-  static constexpr int kLd = kMaxBand + 1;
-  static constexpr int kReduce = 8;
+  static constexpr int kBand = G::kBand;
+  static constexpr int kLd = kBand + 1;
+  static constexpr int kReduce = G::kWarps;
   static size_t Bytes() {
-    return sizeof(double) * kReduce + sizeof(T) * (kMaxBand * kLd + 3 * kMaxBand + 1);
+    return sizeof(double) * kReduce + sizeof(T) * (kBand * kLd + 3 * kBand + 1);
   }
   __device__ static ChaseShared Of(double* base) {
     ChaseShared c;
     c.red = base;
     c.s = reinterpret_cast<T*>(base + kReduce);
-    c.v = c.s + kMaxBand * kLd;
-    c.y = c.v + kMaxBand;
-    c.w = c.y + kMaxBand;
-    c.tau = c.w + kMaxBand;
+    c.v = c.s + kBand * kLd;
+    c.y = c.v + kBand;
+    c.w = c.y + kBand;
+    c.tau = c.w + kBand;
     return c;
   }
 };
@@ -50,16 +61,17 @@ struct ChaseShared {
 // x (len entries, shared) := β e₁ and v := the Householder vector (v₀ = 1), *tau := τ, with
 // Hᴴ x = β e₁ for H = I − τ v vᴴ and β real (LAPACK's larfg; H = I where x's tail is zero and
 // x₀ real). Ends with the block synchronized.
-template <typename T>
+template <class G, typename T>
 __device__ void Reflector(T* x, int len, T* v, T* tau, double* red) {
+  constexpr int kChase = G::kThreads;
   double amax = 0.0;
   for (int i = 1 + threadIdx.x; i < len; i += kChase) amax = fmax(amax, sqrt(AbsSq(x[i])));
-  amax = BlockMax(amax, red);
+  amax = BlockMax<G::kWarps>(amax, red);
   double ss = 0.0;
   if (amax > 0.0) {
     for (int i = 1 + threadIdx.x; i < len; i += kChase) ss += AbsSq(x[i]) / (amax * amax);
   }
-  ss = BlockSum(ss, red);
+  ss = BlockSum<G::kWarps>(ss, red);
   const double xnorm = amax * sqrt(ss);
   const T alpha = x[0];
   const double ar = Traits<T>::Re(alpha), ai = Im(alpha);
@@ -85,30 +97,34 @@ __device__ void Reflector(T* x, int len, T* v, T* tau, double* red) {
   __syncthreads();
 }
 
-// The chase's threads over a block: thread x takes row x mod kMaxBand and every kHalves-th
-// column from x / kMaxBand (no division per entry; consecutive threads, consecutive rows).
-constexpr int kHalves = kChase / kMaxBand;
-static_assert(kChase % kMaxBand == 0, "the chase's threads cover whole rows");
-__device__ inline int RowOf() { return threadIdx.x % kMaxBand; }
-__device__ inline int HalfOf() { return threadIdx.x / kMaxBand; }
+// The chase's threads over a block: thread x takes row x mod kBand and every G::kHalves-th
+// column from x / kBand (no division per entry; consecutive threads, consecutive rows).
+template <class G>
+__device__ inline int RowOf() {
+  return threadIdx.x % G::kBand;
+}
+template <class G>
+__device__ inline int HalfOf() {
+  return threadIdx.x / G::kBand;
+}
 
 // The Hermitian block C (len x len at band entry (st, st), lower part) := Hᴴ C H for
 // H = I − τ v vᴴ: y = C v, w = τ y − ½|τ|² (vᴴ y) v, C −= w vᴴ + v wᴴ (LAPACK's larfy).
-template <typename T>
-__device__ void TwoSided(T* band, int64_t ld, int64_t st, int len, const ChaseShared<T>& sh) {
-  constexpr int kLd = ChaseShared<T>::kLd;
+template <class G, typename T>
+__device__ void TwoSided(T* band, int64_t ld, int64_t st, int len, const ChaseShared<T, G>& sh) {
+  constexpr int kLd = ChaseShared<T, G>::kLd;
   T* s = sh.s;
-  const int i = RowOf(), half = HalfOf();
+  const int i = RowOf<G>(), half = HalfOf<G>();
   if (i < len) {
-    for (int j = half; j <= i; j += kHalves) {
+    for (int j = half; j <= i; j += G::kHalves) {
       s[i + j * kLd] = Load(band + (st + i) + (st + j) * ld);
     }
   }
   __syncthreads();
   const T tau = *sh.tau;
-  if (i < len) {  // y = C v, each row's sum in kHalves parts (y, then w as scratch)
+  if (i < len) {  // y = C v, each row's sum in G::kHalves parts (y, then w as scratch)
     T acc = Make<T>(0.0, 0.0);
-    for (int j = half; j < len; j += kHalves) {
+    for (int j = half; j < len; j += G::kHalves) {
       const T c = j <= i ? s[i + j * kLd] : Traits<T>::Conj(s[j + i * kLd]);
       acc = Add(acc, Mul(c, sh.v[j]));
     }
@@ -118,18 +134,18 @@ __device__ void TwoSided(T* band, int64_t ld, int64_t st, int len, const ChaseSh
   if (half == 0 && i < len) sh.y[i] = Add(sh.y[i], sh.w[i]);
   __syncthreads();
   double g = 0.0;
-  for (int k = threadIdx.x; k < len; k += kChase) {
+  for (int k = threadIdx.x; k < len; k += G::kThreads) {
     g += Traits<T>::Re(Mul(Traits<T>::Conj(sh.v[k]), sh.y[k]));
   }
-  g = BlockSum(g, sh.red);
+  g = BlockSum<G::kWarps>(g, sh.red);
   const double half_g = 0.5 * AbsSq(tau) * g;
-  for (int k = threadIdx.x; k < len; k += kChase) {
+  for (int k = threadIdx.x; k < len; k += G::kThreads) {
     sh.w[k] = Sub(Mul(tau, sh.y[k]), Scaled(sh.v[k], half_g));
   }
   __syncthreads();
   if (i < len) {
     const T wi = sh.w[i], vi = sh.v[i];
-    for (int j = half; j <= i; j += kHalves) {
+    for (int j = half; j <= i; j += G::kHalves) {
       const T c = Sub(s[i + j * kLd],
                       Add(Mul(wi, Traits<T>::Conj(sh.v[j])), Mul(vi, Traits<T>::Conj(sh.w[j]))));
       Store(band + (st + i) + (st + j) * ld, c);
@@ -141,22 +157,23 @@ __device__ void TwoSided(T* band, int64_t ld, int64_t st, int len, const ChaseSh
 // The block below the diagonal block (rows ed + 1 .. min(ed + b, n − 1), columns st .. ed):
 // B := B H (the bulge), then H₂ from B's first column, B's first column := β e₁ and the rest of
 // B := H₂ᴴ B; v, τ := H₂'s for the next diagonal block (LAPACK's sb2st kernel of type 2).
-template <typename T>
+template <class G, typename T>
 __device__ void Bulge(T* band, int64_t ld, int64_t n, int64_t b, int64_t st, int64_t ed,
-                      const ChaseShared<T>& sh) {
-  constexpr int kLd = ChaseShared<T>::kLd;
+                      const ChaseShared<T, G>& sh) {
+  constexpr int kLd = ChaseShared<T, G>::kLd;
   T* s = sh.s;
   const int64_t j1 = ed + 1, j2 = min(ed + b, n - 1);
   const int lm = static_cast<int>(j2 - j1 + 1), ln = static_cast<int>(ed - st + 1);
-  const int p = RowOf(), half = HalfOf();
+  const int p = RowOf<G>(), half = HalfOf<G>();
   if (p < lm) {
-    for (int q = half; q < ln; q += kHalves) s[p + q * kLd] = Load(band + (j1 + p) + (st + q) * ld);
+    for (int q = half; q < ln; q += G::kHalves)
+      s[p + q * kLd] = Load(band + (j1 + p) + (st + q) * ld);
   }
   __syncthreads();
   const T tau = *sh.tau;
-  if (p < lm) {  // z = τ B v, in kHalves parts
+  if (p < lm) {  // z = τ B v, in G::kHalves parts
     T acc = Make<T>(0.0, 0.0);
-    for (int q = half; q < ln; q += kHalves) acc = Add(acc, Mul(s[p + q * kLd], sh.v[q]));
+    for (int q = half; q < ln; q += G::kHalves) acc = Add(acc, Mul(s[p + q * kLd], sh.v[q]));
     (half == 0 ? sh.y : sh.w)[p] = acc;
   }
   __syncthreads();
@@ -164,18 +181,18 @@ __device__ void Bulge(T* band, int64_t ld, int64_t n, int64_t b, int64_t st, int
   __syncthreads();
   if (p < lm) {
     const T yp = sh.y[p];
-    for (int q = half; q < ln; q += kHalves) {
+    for (int q = half; q < ln; q += G::kHalves) {
       s[p + q * kLd] = Sub(s[p + q * kLd], Mul(yp, Traits<T>::Conj(sh.v[q])));
     }
   }
   __syncthreads();
-  Reflector(s, lm, sh.v, sh.tau, sh.red);
+  Reflector<G>(s, lm, sh.v, sh.tau, sh.red);
   const T tau2 = Traits<T>::Conj(*sh.tau);
   {  // u_q = conj(τ₂) Σ_p conj(v_p) B(p, q) for q >= 1: thread (q, half) sums its rows
-    const int q = RowOf();
+    const int q = RowOf<G>();
     if (q >= 1 && q < ln) {
       T acc = Make<T>(0.0, 0.0);
-      for (int r = half; r < lm; r += kHalves) {
+      for (int r = half; r < lm; r += G::kHalves) {
         acc = Add(acc, Mul(Traits<T>::Conj(sh.v[r]), s[r + q * kLd]));
       }
       (half == 0 ? sh.y : sh.w)[q] = acc;
@@ -183,13 +200,13 @@ __device__ void Bulge(T* band, int64_t ld, int64_t n, int64_t b, int64_t st, int
   }
   __syncthreads();
   {
-    const int q = RowOf();
+    const int q = RowOf<G>();
     if (half == 0 && q >= 1 && q < ln) sh.y[q] = Mul(tau2, Add(sh.y[q], sh.w[q]));
   }
   __syncthreads();
   if (p < lm) {
     const T vp = sh.v[p];
-    for (int q = half; q < ln; q += kHalves) {
+    for (int q = half; q < ln; q += G::kHalves) {
       T c = s[p + q * kLd];
       if (q > 0) c = Sub(c, Mul(vp, sh.y[q]));
       Store(band + (j1 + p) + (st + q) * ld, c);
@@ -215,22 +232,22 @@ __device__ inline void Publish(int* progress, int64_t s, int done) {
 }
 
 // Keeps reflector (s, j) (b entries, zero past its length, and τ) where `v2` is not null.
-template <typename T>
+template <class G, typename T>
 __device__ void Keep(T* v2, T* tau2, int64_t n, int64_t b, int64_t s, int64_t j, int len,
-                     const ChaseShared<T>& sh) {
+                     const ChaseShared<T, G>& sh) {
   if (v2 == nullptr) return;
   const int64_t at = ChaseOffset(n, b, j) + s;
-  for (int i = threadIdx.x; i < b; i += kChase) {
+  for (int i = threadIdx.x; i < b; i += G::kThreads) {
     v2[at * b + i] = i < len ? sh.v[i] : Make<T>(0.0, 0.0);
   }
   if (threadIdx.x == 0) tau2[at] = *sh.tau;
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kChase)
+template <typename T, class G>
+__global__ void __launch_bounds__(G::kThreads)
     ChaseKernel(T* band, int64_t n, int64_t b, int* progress, int* next, T* v2, T* tau2) {
   extern __shared__ double chase_shared[];
-  const ChaseShared<T> sh = ChaseShared<T>::Of(chase_shared);
+  const ChaseShared<T, G> sh = ChaseShared<T, G>::Of(chase_shared);
   __shared__ int64_t taken;
   const int64_t ld = 2 * b, sweeps = n - 2;
   for (;;) {
@@ -246,19 +263,21 @@ __global__ void __launch_bounds__(kChase)
       WaitFor(progress, s, task + 2);
       if (j == 1) {
         // Column s below the subdiagonal (rows st .. ed): annihilated by H.
-        for (int i = threadIdx.x; i < len; i += kChase) sh.y[i] = Load(band + (st + i) + s * ld);
+        for (int i = threadIdx.x; i < len; i += G::kThreads)
+          sh.y[i] = Load(band + (st + i) + s * ld);
         __syncthreads();
-        Reflector(sh.y, len, sh.v, sh.tau, sh.red);
-        for (int i = threadIdx.x; i < len; i += kChase) Store(band + (st + i) + s * ld, sh.y[i]);
-        Keep(v2, tau2, n, b, s, 1, len, sh);
+        Reflector<G>(sh.y, len, sh.v, sh.tau, sh.red);
+        for (int i = threadIdx.x; i < len; i += G::kThreads)
+          Store(band + (st + i) + s * ld, sh.y[i]);
+        Keep<G>(v2, tau2, n, b, s, 1, len, sh);
         __syncthreads();
       }
-      TwoSided(band, ld, st, len, sh);
+      TwoSided<G>(band, ld, st, len, sh);
       Publish(progress, s, task);
       if (ed >= n - 1) break;
       WaitFor(progress, s, task + 3);
-      Bulge(band, ld, n, b, st, ed, sh);
-      Keep(v2, tau2, n, b, s, j + 1, static_cast<int>(min(ed + b, n - 1) - ed), sh);
+      Bulge<G>(band, ld, n, b, st, ed, sh);
+      Keep<G>(v2, tau2, n, b, s, j + 1, static_cast<int>(min(ed + b, n - 1) - ed), sh);
       Publish(progress, s, task + 1);
     }
     Publish(progress, s, INT_MAX);
@@ -270,7 +289,7 @@ __global__ void __launch_bounds__(kChase)
 cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* sync, void* v2,
                               void* tau2, cudaStream_t stream) {
   if (n <= 2 || b <= 1) return cudaSuccess;
-  if (b > kMaxBand) return cudaErrorInvalidValue;
+  if (b > MaxChaseBand(dt)) return cudaErrorInvalidValue;
   cudaError_t e = cudaMemsetAsync(sync, 0, sizeof(int) * (n + 1), stream);
   if (e != cudaSuccess) return e;
   int device = 0, sms = 0;
@@ -280,16 +299,28 @@ cudaError_t BandToTridiagonal(Dtype dt, void* band, int64_t n, int64_t b, int* s
   }
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
-    const size_t bytes = ChaseShared<T>::Bytes();
-    cudaFuncSetAttribute(ChaseKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         static_cast<int>(bytes));
-    int per_sm = 1;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ChaseKernel<T>, kChase, bytes);
-    const int64_t blocks =
-        std::min<int64_t>(n - 2, static_cast<int64_t>(sms) * std::max(per_sm, 1));
-    ChaseKernel<T><<<static_cast<int>(blocks), kChase, bytes, stream>>>(
-        static_cast<T*>(band), n, b, sync, sync + n, static_cast<T*>(v2), static_cast<T*>(tau2));
+    // The narrowest geometry that holds the band: b <= 64 keeps the smaller block (more of them
+    // per multiprocessor); wider bands (real types and complex64 only) take 128.
+    auto launch = [&](auto geometry) {
+      using G = decltype(geometry);
+      const size_t bytes = ChaseShared<T, G>::Bytes();
+      cudaFuncSetAttribute(ChaseKernel<T, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(bytes));
+      int per_sm = 1;
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ChaseKernel<T, G>, G::kThreads, bytes);
+      const int64_t blocks =
+          std::min<int64_t>(n - 2, static_cast<int64_t>(sms) * std::max(per_sm, 1));
+      ChaseKernel<T, G><<<static_cast<int>(blocks), G::kThreads, bytes, stream>>>(
+          static_cast<T*>(band), n, b, sync, sync + n, static_cast<T*>(v2), static_cast<T*>(tau2));
+    };
+    if (b <= 64) {
+      launch(ChaseGeometry<64>{});
+    } else if constexpr (sizeof(T) <= 8) {
+      launch(ChaseGeometry<128>{});
+    }
   });
 }
+
+int MaxChaseBand(Dtype dt) { return dt == Dtype::kC128 ? 64 : 128; }
 
 }  // namespace jaxmg::cuda

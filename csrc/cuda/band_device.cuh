@@ -88,11 +88,6 @@ __device__ inline void Store(Cplx<R>* p, Cplx<R> v) {
   __stcg(&p->im, v.im);
 }
 
-// The chase's thread blocks: kChase threads, bandwidth at most kMaxBand.
-constexpr int kChase = 128;
-constexpr int kWarps = kChase / 32;
-constexpr int kMaxBand = 64;
-
 // Where the chase keeps reflector (s, j) (band.h): block row j's sweeps after those of the rows
 // above it, each n − 1 − (i − 1) b sweeps long (n − 2 for the first).
 __host__ __device__ inline int64_t ChaseOffsetOf(int64_t n, int64_t b, int64_t j) {
@@ -104,7 +99,8 @@ __device__ inline int64_t ChaseOffset(int64_t n, int64_t b, int64_t j) {
   return ChaseOffsetOf(n, b, j);
 }
 
-// Sums and maxima over the block, the same value in every thread (a fixed order).
+// Sums and maxima over a block of kWarps warps, the same value in every thread (a fixed order).
+template <int kWarps>
 __device__ inline double BlockSum(double v, double* red) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
   __syncthreads();
@@ -114,6 +110,7 @@ __device__ inline double BlockSum(double v, double* red) {
   for (int w = 0; w < kWarps; ++w) s += red[w];
   return s;
 }
+template <int kWarps>
 __device__ inline double BlockMax(double v, double* red) {
   for (int o = 16; o > 0; o /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
   __syncthreads();

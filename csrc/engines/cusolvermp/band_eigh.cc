@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/scalar.h"
+#include "cuda/band.h"
 #include "cuda/kernels.h"
 #include "engines/cusolvermp/backend.h"
 #include "engines/cusolvermp/engine.h"
@@ -16,10 +17,13 @@
 
 namespace jaxmg::cusolvermp {
 
+template <typename T>
 int64_t Engine::EigBand(int64_t t) {
-  // JAXMG_EIG_BAND: the widest band tried (default 64; algorithms/band_reduce.h BandWidth).
+  // JAXMG_EIG_BAND: the widest band tried (default 64; algorithms/band_reduce.h BandWidth), up
+  // to the chase's widest (cuda::MaxChaseBand: 128, 64 for complex128).
   const char* value = std::getenv("JAXMG_EIG_BAND");
-  return algorithms::BandWidth(t, value != nullptr ? std::atoll(value) : 64);
+  return algorithms::BandWidth(t, value != nullptr ? std::atoll(value) : 64,
+                               cuda::MaxChaseBand(KernelType<T>()));
 }
 
 // Which eigensolver: JAXMG_GPU_EIGVALS (eigenvalues alone) or JAXMG_GPU_EIGH (with vectors)
@@ -30,7 +34,7 @@ bool Engine::UseTwoStage(const char* variable, int64_t t) const {
   const char* choice = std::getenv(variable);
   const std::string c = choice != nullptr ? choice : "";
   const bool wanted = c == "two-stage" || (c.empty() && ctx_.nprow * ctx_.npcol == 1);
-  return wanted && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(t) > 0;
+  return wanted && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand<double>(t) > 0;
 }
 
 bool Engine::UseBandEigenvalues(int64_t t) const { return UseTwoStage("JAXMG_GPU_EIGVALS", t); }
@@ -57,7 +61,7 @@ Status Engine::BandEigenvalues(const BandSource& src, void* w) {
   StepTimer timer("BandEigenvalues", stream_);
   Backend backend(*this);
   JAXMG_RETURN_IF_ERROR(
-      algorithms::TwoStageValues<T>(backend, BandShapeOf(src.n, src.t, src.lr, EigBand(src.t)),
+      algorithms::TwoStageValues<T>(backend, BandShapeOf(src.n, src.t, src.lr, EigBand<T>(src.t)),
                                     static_cast<T*>(src.a), static_cast<RealOf<T>*>(w)));
   if (DebugParts()) PrintParts("BandEigenvalues");
   // No solver status: AgreeValues reads small_[0] as one (non-finite eigenvalues still count).
@@ -71,7 +75,7 @@ Status Engine::BandEigh(void* w) {
   StepTimer timer("BandEigh", stream_);
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
-  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, b = EigBand(t);
+  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, b = EigBand<T>(t);
   const algorithms::BandShape s = BandShapeOf(n, t, lr, b);
   const size_t es = sizeof(T);
   algorithms::EighTuning tune;

@@ -31,7 +31,7 @@ bool Engine::UseTwoStage(bool vectors) const {
 
 int64_t Engine::EigBand(int64_t t) {
   const char* value = std::getenv("JAXMG_EIG_BAND");
-  return algorithms::BandWidth(t, value != nullptr ? std::atoll(value) : 64);
+  return algorithms::BandWidth(t, value != nullptr ? std::atoll(value) : 64, 128);
 }
 
 template <typename T>
