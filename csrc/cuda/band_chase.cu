@@ -22,12 +22,12 @@ using device::Traits;
 using namespace band_device;  // NOLINT(build/namespaces)
 
 // The chase's thread blocks for bands up to kBand wide: two threads per row of a task's block
-// (G::kHalves), so kThreads = 2 kBand.
+// (kHalves), so kThreads = 2 kBand.
 template <int kBand_>
 struct ChaseGeometry {
   static constexpr int kBand = kBand_;
-  static constexpr int G::kHalves = 2;
-  static constexpr int kThreads = G::kHalves * kBand;
+  static constexpr int kHalves = 2;
+  static constexpr int kThreads = kHalves * kBand;
   static constexpr int kWarps = kThreads / 32;
   static_assert(kThreads % 32 == 0, "the chase's threads fill whole warps");
 };
