@@ -233,6 +233,7 @@ add_library(jaxmg_cuda SHARED
   csrc/engines/cusolvermp/status.cc
   csrc/engines/cusolvermp/vendor.cc
   csrc/ffi/cuda_targets.cc
+  csrc/cuda/band_apply.cu
   csrc/cuda/band_bisect.cu
   csrc/cuda/band_chase.cu
   csrc/cuda/band_vectors.cu

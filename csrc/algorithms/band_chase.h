@@ -17,16 +17,22 @@
 // acts on rows g ℓ + 1 + (j − 1) b .. + b + ℓ − 1. Q₂ = G₀ G₁ ⋯ with G_g = B(g, J) ⋯ B(g, 1), so
 // Q₂ Z applies the groups from the last, each from block row 1 down; wave w = (j − 1) +
 // 2 (G − 1 − g) holds blocks that share no row, and the waves in order respect every overlap.
-// Each wave is strided batched products: S = VᴴV, T from S and τ, then Z −= (V T)(Vᴴ Z). Z holds
-// b + ℓ − 1 rows of zero padding below its n, so that every block of a wave has one shape.
+// Each wave is strided batched products: S = VᴴV, T from S and τ, then Z −= (V T)(Vᴴ Z); or,
+// fused, the backend's WaveApply: Z −= V (T (Vᴴ Z)) in one pass over Z per block, skipping the
+// zeros of V's parallelogram (the GPU's tensor-core kernel for float64). Z holds b + ℓ − 1 rows
+// of zero padding below its n, so that every block of a wave has one shape.
 //
 // The backend B, for the scalar T (R its real type), on a lane:
 //   ChaseBand(lane, T* band, n, b, int* sync, T* v2, T* tau2)   the chase (v2 null: values only);
 //                                          sync: n + 1 ints of scratch
 //   TridiagonalOf(lane, const T* band, n, b, R* d, R* e, T* phase)
-//   WaveBlocks(lane, const T* v2, const T* tau2, n, b, ell, g0, j0, count, T* vb, T* taub)
+//   WaveBlocks(lane, const T* v2, const T* tau2, n, b, ell, g0, j0, count, ldv, T* vb, T* taub)
 //                                          the wave's blocks g0 + i at block rows j0 + 2i:
-//                                          V ((b + ℓ − 1) x ℓ each) and τ (ℓ each)
+//                                          V (ldv x ℓ each, zero past row b + ℓ − 1) and τ (ℓ
+//                                          each)
+//   WaveApplies<T>(b, ell), WaveApply(lane, vb, ldv, t, b, ell, count, T* z, ldz, stride, cols,
+//             T* w, w_count)            Z_i −= V_i (T_i (V_iᴴ Z_i)) for the wave's blocks, Z_i
+//                                          at z + i stride; w: scratch (2 ℓ x chunk)
 //   WaveFactors(lane, const T* s, const T* taub, ell, count, T* t)   T_i from S_i = V_iᴴ V_i
 //   GemmStrided(lane, adjoint_a, adjoint_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
 //               stride_b, beta, c, ldc, stride_c, count)   count products, each C_i := α op(A_i)
@@ -68,19 +74,22 @@ struct ChaseWave {
 
 // Q₂'s shape for an n x n band of width b in groups of ℓ sweeps, on a rank holding `held`
 // columns of Z, with products within `wave_bytes` bytes of scratch for W. `rows_first`: W as
-// Wᴴ = Zᴴ V (Z's columns the long side) rather than W = Vᴴ Z.
+// Wᴴ = Zᴴ V (Z's columns the long side) rather than W = Vᴴ Z. `fused`: the backend's WaveApply
+// (V's blocks ldv = h rounded up to 8 rows; W two ℓ x chunk halves, one block at a time).
 struct ChaseShape {
-  int64_t n = 0, b = 0, ell = 1, h = 0, ldz = 0, kept = 0, chunk = 1, batch_max = 1;
+  int64_t n = 0, b = 0, ell = 1, h = 0, ldv = 0, ldz = 0, kept = 0, chunk = 1, batch_max = 1;
   int64_t cols = 1;  // Z's columns allocated (at least one)
-  bool rows_first = true;
+  bool rows_first = true, fused = false;
   std::vector<ChaseWave> waves;
+  int64_t w_count() const { return fused ? 2 * ell * chunk : batch_max * ell * chunk; }
 };
 
 inline ChaseShape ChaseShapeOf(int64_t n, int64_t b, int64_t ell, int64_t held, int64_t es,
-                               int64_t wave_bytes, bool rows_first) {
+                               int64_t wave_bytes, bool rows_first, bool fused = false) {
   ChaseShape c;
-  c.n = n, c.b = b, c.ell = std::max<int64_t>(ell, 1), c.rows_first = rows_first;
+  c.n = n, c.b = b, c.ell = std::max<int64_t>(ell, 1), c.rows_first = rows_first, c.fused = fused;
   c.h = b + c.ell - 1, c.ldz = n + c.h, c.kept = ChaseReflectors(n, b);
+  c.ldv = fused ? (c.h + 7) / 8 * 8 : c.h;
   const int64_t groups = n > 2 ? (n - 2 + c.ell - 1) / c.ell : 0;
   const int64_t rows_j = n > 2 ? (n - 2) / b + 1 : 0;
   for (int64_t wave = 0; groups > 0 && wave < (rows_j - 1) + 2 * (groups - 1) + 1; ++wave) {
@@ -97,13 +106,14 @@ inline ChaseShape ChaseShapeOf(int64_t n, int64_t b, int64_t ell, int64_t held, 
     c.batch_max = std::max(c.batch_max, v.count);
   }
   c.cols = std::max<int64_t>(held, 1);
-  c.chunk = std::clamp<int64_t>(wave_bytes / (es * c.batch_max * c.ell), 1, c.cols);
+  c.chunk = std::clamp<int64_t>(wave_bytes / (es * (fused ? 2 : c.batch_max) * c.ell), 1, c.cols);
   return c;
 }
 
 // The chase's and Q₂'s buffers: the reflectors (v2: kept x b, τ₂: kept), the tridiagonal matrix
-// (d, e) and its phases, sync (n + 1 ints), and a wave's blocks: V and V T (batch_max of h x ℓ),
-// τ (batch_max x ℓ), S and T (batch_max of ℓ x ℓ), W (batch_max of ℓ x chunk).
+// (d, e) and its phases, sync (n + 1 ints), and a wave's blocks: V (batch_max of ldv x ℓ) and
+// V T (batch_max of h x ℓ; none when fused), τ (batch_max x ℓ), S and T (batch_max of ℓ x ℓ),
+// W (ChaseShape::w_count).
 template <typename T>
 struct ChaseWork {
   T *v2 = nullptr, *tau2 = nullptr, *phase = nullptr;
@@ -120,12 +130,12 @@ Status ChaseBuffers(B& bk, const ChaseShape& c, ChaseWork<T>* w, Deferred* local
   for (auto [p, count] : {std::pair<T**, int64_t>{&w->v2, kept * b},
                           {&w->tau2, kept},
                           {&w->phase, n},
-                          {&w->vb, bm * h * ell},
+                          {&w->vb, bm * c.ldv * ell},
                           {&w->taub, bm * ell},
                           {&w->sb, bm * ell * ell},
                           {&w->tb, bm * ell * ell},
-                          {&w->vtb, bm * h * ell},
-                          {&w->wb, bm * ell * c.chunk}}) {
+                          {&w->vtb, c.fused ? 1 : bm * h * ell},
+                          {&w->wb, c.w_count()}}) {
     local->Run([&] { return bk.Buffer(count, p); });
   }
   for (R** p : {&w->d, &w->e}) local->Run([&] { return bk.Buffer(n, p); });
@@ -164,34 +174,42 @@ Status ChaseWithReflectors(B& bk, const typename B::Lane& lane, const BandShape&
 template <typename T, class B>
 Status BackChase(B& bk, const typename B::Lane& lane, const BandShape& s, const ChaseShape& c,
                  const ChaseWork<T>& w, T* z, Deferred* failed) {
-  const int64_t n = c.n, b = c.b, ell = c.ell, h = c.h, ldz = c.ldz, held = s.held;
+  const int64_t n = c.n, b = c.b, ell = c.ell, h = c.h, ldv = c.ldv, ldz = c.ldz, held = s.held;
   failed->Step("band_eigh", s.rank, 2);
   failed->Run([&]() -> Status {
     for (const ChaseWave& v : c.waves) {
       const int64_t count = v.count;
       JAXMG_RETURN_IF_ERROR(
-          bk.WaveBlocks(lane, w.v2, w.tau2, n, b, ell, v.g0, v.j0, count, w.vb, w.taub));
-      JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, true, false, ell, ell, h, T(1), w.vb, h, h * ell,
-                                           w.vb, h, h * ell, T(0), w.sb, ell, ell * ell, count));
+          bk.WaveBlocks(lane, w.v2, w.tau2, n, b, ell, v.g0, v.j0, count, ldv, w.vb, w.taub));
+      JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, true, false, ell, ell, h, T(1), w.vb, ldv,
+                                           ldv * ell, w.vb, ldv, ldv * ell, T(0), w.sb, ell,
+                                           ell * ell, count));
       JAXMG_RETURN_IF_ERROR(bk.WaveFactors(lane, w.sb, w.taub, ell, count, w.tb));
-      JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, false, false, h, ell, ell, T(1), w.vb, h, h * ell,
-                                           w.tb, ell, ell * ell, T(0), w.vtb, h, h * ell, count));
       const int64_t row0 = v.g0 * ell + 1 + (v.j0 - 1) * b, stride = ell + 2 * b;
+      if (c.fused) {
+        JAXMG_RETURN_IF_ERROR(bk.WaveApply(lane, w.vb, ldv, w.tb, b, ell, count, z + row0, ldz,
+                                           stride, held, w.wb, c.w_count()));
+        continue;
+      }
+      JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, false, false, h, ell, ell, T(1), w.vb, ldv,
+                                           ldv * ell, w.tb, ell, ell * ell, T(0), w.vtb, h, h * ell,
+                                           count));
       for (int64_t c0 = 0; c0 < held; c0 += c.chunk) {
         const int64_t cw = std::min(c.chunk, held - c0);
         T* zc = z + (row0 + c0 * ldz);
         if (c.rows_first) {
           // Wᴴ = Zᴴ V (columns x ℓ), then Z −= (V T) (Wᴴ)ᴴ.
           JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, true, false, cw, ell, h, T(1), zc, ldz, stride,
-                                               w.vb, h, h * ell, T(0), w.wb, cw, ell * cw, count));
+                                               w.vb, ldv, ldv * ell, T(0), w.wb, cw, ell * cw,
+                                               count));
           JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, false, true, h, cw, ell, T(-1), w.vtb, h,
                                                h * ell, w.wb, cw, ell * cw, T(1), zc, ldz, stride,
                                                count));
         } else {
           // W = Vᴴ Z (ℓ x columns), then Z −= (V T) W.
-          JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, true, false, ell, cw, h, T(1), w.vb, h,
-                                               h * ell, zc, ldz, stride, T(0), w.wb, ell, ell * cw,
-                                               count));
+          JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, true, false, ell, cw, h, T(1), w.vb, ldv,
+                                               ldv * ell, zc, ldz, stride, T(0), w.wb, ell,
+                                               ell * cw, count));
           JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, false, false, h, cw, ell, T(-1), w.vtb, h,
                                                h * ell, w.wb, ell, ell * cw, T(1), zc, ldz, stride,
                                                count));

@@ -40,11 +40,12 @@
 namespace jaxmg::algorithms {
 
 // The vectors' tuning (the engine's choices): ℓ, sweeps per Q₂ block (0: b); Q₂'s product order
-// (band_chase.h ChaseShape); the panels joined in Q₁ (a multiple of b dividing t; otherwise t);
-// the bytes of one wave's W.
+// and whether its waves take the backend's fused WaveApply where it applies (band_chase.h
+// ChaseShape); the panels joined in Q₁ (a multiple of b dividing t; otherwise t); the bytes of
+// one wave's W.
 struct EighTuning {
   int64_t ell = 0;
-  bool rows_first = true;
+  bool rows_first = true, fused_q2 = false;
   int64_t q1_width = 0;
   int64_t wave_bytes = int64_t{1} << 30;
 };
@@ -93,9 +94,10 @@ Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, 
   const int64_t n = s.n, t = s.t, b = s.b, held = s.held, ld = std::max<int64_t>(s.lr, 1);
   Banded<T> banded;
   JAXMG_RETURN_IF_ERROR(BandReduce<T>(bk, s, a, &banded));
+  const int64_t ell = tune.ell > 0 ? tune.ell : b;
   const ChaseShape c =
-      ChaseShapeOf(n, b, tune.ell > 0 ? tune.ell : b, held, static_cast<int64_t>(sizeof(T)),
-                   tune.wave_bytes, tune.rows_first);
+      ChaseShapeOf(n, b, ell, held, static_cast<int64_t>(sizeof(T)), tune.wave_bytes,
+                   tune.rows_first, tune.fused_q2 && bk.template WaveApplies<T>(b, ell));
   const int64_t cols = c.cols;
 
   // Buffers (agreed).

@@ -59,10 +59,20 @@ cudaError_t PhaseRows(Dtype dt, const void* q, int64_t ldq, const void* phase, i
 // + b + ℓ − 1. Q₂ = G₀ G₁ ⋯ with G_g = B(g, J) ⋯ B(g, 1) (for any ℓ), so Q₂ Z applies the groups
 // from the last, each from block row 1 down; wave w = (j − 1) + 2 (G − 1 − g) holds blocks that
 // share no row, and the waves in order respect every overlap. WaveBlocks: vb (count blocks of
-// (b + ℓ − 1) x ℓ) and taub (count x ℓ) of the wave's blocks g0 + i at block rows j0 + 2i.
+// ldv x ℓ, ldv >= b + ℓ − 1, zero past row b + ℓ − 1) and taub (count x ℓ) of the wave's blocks
+// g0 + i at block rows j0 + 2i.
 cudaError_t WaveBlocks(Dtype dt, const void* v2, const void* tau2, int64_t n, int64_t b,
-                       int64_t ell, int64_t g0, int64_t j0, int64_t count, void* vb, void* taub,
-                       cudaStream_t stream);
+                       int64_t ell, int64_t g0, int64_t j0, int64_t count, int64_t ldv, void* vb,
+                       void* taub, cudaStream_t stream);
+// Z_i −= V_i (T_i (V_iᵀ Z_i)) for the count blocks of a wave (band_apply.cu): V_i = vb[i]
+// (ldv x ℓ, from WaveBlocks), T_i = t[i] (WaveFactors), Z_i the b + ℓ − 1 rows of z from row
+// i·stride (ld ldz, `cols` columns): one pass over Z per block, on the tensor cores. Where
+// WaveApplies(dt, b, ℓ): float64, ℓ a multiple of 8 up to 64, b + ℓ − 1 up to 192 rows; ldv a
+// multiple of 8 at least b + ℓ − 1 rounded up to 8.
+bool WaveApplies(Dtype dt, int64_t b, int64_t ell);
+cudaError_t WaveApply(Dtype dt, const void* vb, int64_t ldv, const void* t, int64_t b, int64_t ell,
+                      int64_t count, void* z, int64_t ldz, int64_t stride, int64_t cols,
+                      cudaStream_t stream);
 // t[i] := the compact WY factor T of block i from s[i] = V_iᴴ V_i and its τ (ℓ x ℓ each).
 cudaError_t WaveFactors(Dtype dt, const void* s, const void* taub, int64_t ell, int64_t count,
                         void* t, cudaStream_t stream);

@@ -88,16 +88,17 @@ __global__ void PhaseRowsKernel(const typename Traits<T>::Real* q, int64_t ldq, 
 }
 
 // Wave blocks of the chase's reflectors (band.h ChaseWave): block i of the wave is group g0 + i
-// (sweeps (g0 + i) ℓ .. + ℓ) at block row j0 + 2i; its vectors go to vb[i] (h x ℓ, column q
-// = sweep (g0 + i) ℓ + q at rows q .. q + b), its τ to taub[i].
+// (sweeps (g0 + i) ℓ .. + ℓ) at block row j0 + 2i; its vectors go to vb[i] (ldv x ℓ, column q
+// = sweep (g0 + i) ℓ + q at rows q .. q + b, zero elsewhere), its τ to taub[i].
 template <typename T>
 __global__ void WaveBlocksKernel(const T* v2, const T* tau2, int64_t n, int64_t b, int64_t ell,
-                                 int64_t g0, int64_t j0, int64_t count, T* vb, T* taub) {
-  const int64_t h = b + ell - 1, per = h * ell;
+                                 int64_t g0, int64_t j0, int64_t count, int64_t ldv, T* vb,
+                                 T* taub) {
+  const int64_t per = ldv * ell;
   const int64_t total = count * per;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t i = idx / per, r = idx % per % h, q = idx % per / h;
+    const int64_t i = idx / per, r = idx % per % ldv, q = idx % per / ldv;
     const int64_t g = g0 + i, j = j0 + 2 * i, s = g * ell + q;
     const int64_t sweeps = min(n - 2, n - 1 - (j - 1) * b);
     const T tau = s < sweeps ? tau2[ChaseOffset(n, b, j) + s] : Make<T>(0.0, 0.0);
@@ -196,13 +197,14 @@ cudaError_t PhaseRows(Dtype dt, const void* q, int64_t ldq, const void* phase, i
 }
 
 cudaError_t WaveBlocks(Dtype dt, const void* v2, const void* tau2, int64_t n, int64_t b,
-                       int64_t ell, int64_t g0, int64_t j0, int64_t count, void* vb, void* taub,
-                       cudaStream_t stream) {
+                       int64_t ell, int64_t g0, int64_t j0, int64_t count, int64_t ldv, void* vb,
+                       void* taub, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
+  if (ldv < b + ell - 1) return cudaErrorInvalidValue;
   return Dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
-    WaveBlocksKernel<T><<<Blocks(count * (b + ell - 1) * ell), kThreads, 0, stream>>>(
-        static_cast<const T*>(v2), static_cast<const T*>(tau2), n, b, ell, g0, j0, count,
+    WaveBlocksKernel<T><<<Blocks(count * ldv * ell), kThreads, 0, stream>>>(
+        static_cast<const T*>(v2), static_cast<const T*>(tau2), n, b, ell, g0, j0, count, ldv,
         static_cast<T*>(vb), static_cast<T*>(taub));
   });
 }

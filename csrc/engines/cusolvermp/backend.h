@@ -330,9 +330,24 @@ class Backend {
 
   template <typename T>
   Status WaveBlocks(const Lane& lane, const T* v2, const T* tau2, int64_t n, int64_t b, int64_t ell,
-                    int64_t g0, int64_t j0, int64_t count, T* vb, T* taub) {
-    JAXMG_CUDA(cuda::WaveBlocks(KernelType<T>(), v2, tau2, n, b, ell, g0, j0, count, vb, taub,
+                    int64_t g0, int64_t j0, int64_t count, int64_t ldv, T* vb, T* taub) {
+    JAXMG_CUDA(cuda::WaveBlocks(KernelType<T>(), v2, tau2, n, b, ell, g0, j0, count, ldv, vb, taub,
                                 lane.stream));
+    return Status();
+  }
+
+  // Q₂'s fused wave (cuda/band.h WaveApply: float64 on the tensor cores); the W scratch is the
+  // CPU backend's.
+  template <typename T>
+  bool WaveApplies(int64_t b, int64_t ell) const {
+    return cuda::WaveApplies(KernelType<T>(), b, ell);
+  }
+  template <typename T>
+  Status WaveApply(const Lane& lane, const T* vb, int64_t ldv, const T* t, int64_t b, int64_t ell,
+                   int64_t count, T* z, int64_t ldz, int64_t stride, int64_t cols, T* /*w*/,
+                   int64_t /*w_count*/) {
+    JAXMG_CUDA(cuda::WaveApply(KernelType<T>(), vb, ldv, t, b, ell, count, z, ldz, stride, cols,
+                               lane.stream));
     return Status();
   }
 

@@ -79,21 +79,29 @@ Status Engine::BandEigh(void* w) {
   const algorithms::BandShape s = BandShapeOf(n, t, lr, b);
   const size_t es = sizeof(T);
   algorithms::EighTuning tune;
-  // ℓ: sweeps per Q₂ block (JAXMG_EIG_Q2_GROUP, default b; at most 128 and ℓ² elements in
-  // 160 KB, the factor kernel's shared memory). At N = 32768 on one H200, ℓ = 128 (b = 64) took
-  // 9.2 s against 8.3 s for ℓ = 64: its blocks hold more zeros than their larger products gain.
+  // ℓ: sweeps per Q₂ block (JAXMG_EIG_Q2_GROUP, default min(b, 64); at most 128 and ℓ² elements
+  // in 160 KB, the factor kernel's shared memory). At N = 32768 on one H200, ℓ = 128 (b = 64)
+  // took 9.2 s against 8.3 s for ℓ = 64, and at b = 128 ℓ = 128 5.37 s against 5.16 s for 64 in
+  // Q₂: their blocks hold more zeros than their larger products gain.
   const char* group_env = std::getenv("JAXMG_EIG_Q2_GROUP");
-  int64_t ell = std::clamp<int64_t>(group_env != nullptr ? std::atoll(group_env) : b, 1, 128);
+  int64_t ell = std::clamp<int64_t>(
+      group_env != nullptr ? std::atoll(group_env) : std::min<int64_t>(b, 64), 1, 128);
   while (ell > 1 && static_cast<int64_t>(es) * ell * ell > (int64_t{160} << 10)) ell /= 2;
   tune.ell = ell;
-  // Q₂'s W as Wᴴ = Zᴴ V (Z's columns the long side: 7.10 s against 7.35 s for W = Vᴴ Z at
-  // N = 32768 on one H200; JAXMG_EIG_Q2_ROWS=0 takes the latter).
+  // Q₂'s waves: JAXMG_EIG_Q2=fused (the default where it applies: float64, ℓ a multiple of 8 up
+  // to 64) applies each block in one pass over Z on the tensor cores (cuda::WaveApply);
+  // JAXMG_EIG_Q2=gemm keeps the three cuBLAS products, W as Wᴴ = Zᴴ V (Z's columns the long
+  // side: 7.10 s against 7.35 s for W = Vᴴ Z at N = 32768 on one H200; JAXMG_EIG_Q2_ROWS=0 takes
+  // the latter).
+  const char* q2_env = std::getenv("JAXMG_EIG_Q2");
+  tune.fused_q2 = (q2_env == nullptr || std::string(q2_env) != "gemm") &&
+                  cuda::WaveApplies(KernelType<T>(), b, ell);
   const char* rows_env = std::getenv("JAXMG_EIG_Q2_ROWS");
   tune.rows_first = rows_env == nullptr || std::string(rows_env) != "0";
   // JAXMG_EIG_Q1_WIDTH: the panels joined in Q₁ (a multiple of b dividing t; default t).
   const char* width_env = std::getenv("JAXMG_EIG_Q1_WIDTH");
   tune.q1_width = width_env != nullptr ? std::atoll(width_env) : t;
-  tune.wave_bytes = int64_t{1} << 30;
+  tune.wave_bytes = tune.fused_q2 ? 0 : int64_t{1} << 30;  // W: the products' scratch
   // local_b_: Stedc's real vectors, until the eigenvectors are written there at the end.
   Status local = Scratch(es * std::max<int64_t>(lr * local_cols_, 1), &local_b_);
   if (local.ok()) {

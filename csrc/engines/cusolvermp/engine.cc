@@ -36,7 +36,7 @@ Status Descriptor::Create(Context& c, cudaDataType dt, int64_t m, int64_t n, int
 }
 
 Status Engine::Scratch(size_t bytes, void** out) {
-  void* p = scratch_.Allocate(std::max<size_t>(bytes, 256), 16);
+  void* p = scratch_.Allocate(std::max<size_t>(bytes, 256), 256);  // aligned for any fragment
   if (p == nullptr) {
     return Status::Error("jaxmg: XLA could not provide " + std::to_string(bytes) +
                          " bytes of GPU scratch (lower XLA_PYTHON_CLIENT_MEM_FRACTION to leave "

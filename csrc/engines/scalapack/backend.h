@@ -164,9 +164,19 @@ class Backend {
                    int64_t cols, T* z, int64_t ldz);
   template <typename T>
   Status WaveBlocks(const Lane&, const T* v2, const T* tau2, int64_t n, int64_t b, int64_t ell,
-                    int64_t g0, int64_t j0, int64_t count, T* vb, T* taub);
+                    int64_t g0, int64_t j0, int64_t count, int64_t ldv, T* vb, T* taub);
   template <typename T>
   Status WaveFactors(const Lane&, const T* s, const T* taub, int64_t ell, int64_t count, T* t);
+  // Q₂'s fused wave (algorithms/band_chase.h): per block, W = Vᴴ Z, W = T W, Z −= V W over
+  // column chunks that fit `w` (w_count elements: two ℓ x chunk halves).
+  template <typename T>
+  bool WaveApplies(int64_t, int64_t ell) const {
+    return ell >= 1;
+  }
+  template <typename T>
+  Status WaveApply(const Lane&, const T* vb, int64_t ldv, const T* t, int64_t b, int64_t ell,
+                   int64_t count, T* z, int64_t ldz, int64_t stride, int64_t cols, T* w,
+                   int64_t w_count);
   template <typename T>
   Status GemmStrided(const Lane&, bool adjoint_a, bool adjoint_b, int64_t m, int64_t n, int64_t k,
                      T alpha, const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb,

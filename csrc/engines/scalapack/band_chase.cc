@@ -239,8 +239,9 @@ Status Backend::PhaseRows(const Lane&, const RealOf<T>* q, int64_t ldq, const T*
 
 template <typename T>
 Status Backend::WaveBlocks(const Lane&, const T* v2, const T* tau2, int64_t n, int64_t b,
-                           int64_t ell, int64_t g0, int64_t j0, int64_t count, T* vb, T* taub) {
-  const int64_t h = b + ell - 1;
+                           int64_t ell, int64_t g0, int64_t j0, int64_t count, int64_t ldv, T* vb,
+                           T* taub) {
+  const int64_t h = ldv;  // b + ℓ − 1 rows, and zeros below
   for (int64_t i = 0; i < count; ++i) {
     const int64_t g = g0 + i, j = j0 + 2 * i;
     const int64_t at = algorithms::ChaseOffset(n, b, j), sweeps = algorithms::ChaseSweeps(n, b, j);
@@ -286,6 +287,29 @@ Status Backend::GemmStrided(const Lane& lane, bool adjoint_a, bool adjoint_b, in
   for (int64_t i = 0; i < count; ++i) {
     JAXMG_RETURN_IF_ERROR(Gemm(lane, adjoint_a, adjoint_b, m, n, k, alpha, a + i * stride_a, lda,
                                b + i * stride_b, ldb, beta, c + i * stride_c, ldc));
+  }
+  return Status();
+}
+
+template <typename T>
+Status Backend::WaveApply(const Lane& lane, const T* vb, int64_t ldv, const T* t, int64_t b,
+                          int64_t ell, int64_t count, T* z, int64_t ldz, int64_t stride,
+                          int64_t cols, T* w, int64_t w_count) {
+  const int64_t h = b + ell - 1, chunk = std::min(cols, w_count / (2 * ell));
+  if (chunk < 1) return JAXMG_ERROR("Q2's wave scratch holds no column");
+  T* w2 = w + ell * chunk;
+  for (int64_t i = 0; i < count; ++i) {
+    const T* v = vb + i * ldv * ell;
+    for (int64_t c0 = 0; c0 < cols; c0 += chunk) {
+      const int64_t cw = std::min(chunk, cols - c0);
+      T* zc = z + i * stride + c0 * ldz;
+      JAXMG_RETURN_IF_ERROR(
+          Gemm(lane, true, false, ell, cw, h, T(1), v, ldv, zc, ldz, T(0), w, ell));
+      JAXMG_RETURN_IF_ERROR(Gemm(lane, false, false, ell, cw, ell, T(1), t + i * ell * ell, ell, w,
+                                 ell, T(0), w2, ell));
+      JAXMG_RETURN_IF_ERROR(
+          Gemm(lane, false, false, h, cw, ell, T(-1), v, ldv, w2, ell, T(1), zc, ldz));
+    }
   }
   return Status();
 }
@@ -345,7 +369,10 @@ Status Backend::GridAdjoint(int64_t n, int64_t t, int64_t ld, const U* q, U* y) 
   template Status Backend::PhaseRows<T>(const Lane&, const RealOf<T>*, int64_t, const T*, int64_t, \
                                         int64_t, T*, int64_t);                                     \
   template Status Backend::WaveBlocks<T>(const Lane&, const T*, const T*, int64_t, int64_t,        \
-                                         int64_t, int64_t, int64_t, int64_t, T*, T*);              \
+                                         int64_t, int64_t, int64_t, int64_t, int64_t, T*, T*);     \
+  template Status Backend::WaveApply<T>(const Lane&, const T*, int64_t, const T*, int64_t,         \
+                                        int64_t, int64_t, T*, int64_t, int64_t, int64_t, T*,       \
+                                        int64_t);                                                  \
   template Status Backend::WaveFactors<T>(const Lane&, const T*, const T*, int64_t, int64_t, T*);  \
   template Status Backend::GemmStrided<T>(const Lane&, bool, bool, int64_t, int64_t, int64_t, T,   \
                                           const T*, int64_t, int64_t, const T*, int64_t, int64_t,  \

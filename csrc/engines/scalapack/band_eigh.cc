@@ -53,6 +53,10 @@ Status Engine::TwoStageEigh(bool vectors, RealOf<T>* w, int* info) {
     algorithms::EighTuning tune;
     tune.ell = s.b;
     tune.wave_bytes = int64_t{64} << 20;
+    // JAXMG_EIG_Q2=fused: each wave block through the backend's WaveApply (the GPU's default
+    // path, here over BLAS) rather than the batched products.
+    const char* q2 = std::getenv("JAXMG_EIG_Q2");
+    tune.fused_q2 = q2 != nullptr && std::string(q2) == "fused";
     T* z = nullptr;
     int64_t ldz = 0;
     // Stedc's real vectors in local_b_ (distributed as the matrix), until the eigenvectors.
