@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,7 +37,14 @@ Status Descriptor::Create(Context& c, cudaDataType dt, int64_t m, int64_t n, int
 }
 
 Status Engine::Scratch(size_t bytes, void** out) {
-  void* p = scratch_.Allocate(std::max<size_t>(bytes, 256), 256);  // aligned for any fragment
+  // 256-byte aligned (the tensor-core fragments need 32): XLA's allocator takes alignments up
+  // to 16 only, so 240 bytes more and the pointer rounded up.
+  constexpr size_t kAlign = 256, kGiven = 16;
+  void* p = scratch_.Allocate(std::max<size_t>(bytes, kAlign) + kAlign - kGiven, kGiven);
+  if (p != nullptr) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+    p = reinterpret_cast<void*>((at + kAlign - 1) / kAlign * kAlign);
+  }
   if (p == nullptr) {
     return Status::Error("jaxmg: XLA could not provide " + std::to_string(bytes) +
                          " bytes of GPU scratch (lower XLA_PYTHON_CLIENT_MEM_FRACTION to leave "
