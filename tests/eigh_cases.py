@@ -50,6 +50,13 @@ def eigh_case(mesh, dtype_name, n, tile, variant=""):
     stages on 1-D grids, or p?syevd)."""
     import jaxmg
 
+    if variant.endswith("-fused"):
+        # Q₂'s waves through the backend's WaveApply (the GPU's tensor-core path, here over BLAS).
+        os.environ["JAXMG_EIG_Q2"] = "fused"
+        try:
+            return eigh_case(mesh, dtype_name, n, tile, variant.removesuffix("-fused"))
+        finally:
+            del os.environ["JAXMG_EIG_Q2"]
     for engine_choice in ("two-stage", "scalapack"):
         if variant == engine_choice or variant.startswith(engine_choice + "-"):
             os.environ["JAXMG_CPU_EIGH"] = engine_choice
@@ -208,8 +215,8 @@ def two_stage_plan(n):
     """[(name, kind, params)]: the CPU engine's two stages with eigenvectors (JAXMG_CPU_EIGH=
     two-stage; its default for eigenvalues alone, so the plain "values" cases take them on 1-D
     grids): four dtypes at bands 4 and 5 (tiles that divide n and pad), degenerate and clustered
-    spectra, a user's jit, bands 40 and 64 on larger matrices; and p?syevd for eigenvalues alone
-    (JAXMG_CPU_EIGH=scalapack)."""
+    spectra, a user's jit, Q₂ through the backend's fused WaveApply (JAXMG_EIG_Q2=fused), bands 40
+    and 64 on larger matrices; and p?syevd for eigenvalues alone (JAXMG_CPU_EIGH=scalapack)."""
     from solve_plan import DTYPE_NAMES
 
     plan = []
@@ -224,6 +231,8 @@ def two_stage_plan(n):
     for variant in ("degenerate", "clustered", "jit"):
         add("float64", 5, f"two-stage-{variant}")
     add("complex128", 4, "two-stage-degenerate")
+    add("float64", 8, "two-stage-fused")
+    add("complex64", 5, "two-stage-clustered-fused")
     add("float64", 64, "two-stage", 144)
     add("complex64", 40, "two-stage-clustered", 144)
     add("float64", 5, "scalapack-values")

@@ -4,9 +4,11 @@
 #include "algorithms/band_eigh.h"
 
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "common/scalar.h"
 #include "cuda/band.h"
@@ -18,11 +20,22 @@
 namespace jaxmg::cusolvermp {
 
 template <typename T>
-int64_t Engine::EigBand(int64_t t) {
-  // JAXMG_EIG_BAND: the widest band tried (default 64; algorithms/band_reduce.h BandWidth), up
-  // to the chase's widest (cuda::MaxChaseBand: 128, 64 for complex128).
+int64_t Engine::EigBand(int64_t t, int64_t n, bool vectors) {
+  // JAXMG_EIG_BAND: the widest band tried (algorithms/band_reduce.h BandWidth), up to the chase's
+  // widest (cuda::MaxChaseBand: 128, 64 for complex128). Default, by measurement on one H200
+  // (random matrices; bench/results/eigsweep_b_l_random_h200x1_54f15a8.json): 128 with
+  // eigenvectors for float64 and complex64 from n = 16384 (float64 N = 32768: 11.66 s against
+  // 13.42 s; Q₂ 5.16 against 7.08 s and the band reduction 2.1 against 2.5 s outweigh the chase,
+  // 1.48 against 0.87 s; N = 16384: 2.14 against 2.16 s; complex64 16384: 3.63 against 3.92 s);
+  // otherwise 64 (float32 16384: 1.89 against 1.85 s; eigenvalues alone, where the chase
+  // weighs most: 3.78 against 3.68 s at N = 32768).
   const char* value = std::getenv("JAXMG_EIG_BAND");
-  return algorithms::BandWidth(t, value != nullptr ? std::atoll(value) : 64,
+  const bool wide = vectors && n >= 16384 &&
+                    (std::is_same_v<T, double> || std::is_same_v<T, std::complex<float>>);
+  return algorithms::BandWidth(t,
+                               value != nullptr ? std::atoll(value)
+                               : wide           ? 128
+                                                : 64,
                                cuda::MaxChaseBand(KernelType<T>()));
 }
 
@@ -34,7 +47,7 @@ bool Engine::UseTwoStage(const char* variable, int64_t t) const {
   const char* choice = std::getenv(variable);
   const std::string c = choice != nullptr ? choice : "";
   const bool wanted = c == "two-stage" || (c.empty() && ctx_.nprow * ctx_.npcol == 1);
-  return wanted && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand<double>(t) > 0;
+  return wanted && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand<double>(t, 0, false) > 0;
 }
 
 bool Engine::UseBandEigenvalues(int64_t t) const { return UseTwoStage("JAXMG_GPU_EIGVALS", t); }
@@ -60,9 +73,9 @@ template <typename T>
 Status Engine::BandEigenvalues(const BandSource& src, void* w) {
   StepTimer timer("BandEigenvalues", stream_);
   Backend backend(*this);
-  JAXMG_RETURN_IF_ERROR(
-      algorithms::TwoStageValues<T>(backend, BandShapeOf(src.n, src.t, src.lr, EigBand<T>(src.t)),
-                                    static_cast<T*>(src.a), static_cast<RealOf<T>*>(w)));
+  JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(
+      backend, BandShapeOf(src.n, src.t, src.lr, EigBand<T>(src.t, src.n, false)),
+      static_cast<T*>(src.a), static_cast<RealOf<T>*>(w)));
   if (DebugParts()) PrintParts("BandEigenvalues");
   // No solver status: AgreeValues reads small_[0] as one (non-finite eigenvalues still count).
   JAXMG_RETURN_IF_ERROR(Small());
@@ -75,7 +88,7 @@ Status Engine::BandEigh(void* w) {
   StepTimer timer("BandEigh", stream_);
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
-  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, b = EigBand<T>(t);
+  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, b = EigBand<T>(t, n, true);
   const algorithms::BandShape s = BandShapeOf(n, t, lr, b);
   const size_t es = sizeof(T);
   algorithms::EighTuning tune;
@@ -88,13 +101,14 @@ Status Engine::BandEigh(void* w) {
       group_env != nullptr ? std::atoll(group_env) : std::min<int64_t>(b, 64), 1, 128);
   while (ell > 1 && static_cast<int64_t>(es) * ell * ell > (int64_t{160} << 10)) ell /= 2;
   tune.ell = ell;
-  // Q₂'s waves: JAXMG_EIG_Q2=fused (the default where it applies: float64, ℓ a multiple of 8 up
-  // to 64) applies each block in one pass over Z on the tensor cores (cuda::WaveApply);
-  // JAXMG_EIG_Q2=gemm keeps the three cuBLAS products, W as Wᴴ = Zᴴ V (Z's columns the long
-  // side: 7.10 s against 7.35 s for W = Vᴴ Z at N = 32768 on one H200; JAXMG_EIG_Q2_ROWS=0 takes
-  // the latter).
+  // Q₂'s waves: by default three cuBLAS products, W as Wᴴ = Zᴴ V (Z's columns the long side:
+  // 7.10 s against 7.35 s for W = Vᴴ Z at N = 32768 on one H200; JAXMG_EIG_Q2_ROWS=0 takes the
+  // latter). JAXMG_EIG_Q2=fused applies each block in one pass over Z on the tensor cores
+  // (cuda::WaveApply, where it applies: float64, ℓ a multiple of 8 up to 64): correct, but
+  // slower as it stands (Q₂ 6.64 s against 5.16 s at N = 32768, b = 128, ℓ = 64;
+  // bench/results/eigsweep_q2_fused_random_h200x1_0968828.json).
   const char* q2_env = std::getenv("JAXMG_EIG_Q2");
-  tune.fused_q2 = (q2_env == nullptr || std::string(q2_env) != "gemm") &&
+  tune.fused_q2 = q2_env != nullptr && std::string(q2_env) == "fused" &&
                   cuda::WaveApplies(KernelType<T>(), b, ell);
   const char* rows_env = std::getenv("JAXMG_EIG_Q2_ROWS");
   tune.rows_first = rows_env == nullptr || std::string(rows_env) != "0";

@@ -193,10 +193,10 @@ class Engine {
   bool UseOwnQr() const;
   // Eigenvalues in two stages on 1 x P and P x 1 grids (algorithms/band_eigh.h over the
   // backend; band_eigh.cc): the band reduction over the devices, then the bulge chase and
-  // bisection on rank 0. EigBand<T>: the band's width for tile t (0: the two stages do not
-  // apply).
+  // bisection on rank 0. EigBand<T>: the band's width for tile t and order n, with or without
+  // eigenvectors (0: the two stages do not apply).
   template <typename T>
-  static int64_t EigBand(int64_t t);
+  static int64_t EigBand(int64_t t, int64_t n, bool vectors);
   bool UseTwoStage(const char* variable, int64_t t) const;
   bool UseBandEigenvalues(int64_t t) const;
   // The Hermitian matrix the two stages reduce: n x n in tiles of t on the grid (lr local rows),
