@@ -2,7 +2,8 @@
 //
 // Every solve target binds the same operands, results and attributes (BindSolve), so the CPU and
 // GPU targets take the same call from jaxmg/_core/routine.py. A handler:
-//   1. checks every buffer against the attributes (a bad attribute is an out-of-bounds access);
+//   1. checks every buffer against the attributes (a bad attribute is an out-of-bounds access)
+//      and decodes the call's configuration (ffi/config.h: algorithm choices, tuning, test hooks);
 //   2. makes the layout plan (relabel, pad or redistribute; symmetric or general);
 //   3. builds the engine for this call (E, from the engine's own bindings: grid, stream, scratch);
 //   4. dispatches the dtype and runs the routine R<E, T> (csrc/routines/), which calls only the
@@ -17,7 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/chunk.h"
+#include "common/deferred.h"
+#include "ffi/config.h"
 #include "ffi/dispatch.h"
 #include "layout/layout.h"
 #include "routines/contract.h"
@@ -51,25 +53,24 @@ auto BindSolve(Binding binding) {
       .template Attr<ffi::Span<const int64_t>>("ranks")  // MPI rank per mesh position, or empty
       .template Attr<int64_t>("thread")
       .template Attr<int64_t>("check_symmetry")
-      .template Attr<int64_t>("cols");  // columns of the matrix handed (rectangular routines)
+      .template Attr<int64_t>("cols")  // columns of the matrix handed (rectangular routines)
+      .template Attr<ffi::Dictionary>("config");  // jaxmg.config (ffi/config.h)
 }
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
 // is read by the caller: on the CPU it is host memory, on the GPU device memory).
-inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
-                         ::xla::ffi::Buffer<::xla::ffi::S32> position,
-                         ::xla::ffi::Buffer<::xla::ffi::S32> pivots_in,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
-                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
-                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
-                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out,
-                         int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
-                         int64_t force_redistribute, int64_t transposed,
-                         ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
-                         int64_t check_symmetry, int64_t cols, bool reads_factor, bool rectangular,
-                         bool own_solution, bool second_matrix, SolveAttrs* attrs, SolveIo* io) {
+inline Status CheckSolve(
+    const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
+    ::xla::ffi::Buffer<::xla::ffi::S32> position, ::xla::ffi::Buffer<::xla::ffi::S32> pivots_in,
+    ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work, ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
+    ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
+    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
+    ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
+    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out, int64_t n,
+    int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
+    int64_t transposed, ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
+    int64_t check_symmetry, int64_t cols, const ::xla::ffi::Dictionary& config, bool reads_factor,
+    bool rectangular, bool own_solution, bool second_matrix, SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
   attrs->n = n;
@@ -84,6 +85,7 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
   attrs->thread = thread;
   attrs->check_symmetry = check_symmetry != 0;
   auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
+  if (Status s = DecodeConfig(config, &attrs->config); !s.ok()) return fail(s.message());
   if (attrs->mesh_rows <= 0 || attrs->mesh_cols <= 0 || attrs->n < 0 || attrs->cols < 0 ||
       (!rectangular && attrs->cols != attrs->n)) {
     return fail("bad mesh or order");
@@ -192,6 +194,7 @@ struct SecondMatrix<R, std::void_t<decltype(R::kSecondMatrix)>>
 template <class R, class E>
 Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, const SolveAttrs& attrs,
                 const SolveIo& io) {
+  const TestFailureScope hook(attrs.config.test_fail);  // the test hook, for this call's steps
   return engine.Finish(ffi_util::DispatchFloating(dtype, routine, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return R::template Run<E, T>(engine, attrs, io);

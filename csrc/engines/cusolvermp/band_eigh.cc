@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 #include "common/scalar.h"
 #include "cuda/kernels.h"
@@ -16,30 +14,28 @@
 
 namespace jaxmg::cusolvermp {
 
-int64_t Engine::EigBand(int64_t t) {
-  // JAXMG_EIG_BAND: the widest band tried (default 64; algorithms/band_reduce.h BandWidth).
-  const char* value = std::getenv("JAXMG_EIG_BAND");
-  return algorithms::BandWidth(t, value != nullptr ? std::atoll(value) : 64);
+int64_t Engine::EigBand(int64_t t) const {
+  // config.eig_band: the widest band tried (default 64; algorithms/band_reduce.h BandWidth).
+  return algorithms::BandWidth(t, config_.eig_band);
 }
 
-// Which eigensolver: JAXMG_GPU_EIGVALS (eigenvalues alone) or JAXMG_GPU_EIGH (with vectors)
-// set to "cusolvermp" or "two-stage" decides; unset, one GPU takes the two stages and grids of
+// Which eigensolver: config.gpu_eigvals (eigenvalues alone) or config.gpu_eigh (with vectors)
+// set to "cusolvermp" or "two-stage" decides; "auto", one GPU takes the two stages and grids of
 // several take cuSOLVERMp's Syevd, until the two stages' runs on several GPUs (their
 // collectives, and the P x 1 transposes) have been measured there.
-bool Engine::UseTwoStage(const char* variable, int64_t t) const {
-  const char* choice = std::getenv(variable);
-  const std::string c = choice != nullptr ? choice : "";
-  const bool wanted = c == "two-stage" || (c.empty() && ctx_.nprow * ctx_.npcol == 1);
+bool Engine::UseTwoStage(Choice choice, int64_t t) const {
+  const bool wanted =
+      choice == Choice::kOwn || (choice == Choice::kAuto && ctx_.nprow * ctx_.npcol == 1);
   return wanted && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand(t) > 0;
 }
 
-bool Engine::UseBandEigenvalues(int64_t t) const { return UseTwoStage("JAXMG_GPU_EIGVALS", t); }
+bool Engine::UseBandEigenvalues(int64_t t) const { return UseTwoStage(config_.gpu_eigvals, t); }
 
 Engine::BandSource Engine::EngineMatrix() const {
   return BandSource{work_, state_.plan.cols.extent, state_.plan.tile, local_rows_};
 }
 
-bool Engine::UseBandEigh() const { return UseTwoStage("JAXMG_GPU_EIGH", state_.plan.tile); }
+bool Engine::UseBandEigh() const { return UseTwoStage(config_.gpu_eigh, state_.plan.tile); }
 
 algorithms::BandShape Engine::BandShapeOf(int64_t n, int64_t t, int64_t lr, int64_t b) const {
   algorithms::BandShape s;
@@ -75,20 +71,17 @@ Status Engine::BandEigh(void* w) {
   const algorithms::BandShape s = BandShapeOf(n, t, lr, b);
   const size_t es = sizeof(T);
   algorithms::EighTuning tune;
-  // ℓ: sweeps per Q₂ block (JAXMG_EIG_Q2_GROUP, default b; at most 128 and ℓ² elements in
+  // ℓ: sweeps per Q₂ block (config.eig_q2_group, 0: b; at most 128 and ℓ² elements in
   // 160 KB, the factor kernel's shared memory). At N = 32768 on one H200, ℓ = 128 (b = 64) took
   // 9.2 s against 8.3 s for ℓ = 64: its blocks hold more zeros than their larger products gain.
-  const char* group_env = std::getenv("JAXMG_EIG_Q2_GROUP");
-  int64_t ell = std::clamp<int64_t>(group_env != nullptr ? std::atoll(group_env) : b, 1, 128);
+  const int64_t group = config_.eig_q2_group;
+  int64_t ell = std::clamp<int64_t>(group > 0 ? group : b, 1, 128);
   while (ell > 1 && static_cast<int64_t>(es) * ell * ell > (int64_t{160} << 10)) ell /= 2;
   tune.ell = ell;
-  // Q₂'s W as Wᴴ = Zᴴ V (Z's columns the long side: 7.10 s against 7.35 s for W = Vᴴ Z at
-  // N = 32768 on one H200; JAXMG_EIG_Q2_ROWS=0 takes the latter).
-  const char* rows_env = std::getenv("JAXMG_EIG_Q2_ROWS");
-  tune.rows_first = rows_env == nullptr || std::string(rows_env) != "0";
-  // JAXMG_EIG_Q1_WIDTH: the panels joined in Q₁ (a multiple of b dividing t; default t).
-  const char* width_env = std::getenv("JAXMG_EIG_Q1_WIDTH");
-  tune.q1_width = width_env != nullptr ? std::atoll(width_env) : t;
+  // Q₂'s W as Wᴴ = Zᴴ V (EighTuning's default; Z's columns the long side: 7.10 s against 7.35 s
+  // for W = Vᴴ Z at N = 32768 on one H200).
+  // config.eig_q1_width: the panels joined in Q₁ (a multiple of b dividing t; 0: t).
+  tune.q1_width = config_.eig_q1_width > 0 ? config_.eig_q1_width : t;
   tune.wave_bytes = int64_t{1} << 30;
   // local_b_: Stedc's real vectors, until the eigenvectors are written there at the end.
   Status local = Scratch(es * std::max<int64_t>(lr * local_cols_, 1), &local_b_);
