@@ -13,7 +13,8 @@
 
 namespace jaxmg::ffi_util {
 
-inline Status DecodeConfig(const ::xla::ffi::Dictionary& d, Config* out) {
+// `target` names the call in the error.
+inline Status DecodeConfig(const char* target, const ::xla::ffi::Dictionary& d, Config* out) {
   Config c;
   std::vector<std::string_view> known;
   std::string bad;  // the first problem
@@ -62,7 +63,8 @@ inline Status DecodeConfig(const ::xla::ffi::Dictionary& d, Config* out) {
     if (!found) bad = "unknown field " + std::string(*it);
   }
   if (!bad.empty()) {
-    return Status::Error("the call's config attribute does not fit this native library (" + bad +
+    return Status::Error(std::string(target) +
+                         ": the call's config attribute does not fit this native library (" + bad +
                          "): the Python package and libjaxmg come from different builds; "
                          "reinstall jaxmg");
   }

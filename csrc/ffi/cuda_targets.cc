@@ -64,8 +64,9 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
   Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
                                   sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
                                   force_redistribute, transposed, ranks, thread, check_symmetry,
-                                  cols, config, ReadsFactor<R>::value, Rectangular<R>::value,
+                                  cols, ReadsFactor<R>::value, Rectangular<R>::value,
                                   OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
+  if (s.ok()) s = ffi_util::DecodeConfig(target, config, &attrs.config);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
   s = mp::FindContext(context, device, &ctx);  // this device's of the mesh's contexts

@@ -54,23 +54,25 @@ auto BindSolve(Binding binding) {
       .template Attr<int64_t>("thread")
       .template Attr<int64_t>("check_symmetry")
       .template Attr<int64_t>("cols")  // columns of the matrix handed (rectangular routines)
-      .template Attr<ffi::Dictionary>("config");  // jaxmg.config (ffi/config.h)
+      .template Attr<ffi::Dictionary>("config");  // jaxmg.config (ffi/config.h DecodeConfig)
 }
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
 // is read by the caller: on the CPU it is host memory, on the GPU device memory).
-inline Status CheckSolve(
-    const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
-    ::xla::ffi::Buffer<::xla::ffi::S32> position, ::xla::ffi::Buffer<::xla::ffi::S32> pivots_in,
-    ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work, ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
-    ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
-    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
-    ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
-    ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out, int64_t n,
-    int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
-    int64_t transposed, ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
-    int64_t check_symmetry, int64_t cols, const ::xla::ffi::Dictionary& config, bool reads_factor,
-    bool rectangular, bool own_solution, bool second_matrix, SolveAttrs* attrs, SolveIo* io) {
+inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi::AnyBuffer b,
+                         ::xla::ffi::Buffer<::xla::ffi::S32> position,
+                         ::xla::ffi::Buffer<::xla::ffi::S32> pivots_in,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> a_work,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> x,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> logdet,
+                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
+                         ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
+                         ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out,
+                         int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
+                         int64_t force_redistribute, int64_t transposed,
+                         ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
+                         int64_t check_symmetry, int64_t cols, bool reads_factor, bool rectangular,
+                         bool own_solution, bool second_matrix, SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
   attrs->n = n;
@@ -85,7 +87,6 @@ inline Status CheckSolve(
   attrs->thread = thread;
   attrs->check_symmetry = check_symmetry != 0;
   auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
-  if (Status s = DecodeConfig(config, &attrs->config); !s.ok()) return fail(s.message());
   if (attrs->mesh_rows <= 0 || attrs->mesh_cols <= 0 || attrs->n < 0 || attrs->cols < 0 ||
       (!rectangular && attrs->cols != attrs->n)) {
     return fail("bad mesh or order");
