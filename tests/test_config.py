@@ -150,10 +150,15 @@ SCRIPT = textwrap.dedent(
 )
 
 
+# The variables these tests set (others, such as JAXMG_LIB_DIR, pass through).
+_OURS = {_config.env_name(n) for n in _config.PUBLIC} | set(_config._RETIRED)
+_OURS |= {"JAXMG_CALL_TIMEOUT"}
+
+
 def _run(tmp_path, **env):
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT],
-        env={k: v for k, v in os.environ.items() if not k.startswith("JAXMG_")} | env,
+        env={k: v for k, v in os.environ.items() if k not in _OURS} | env,
         cwd=tmp_path,
         capture_output=True,
         text=True,
