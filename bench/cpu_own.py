@@ -18,8 +18,8 @@ ScaLAPACK's, inside the routine, on P processes of one machine:
       [--mesh 2x1] [--sizes 1024 2048] [--tiles 0 64 128] [--matrix random|kms] [--reps 3]
 
 Each time is the best of `reps` calls after a warm-up (compilation), with the result ready; both
-variants run in the same processes (the switch, JAXMG_CPU_LU, JAXMG_CPU_INVERSES, JAXMG_CPU_QR or
-JAXMG_CPU_EIGH, is read at each call). The error column: the largest entry of the result's error
+variants run in the same processes, each traced under its own jaxmg.config (cpu_lu,
+cpu_inverses, cpu_qr or cpu_eigh). The error column: the largest entry of the result's error
 (lu_solve: x; potri, inv: the inverse; qr: Q R − A; eigh: A V − V diag(w); eigvalsh: w against
 NumPy's). Process 0 prints a table, writes the JSON (with the machine, the process
 count, the mesh and the commit) and, with matplotlib, a plot beside it (OUT.png). Tile 0: the
@@ -65,21 +65,21 @@ shape = tuple(int(v) for v in args.mesh.split("x")) if args.mesh else default_sh
 mesh = jax.make_mesh(shape, ("rows", "cols"))
 jax.set_mesh(mesh)
 grid, rows = NamedSharding(mesh, P("rows", "cols")), NamedSharding(mesh, P("rows", None))
-# routine: (switch, {label: value}, the library's short name)
+# routine: (jaxmg.config option, {label: value})
 ROUTINES = {
-    "lu_solve": ("JAXMG_CPU_LU", {"jaxmg 1-D LU": "own", "ScaLAPACK p?getrf": "scalapack"}),
+    "lu_solve": ("cpu_lu", {"jaxmg 1-D LU": "auto", "ScaLAPACK p?getrf": "scalapack"}),
     "potri": (
-        "JAXMG_CPU_INVERSES",
+        "cpu_inverses",
         {"jaxmg blocked inverse": "blocked", "ScaLAPACK p?potrs with I": "scalapack"},
     ),
     "inv": (
-        "JAXMG_CPU_INVERSES",
+        "cpu_inverses",
         {"jaxmg blocked inverse": "blocked", "ScaLAPACK p?getri": "scalapack"},
     ),
-    "qr": ("JAXMG_CPU_QR", {"jaxmg 1-D QR": "own", "ScaLAPACK p?geqrf+p?orgqr": "scalapack"}),
-    "eigh": ("JAXMG_CPU_EIGH", {"jaxmg two stages": "two-stage", "ScaLAPACK p?syevd": "scalapack"}),
+    "qr": ("cpu_qr", {"jaxmg 1-D QR": "auto", "ScaLAPACK p?geqrf+p?orgqr": "scalapack"}),
+    "eigh": ("cpu_eigh", {"jaxmg two stages": "two-stage", "ScaLAPACK p?syevd": "scalapack"}),
     "eigvalsh": (
-        "JAXMG_CPU_EIGH",
+        "cpu_eigh",
         {"jaxmg two stages": "two-stage", "ScaLAPACK p?syevd": "scalapack"},
     ),
 }
@@ -125,17 +125,18 @@ for n in args.sizes:
         ref = np.linalg.solve(A, B)
     a, b = jax.device_put(A, grid), jax.device_put(B, rows)
     for tile in args.tiles:
-        f = call(tile)
+        # One jitted function per variant: each keeps the configuration it was traced with.
+        fs = {label: call(tile) for label in VARIANTS}
         # The variants take turns, a call each, so that a drift of the machine's speed falls on
         # both alike.
         best = {label: float("inf") for label in VARIANTS}
         last = {}
         for rep in range(args.reps + 1):  # the first round warms up (compilation)
             for label, choice in VARIANTS.items():
-                os.environ[SWITCH] = choice
-                t0 = time.perf_counter()
-                x = f(a, b)
-                jax.block_until_ready(x)
+                with jaxmg.config.override(**{SWITCH: choice}):
+                    t0 = time.perf_counter()
+                    x = fs[label](a, b)
+                    jax.block_until_ready(x)
                 if rep > 0:
                     best[label] = min(best[label], time.perf_counter() - t0)
                 last[label] = x
@@ -154,7 +155,6 @@ for n in args.sizes:
                     n=n, tile=tile, variant=label, seconds=best[label], max_error=err, choice=choice
                 )
             )
-os.environ.pop(SWITCH, None)
 
 if jax.process_index() == 0:
     own_label, lib_label = VARIANTS

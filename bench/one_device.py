@@ -5,8 +5,9 @@ jnp.linalg.qr, jnp.linalg.inv).
   python bench/one_device.py OUT.json [--n 32768] [--nrhs 1] [--reps 3] [--only potrs,qr]
 
 jaxmg runs twice where the engine has a choice: its default (on one device: cusolverDn's potrf and
-potrs, the own LU with cusolverDn's getrs) and with JAXMG_GPU_ONE_DEVICE=cusolvermp (the
-distributed library on a 1x1 grid), read at each call, so both run in the same process. Each time
+potrs, the own LU with cusolverDn's getrs) and with jaxmg.config's gpu_one_device = "cusolvermp"
+(the distributed library on a 1x1 grid), each in a function jitted under its configuration, so
+both run in the same process. Each time
 is the best of `reps` calls after one warm-up call (compilation), with the result ready; the
 JSON also records the device, the JAX version and the commit (JAXMG_COMMIT, else git). One
 process, under 3 minutes at the defaults on an H200.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 
 import jax
@@ -69,27 +69,29 @@ with jax.default_device(dev):
 sa, sb = NamedSharding(mesh, spec_a), NamedSharding(mesh, spec_b)
 spd_s, gen_s, b_s = jax.device_put(spd, sa), jax.device_put(gen, sa), jax.device_put(b, sb)
 
+# jaxmg's functions are made anew for each configuration (a jitted function keeps the one it was
+# traced with).
 cases = {
     "potrs": (
-        jax.jit(lambda a, x: jaxmg.potrs(a, x, mesh=mesh)),
+        lambda: jax.jit(lambda a, x: jaxmg.potrs(a, x, mesh=mesh)),
         (spd_s, b_s),
         jax.jit(lambda a, x: jsl.cho_solve(jsl.cho_factor(a, lower=True), x)),
         (spd, b),
     ),
     "lu_solve": (
-        jax.jit(lambda a, x: jaxmg.lu_solve(a, x, mesh=mesh)),
+        lambda: jax.jit(lambda a, x: jaxmg.lu_solve(a, x, mesh=mesh)),
         (gen_s, b_s),
         jax.jit(lambda a, x: jsl.lu_solve(jsl.lu_factor(a), x)),
         (gen, b),
     ),
     "qr": (
-        jax.jit(lambda a: jaxmg.qr(a, mesh=mesh)),
+        lambda: jax.jit(lambda a: jaxmg.qr(a, mesh=mesh)),
         (gen_s,),
         jax.jit(lambda a: jnp.linalg.qr(a)),
         (gen,),
     ),
     "inv": (
-        jax.jit(lambda a: jaxmg.inv(a, mesh=mesh)),
+        lambda: jax.jit(lambda a: jaxmg.inv(a, mesh=mesh)),
         (gen_s,),
         jax.jit(lambda a: jnp.linalg.inv(a)),
         (gen,),
@@ -106,15 +108,14 @@ results = {
     "cases": {},
 }
 t_start = time.perf_counter()
-for name, (mg, mg_args, ref, ref_args) in cases.items():
+for name, (make, mg_args, ref, ref_args) in cases.items():
     if name not in only:
         continue
     rec = {"jax_s": best(ref, *ref_args)}
-    os.environ.pop("JAXMG_GPU_ONE_DEVICE", None)
+    mg = make()
     rec["jaxmg_s"] = best(mg, *mg_args)
-    os.environ["JAXMG_GPU_ONE_DEVICE"] = "cusolvermp"
-    rec["jaxmg_cusolvermp_s"] = best(mg, *mg_args)
-    os.environ.pop("JAXMG_GPU_ONE_DEVICE", None)
+    with jaxmg.config.override(gpu_one_device="cusolvermp"):
+        rec["jaxmg_cusolvermp_s"] = best(make(), *mg_args)
     rec["ratio_to_jax"] = rec["jaxmg_s"] / rec["jax_s"]
     if name in ("potrs", "lu_solve"):  # the answer, against JAX's
         x, xr = np.asarray(mg(*mg_args)), np.asarray(ref(*ref_args))

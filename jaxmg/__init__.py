@@ -6,6 +6,7 @@ processes, from inside jax.jit: cuSOLVERMp over NCCL on GPUs, ScaLAPACK over MPI
 
 from jaxmg import linalg
 from jaxmg._core import native as _native
+from jaxmg._core.config import config
 from jaxmg.device import device_supports_vmm
 from jaxmg.routines.context import (
     gesvd_shardmap_ctx,
@@ -36,6 +37,7 @@ __all__ = [
     "LUFactor",
     "cho_factor",
     "cho_solve",
+    "config",
     "device_supports_vmm",
     "eigh",
     "gesvd",

@@ -128,8 +128,9 @@ for stage in $STAGES; do
       # One process driving both GPUs (no launcher, no jax.distributed).
       CUDA_VISIBLE_DEVICES=0,1 timeout ${T_LOCAL:-330} "$PY" tests/gpu/solve_gpu.py local "$OUT" ;;
     fault)
-      # One rank's local failure in the middle of each own algorithm (JAXMG_TEST_FAIL): the same
-      # error everywhere, no hang, the next call right (tests/gpu/fault_gpu.py), on one GPU.
+      # One rank's local failure in the middle of each own algorithm (the test hook test_fail):
+      # the same error everywhere, no hang, the next call right (tests/gpu/fault_gpu.py), on one
+      # GPU.
       CUDA_VISIBLE_DEVICES=0 timeout ${T_FAULT:-240} "$PY" tests/gpu/fault_gpu.py single "$OUT" ;;
     onedevice)
       # potrs, lu_solve, qr and inv on a 1x1 mesh against JAX on the same GPU (bench/one_device.py).

@@ -10,8 +10,6 @@ spectra.
 
 from __future__ import annotations
 
-import os
-
 import jax
 import numpy as np
 from linalg_cases import A_SPEC, DTYPES, gather, local_scalars, place
@@ -46,24 +44,18 @@ def spectrum_of(kind, n):
 def eigh_case(mesh, dtype_name, n, tile, variant=""):
     """variant: "values" (eigenvalues only), "jit", "donate", "degenerate", "clustered", or
     "values-degenerate" and "values-clustered" (those spectra, eigenvalues only); any of them
-    after "two-stage" or "scalapack" (JAXMG_CPU_EIGH set so for the call: the CPU engine's two
-    stages on 1-D grids, or p?syevd)."""
+    after "two-stage" or "scalapack" (jaxmg.config's cpu_eigh set so for the call: the CPU
+    engine's two stages on 1-D grids, or p?syevd)."""
     import jaxmg
 
     if variant.endswith("-fused"):
         # Q₂'s waves through the backend's WaveApply (the GPU's tensor-core path, here over BLAS).
-        os.environ["JAXMG_EIG_Q2"] = "fused"
-        try:
+        with jaxmg.config.override(eig_q2="fused"):
             return eigh_case(mesh, dtype_name, n, tile, variant.removesuffix("-fused"))
-        finally:
-            del os.environ["JAXMG_EIG_Q2"]
     for engine_choice in ("two-stage", "scalapack"):
         if variant == engine_choice or variant.startswith(engine_choice + "-"):
-            os.environ["JAXMG_CPU_EIGH"] = engine_choice
-            try:
+            with jaxmg.config.override(cpu_eigh=engine_choice):
                 return eigh_case(mesh, dtype_name, n, tile, variant[len(engine_choice) + 1 :])
-            finally:
-                del os.environ["JAXMG_CPU_EIGH"]
 
     dtype = DTYPES[dtype_name]
     eps = float(np.finfo(dtype).eps)
@@ -212,11 +204,11 @@ def generalized_failure_case(mesh, kind, n, tile):
 
 
 def two_stage_plan(n):
-    """[(name, kind, params)]: the CPU engine's two stages with eigenvectors (JAXMG_CPU_EIGH=
+    """[(name, kind, params)]: the CPU engine's two stages with eigenvectors (cpu_eigh=
     two-stage; its default for eigenvalues alone, so the plain "values" cases take them on 1-D
     grids): four dtypes at bands 4 and 5 (tiles that divide n and pad), degenerate and clustered
-    spectra, a user's jit, Q₂ through the backend's fused WaveApply (JAXMG_EIG_Q2=fused), bands 40
-    and 64 on larger matrices; and p?syevd for eigenvalues alone (JAXMG_CPU_EIGH=scalapack)."""
+    spectra, a user's jit, Q₂ through the backend's fused WaveApply (eig_q2="fused"), bands 40
+    and 64 on larger matrices; and p?syevd for eigenvalues alone (cpu_eigh=scalapack)."""
     from solve_plan import DTYPE_NAMES
 
     plan = []

@@ -7,8 +7,6 @@ NumPy in complex128 with tolerances scaled by n * eps of the dtype.
 
 from __future__ import annotations
 
-import os
-
 import jax
 import numpy as np
 from jax.sharding import PartitionSpec as P
@@ -63,7 +61,7 @@ def _slogdet_errors(sign, logabsdet, a):
 def factor_case(mesh, routine, dtype_name, n, tile, variant=""):
     """One routine on one dtype and tile; variant: "jit" (inside a user's jit; for factors the
     factor crosses from one jitted function to another), "donate", "transposed" (lu: the engine
-    is handed aᵀ), "blocked" (inv: JAXMG_CPU_INVERSES=blocked, the blocked LU inverse on CPUs,
+    is handed aᵀ), "blocked" (inv: cpu_inverses=blocked, the blocked LU inverse on CPUs,
     and A⁻ᵀ, jaxmg.routines.inv.inverse_transposed, from it too)."""
     import jaxmg
 
@@ -79,20 +77,12 @@ def factor_case(mesh, routine, dtype_name, n, tile, variant=""):
         sharding = ap.sharding
         fn = lambda m: jaxmg.inv(m, T_A=tile, donate=donate, return_status=True)  # noqa: E731
         blocked = variant == "blocked"
-        saved = os.environ.get("JAXMG_CPU_INVERSES")
-        if blocked:
-            os.environ["JAXMG_CPU_INVERSES"] = "blocked"
-        try:
+        with jaxmg.config.override(**({"cpu_inverses": "blocked"} if blocked else {})):
             x, status = jax.jit(fn)(ap) if jit else fn(ap)
             if blocked:
                 from jaxmg.routines.inv import inverse_transposed
 
                 xt = gather(inverse_transposed(ap, T_A=tile)).astype(np.complex128)
-        finally:
-            if saved is None:
-                os.environ.pop("JAXMG_CPU_INVERSES", None)
-            else:
-                os.environ["JAXMG_CPU_INVERSES"] = saved
         xg = gather(x).astype(np.complex128)
         a64 = a.astype(np.complex128)
         scale = np.linalg.norm(a64, 2) * np.linalg.norm(xg, 2)

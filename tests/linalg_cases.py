@@ -126,39 +126,31 @@ class engine_path:  # noqa: N801 - a context manager used like a function
         self.path, self.platform = path, platform
 
     def __enter__(self):
-        import os
+        from jaxmg._core.testing import hooks
 
         self.saved = set(self.platforms)
         self.saved_always = set(self.always)
-        self.env = {
-            k: os.environ.get(k)
-            for k in ("JAXMG_REDISTRIBUTE", "JAXMG_GPU_LU", "JAXMG_CPU_LU", "JAXMG_CPU_INVERSES")
-        }
+        values = {}
         if self.path == "inplace":
             self.platforms.discard(self.platform)
         elif self.path == "transposed":
             self.always.add(self.platform)
         elif self.path == "redistribute":
-            os.environ["JAXMG_REDISTRIBUTE"] = "always"
+            values = {"redistribute": True}
         elif self.path == "cusolvermp":
-            os.environ["JAXMG_GPU_LU"] = "cusolvermp"
+            values = {"gpu_lu": "cusolvermp"}
         elif self.path == "scalapack":
-            os.environ["JAXMG_CPU_LU"] = "scalapack"
-            os.environ["JAXMG_CPU_INVERSES"] = "scalapack"
+            values = {"cpu_lu": "scalapack", "cpu_inverses": "scalapack"}
+        self.hooks = hooks(**values)
+        self.hooks.__enter__()
         return self
 
     def __exit__(self, *exc):
-        import os
-
+        self.hooks.__exit__(*exc)
         self.platforms.clear()
         self.platforms.update(self.saved)
         self.always.clear()
         self.always.update(self.saved_always)
-        for key, value in self.env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def solve_case(mesh, routine, dtype_name, n, tile, k, path="default", pad=True):

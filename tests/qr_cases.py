@@ -10,8 +10,6 @@ keeps at a few eps whatever the conditioning.
 
 from __future__ import annotations
 
-import os
-
 import jax
 import numpy as np
 from jax.sharding import PartitionSpec as P
@@ -50,17 +48,13 @@ def qr_case(mesh, routine, dtype_name, m, n, tile, k=3, variant=""):
     tol = _tolerance(m, dtype)
     rec = dict(n=n, m=m, eps=float(np.finfo(dtype).eps), tol=tol)
     if variant == "chunked":  # R's rows gathered 5 at a time (several chunks per block)
-        os.environ["JAXMG_ROWS_PER_CHUNK"] = "5"
-        try:
+        from jaxmg._core.testing import hooks
+
+        with hooks(rows_per_chunk=5):
             return qr_case(mesh, routine, dtype_name, m, n, tile, k)
-        finally:
-            del os.environ["JAXMG_ROWS_PER_CHUNK"]
     if variant == "scalapack":
-        os.environ["JAXMG_CPU_QR"] = "scalapack"
-        try:
+        with jaxmg.config.override(cpu_qr="scalapack"):
             return qr_case(mesh, routine, dtype_name, m, n, tile, k)
-        finally:
-            del os.environ["JAXMG_CPU_QR"]
     donate = variant == "donate"
     a = tall(m, n, dtype, m + n, zero_column=n // 2 if variant == "rank-deficient" else None)
     ap = place(a, mesh, A_SPEC)

@@ -52,7 +52,8 @@ def test_info(tmp_path):
     out = jaxmg(tmp_path, "info", timeout=120)
     assert out.returncode == 0, out.stderr
     assert "jax:" in out.stdout and jax.__version__ in out.stdout
-    for label in ("jaxmg:", "libjaxmg_cpu:", "Open MPI:", "ScaLAPACK:", "engines:", "GPU engine:"):
+    labels = ("jaxmg:", "libjaxmg_cpu:", "Open MPI:", "ScaLAPACK:", "engines:", "GPU engine:")
+    for label in (*labels, "configuration:"):
         assert label in out.stdout
     assert "Traceback" not in out.stdout + out.stderr
 

@@ -47,6 +47,7 @@ def _agreement(tmp_path, scenario, env=None):
         ("divergent-tile", "tile"),
         ("divergent-routine", "routine"),
         ("divergent-switch", "algorithm switches"),
+        ("divergent-env", "algorithm switches"),
     ],
 )
 def test_ranks_that_disagree_get_the_same_error_then_recover(tmp_path, scenario, field):
@@ -58,6 +59,8 @@ def test_ranks_that_disagree_get_the_same_error_then_recover(tmp_path, scenario,
     assert not records[0]["first"]["ok"] and f"disagree on the {field}" in message, message
     for r in records:  # the next, agreeing call works
         assert r["then"]["ok"] and r["then"]["error_max"] < 1e-12, r
+    if scenario == "divergent-env":  # each read its environment once, at its first call
+        assert [r["default_cpu_lu"] for r in records] == ["auto", "scalapack"], records
 
 
 def test_a_failure_inside_the_1d_lu_on_one_rank_reaches_every_rank(tmp_path):
@@ -76,7 +79,7 @@ def _assert_injected_everywhere(records, point, agreed):
     assert len(messages) == 1, (point, messages)
     (message,) = messages
     assert not records[0][point]["ok"], records[0][point]
-    assert f"injected failure (JAXMG_TEST_FAIL={point})" in message, message
+    assert f"injected failure (test_fail={point})" in message, message
     assert f"[{agreed}: on rank {rank} of 2; every rank stopped with this error]" in message
     for r in records:
         assert r[point + "/then"]["ok"] and r[point + "/then"]["error_max"] < 1e-10, r

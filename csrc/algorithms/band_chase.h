@@ -73,21 +73,21 @@ struct ChaseWave {
 };
 
 // Q₂'s shape for an n x n band of width b in groups of ℓ sweeps, on a rank holding `held`
-// columns of Z, with products within `wave_bytes` bytes of scratch for W. `rows_first`: W as
-// Wᴴ = Zᴴ V (Z's columns the long side) rather than W = Vᴴ Z. `fused`: the backend's WaveApply
-// (V's blocks ldv = h rounded up to 8 rows; W two ℓ x chunk halves, one block at a time).
+// columns of Z, with products within `wave_bytes` bytes of scratch for W. `fused`: the backend's
+// WaveApply (V's blocks ldv = h rounded up to 8 rows; W two ℓ x chunk halves, one block at a
+// time).
 struct ChaseShape {
   int64_t n = 0, b = 0, ell = 1, h = 0, ldv = 0, ldz = 0, kept = 0, chunk = 1, batch_max = 1;
   int64_t cols = 1;  // Z's columns allocated (at least one)
-  bool rows_first = true, fused = false;
+  bool fused = false;
   std::vector<ChaseWave> waves;
   int64_t w_count() const { return fused ? 2 * ell * chunk : batch_max * ell * chunk; }
 };
 
 inline ChaseShape ChaseShapeOf(int64_t n, int64_t b, int64_t ell, int64_t held, int64_t es,
-                               int64_t wave_bytes, bool rows_first, bool fused = false) {
+                               int64_t wave_bytes, bool fused) {
   ChaseShape c;
-  c.n = n, c.b = b, c.ell = std::max<int64_t>(ell, 1), c.rows_first = rows_first, c.fused = fused;
+  c.n = n, c.b = b, c.ell = std::max<int64_t>(ell, 1), c.fused = fused;
   c.h = b + c.ell - 1, c.ldz = n + c.h, c.kept = ChaseReflectors(n, b);
   c.ldv = fused ? (c.h + 7) / 8 * 8 : c.h;
   const int64_t groups = n > 2 ? (n - 2 + c.ell - 1) / c.ell : 0;
@@ -197,23 +197,14 @@ Status BackChase(B& bk, const typename B::Lane& lane, const BandShape& s, const 
       for (int64_t c0 = 0; c0 < held; c0 += c.chunk) {
         const int64_t cw = std::min(c.chunk, held - c0);
         T* zc = z + (row0 + c0 * ldz);
-        if (c.rows_first) {
-          // Wᴴ = Zᴴ V (columns x ℓ), then Z −= (V T) (Wᴴ)ᴴ.
-          JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, true, false, cw, ell, h, T(1), zc, ldz, stride,
-                                               w.vb, ldv, ldv * ell, T(0), w.wb, cw, ell * cw,
-                                               count));
-          JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, false, true, h, cw, ell, T(-1), w.vtb, h,
-                                               h * ell, w.wb, cw, ell * cw, T(1), zc, ldz, stride,
-                                               count));
-        } else {
-          // W = Vᴴ Z (ℓ x columns), then Z −= (V T) W.
-          JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, true, false, ell, cw, h, T(1), w.vb, ldv,
-                                               ldv * ell, zc, ldz, stride, T(0), w.wb, ell,
-                                               ell * cw, count));
-          JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, false, false, h, cw, ell, T(-1), w.vtb, h,
-                                               h * ell, w.wb, ell, ell * cw, T(1), zc, ldz, stride,
-                                               count));
-        }
+        // Wᴴ = Zᴴ V (columns x ℓ: Z's columns the long side, measured faster than W = Vᴴ Z),
+        // then Z −= (V T) (Wᴴ)ᴴ.
+        JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, true, false, cw, ell, h, T(1), zc, ldz, stride,
+                                             w.vb, ldv, ldv * ell, T(0), w.wb, cw, ell * cw,
+                                             count));
+        JAXMG_RETURN_IF_ERROR(bk.GemmStrided(lane, false, true, h, cw, ell, T(-1), w.vtb, h,
+                                             h * ell, w.wb, cw, ell * cw, T(1), zc, ldz, stride,
+                                             count));
       }
     }
     return Status();

@@ -39,13 +39,12 @@
 
 namespace jaxmg::algorithms {
 
-// The vectors' tuning (the engine's choices): ℓ, sweeps per Q₂ block (0: b); Q₂'s product order
-// and whether its waves take the backend's fused WaveApply where it applies (band_chase.h
-// ChaseShape); the panels joined in Q₁ (a multiple of b dividing t; otherwise t); the bytes of
-// one wave's W.
+// The vectors' tuning (the engine's choices): ℓ, sweeps per Q₂ block (0: b); whether Q₂'s waves
+// take the backend's fused WaveApply where it applies (band_chase.h ChaseShape); the panels
+// joined in Q₁ (a multiple of b dividing t; otherwise t); the bytes of one wave's W.
 struct EighTuning {
   int64_t ell = 0;
-  bool rows_first = true, fused_q2 = false;
+  bool fused_q2 = false;
   int64_t q1_width = 0;
   int64_t wave_bytes = int64_t{1} << 30;
 };
@@ -97,7 +96,7 @@ Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, 
   const int64_t ell = tune.ell > 0 ? tune.ell : b;
   const ChaseShape c =
       ChaseShapeOf(n, b, ell, held, static_cast<int64_t>(sizeof(T)), tune.wave_bytes,
-                   tune.rows_first, tune.fused_q2 && bk.template WaveApplies<T>(b, ell));
+                   tune.fused_q2 && bk.template WaveApplies<T>(b, ell));
   const int64_t cols = c.cols;
 
   // Buffers (agreed).

@@ -9,10 +9,12 @@
 // agreed on, and the ranks agree on the outcome at the algorithm's next agreement point (one
 // small all-reduce), where every rank returns the same error.
 //
-// The test hook: JAXMG_TEST_FAIL="<algorithm>:<rank>:<step>" (read at each step) makes rank
-// `rank` of the named algorithm record an injected failure at step `step` (the algorithms name
-// their steps: a tile column, a block, an iteration). It exists for the fault-injection tests
-// (tests/gpu/fault_gpu.py, tests/test_reliability.py); nothing else sets it.
+// The test hook: a call's config.test_fail = "<algorithm>:<rank>:<step>" (common/config.h; set
+// by jaxmg._core.testing for the fault-injection tests, tests/gpu/fault_gpu.py and
+// tests/test_reliability.py, and by nothing else) makes rank `rank` of the named algorithm record
+// an injected failure at step `step` (the algorithms name their steps: a tile column, a block, an
+// iteration). The FFI layer installs the call's point on the thread that runs the call, for the
+// call's duration (TestFailureScope); the algorithms' Deferred::Step reads it there.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,7 @@ struct TestFailurePoint {
   int64_t step = -1;
 };
 
-// The point JAXMG_TEST_FAIL's value v names (algorithm empty: not of the form above).
+// The point a test_fail value names (algorithm empty: not of the form above).
 inline TestFailurePoint ParseTestFailure(const std::string& s) {
   TestFailurePoint p;
   const size_t a = s.find(':'), b = a == std::string::npos ? a : s.find(':', a + 1);
@@ -46,27 +48,36 @@ inline TestFailurePoint ParseTestFailure(const std::string& s) {
   return p;
 }
 
-// The point JAXMG_TEST_FAIL names now (unset: none), parsed again only when its value changes
-// (the tests set it between calls; a cache per thread, as each device's handler has its own).
-inline const TestFailurePoint& TestFailureSetting() {
-  thread_local std::string raw;
-  thread_local TestFailurePoint point;
-  const char* v = std::getenv("JAXMG_TEST_FAIL");
-  const std::string now = v != nullptr ? v : "";
-  if (now != raw) {
-    raw = now;
-    point = ParseTestFailure(now);
-  }
+// The point of the call this thread runs (nullptr: none, and outside a call). One per thread: a
+// process that drives several GPUs runs each device's call on a thread of its own.
+inline const TestFailurePoint*& ActiveTestFailure() {
+  thread_local const TestFailurePoint* point = nullptr;
   return point;
 }
 
-// An injected error where JAXMG_TEST_FAIL names (algorithm, rank, step); ok otherwise.
+// Installs a call's test_fail point on this thread for the scope's life (ffi/solve.h RunSolve).
+class TestFailureScope {
+ public:
+  explicit TestFailureScope(const char* setting)
+      : point_(ParseTestFailure(setting)), saved_(ActiveTestFailure()) {
+    ActiveTestFailure() = point_.algorithm.empty() ? nullptr : &point_;
+  }
+  ~TestFailureScope() { ActiveTestFailure() = saved_; }
+  TestFailureScope(const TestFailureScope&) = delete;
+  TestFailureScope& operator=(const TestFailureScope&) = delete;
+
+ private:
+  TestFailurePoint point_;
+  const TestFailurePoint* saved_;
+};
+
+// An injected error where the call's test_fail names (algorithm, rank, step); ok otherwise.
 inline Status TestFailure(const char* algorithm, int rank, int64_t step) {
-  const TestFailurePoint& p = TestFailureSetting();
-  if (p.algorithm.empty() || p.rank != rank || p.step != step || p.algorithm != algorithm) {
+  const TestFailurePoint* p = ActiveTestFailure();
+  if (p == nullptr || p->rank != rank || p->step != step || p->algorithm != algorithm) {
     return Status();
   }
-  return Status::Error("jaxmg: injected failure (JAXMG_TEST_FAIL=" + p.algorithm + ":" +
+  return Status::Error("jaxmg: injected failure (test_fail=" + p->algorithm + ":" +
                        std::to_string(rank) + ":" + std::to_string(step) + ")");
 }
 

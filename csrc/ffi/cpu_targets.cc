@@ -34,7 +34,7 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  ffi::Result<ffi::AnyBuffer> sign, ffi::Result<ffi::Buffer<ffi::S32>> pivots_out,
                  int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
                  int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
-                 int64_t thread, int64_t check_symmetry, int64_t cols) {
+                 int64_t thread, int64_t check_symmetry, int64_t cols, ffi::Dictionary config) {
   SolveAttrs attrs;
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
@@ -42,6 +42,7 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                                   force_redistribute, transposed, ranks, thread, check_symmetry,
                                   cols, ReadsFactor<R>::value, Rectangular<R>::value,
                                   OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
+  if (s.ok()) s = ffi_util::DecodeConfig(target, config, &attrs.config);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];

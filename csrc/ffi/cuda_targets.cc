@@ -58,7 +58,7 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                  ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, int64_t n, int64_t mesh_rows,
                  int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
                  int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
-                 int64_t check_symmetry, int64_t cols, int64_t context) {
+                 int64_t check_symmetry, int64_t cols, ffi::Dictionary config, int64_t context) {
   SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
@@ -66,6 +66,7 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                                   force_redistribute, transposed, ranks, thread, check_symmetry,
                                   cols, ReadsFactor<R>::value, Rectangular<R>::value,
                                   OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
+  if (s.ok()) s = ffi_util::DecodeConfig(target, config, &attrs.config);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
   mp::Context* ctx = nullptr;
   s = mp::FindContext(context, device, &ctx);  // this device's of the mesh's contexts
@@ -86,7 +87,8 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
     s = ctx->GetPlan(R::kSymmetry, n, cols, tile, attrs.pad, attrs.force_redistribute, &state);
   if (!s.ok()) return ffi_util::ToFfi(s);
   XlaScratch source(scratch);
-  mp::Engine engine(*ctx, *state, stream, source, position.typed_data(), attrs.transposed);
+  mp::Engine engine(*ctx, *state, stream, source, position.typed_data(), attrs.transposed,
+                    attrs.config);
   return ffi_util::ToFfi(RunSolve<R>(engine, a.element_type(), target, attrs, io));
 }
 

@@ -2,7 +2,8 @@
 //
 // Every solve target binds the same operands, results and attributes (BindSolve), so the CPU and
 // GPU targets take the same call from jaxmg/_core/routine.py. A handler:
-//   1. checks every buffer against the attributes (a bad attribute is an out-of-bounds access);
+//   1. checks every buffer against the attributes (a bad attribute is an out-of-bounds access)
+//      and decodes the call's configuration (ffi/config.h: algorithm choices, tuning, test hooks);
 //   2. makes the layout plan (relabel, pad or redistribute; symmetric or general);
 //   3. builds the engine for this call (E, from the engine's own bindings: grid, stream, scratch);
 //   4. dispatches the dtype and runs the routine R<E, T> (csrc/routines/), which calls only the
@@ -17,7 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/chunk.h"
+#include "common/deferred.h"
+#include "ffi/config.h"
 #include "ffi/dispatch.h"
 #include "layout/layout.h"
 #include "routines/contract.h"
@@ -51,7 +53,8 @@ auto BindSolve(Binding binding) {
       .template Attr<ffi::Span<const int64_t>>("ranks")  // MPI rank per mesh position, or empty
       .template Attr<int64_t>("thread")
       .template Attr<int64_t>("check_symmetry")
-      .template Attr<int64_t>("cols");  // columns of the matrix handed (rectangular routines)
+      .template Attr<int64_t>("cols")  // columns of the matrix handed (rectangular routines)
+      .template Attr<ffi::Dictionary>("config");  // jaxmg.config (ffi/config.h DecodeConfig)
 }
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
@@ -192,6 +195,7 @@ struct SecondMatrix<R, std::void_t<decltype(R::kSecondMatrix)>>
 template <class R, class E>
 Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, const SolveAttrs& attrs,
                 const SolveIo& io) {
+  const TestFailureScope hook(attrs.config.test_fail);  // the test hook, for this call's steps
   return engine.Finish(ffi_util::DispatchFloating(dtype, routine, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return R::template Run<E, T>(engine, attrs, io);

@@ -127,7 +127,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/chunk.h"
+#include "common/config.h"
 #include "common/status.h"
 #include "layout/layout.h"
 
@@ -148,6 +148,7 @@ struct SolveAttrs {
   int64_t thread = 0;               // the calling Python thread's tag (0 inside a user's jit)
   bool check_symmetry = false;      // symmetric routines: check the matrix first
   int64_t nrhs = 0;
+  Config config;  // algorithm choices, tuning and test hooks (common/config.h)
 };
 
 // What every rank of a call must agree on before any engine collective (with the engine's own
@@ -164,16 +165,14 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
   return CallFingerprint{
       {static_cast<int64_t>(routine >> 1), dtype, a.n, a.cols, a.nrhs, a.mesh_rows, a.mesh_cols,
        a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry,
-       RowsPerChunkOverride(), AlgorithmSwitches()},
+       ConfigHash(a.config)},
       {"routine", "dtype", "matrix rows", "matrix columns", "right-hand sides", "mesh rows",
        "mesh columns", "tile", "pad", "redistribution", "transposition",
        "calling thread (a jaxmg call made outside jit carries its Python "
        "thread's name; calls of several threads pair by that name)",
-       "symmetry check", "JAXMG_ROWS_PER_CHUNK",
-       "algorithm switches (JAXMG_GPU_LU, JAXMG_CPU_LU, JAXMG_CPU_INVERSES, JAXMG_CPU_QR, "
-       "JAXMG_CPU_EIGH, JAXMG_GPU_QR, "
-       "JAXMG_GPU_EIGVALS, JAXMG_GPU_EIGH, JAXMG_EIG_BAND, JAXMG_EIG_Q1_WIDTH, JAXMG_QR_PANEL, "
-       "JAXMG_GPU_ONE_DEVICE)"}};
+       "symmetry check",
+       "algorithm switches and tuning (jaxmg.config: compare it on the processes; its defaults "
+       "come from their JAXMG_* environment variables, read at the first call)"}};
 }
 
 // The buffers of one call.

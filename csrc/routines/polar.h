@@ -28,10 +28,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <vector>
 
+#include "common/environment.h"
 #include "routines/contract.h"
 
 namespace jaxmg::routines {
@@ -79,7 +79,7 @@ Status Qdwh(E& e, bool h, int* info) {
   const bool bounded = lower * lower > 10 * mn * eps;
   const double l0 = bounded ? 0.9 * lower : eps;
   const std::vector<QdwhStep> steps = QdwhSchedule(l0, eps, kMaxSteps);
-  if (std::getenv("JAXMG_DEBUG") != nullptr) {
+  if (DebugLevel() > 0) {
     size_t qr = 0;
     for (const QdwhStep& s : steps) qr += s.qr ? 1 : 0;
     std::fprintf(stderr, "[jaxmg] polar: bound %.3g, l0 %.3g: %zu QR and %zu Cholesky steps\n",

@@ -10,20 +10,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 
 import jax
 
+from jaxmg._core import config as _config
+
 _attempts: dict[str, itertools.count] = {}
-
-
-def call_timeout_s() -> float:
-    """JAXMG_CALL_TIMEOUT (seconds, default 600): how long a process waits for the others."""
-    try:
-        value = float(os.environ.get("JAXMG_CALL_TIMEOUT", "") or 600)
-    except ValueError:
-        value = 600.0
-    return value if value > 0 else 600.0
+call_timeout_s = _config.call_timeout_s  # JAXMG_CALL_TIMEOUT, read once
 
 
 def _timeout_ms() -> int:
@@ -48,7 +41,7 @@ def agree(
             raise RuntimeError(error)
         return attempt
     key = f"{key}/{attempt}"
-    transport = os.environ.get("JAXMG_BOOTSTRAP", "auto")
+    transport = _config.bootstrap()
     client = _kv_client() if transport in ("auto", "kv") else None
     said = {me: json.dumps([error or "", value])}
     if client is not None:
@@ -95,7 +88,7 @@ def broadcast_bytes(key: str, payload: bytes | None, owner: int) -> bytes:
     if jax.process_count() == 1:
         return payload
     me = jax.process_index()
-    transport = os.environ.get("JAXMG_BOOTSTRAP", "auto")
+    transport = _config.bootstrap()
     client = _kv_client() if transport in ("auto", "kv") else None
     if client is not None:
         if me == owner:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import jax
 
+from jaxmg._core import config as _config
+
 _LIBRARIES = {
     "cpu": "libjaxmg_cpu.so",
     "cuda": "libjaxmg_cuda.so",
@@ -58,7 +60,7 @@ _PLATFORMS = {"cpu": "cpu", "cuda": "CUDA"}
 def library_dirs() -> list[Path]:
     """Directories searched for the native libraries, in order."""
     dirs = []
-    if env := os.environ.get("JAXMG_LIB_DIR"):
+    if env := _config.library_dir():  # JAXMG_LIB_DIR
         dirs.append(Path(env))
     dirs.append(Path(__file__).parent.parent / "_lib")  # jaxmg/_lib
     try:

@@ -10,7 +10,6 @@ skeleton (csrc/ffi/solve.h) on that device's shard.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import zlib
 from collections.abc import Callable
@@ -21,13 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import config as _config
 from jaxmg._core import gpu as _gpu
 from jaxmg._core import native as _native
 from jaxmg._core import placement as _mesh
-
-# JAXMG_REDISTRIBUTE=always makes the engines redistribute the matrix (p?gemr2d, cublasMpGemr2D)
-# even on grids where relabeling would do: a switch to exercise that path on any mesh.
-REDISTRIBUTE_ENV = "JAXMG_REDISTRIBUTE"
 
 
 @dataclass(frozen=True)
@@ -172,6 +168,7 @@ def call(
       so that a jit donating a can reuse its buffer. Concrete arrays run in a jit without
       donation.
     """
+    config = _config.current()  # (its errors before any work, like the arguments')
     local_blocks = None
     if blocks:
         if mesh is None:
@@ -214,7 +211,8 @@ def call(
             placement=placement,
             user=placement,
         )
-    redistribute = routine.redistribute or os.environ.get(REDISTRIBUTE_ENV, "") == "always"
+    # The test hook config.redistribute: redistribute even where relabeling would do.
+    redistribute = routine.redistribute or config.redistribute
     if routine.rectangular:
         # The columns keep their order: on one device column, or redistributed.
         redistribute = redistribute or placement.mesh_cols > 1
@@ -282,6 +280,7 @@ def call(
         factor_order=factor_order,
         second_matrix=routine.second_matrix,
         ctx=bool(ctx),
+        config=config,
     )
     fn = _build(c) if local_blocks is None else None
     if local_blocks is not None:
@@ -444,6 +443,7 @@ class _Call:
     factor_order: int = 0  # the order of a padded factor's engine matrix (0: a's shape)
     second_matrix: bool = False  # b: an N x N matrix sharded like a
     ctx: bool = False  # the context form: the work array back, in a's shape and sharding
+    config: _config.Config = _config.Config()  # algorithm choices, tuning, test hooks
 
 
 @functools.cache
@@ -510,6 +510,7 @@ def _local(c: _Call):
             thread=np.int64(c.thread),
             check_symmetry=np.int64(c.check_symmetry),
             cols=np.int64(c.cols),
+            config=_config.engine_attribute(c.config),
             **extra_attrs,
         )
         return x, logdet, status, sign, piv_out, a_work

@@ -197,6 +197,18 @@ def _environment() -> list[str]:
     return [f"{k}={os.environ[k]}" for k in names]
 
 
+def _configuration() -> str:
+    from jaxmg._core import config as _config
+
+    current, default = _config.current(), _config.Config()
+    changed = [
+        f"{n}={getattr(current, n)}"
+        for n in _config.PUBLIC
+        if getattr(current, n) != getattr(default, n)
+    ]
+    return ", ".join(changed) or "every option at its default (jaxmg.config)"
+
+
 def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Describes `python -m jaxmg info` (it takes no options).
 
@@ -208,8 +220,9 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """
     p.description = (
         "Print jaxmg's version, the native libraries it found, the engines, Python, jax and "
-        "jaxlib, the devices JAX sees, Open MPI, ScaLAPACK, the GPU engine's libraries and the "
-        "environment variables that matter. A probe that fails prints 'unavailable: <reason>'."
+        "jaxlib, the devices JAX sees, Open MPI, ScaLAPACK, the GPU engine's libraries, the "
+        "options of jaxmg.config that differ from their defaults and the environment variables "
+        "that matter. A probe that fails prints 'unavailable: <reason>'."
     )
     return p
 
@@ -259,5 +272,6 @@ def main(argv: list[str] | None = None) -> int:
     _probe("GPU engine", _gpu_engine)
     _probe("NVIDIA driver", _nvidia_smi)
     _probe("GPUs for launch", _gpus_for_launch)
+    _probe("configuration", _configuration)
     _probe("environment", _environment)
     return 0

@@ -1,8 +1,8 @@
 """Fault injection on the GPU engine: a local failure on one rank in the middle of each of jaxmg's
 own algorithms reaches every rank as the same error, nothing hangs, and the next call works.
 
-The hook: JAXMG_TEST_FAIL="<algorithm>:<rank>:<step>" (csrc/common/deferred.h), read by the
-engine at each step, so one process sets it before each case.
+The hook: test_fail="<algorithm>:<rank>:<step>" (jaxmg._core.testing.hooks, read by
+csrc/common/deferred.h), part of the configuration each call carries, set around each case.
 
 Usage (on the GPU machine):
   python tests/gpu/fault_gpu.py single OUT_DIR   # 1 GPU: a 1x1 mesh, rank 0 fails
@@ -20,7 +20,6 @@ algorithms is part of) on the same mesh gives the right answer.
 """
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -77,12 +76,14 @@ def run_cases(mode, prefix):
     import numpy as np
 
     import jaxmg
+    from jaxmg._core.testing import hooks
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from linalg_cases import A_SPEC, B_SPEC, gather, place, rhs, spd
 
     if mode != "single":  # the two-stage eigensolver is opt-in on several GPUs
-        os.environ.update(JAXMG_GPU_EIGH="two-stage", JAXMG_GPU_EIGVALS="two-stage")
+        jaxmg.config.update("gpu_eigh", "two-stage")
+        jaxmg.config.update("gpu_eigvals", "two-stage")
     a = spd(N, np.float64, 3)
     b = rhs(N, 2, np.float64, 3)
     x_ref = np.linalg.solve(a, b)
@@ -93,15 +94,14 @@ def run_cases(mode, prefix):
         ap, bp = place(a, mesh, A_SPEC), place(b, mesh, B_SPEC)
         hook = f"{algorithm}:{rank}:{step}"
         rec = {"hook": hook}
-        os.environ["JAXMG_TEST_FAIL"] = hook
         t0 = time.monotonic()
         try:
-            jax.block_until_ready(call(jaxmg, routine, ap, bp, mesh))
+            with hooks(test_fail=hook):
+                jax.block_until_ready(call(jaxmg, routine, ap, bp, mesh))
             rec["first"] = {"ok": True}
         except Exception as e:  # noqa: BLE001 (the error is the record)
             rec["first"] = {"ok": False, "type": type(e).__name__, "message": str(e)[:4000]}
         rec["first"]["seconds"] = round(time.monotonic() - t0, 3)
-        os.environ.pop("JAXMG_TEST_FAIL")
         try:
             err = float(np.abs(gather(jaxmg.potrs(ap, bp, TILE, mesh=mesh)) - x_ref).max())
             rec["then"] = {"ok": err < 1e-8, "max_error": err}
@@ -145,7 +145,7 @@ def drive(mode, out_dir):
     for routine, algorithm, rank, step, mesh in case_names(mode):
         name = f"{routine}/{algorithm}:{rank}:{step}/{mesh}"
         got = [r.get(name) for r in recs]
-        marker = f"JAXMG_TEST_FAIL={algorithm}:{rank}:{step}"
+        marker = f"test_fail={algorithm}:{rank}:{step}"
         done = all(g is not None for g in got)
         ok = done and all(not g["first"]["ok"] and marker in g["first"]["message"] for g in got)
         # the same error on every process (the agreed message, without what JAX wraps around it)

@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <complex>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 #include <type_traits>
 
 #include "common/scalar.h"
@@ -20,43 +18,38 @@
 namespace jaxmg::cusolvermp {
 
 template <typename T>
-int64_t Engine::EigBand(int64_t t, int64_t n, bool vectors) {
-  // JAXMG_EIG_BAND: the widest band tried (algorithms/band_reduce.h BandWidth), up to the chase's
-  // widest (cuda::MaxChaseBand: 128, 64 for complex128). Default, by measurement on one H200
-  // (random matrices; bench/results/eigsweep_b_l_random_h200x1_54f15a8.json): 128 with
-  // eigenvectors for float64 and complex64 from n = 16384 (float64 N = 32768: 11.66 s against
-  // 13.42 s; Q₂ 5.16 against 7.08 s and the band reduction 2.1 against 2.5 s outweigh the chase,
-  // 1.48 against 0.87 s; N = 16384: 2.14 against 2.16 s; complex64 16384: 3.63 against 3.92 s);
-  // otherwise 64 (float32 16384: 1.89 against 1.85 s; eigenvalues alone, where the chase
-  // weighs most: 3.78 against 3.68 s at N = 32768).
-  const char* value = std::getenv("JAXMG_EIG_BAND");
+int64_t Engine::EigBand(int64_t t, int64_t n, bool vectors) const {
+  // config.eig_band: the widest band tried (algorithms/band_reduce.h BandWidth), up to the
+  // chase's widest (cuda::MaxChaseBand: 128, 64 for complex128). 0, the default, by measurement
+  // on one H200 (random matrices; bench/results/eigsweep_b_l_random_h200x1_54f15a8.json): 128
+  // with eigenvectors for float64 and complex64 from n = 16384 (float64 N = 32768: 11.66 s
+  // against 13.42 s; Q₂ 5.16 against 7.08 s and the band reduction 2.1 against 2.5 s outweigh
+  // the chase, 1.48 against 0.87 s; N = 16384: 2.14 against 2.16 s; complex64 16384: 3.63
+  // against 3.92 s); otherwise 64 (float32 16384: 1.89 against 1.85 s; eigenvalues alone, where
+  // the chase weighs most: 3.78 against 3.68 s at N = 32768).
   const bool wide = vectors && n >= 16384 &&
                     (std::is_same_v<T, double> || std::is_same_v<T, std::complex<float>>);
-  return algorithms::BandWidth(t,
-                               value != nullptr ? std::atoll(value)
-                               : wide           ? 128
-                                                : 64,
-                               cuda::MaxChaseBand(KernelType<T>()));
+  const int64_t widest = config_.eig_band > 0 ? config_.eig_band : wide ? 128 : 64;
+  return algorithms::BandWidth(t, widest, cuda::MaxChaseBand(KernelType<T>()));
 }
 
-// Which eigensolver: JAXMG_GPU_EIGVALS (eigenvalues alone) or JAXMG_GPU_EIGH (with vectors)
-// set to "cusolvermp" or "two-stage" decides; unset, one GPU takes the two stages and grids of
+// Which eigensolver: config.gpu_eigvals (eigenvalues alone) or config.gpu_eigh (with vectors)
+// set to "cusolvermp" or "two-stage" decides; "auto", one GPU takes the two stages and grids of
 // several take cuSOLVERMp's Syevd, until the two stages' runs on several GPUs (their
 // collectives, and the P x 1 transposes) have been measured there.
-bool Engine::UseTwoStage(const char* variable, int64_t t) const {
-  const char* choice = std::getenv(variable);
-  const std::string c = choice != nullptr ? choice : "";
-  const bool wanted = c == "two-stage" || (c.empty() && ctx_.nprow * ctx_.npcol == 1);
+bool Engine::UseTwoStage(Choice choice, int64_t t) const {
+  const bool wanted =
+      choice == Choice::kOwn || (choice == Choice::kAuto && ctx_.nprow * ctx_.npcol == 1);
   return wanted && (ctx_.nprow == 1 || ctx_.npcol == 1) && EigBand<double>(t, 0, false) > 0;
 }
 
-bool Engine::UseBandEigenvalues(int64_t t) const { return UseTwoStage("JAXMG_GPU_EIGVALS", t); }
+bool Engine::UseBandEigenvalues(int64_t t) const { return UseTwoStage(config_.gpu_eigvals, t); }
 
 Engine::BandSource Engine::EngineMatrix() const {
   return BandSource{work_, state_.plan.cols.extent, state_.plan.tile, local_rows_};
 }
 
-bool Engine::UseBandEigh() const { return UseTwoStage("JAXMG_GPU_EIGH", state_.plan.tile); }
+bool Engine::UseBandEigh() const { return UseTwoStage(config_.gpu_eigh, state_.plan.tile); }
 
 algorithms::BandShape Engine::BandShapeOf(int64_t n, int64_t t, int64_t lr, int64_t b) const {
   algorithms::BandShape s;
@@ -92,29 +85,23 @@ Status Engine::BandEigh(void* w) {
   const algorithms::BandShape s = BandShapeOf(n, t, lr, b);
   const size_t es = sizeof(T);
   algorithms::EighTuning tune;
-  // ℓ: sweeps per Q₂ block (JAXMG_EIG_Q2_GROUP, default min(b, 64); at most 128 and ℓ² elements
-  // in 160 KB, the factor kernel's shared memory). At N = 32768 on one H200, ℓ = 128 (b = 64)
-  // took 9.2 s against 8.3 s for ℓ = 64, and at b = 128 ℓ = 128 5.37 s against 5.16 s for 64 in
-  // Q₂: their blocks hold more zeros than their larger products gain.
-  const char* group_env = std::getenv("JAXMG_EIG_Q2_GROUP");
-  int64_t ell = std::clamp<int64_t>(
-      group_env != nullptr ? std::atoll(group_env) : std::min<int64_t>(b, 64), 1, 128);
+  // ℓ: sweeps per Q₂ block (config.eig_q2_group, 0: min(b, 64); at most 128 and ℓ² elements in
+  // 160 KB, the factor kernel's shared memory). At N = 32768 on one H200, ℓ = 128 (b = 64) took
+  // 9.2 s against 8.3 s for ℓ = 64, and at b = 128 ℓ = 128 5.37 s against 5.16 s for 64 in Q₂:
+  // their blocks hold more zeros than their larger products gain.
+  const int64_t group = config_.eig_q2_group;
+  int64_t ell = std::clamp<int64_t>(group > 0 ? group : std::min<int64_t>(b, 64), 1, 128);
   while (ell > 1 && static_cast<int64_t>(es) * ell * ell > (int64_t{160} << 10)) ell /= 2;
   tune.ell = ell;
-  // Q₂'s waves: by default three cuBLAS products, W as Wᴴ = Zᴴ V (Z's columns the long side:
-  // 7.10 s against 7.35 s for W = Vᴴ Z at N = 32768 on one H200; JAXMG_EIG_Q2_ROWS=0 takes the
-  // latter). JAXMG_EIG_Q2=fused applies each block in one pass over Z on the tensor cores
+  // Q₂'s waves: by default three cuBLAS products, W as Wᴴ = Zᴴ V (EighTuning's default; Z's
+  // columns the long side: 7.10 s against 7.35 s for W = Vᴴ Z at N = 32768 on one H200).
+  // config.eig_q2 = fused applies each block in one pass over Z on the tensor cores
   // (cuda::WaveApply, where it applies: float64, ℓ a multiple of 8 up to 64): correct, but
   // slower as it stands (Q₂ 6.64 s against 5.16 s at N = 32768, b = 128, ℓ = 64;
   // bench/results/eigsweep_q2_fused_random_h200x1_0968828.json).
-  const char* q2_env = std::getenv("JAXMG_EIG_Q2");
-  tune.fused_q2 = q2_env != nullptr && std::string(q2_env) == "fused" &&
-                  cuda::WaveApplies(KernelType<T>(), b, ell);
-  const char* rows_env = std::getenv("JAXMG_EIG_Q2_ROWS");
-  tune.rows_first = rows_env == nullptr || std::string(rows_env) != "0";
-  // JAXMG_EIG_Q1_WIDTH: the panels joined in Q₁ (a multiple of b dividing t; default t).
-  const char* width_env = std::getenv("JAXMG_EIG_Q1_WIDTH");
-  tune.q1_width = width_env != nullptr ? std::atoll(width_env) : t;
+  tune.fused_q2 = config_.eig_q2 == Choice::kOwn && cuda::WaveApplies(KernelType<T>(), b, ell);
+  // config.eig_q1_width: the panels joined in Q₁ (a multiple of b dividing t; 0: t).
+  tune.q1_width = config_.eig_q1_width > 0 ? config_.eig_q1_width : t;
   tune.wave_bytes = tune.fused_q2 ? 0 : int64_t{1} << 30;  // W: the products' scratch
   // local_b_: Stedc's real vectors, until the eigenvectors are written there at the end.
   Status local = Scratch(es * std::max<int64_t>(lr * local_cols_, 1), &local_b_);

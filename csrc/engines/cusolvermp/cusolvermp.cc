@@ -5,7 +5,7 @@
 #include <cstring>
 #include <thread>
 
-#include "common/timeout.h"
+#include "common/environment.h"
 
 namespace jaxmg::cusolvermp {
 namespace {

@@ -44,14 +44,16 @@ class Engine {
   // position: this shard's (u, v) in device memory; checked against the context in the first
   // status agreement, so every rank learns of a mismatch together.
   // rhs_by_cols: b and x are split over the mesh's columns (the matrix was handed transposed).
+  // config: the call's algorithm choices, tuning and test hooks.
   Engine(Context& ctx, const PlanState& state, cudaStream_t stream, ScratchSource& scratch,
-         const int32_t* position, bool rhs_by_cols)
+         const int32_t* position, bool rhs_by_cols, const Config& config)
       : ctx_(ctx),
         state_(state),
         stream_(stream),
         scratch_(scratch),
         position_(position),
-        rhs_by_cols_(rhs_by_cols) {}
+        rhs_by_cols_(rhs_by_cols),
+        config_(config) {}
 
   const layout::Plan& plan() const { return state_.plan; }
 
@@ -196,8 +198,8 @@ class Engine {
   // bisection on rank 0. EigBand<T>: the band's width for tile t and order n, with or without
   // eigenvectors (0: the two stages do not apply).
   template <typename T>
-  static int64_t EigBand(int64_t t, int64_t n, bool vectors);
-  bool UseTwoStage(const char* variable, int64_t t) const;
+  int64_t EigBand(int64_t t, int64_t n, bool vectors) const;
+  bool UseTwoStage(Choice choice, int64_t t) const;
   bool UseBandEigenvalues(int64_t t) const;
   // The Hermitian matrix the two stages reduce: n x n in tiles of t on the grid (lr local rows),
   // overwritten; EngineMatrix: the engine matrix (work_).
@@ -341,6 +343,7 @@ class Engine {
   ScratchSource& scratch_;
   const int32_t* position_;
   bool rhs_by_cols_;
+  const Config config_;  // the call's (common/config.h)
   int64_t local_rows_ = 0, local_cols_ = 0;
   void* work_ = nullptr;  // the engine-local matrix (the shard itself, or scratch)
   Descriptor desc_a_;

@@ -6,10 +6,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <string>
 
+#include "common/environment.h"
 #include "common/scalar.h"
 #include "cuda/kernels.h"
 #include "engines/cusolvermp/cusolvermp.h"
@@ -27,10 +27,7 @@ constexpr cublasOperation_t AdjointOp() {
   return Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
 }
 
-inline bool Debug() {
-  static const bool debug = std::getenv("JAXMG_DEBUG") != nullptr;
-  return debug;
-}
+inline bool Debug() { return DebugLevel() >= 1; }
 
 // With JAXMG_DEBUG set: the wall time of one engine step (the stream is synchronized around it).
 class StepTimer {
@@ -62,13 +59,7 @@ inline std::map<std::string, double>& Parts() {
   return parts;
 }
 
-inline bool DebugParts() {
-  static const bool parts = [] {
-    const char* v = std::getenv("JAXMG_DEBUG");
-    return v != nullptr && std::atoi(v) >= 2;
-  }();
-  return parts;
-}
+inline bool DebugParts() { return DebugLevel() >= 2; }
 
 class PartTimer {
  public:

@@ -28,10 +28,9 @@ namespace jaxmg::cusolvermp {
 
 bool Engine::UseOwnLu() const {
   // The 1-D LU needs every engine row on every process (a 1 x P grid) and the relabeled layout;
-  // on one device any layout (the local array is the whole matrix: inv, slogdet).
-  const char* choice = std::getenv("JAXMG_GPU_LU");
-  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
-  return !library && ctx_.nprow == 1 &&
+  // on one device any layout (the local array is the whole matrix: inv, slogdet). config.gpu_lu
+  // = cusolvermp: cuSOLVERMp's Getrf everywhere.
+  return config_.gpu_lu != Choice::kLibrary && ctx_.nprow == 1 &&
          (state_.plan.strategy == layout::Strategy::kRelabel || OneDevice());
 }
 

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 #include "common/scalar.h"
 #include "engines/cusolvermp/backend.h"
@@ -16,18 +14,16 @@
 namespace jaxmg::cusolvermp {
 
 int64_t Engine::QrPanelBlock(int64_t t) {
-  // JAXMG_QR_PANEL: the width of the blocks a panel is factored in (at most 512: cusolverDn's
-  // geqrf answered INVALID_VALUE for a 32768 x 2048 panel on H200s).
-  const char* value = std::getenv("JAXMG_QR_PANEL");
-  const int64_t ib = value != nullptr ? std::atoll(value) : 256;
-  return std::min<int64_t>({ib > 0 ? ib : 256, 512, t});
+  // The width of the blocks a panel is factored in: 256 (measured: cusolverDn's geqrf took about
+  // 15 µs per column whatever the width, 128-1024; it answered INVALID_VALUE for a 32768 x 2048
+  // panel on H200s).
+  return std::min<int64_t>(256, t);
 }
 
 bool Engine::UseOwnQr() const {
-  // The 1-D QR needs every engine row on every process: a 1 x P grid.
-  const char* choice = std::getenv("JAXMG_GPU_QR");
-  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
-  return !library && ctx_.nprow == 1;
+  // The 1-D QR needs every engine row on every process: a 1 x P grid (config.gpu_qr =
+  // cusolvermp: cuSOLVERMp's Geqrf and Orgqr everywhere).
+  return config_.gpu_qr != Choice::kLibrary && ctx_.nprow == 1;
 }
 
 algorithms::Qr1DShape Engine::QrShapeOf() const {

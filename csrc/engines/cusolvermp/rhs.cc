@@ -133,7 +133,7 @@ Status Engine::RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, 
   // Chunks of rows (bounded scratch: R alone is n x n): each entry is held by one process, so
   // the sum over the grid assembles a chunk on every rank, which keeps its part of its block.
   // (The leading-rows map d_rhs_map[2] is the cyclic map for the first ld <= local_rows_ rows.)
-  const int64_t chunk = RowsPerChunk(kRowsOutChunkBytes, es * cols, n);
+  const int64_t chunk = RowsPerChunk(kRowsOutChunkBytes, es * cols, n, config_.rows_per_chunk);
   void* part = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(es * chunk * cols, &part));
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {

@@ -26,10 +26,9 @@
 namespace jaxmg::cusolvermp {
 
 bool Engine::OneDevice() const {
-  // JAXMG_GPU_ONE_DEVICE=cusolvermp keeps cuSOLVERMp on one device (for comparisons).
-  const char* choice = std::getenv("JAXMG_GPU_ONE_DEVICE");
-  const bool library = choice != nullptr && std::string(choice) == "cusolvermp";
-  return !library && ctx_.nranks == 1;
+  // config.gpu_one_device = cusolvermp keeps cuSOLVERMp on one device (for comparisons:
+  // bench/one_device.py).
+  return config_.gpu_one_device != Choice::kLibrary && ctx_.nranks == 1;
 }
 
 template <typename T>

@@ -5,9 +5,7 @@
 #include "algorithms/band_eigh.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
-#include <string>
 
 #include "common/scalar.h"
 #include "engines/scalapack/backend.h"
@@ -18,20 +16,19 @@ namespace jaxmg::scalapack {
 
 bool Engine::UseTwoStage(bool vectors) const {
   // The two stages need every row (1 x P) or every column (P x 1) on each process and a band
-  // that divides the tile. JAXMG_CPU_EIGH=two-stage or =scalapack chooses; unset, the measured
+  // that divides the tile. config.cpu_eigh = two-stage or = scalapack chooses; "auto", the measured
   // one (bench/cpu_own.py --routine eigh|eigvalsh; bench/results/cpu_own_eig*_71444db.json):
   // eigenvalues alone by the two stages (0.93-1.70x p?syevd on 1 x 2 at N = 1024-3072, 3.1x on
   // 1 x 4), with eigenvectors p?syevd (the two stages 0.71-0.89x on 1 x 2, 0.73-0.83x on 2 x 1).
-  const char* choice = std::getenv("JAXMG_CPU_EIGH");
-  const std::string c = choice != nullptr ? choice : "";
-  const bool wanted = c == "two-stage" || (c.empty() && !vectors);
+  const Choice c = config_.cpu_eigh;
+  const bool wanted = c == Choice::kOwn || (c == Choice::kAuto && !vectors);
   const bool one_dimensional = grid_->nprow == 1 || grid_->npcol == 1;
   return wanted && one_dimensional && EigBand(plan_->tile) > 0;
 }
 
-int64_t Engine::EigBand(int64_t t) {
-  const char* value = std::getenv("JAXMG_EIG_BAND");
-  return algorithms::BandWidth(t, value != nullptr ? std::atoll(value) : 64, 128);
+int64_t Engine::EigBand(int64_t t) const {
+  // config.eig_band, 0: 64 (the band the CPU engine's two stages were measured at).
+  return algorithms::BandWidth(t, config_.eig_band > 0 ? config_.eig_band : 64, 128);
 }
 
 template <typename T>
@@ -53,10 +50,9 @@ Status Engine::TwoStageEigh(bool vectors, RealOf<T>* w, int* info) {
     algorithms::EighTuning tune;
     tune.ell = s.b;
     tune.wave_bytes = int64_t{64} << 20;
-    // JAXMG_EIG_Q2=fused: each wave block through the backend's WaveApply (the GPU's default
-    // path, here over BLAS) rather than the batched products.
-    const char* q2 = std::getenv("JAXMG_EIG_Q2");
-    tune.fused_q2 = q2 != nullptr && std::string(q2) == "fused";
+    // config.eig_q2 = fused: each wave block through the backend's WaveApply (the GPU's
+    // tensor-core path, here over BLAS) rather than the batched products.
+    tune.fused_q2 = config_.eig_q2 == Choice::kOwn;
     T* z = nullptr;
     int64_t ldz = 0;
     // Stedc's real vectors in local_b_ (distributed as the matrix), until the eigenvectors.

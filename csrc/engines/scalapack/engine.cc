@@ -105,6 +105,7 @@ Status Engine::Create(const SolveAttrs& attrs, const layout::Plan& plan,
     }
   }
   out->plan_ = &plan;
+  out->config_ = attrs.config;
   out->rhs_by_cols_ = attrs.transposed;
   out->u_ = attrs.u;
   out->v_ = attrs.v;
@@ -226,10 +227,9 @@ Status Engine::Getrf(int* info) {
 bool Engine::UseOwnLu() const {
   // The 1-D LU needs every engine row on every process: a 1 x P grid, whose block-cyclic columns
   // it takes as they are, relabeled or redistributed (inv, slogdet). The default there
-  // (measured: bench/cpu_lu.py); JAXMG_CPU_LU=scalapack keeps p?getrf.
-  const char* choice = std::getenv("JAXMG_CPU_LU");
-  const bool library = choice != nullptr && std::string(choice) == "scalapack";
-  return !library && grid_->nprow == 1 && local_rows_ >= plan_->engine_rows();
+  // (measured: bench/cpu_lu.py); config.cpu_lu = scalapack keeps p?getrf.
+  return config_.cpu_lu != Choice::kLibrary && grid_->nprow == 1 &&
+         local_rows_ >= plan_->engine_rows();
 }
 
 algorithms::Square Engine::SquareOf(int64_t n, int64_t ld) const {
@@ -244,9 +244,9 @@ algorithms::Square Engine::SquareOf(int64_t n, int64_t ld) const {
 bool Engine::UseOwnInverses(bool lu) const {
   // Measured (bench/cpu_own.py): the blocked Cholesky inverse beats p?potrs with the identity
   // (1.25-1.67x on 2 and 4 processes), the blocked LU inverse does not beat p?getri (0.73-1.06x).
-  const char* choice = std::getenv("JAXMG_CPU_INVERSES");
-  const std::string v = choice != nullptr ? choice : "";
-  return lu ? v == "blocked" : v != "scalapack";
+  // config.cpu_inverses = blocked (kOwn) takes both, = scalapack (kLibrary) neither.
+  const Choice c = config_.cpu_inverses;
+  return lu ? c == Choice::kOwn : c != Choice::kLibrary;
 }
 
 template <typename T>
@@ -543,10 +543,9 @@ Status Engine::AgreeQr(bool rank_fails, int* info) {
 
 bool Engine::UseOwnQr() const {
   // The 1-D QR needs every engine row on every process: a 1 x P grid (measured:
-  // bench/cpu_own.py --routine qr); JAXMG_CPU_QR=scalapack keeps p?geqrf and p?orgqr.
-  const char* choice = std::getenv("JAXMG_CPU_QR");
-  const bool library = choice != nullptr && std::string(choice) == "scalapack";
-  return !library && grid_->nprow == 1 && local_rows_ >= plan_->engine_rows();
+  // bench/cpu_own.py --routine qr); config.cpu_qr = scalapack keeps p?geqrf and p?orgqr.
+  return config_.cpu_qr != Choice::kLibrary && grid_->nprow == 1 &&
+         local_rows_ >= plan_->engine_rows();
 }
 
 algorithms::Qr1DShape Engine::QrShapeOf() const {
@@ -610,7 +609,7 @@ Status Engine::RowsOut(const T* local, int64_t ld, int64_t lc, int64_t cols, voi
   const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? v_ : u_);
   // Chunks of rows (R alone is n x n): each entry is held by one process, so the sum over the
   // grid assembles a chunk on every rank, which keeps its part of its block.
-  const int64_t chunk = RowsPerChunk(int64_t{1} << 28, sizeof(T) * cols, n);
+  const int64_t chunk = RowsPerChunk(int64_t{1} << 28, sizeof(T) * cols, n, config_.rows_per_chunk);
   std::vector<T> part(static_cast<size_t>(chunk * cols));
   T* out = As<T>(x);
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {

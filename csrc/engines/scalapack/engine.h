@@ -39,7 +39,7 @@ class Engine {
   template <typename T>
   Status Prepare(void* shard);
   // After Potrf: the right-hand side := B⁻¹, for InverseOut (the blocked inverses over PBLAS,
-  // algorithms/inverses.h; JAXMG_CPU_INVERSES=scalapack: p?potrs with the identity).
+  // algorithms/inverses.h; config.cpu_inverses = scalapack: p?potrs with the identity).
   template <typename T>
   Status CholeskyInverse();
   template <typename T>
@@ -59,7 +59,7 @@ class Engine {
   template <typename T>
   Status Identity();
   // M⁻¹ from the LU factors, into the right-hand side's place: p?getri (U⁻¹, then the solve
-  // with L and the column interchanges) or, with JAXMG_CPU_INVERSES=blocked, U⁻¹ L⁻¹ Pᵀ by
+  // with L and the column interchanges) or, with config.cpu_inverses = blocked, U⁻¹ L⁻¹ Pᵀ by
   // blocks (algorithms/inverses.h LuInverse); both 4N³/3 flops against 2N³ for the solve with
   // the identity. M⁻ᵀ by one distributed transpose.
   template <typename T>
@@ -115,25 +115,25 @@ class Engine {
 
  private:
   bool asymmetric_ = false;
-  // Getrf by the 1-D LU on 1 x P grids (JAXMG_CPU_LU=scalapack: p?getrf everywhere).
+  // Getrf by the 1-D LU on 1 x P grids (config.cpu_lu = scalapack: p?getrf everywhere).
   bool UseOwnLu() const;
-  // Geqrf and Orgqr by the 1-D QR on 1 x P grids (JAXMG_CPU_QR=scalapack: p?geqrf, p?orgqr).
+  // Geqrf and Orgqr by the 1-D QR on 1 x P grids (config.cpu_qr = scalapack: p?geqrf, p?orgqr).
   bool UseOwnQr() const;
   algorithms::Qr1DShape QrShapeOf() const;
   // CholeskyInverse (lu false) or InverseSolve (lu true) by the blocked inverses. Defaults:
-  // CholeskyInverse blocked, InverseSolve p?getri; JAXMG_CPU_INVERSES=blocked: both blocked,
-  // =scalapack: both ScaLAPACK's (p?potrs with the identity, p?getri).
+  // CholeskyInverse blocked, InverseSolve p?getri; config.cpu_inverses = blocked: both blocked,
+  // = scalapack: both ScaLAPACK's (p?potrs with the identity, p?getri).
   bool UseOwnInverses(bool lu) const;
   // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
   algorithms::Square SquareOf(int64_t n, int64_t ld) const;
   template <typename T>
   Status Agree(int* info);
-  // Eigh by the two stages on 1 x P and P x 1 grids (band_eigh.cc): JAXMG_CPU_EIGH chooses;
-  // unset, eigenvalues alone take them (measured).
+  // Eigh by the two stages on 1 x P and P x 1 grids (band_eigh.cc): config.cpu_eigh chooses;
+  // "auto", eigenvalues alone take them (measured).
   bool UseTwoStage(bool vectors) const;
-  // The band's width for tile t (JAXMG_EIG_BAND: the widest tried; 0: the two stages do not
+  // The band's width for tile t (config.eig_band: the widest tried; 0: the two stages do not
   // apply).
-  static int64_t EigBand(int64_t t);
+  int64_t EigBand(int64_t t) const;
   // w := the eigenvalues (ascending) and, with vectors, local_b_ := the eigenvectors (as the
   // matrix is distributed); *info > 0 where the tridiagonal solve failed (agreed).
   template <typename T>
@@ -170,6 +170,7 @@ class Engine {
 
   const layout::Plan* plan_ = nullptr;
   const Grid* grid_ = nullptr;
+  Config config_;  // the call's (common/config.h)
   int u_ = 0, v_ = 0;
   bool rhs_by_cols_ = false;  // b and x split over the mesh's columns (matrix handed transposed)
   int64_t local_rows_ = 0, local_cols_ = 0;

@@ -10,8 +10,8 @@
 #include <tuple>
 
 #include "common/deferred.h"
+#include "common/environment.h"
 #include "common/scalar.h"
-#include "common/timeout.h"
 
 extern "C" {
 int Csys2blacs_handle(MPI_Comm comm);

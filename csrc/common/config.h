@@ -1,0 +1,61 @@
+// The configuration of one call: its algorithm choices, tuning and test hooks, from jaxmg.config
+// (jaxmg/_core/config.py, where the environment's JAXMG_* defaults are read). Python hands it to
+// every call as the `config` attribute; the FFI layer decodes it once (ffi/config.h) into
+// SolveAttrs::config, and the engines read it from there. So it is part of the jit cache key, and
+// the call agreement's fingerprint hashes it whole (ConfigHash): ranks configured differently get
+// the agreement's error instead of pairing different collectives.
+//
+// Adding a field: a member here (8 bytes, so that the struct has no padding and hashes as its
+// bytes), its decoding in ffi/config.h, and its field in jaxmg/_core/config.py.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace jaxmg {
+
+// An algorithm choice. Each field admits the values jaxmg/_core/config.py lists for it.
+enum class Choice : int64_t {
+  kAuto = 0,     // "auto": the engine's measured default for the grid
+  kLibrary = 1,  // the vendor library's routine: "scalapack" (CPU), "cusolvermp" (GPU)
+  kOwn = 2,      // jaxmg's own algorithm where it applies: "two-stage", "blocked"
+};
+
+struct Config {
+  // Algorithm choices (jaxmg.config's fields of the same names; environment JAXMG_<NAME>).
+  Choice cpu_lu = Choice::kAuto;          // kLibrary: p?getrf everywhere (else the 1-D LU on 1 x P)
+  Choice cpu_qr = Choice::kAuto;          // kLibrary: p?geqrf, p?orgqr (else the 1-D QR on 1 x P)
+  Choice cpu_inverses = Choice::kAuto;    // kOwn: both blocked; kLibrary: both ScaLAPACK's
+  Choice cpu_eigh = Choice::kAuto;        // kOwn: the two stages; kLibrary: p?syevd
+  Choice gpu_lu = Choice::kAuto;          // kLibrary: cuSOLVERMp's Getrf everywhere
+  Choice gpu_qr = Choice::kAuto;          // kLibrary: cuSOLVERMp's Geqrf and Orgqr everywhere
+  Choice gpu_eigh = Choice::kAuto;        // with vectors: kOwn the two stages, kLibrary Syevd
+  Choice gpu_eigvals = Choice::kAuto;     // eigenvalues alone: the same
+  Choice gpu_one_device = Choice::kAuto;  // kLibrary: cuSOLVERMp on a 1 x 1 grid too
+  Choice eig_q2 = Choice::kAuto;          // kOwn ("fused"): Q₂'s blocks by WaveApply
+  // Tuning of the two-stage eigensolver.
+  int64_t eig_band = 0;      // the widest band tried (0: the engine's measured default)
+  int64_t eig_q2_group = 0;  // sweeps per Q₂ block (0: the band's width)
+  int64_t eig_q1_width = 0;  // columns of the panels joined in Q₁ (0: the tile)
+  // Test hooks (jaxmg._core.testing; never set otherwise).
+  int64_t rows_per_chunk = 0;  // rows a gathering step takes at a time (0: by bytes, chunk.h)
+  // "<algorithm>:<rank>:<step>": that rank of that algorithm records an injected failure at that
+  // step (common/deferred.h); empty: none. NUL-terminated.
+  char test_fail[48] = {};
+};
+
+static_assert(std::is_trivially_copyable_v<Config> &&
+                  std::has_unique_object_representations_v<Config>,
+              "Config hashes as its bytes: no padding, no pointers");
+
+// FNV-1a of the whole configuration (every rank of a call must have the same).
+inline int64_t ConfigHash(const Config& c) {
+  unsigned char bytes[sizeof(Config)];
+  std::memcpy(bytes, &c, sizeof(Config));
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char b : bytes) h = (h ^ b) * 1099511628211ull;
+  return static_cast<int64_t>(h >> 1);
+}
+
+}  // namespace jaxmg
