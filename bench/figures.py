@@ -11,7 +11,6 @@ Needs matplotlib (`pip install 'jaxmg[bench]'`).
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
 import sys
 import tempfile
@@ -358,6 +357,20 @@ def draw_all(out: Path) -> list[Path]:
     return paths
 
 
+def _svg_content(path: Path) -> str:
+    """The SVG's text with matplotlib's generated element ids (clip paths, glyphs: a hash that
+    can differ between processes drawing the same figure) replaced by their order of first use."""
+    import re
+
+    text = path.read_text()
+    ids: dict[str, str] = {}
+    return re.sub(
+        r"\b([a-zA-Z]+)([0-9a-f]{10})\b",
+        lambda m: m.group(1) + ids.setdefault(m.group(0), f"#{len(ids)}"),
+        text,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=FIGURES, help="folder (default docs/figures)")
@@ -379,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
             path.name
             for path in draw_all(Path(tmp))
             if not (args.out / path.name).is_file()
-            or not filecmp.cmp(path, args.out / path.name, shallow=False)
+            or _svg_content(path) != _svg_content(args.out / path.name)
         ]
     if stale:
         print(f"stale figures (run python bench/figures.py): {', '.join(stale)}", file=sys.stderr)
