@@ -27,6 +27,7 @@ from jaxmg.routines.potri import potri
 from jaxmg.routines.potrs import potrs, potrs_blocks
 from jaxmg.routines.qr import least_squares, qr
 from jaxmg.routines.slogdet import slogdet
+from jaxmg.routines.solve_triangular import solve_triangular
 from jaxmg.routines.syevd import syevd, syevd_blocks
 from jaxmg.routines.sygvd import eigh
 
@@ -60,6 +61,7 @@ __all__ = [
     "qr",
     "qr_shardmap_ctx",
     "slogdet",
+    "solve_triangular",
     "syevd",
     "syevd_blocks",
     "syevd_shardmap_ctx",

@@ -16,6 +16,7 @@
 #include "routines/potrs.h"
 #include "routines/qr.h"
 #include "routines/slogdet.h"
+#include "routines/solve_triangular.h"
 #include "routines/syevd.h"
 #include "routines/sygvd.h"
 #include "xla/ffi/api/ffi.h"
@@ -34,7 +35,8 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  ffi::Result<ffi::AnyBuffer> sign, ffi::Result<ffi::Buffer<ffi::S32>> pivots_out,
                  int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
                  int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
-                 int64_t thread, int64_t check_symmetry, int64_t cols, ffi::Dictionary config) {
+                 int64_t thread, int64_t check_symmetry, int64_t cols, ffi::Dictionary config,
+                 int64_t variant) {
   SolveAttrs attrs;
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
@@ -44,6 +46,7 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                                   OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
   if (s.ok()) s = ffi_util::DecodeConfig(target, config, &attrs.config);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
+  attrs.variant = variant;
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];
   layout::Plan plan;
@@ -91,6 +94,8 @@ JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_vh, GesvdVh)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_values, GesvdValues)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_polar, Polar)
 JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_polar_up, PolarUp)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_solve_triangular, SolveTriangular)
+JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_solve_triangular_matrix, SolveTriangularMatrix)
 #undef JAXMG_CPU_SOLVE_TARGET
 
 extern "C" {

@@ -26,6 +26,7 @@
 #include "routines/potrs.h"
 #include "routines/qr.h"
 #include "routines/slogdet.h"
+#include "routines/solve_triangular.h"
 #include "routines/syevd.h"
 #include "routines/sygvd.h"
 #include "xla/ffi/api/ffi.h"
@@ -58,7 +59,8 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                  ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, int64_t n, int64_t mesh_rows,
                  int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
                  int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
-                 int64_t check_symmetry, int64_t cols, ffi::Dictionary config, int64_t context) {
+                 int64_t check_symmetry, int64_t cols, ffi::Dictionary config, int64_t variant,
+                 int64_t context) {
   SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
   Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
@@ -68,6 +70,7 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                                   OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
   if (s.ok()) s = ffi_util::DecodeConfig(target, config, &attrs.config);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
+  attrs.variant = variant;
   mp::Context* ctx = nullptr;
   s = mp::FindContext(context, device, &ctx);  // this device's of the mesh's contexts
   if (!s.ok()) return ffi_util::ToFfi(s);
@@ -129,6 +132,8 @@ JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_vh, GesvdVh)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_values, GesvdValues)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_polar, Polar)
 JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_polar_up, PolarUp)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_solve_triangular, SolveTriangular)
+JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_solve_triangular_matrix, SolveTriangularMatrix)
 #undef JAXMG_CUDA_SOLVE_TARGET
 
 namespace {

@@ -54,7 +54,8 @@ auto BindSolve(Binding binding) {
       .template Attr<int64_t>("thread")
       .template Attr<int64_t>("check_symmetry")
       .template Attr<int64_t>("cols")  // columns of the matrix handed (rectangular routines)
-      .template Attr<ffi::Dictionary>("config");  // jaxmg.config (ffi/config.h DecodeConfig)
+      .template Attr<ffi::Dictionary>("config")  // jaxmg.config (ffi/config.h DecodeConfig)
+      .template Attr<int64_t>("variant");        // the routine's own (SolveAttrs::variant)
 }
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position

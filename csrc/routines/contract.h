@@ -110,6 +110,24 @@
 //                                         (after PolarEnd with h) H's eigenvalues, A's singular
 //                                         values: descending, at least 0, into x's last column
 //                                         for x's rows (as Gesvd's); info agreed
+//   Status RhsMatrixIn<T>(const void* b, int64_t rows)
+//                                         (redistributed plans) the right-hand side := Bᵀ, the
+//                                         rows x cols.extent matrix that the shards of b read
+//                                         column-major are (b: cols.extent x rows, sharded like
+//                                         a: its rows over the mesh's rows, its columns over its
+//                                         columns), in the engine's tiles, its columns
+//                                         distributed like the engine matrix's
+//   Status RhsMatrixOut<T>(void* x)       x (sharded as b) := the right-hand side in the JAX
+//                                         layout (RhsMatrixIn's inverse)
+//   Status Trsm<T>(char side, char uplo, char op, char diag, int* info)
+//                                         (a redistributed engine matrix M) the right-hand side
+//                                         c := op(M)⁻¹ c (side 'L') or c op(M)⁻¹ (side 'R'),
+//                                         reading only the triangle `uplo` ('L' or 'U') of M;
+//                                         op 'N', 'T' or 'C'; diag 'U': a unit diagonal (not
+//                                         read), 'N': M's own. info, agreed by every rank
+//                                         before the solve: 1 + the first diagonal entry of M
+//                                         that is zero or not finite (diag 'N'), else 0;
+//                                         nothing solved when info != 0
 //   Status SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols)
 //                                         columns 0..n-1 of x (row stride x_cols) := this
 //                                         shard's x_rows of the square matrix kept (collective)
@@ -148,7 +166,9 @@ struct SolveAttrs {
   int64_t thread = 0;               // the calling Python thread's tag (0 inside a user's jit)
   bool check_symmetry = false;      // symmetric routines: check the matrix first
   int64_t nrhs = 0;
-  Config config;  // algorithm choices, tuning and test hooks (common/config.h)
+  Config config;        // algorithm choices, tuning and test hooks (common/config.h)
+  int64_t variant = 0;  // the routine's own variant (its meaning is the routine's, e.g.
+                        // routines/solve_triangular.h: the triangle, op and diagonal)
 };
 
 // What every rank of a call must agree on before any engine collective (with the engine's own
@@ -164,13 +184,13 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
     routine = (routine ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
   return CallFingerprint{
       {static_cast<int64_t>(routine >> 1), dtype, a.n, a.cols, a.nrhs, a.mesh_rows, a.mesh_cols,
-       a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry,
+       a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry, a.variant,
        ConfigHash(a.config)},
       {"routine", "dtype", "matrix rows", "matrix columns", "right-hand sides", "mesh rows",
        "mesh columns", "tile", "pad", "redistribution", "transposition",
        "calling thread (a jaxmg call made outside jit carries its Python "
        "thread's name; calls of several threads pair by that name)",
-       "symmetry check",
+       "symmetry check", "routine variant",
        "algorithm switches and tuning (jaxmg.config: compare it on the processes; its defaults "
        "come from their JAXMG_* environment variables, read at the first call)"}};
 }
@@ -228,6 +248,9 @@ struct SolveIo {
   template Status Engine::Eigh<T>(bool, void*, int*);                 \
   template Status Engine::VectorsOut<T>(void*);                       \
   template Status Engine::MatrixIn<T>(const void*);                   \
+  template Status Engine::RhsMatrixIn<T>(const void*, int64_t);       \
+  template Status Engine::RhsMatrixOut<T>(void*);                     \
+  template Status Engine::Trsm<T>(char, char, char, char, int*);      \
   template Status Engine::Gemm<T>(char, char);                        \
   template Status Engine::Sygvd<T>(bool, void*, int*);                \
   template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);  \

@@ -52,6 +52,8 @@ ROUTINES = (
     "lu_factor",
     "lu_solve_factored",
     "lu_solve_factored_t",
+    "solve_triangular",
+    "solve_triangular_matrix",
 )
 _ENGINE_NAMES = {"cpu": "scalapack", "cuda": "cusolvermp"}
 _PLATFORMS = {"cpu": "cpu", "cuda": "CUDA"}

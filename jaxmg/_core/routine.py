@@ -52,6 +52,9 @@ class SolveRoutine:
       are split like b's where N divides, or whole on every device with `solution_whole`.
     second_matrix: b is a second N x N matrix (the generalized eigenproblem's B), sharded like
       a and read by the engine as a is (csrc/routines/contract.h: MatrixIn).
+    rhs_like_a: b (N x K) and x are sharded like a, both axes over the mesh (K divisible by the
+      devices over a's columns), and read by the engine as a is (csrc/routines/contract.h:
+      RhsMatrixIn), rather than their rows split like a's rows.
     tile_target: per platform, the tile the automatic choice aims at when the engine's routine
       has measured better near it than the default.
     """
@@ -71,6 +74,7 @@ class SolveRoutine:
     solution_whole: bool = False  # x (solution_cols) whole on every device (eigenvalues)
     tile_target: dict | None = None  # {platform: automatic tile near this} (else placement's)
     second_matrix: bool = False  # b is an N x N matrix sharded like a
+    rhs_like_a: bool = False  # b and x (N x K) sharded like a
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,7 @@ def call(
     kept=None,
     blocks=False,
     ctx=False,
+    variant=0,
 ) -> Result:
     """Runs `routine` and returns every output it has (a `Result`).
 
@@ -167,6 +172,8 @@ def call(
       in-place path) and the result's `matrix` is the work array in a's shape and sharding,
       so that a jit donating a can reuse its buffer. Concrete arrays run in a jit without
       donation.
+    variant: the routine's own variant (an integer the native routine reads: e.g.
+      solve_triangular's triangle, op and diagonal; csrc/routines/contract.h SolveAttrs).
     """
     config = _config.current()  # (its errors before any work, like the arguments')
     local_blocks = None
@@ -184,6 +191,8 @@ def call(
     dtype = _mesh.check_dtype(a)
     if routine.takes_rhs:
         _check_rhs(b, m, dtype)
+        if routine.rhs_like_a and b.ndim != 2:
+            raise ValueError(f"{routine.name}: b must be an (N, K) matrix, got shape {b.shape}")
     else:
         b = None  # the call takes an empty right-hand side (made inside the jitted function)
     if kept is not None:
@@ -199,6 +208,11 @@ def call(
         matrix_specs = _matrix_spec(matrix_specs, in_specs)
         placement = _mesh.resolve_placement(a, mesh, matrix_specs)
         _mesh.check_divisible(m, placement, cols=n)
+        if routine.rhs_like_a and b.shape[1] % placement.mesh_cols:
+            raise ValueError(
+                f"b's {b.shape[1]} columns are not divisible by the {placement.mesh_cols} "
+                "devices over a's columns: b cannot be sharded like a (split only its rows)"
+            )
     real = np.finfo(dtype).dtype
     if n == 0:
         return Result(
@@ -281,6 +295,8 @@ def call(
         second_matrix=routine.second_matrix,
         ctx=bool(ctx),
         config=config,
+        rhs_like_a=routine.rhs_like_a,
+        variant=int(variant),
     )
     fn = _build(c) if local_blocks is None else None
     if local_blocks is not None:
@@ -444,6 +460,8 @@ class _Call:
     second_matrix: bool = False  # b: an N x N matrix sharded like a
     ctx: bool = False  # the context form: the work array back, in a's shape and sharding
     config: _config.Config = _config.Config()  # algorithm choices, tuning, test hooks
+    rhs_like_a: bool = False  # b and x (N x K) sharded like a
+    variant: int = 0  # the routine's own variant (SolveAttrs::variant)
 
 
 @functools.cache
@@ -511,6 +529,7 @@ def _local(c: _Call):
             check_symmetry=np.int64(c.check_symmetry),
             cols=np.int64(c.cols),
             config=_config.engine_attribute(c.config),
+            variant=np.int64(c.variant),
             **extra_attrs,
         )
         return x, logdet, status, sign, piv_out, a_work
@@ -528,6 +547,8 @@ def _layout(c: _Call):
     x_spec = rhs_spec if not c.solution_cols or x_split else P()
     if c.second_matrix:
         rhs_spec = placement.matrix_spec
+    if c.rhs_like_a:
+        rhs_spec = x_spec = placement.matrix_spec
     return transposed, rhs_spec, x_spec, c.cols
 
 
@@ -578,7 +599,9 @@ def _pipeline(c: _Call):
             a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
         b2 = _mesh.constrain(b2, placement.mesh, rhs_spec)
         x, logdet, status, sign, piv_out, a_work = call(a, b2, piv_in)
-        if x_spec == rhs_spec:
+        if c.rhs_like_a:
+            x = _mesh.constrain(x, user.mesh, user.matrix_spec)
+        elif x_spec == rhs_spec:
             x = _mesh.constrain(x, user.mesh, user.rhs_spec)
         x = x.reshape(n) if c.b_ndim == 1 else x
         if c.returns_matrix and not transposed and not c.factor_order:

@@ -49,7 +49,10 @@ class SolveRule:
     primal(a, b, donate, **kw) -> (x, logdet, status): the routine itself.
     factor(a, **kw) -> f; solve(f, r) = A⁻¹ r; solve_t(f, r) = A⁻ᵀ r; logdet(f) -> (logdet,
     status) of the factorization; placement(f): a's placement (for dA x).
-    inverse_t(a, **kw) -> A⁻ᵀ in a's sharding (for the log-determinant's derivative).
+    inverse_t(a, **kw) -> A⁻ᵀ in a's sharding (for the log-determinant's derivative; only
+    with it).
+    matvec(placement, m, v, **kw) -> the routine's matrix made of m, times v (A is the one
+    made of a: e.g. one triangle of a, transposed); None: m @ v (`matvec`).
     """
 
     primal: Callable
@@ -58,7 +61,8 @@ class SolveRule:
     solve_t: Callable
     logdet: Callable
     placement: Callable
-    inverse_t: Callable
+    inverse_t: Callable | None = None
+    matvec: Callable | None = None
 
 
 def differentiable_solve(rule: SolveRule, with_logdet: bool):
@@ -94,7 +98,10 @@ def _solve_jvp(rule: SolveRule, opts: Options, with_logdet: bool):
     def jvp(a, b, da, db):
         kw = opts.kwargs()
         f = rule.factor(jax.lax.stop_gradient(a), **kw)
-        mv = functools.partial(matvec, rule.placement(f))
+        if rule.matvec is None:
+            mv = functools.partial(matvec, rule.placement(f))
+        else:
+            mv = functools.partial(rule.matvec, rule.placement(f), **kw)
 
         def solve(r):
             return jax.lax.custom_linear_solve(
@@ -174,12 +181,15 @@ def matmat(placement, m1, m2):
     return _mesh.constrain(jnp.matmul(m1, m2), mesh, spec)
 
 
-def matvec(placement, m, v):
-    """m @ v for m sharded like a and v (rows) like b: v's rows are moved to m's column axis
-    first (a collective of vector size; explicit mesh axes need it said), the result's rows
-    lie like b's."""
+def matvec(placement, m, v, op="N"):
+    """op(m) @ v for m sharded like a and v (rows) like b (op "N": m, "T": mᵀ, "C": mᴴ): v's
+    rows are moved to the axis of m the product contracts first (a collective of vector size;
+    explicit mesh axes need it said), the result's rows lie like b's. (mᵀ is the same shards
+    read the other way: no distributed transpose.)"""
     mesh = placement.mesh
-    v = _mesh.constrain(v, mesh, P(placement.col_axis))
+    v = _mesh.constrain(v, mesh, P(placement.col_axis if op == "N" else placement.row_axis))
+    if op != "N":
+        m = jnp.conj(m.T) if op == "C" and jnp.iscomplexobj(m) else m.T
     out = P(placement.row_axis, *([None] * (v.ndim - 1)))
     if AxisType.Explicit in tuple(mesh.axis_types):
         return jnp.matmul(m, v, out_sharding=NamedSharding(mesh, out))

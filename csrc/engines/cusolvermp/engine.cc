@@ -197,18 +197,33 @@ Status Engine::Prepare(void* shard) {
 
 template <typename T>
 Status Engine::MatrixIn(const void* shard) {
+  return RhsMatrixIn<T>(shard, state_.plan.rows.extent);
+}
+
+template <typename T>
+Status Engine::RhsMatrixIn(const void* b, int64_t rows) {
   StepTimer timer("MatrixIn", stream_);
   const layout::Plan& plan = state_.plan;
   if (plan.strategy != layout::Strategy::kRedistribute) {
     return JAXMG_ERROR("a second matrix is read into a redistributed plan only");
   }
-  const int64_t lr = local_rows_, lc = local_cols_;
+  // The shards of b read column-major: blocks of rows / mesh_cols x cols.shard of Bᵀ, block
+  // (v, u) on mesh position (u, v), as the engine matrix's (Prepare).
+  const int64_t t = plan.tile, lc = local_cols_;
+  const int64_t lr = CyclicLocalExtent(rows, t, ctx_.myrow, ctx_.nprow);
   const Status copy = Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_);
-  JAXMG_RETURN_IF_ERROR(Redistribute<T>(shard, /*to_tiles=*/true, local_b_, copy));
+  JAXMG_RETURN_IF_ERROR(Redistribute<T>(b, /*to_tiles=*/true, local_b_, copy, rows));
+  rhs_rows_ = rows;
   nrhs_ = plan.cols.extent;
   rhs_local_cols_ = lc;
-  return desc_b_.Create(ctx_, DataTypeOf<T>(), plan.rows.extent, plan.cols.extent, plan.tile,
-                        plan.tile, std::max<int64_t>(lr, 1));
+  return desc_b_.Create(ctx_, DataTypeOf<T>(), rows, plan.cols.extent, t, t,
+                        std::max<int64_t>(lr, 1));
+}
+
+template <typename T>
+Status Engine::RhsMatrixOut(void* x) {
+  StepTimer timer("RhsMatrixOut", stream_);
+  return Redistribute<T>(local_b_, /*to_tiles=*/false, x, Status(), rhs_rows_);
 }
 
 template <typename T>
@@ -314,6 +329,8 @@ Status Engine::FillNan(void* x, int64_t count) {
 #define JAXMG_INSTANTIATE_ENGINE_CORE(T)                               \
   template Status Engine::Prepare<T>(void* shard);                     \
   template Status Engine::MatrixIn<T>(const void* shard);              \
+  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows); \
+  template Status Engine::RhsMatrixOut<T>(void* x);                    \
   template Status Engine::SquareMatrix<T>();                           \
   template Status Engine::MatrixOut<T>(const void* from, void* shard); \
   template Status Engine::InverseOut<T>(void* shard);                  \

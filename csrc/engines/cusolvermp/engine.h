@@ -133,6 +133,14 @@ class Engine {
   template <typename T>
   Status MatrixIn(const void* shard);
   template <typename T>
+  Status RhsMatrixIn(const void* b, int64_t rows);
+  template <typename T>
+  Status RhsMatrixOut(void* x);
+  // The status (Agree on the diagonal alone: the other triangle is not read), then cuBLASMp's
+  // Trsm (on one device, cuBLAS's).
+  template <typename T>
+  Status Trsm(char side, char uplo, char op, char diag, int* info);
+  template <typename T>
   Status Gemm(char op_b, char op_a);
   template <typename T>
   Status Sygvd(bool vectors, void* x, int* info);
@@ -150,9 +158,10 @@ class Engine {
   // The call's small device buffer (small_), allocated and zeroed on first use.
   Status Small();
   // Between the JAX block layout and block-cyclic tiles (to_tiles) or back (Remap).
+  // rows: the matrix's engine rows (its columns are the engine matrix's); < 0: the engine matrix.
   template <typename T>
-  Status Redistribute(const void* from, bool to_tiles, void* to,
-                      const Status& allocated = Status());
+  Status Redistribute(const void* from, bool to_tiles, void* to, const Status& allocated = Status(),
+                      int64_t rows = -1);
   // A matrix's local part under a block-cyclic distribution over the grid: blocks of rows x cols,
   // local leading dimension ld.
   struct Blocked {
@@ -306,9 +315,11 @@ class Engine {
   template <typename T>
   Status NonFinite(int32_t* column);
   // Status agreement (see status.cc); returns the agreed info. The diagonal check covers the
-  // global diagonal below diag_limit (-1: all of it; 0: none).
+  // global diagonal below diag_limit (-1: all of it; 0: none); scan: also the first column with
+  // a non-finite entry anywhere in the local matrix (false: a triangular matrix, whose other
+  // triangle may hold anything).
   template <typename T>
-  Status Agree(bool failed, int* info, int64_t diag_limit = -1);
+  Status Agree(bool failed, int* info, int64_t diag_limit = -1, bool scan = true);
   // The symmetry check's products [A v, A u] of this shard, summed over the ranks into the 2n
   // device vector *y (common/symmetry.h), on the stream.
   template <typename T>
@@ -355,6 +366,7 @@ class Engine {
                               // 16 bytes for a sum, [8]: first non-finite column
                               // of the factor, [9]: of the input (Getrf)
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
+  int64_t rhs_rows_ = 0;  // the right-hand side's global rows (RhsIn, RhsMatrixIn)
   void* local_b_ = nullptr;
   bool vectors_adjointed_ = false;  // local_b_ holds Zᴴ, not Z (VectorsOut)
   Descriptor desc_b_;

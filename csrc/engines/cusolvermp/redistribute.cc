@@ -33,16 +33,19 @@ int64_t Engine::RemapBuffers::Received(int qr, int qc) const {
 }
 
 template <typename T>
-Status Engine::Redistribute(const void* from, bool to_tiles, void* to, const Status& allocated) {
+Status Engine::Redistribute(const void* from, bool to_tiles, void* to, const Status& allocated,
+                            int64_t rows) {
   // Between the block layout (block (v, u) of the engine matrix on grid position (v, u), leading
   // dimension the shard's rows) and block-cyclic tiles. The ranks agree that every one of them
   // has its buffers (`allocated`: the caller's, and the exchange's) before the exchange, so that
   // a device short of scratch gives an error on all of them instead of leaving its peers in
-  // NCCL.
+  // NCCL. rows: the matrix's (engine) rows, its columns the engine matrix's (rows < 0: the
+  // engine matrix itself).
   const layout::Plan& plan = state_.plan;
-  const int64_t m = plan.rows.extent, n = plan.cols.extent, t = plan.tile;
-  const Blocked blocks{plan.rows.shard, plan.cols.shard, plan.rows.shard};
-  const Blocked tiles{t, t, std::max<int64_t>(local_rows_, 1)};
+  const int64_t m = rows < 0 ? plan.rows.extent : rows, n = plan.cols.extent, t = plan.tile;
+  const int64_t block = m / plan.mesh_cols;
+  const Blocked blocks{block, plan.cols.shard, block};
+  const Blocked tiles{t, t, std::max<int64_t>(CyclicLocalExtent(m, t, ctx_.myrow, ctx_.nprow), 1)};
   RemapBuffers r;
   const Status buffers = allocated.ok() ? (to_tiles ? RemapPrepare<T>(blocks, tiles, m, n, &r)
                                                     : RemapPrepare<T>(tiles, blocks, m, n, &r))
@@ -262,7 +265,7 @@ Status Engine::PermuteColumns(const void* x, void* out, const std::vector<int64_
 
 #define JAXMG_INSTANTIATE_REDISTRIBUTE(T)                                                 \
   template Status Engine::Redistribute<T>(const void* from, bool to_tiles, void* to,      \
-                                          const Status& allocated);                       \
+                                          const Status& allocated, int64_t rows);         \
   template Status Engine::RemapPrepare<T>(const Blocked& f, const Blocked& d, int64_t m,  \
                                           int64_t n, RemapBuffers* r);                    \
   template Status Engine::RemapRun<T>(const void* from, void* to, const RemapBuffers& r); \

@@ -112,7 +112,7 @@ Status Engine::NonFinite(int32_t* column) {
 }
 
 template <typename T>
-Status Engine::Agree(bool failed, int* info, int64_t diag_limit) {
+Status Engine::Agree(bool failed, int* info, int64_t diag_limit, bool scan) {
   // The local status: the engine's info when positive; else (the engine gave up without an order:
   // cuSOLVERMp returns INTERNAL_ERROR or EXECUTION_FAILED for some matrices that are not positive
   // definite) n + 1; else the first diagonal entry of the factor that is zero or not finite (NaN
@@ -124,7 +124,7 @@ Status Engine::Agree(bool failed, int* info, int64_t diag_limit) {
                              ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol,
                              diag_limit < 0 ? plan.engine_rows() : diag_limit, small_ + 3,
                              stream_));
-  JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 8));
+  if (scan) JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 8));  // else kNoColumn, from Small()
   int32_t* host = ctx_.pinned;
   JAXMG_CUDA(cudaMemcpyAsync(host, small_, 4 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(
@@ -292,7 +292,7 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
   template Status Engine::Asymmetric<T>(const void* shard, bool* out);                           \
   template Status Engine::CheckSymmetry<T>(const void* shard);                                   \
   template Status Engine::NonFinite<T>(int32_t* column);                                         \
-  template Status Engine::Agree<T>(bool failed, int* info, int64_t diag_limit);                  \
+  template Status Engine::Agree<T>(bool failed, int* info, int64_t diag_limit, bool scan);       \
   template Status Engine::AgreeValues<T>(const void* values, int64_t n, bool failed, int* info); \
   template Status Engine::LogAbsDiag<T>(double scale, bool ok, void* out);                       \
   template Status Engine::SignLogDet<T>(void* sign, void* logabsdet);

@@ -521,6 +521,60 @@ Status Engine::Gemm(char op_b, char op_a) {
   return Status();
 }
 
+template <typename T>
+Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
+  StepTimer timer("Trsm", stream_);
+  const layout::Plan& plan = state_.plan;
+  const bool unit = diag == 'U';
+  // The status from the diagonal alone (the other triangle may hold anything), agreed with the
+  // position check; nothing solved on a zero or non-finite diagonal entry.
+  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, unit ? 0 : -1, /*scan=*/false));
+  if (*info != 0 || rhs_rows_ == 0 || nrhs_ == 0) return Status();
+  const int64_t n = plan.engine_rows(), t = plan.tile, m = rhs_rows_, k = nrhs_;
+  const int64_t lda = std::max<int64_t>(local_rows_, 1);
+  const int64_t ldb = std::max<int64_t>(CyclicLocalExtent(m, t, ctx_.myrow, ctx_.nprow), 1);
+  const cublasSideMode_t s = side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
+  const cublasFillMode_t fill = uplo == 'L' ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
+  const cublasOperation_t o = op == 'N' ? CUBLAS_OP_N : op == 'T' ? CUBLAS_OP_T : AdjointOp<T>();
+  const cublasDiagType_t d = unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
+  const T one(1);
+  if (OneDevice()) {  // the local arrays are the matrices: cuBLAS's trsm
+    const LocalBlas* lb = nullptr;
+    cublasHandle_t blas = nullptr;
+    JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
+    int im = 0, ik = 0, ilda = 0, ildb = 0;
+    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "right-hand side rows", &im));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(k, "right-hand side columns", &ik));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(lda, "leading dimension", &ilda));
+    JAXMG_RETURN_IF_ERROR(CheckedInt(ldb, "leading dimension", &ildb));
+    return CublasCheck(
+        lb->trsm[Scalar<T>::kIndex](blas, s, fill, o, d, im, ik, &one, work_, ilda, local_b_, ildb),
+        "cublas trsm");
+  }
+  // Descriptors and the workspace first, agreed: the solve is collective.
+  BlasDescriptor da, db;
+  const cublasComputeType_t compute = ComputeOf<T>();
+  Deferred local;
+  local.Run([&] { return da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, lda); });
+  local.Run([&] { return db.Create(ctx_, DataTypeOf<T>(), m, k, t, t, ldb); });
+  local.Run(
+      [&] { return BlasMpCheck(cublasMpSetStream(ctx_.blas, stream_), "cublasMpSetStream"); });
+  size_t dev = 0, host = 0;
+  local.Run([&] {
+    return BlasMpCheck(
+        cublasMpTrsm_bufferSize(ctx_.blas, s, fill, o, d, m, k, &one, work_, 1, 1, da.get(),
+                                local_b_, 1, 1, db.get(), compute, &dev, &host),
+        "cublasMpTrsm_bufferSize");
+  });
+  void* d_work = nullptr;
+  local.Run([&] { return Workspace(dev, host, &d_work); });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("solve_triangular", local));
+  return BlasMpCheck(cublasMpTrsm(ctx_.blas, s, fill, o, d, m, k, &one, work_, 1, 1, da.get(),
+                                  local_b_, 1, 1, db.get(), compute, d_work, workspace_bytes_,
+                                  ctx_.host_work.data(), ctx_.host_work.size()),
+                     "cublasMpTrsm");
+}
+
 #define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
   template Status Engine::LocalGetrs<T>(bool transpose);                                     \
   template Status Engine::Potrf<T>(int* info);                                               \
@@ -537,7 +591,8 @@ Status Engine::Gemm(char op_b, char op_a) {
   template Status Engine::Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, \
                                    int64_t x_cols, int* info);                               \
   template Status Engine::Sygvd<T>(bool vectors, void* x, int* info);                        \
-  template Status Engine::Gemm<T>(char op_b, char op_a);
+  template Status Engine::Gemm<T>(char op_b, char op_a);                                     \
+  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_VENDOR)
 #undef JAXMG_INSTANTIATE_VENDOR
 

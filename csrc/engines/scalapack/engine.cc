@@ -298,6 +298,7 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
   const layout::Plan& plan = *plan_;
   const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
   nrhs_ = nrhs;
+  rhs_rows_ = plan.engine_rows();
   // The whole right-hand side on every rank (it is small): the shards of one mesh column (one
   // mesh row when b is split over the mesh's columns), summed.
   const auto [block, rows, holder] = RhsBlock();
@@ -642,21 +643,54 @@ Status Engine::SquareMatrix(std::vector<char>* storage, Descriptor* desc, int64_
 
 template <typename T>
 Status Engine::MatrixIn(const void* shard) {
+  return RhsMatrixIn<T>(shard, plan_->rows.extent);
+}
+
+template <typename T>
+Status Engine::RhsMatrixIn(const void* b, int64_t rows) {
   const layout::Plan& plan = *plan_;
   if (plan.strategy != layout::Strategy::kRedistribute) {
     return JAXMG_ERROR("a second matrix is read into a redistributed plan only");
   }
-  const int64_t m = plan.rows.extent, n = plan.cols.extent;
-  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(local_rows_ * local_cols_, 1)),
-                  0);
-  desc_b_ = desc_a_;
+  // The shards of b read column-major: blocks of rows / mesh_cols x cols.shard of Bᵀ, block
+  // (v, u) on mesh position (u, v), as the engine matrix's (Prepare).
+  const int64_t n = plan.cols.extent, t = plan.tile, block = rows / plan.mesh_cols;
+  const int64_t lr = CyclicLocalExtent(rows, t, grid_->myrow, grid_->nprow);
+  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * local_cols_, 1)), 0);
+  rhs_rows_ = rows;
   nrhs_ = n;
   rhs_local_cols_ = local_cols_;
+  JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, n, t, t, lr, &desc_b_));
   Descriptor src;
-  JAXMG_RETURN_IF_ERROR(
-      MakeDescriptor(*grid_, m, n, plan.rows.shard, plan.cols.shard, plan.rows.shard, &src));
-  return Gemr2d<T>(m, n, static_cast<const T*>(shard), src, As<T>(local_b_.data()), desc_b_,
-                   *grid_);
+  JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, n, block, plan.cols.shard, block, &src));
+  return Gemr2d<T>(rows, n, static_cast<const T*>(b), src, As<T>(local_b_.data()), desc_b_, *grid_);
+}
+
+template <typename T>
+Status Engine::RhsMatrixOut(void* x) {
+  const layout::Plan& plan = *plan_;
+  const int64_t n = plan.cols.extent, block = rhs_rows_ / plan.mesh_cols;
+  Descriptor dst;
+  JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rhs_rows_, n, block, plan.cols.shard, block, &dst));
+  return Gemr2d<T>(rhs_rows_, n, As<T>(local_b_.data()), desc_b_, As<T>(x), dst, *grid_);
+}
+
+template <typename T>
+Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
+  // The status from the diagonal alone (the other triangle may hold anything), agreed.
+  int64_t first = 0;  // 1-based; the local diagonal is walked in increasing global order
+  if (diag != 'U') {
+    ForEachLocalDiagonal<T>([&](int64_t g, const T& d) {
+      const double m = static_cast<double>(std::abs(d));
+      if (first == 0 && (!(m > 0.0) || !std::isfinite(m))) first = g + 1;
+    });
+  }
+  *info = static_cast<int>(std::min<int64_t>(first, std::numeric_limits<int>::max()));
+  JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
+  if (*info != 0) return Status();
+  const char o = Scalar<T>::kParts == 1 && op == 'C' ? 'T' : op;  // real: the transpose
+  return scalapack::Trsm<T>(side, uplo, o, diag, rhs_rows_, nrhs_, T(1), As<T>(work_), desc_a_,
+                            As<T>(local_b_.data()), desc_b_);
 }
 
 template <typename T>

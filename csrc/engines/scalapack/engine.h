@@ -103,6 +103,12 @@ class Engine {
   template <typename T>
   Status MatrixIn(const void* shard);
   template <typename T>
+  Status RhsMatrixIn(const void* b, int64_t rows);
+  template <typename T>
+  Status RhsMatrixOut(void* x);
+  template <typename T>
+  Status Trsm(char side, char uplo, char op, char diag, int* info);
+  template <typename T>
   Status Gemm(char op_b, char op_a);
   template <typename T>
   Status Sygvd(bool vectors, void* x, int* info);
@@ -183,7 +189,8 @@ class Engine {
   algorithms::Qr1DKept own_qr_;       // the 1-D QR's τ and T_k (in backend_'s buffers)
   int64_t input_nonfinite_ = 0;       // FirstNonFiniteColumn of the matrix before Getrf
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
-  std::vector<char> local_b_;  // local_rows_ x rhs_local_cols_, column-major
+  int64_t rhs_rows_ = 0;       // the right-hand side's global rows (RhsIn, RhsMatrixIn)
+  std::vector<char> local_b_;  // its local rows x rhs_local_cols_, column-major
   Descriptor desc_b_{};
   std::vector<char> square_;  // n x n: Vᴴ of an SVD, H of a polar decomposition
   // QDWH's operands (algorithms/qdwh.h: A kept for H, W, Z, the stacked Y and its τ, the sums) in

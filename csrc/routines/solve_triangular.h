@@ -1,0 +1,60 @@
+// solve_triangular: op(A) x = b for a triangular A (its lower or upper triangle; op none,
+// transpose or conjugate transpose; its own or a unit diagonal), reading only that triangle.
+//
+// The engine redistributes (jaxmg/routines/solve_triangular.py asks for it: a relabeling permutes
+// rows and columns apart, and the permuted matrix is no longer triangular), so it holds exactly
+// M = Aᵀ, the shards read column-major: A's lower triangle is M's upper one, the diagonal the
+// same. The variant (SolveAttrs::variant): bit 0 A lower, bits 1-2 op (0 N, 1 T, 2 C), bit 3 a
+// unit diagonal.
+//
+// b with its rows split like a's rows (RhsIn: the whole b, into the engine's layout of c = b):
+//   op N: A x = b   <=>  Mᵀ x = b
+//   op T: Aᵀ x = b  <=>  M x = b
+//   op C: Aᴴ x = b  <=>  conj(M) x = b  <=>  M conj(x) = conj(b)  (c and x conjugated)
+// b sharded like a (kMatrixRhs: N x K, both axes over the mesh): its shards read column-major are
+// Bᵀ (K x N), its columns distributed like M's (RhsMatrixIn), and
+//   op(A) X = B  <=>  Xᵀ op(A)ᵀ = Bᵀ, op(A)ᵀ = M, Mᵀ, Mᴴ for op N, T, C: the same letter from
+// the right. Xᵀ written back into the shards (RhsMatrixOut) is X read row-major.
+#pragma once
+
+#include "routines/contract.h"
+
+namespace jaxmg::routines {
+
+template <bool kMatrixRhs>
+struct SolveTriangularOf {
+  static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
+
+  template <class E, class T>
+  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    const int64_t variant = attrs.variant, op = (variant >> 1) & 3;
+    if (variant < 0 || variant > 15 || op > 2) {
+      return JAXMG_ERROR("solve_triangular: bad variant " + std::to_string(variant));
+    }
+    if (e.plan().strategy != layout::Strategy::kRedistribute) {
+      return JAXMG_ERROR("solve_triangular runs on a redistributed matrix");
+    }
+    const char uplo = (variant & 1) ? 'U' : 'L';  // M = Aᵀ: A's lower triangle is M's upper
+    const char diag = (variant & 8) ? 'U' : 'N';
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    int info = 0;
+    if (kMatrixRhs) {  // io.nrhs: this shard's columns of b, K / mesh_cols
+      JAXMG_RETURN_IF_ERROR(e.template RhsMatrixIn<T>(io.b, io.nrhs * attrs.mesh_cols));
+      JAXMG_RETURN_IF_ERROR(e.template Trsm<T>('R', uplo, "NTC"[op], diag, &info));
+    } else {
+      // Mᵀ z = c: c indexed by M's columns, z by its rows; M z = c the other way round.
+      const Axis in = op == 0 ? Axis::kCols : Axis::kRows;
+      JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, in, /*conj=*/op == 2));
+      JAXMG_RETURN_IF_ERROR(e.template Trsm<T>('L', uplo, op == 0 ? 'T' : 'N', diag, &info));
+    }
+    JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
+    if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
+    if (kMatrixRhs) return e.template RhsMatrixOut<T>(io.x);
+    const Axis out = op == 0 ? Axis::kRows : Axis::kCols;
+    return e.template RhsOut<T>(io.x, out, /*conj=*/op == 2);
+  }
+};
+using SolveTriangular = SolveTriangularOf<false>;
+using SolveTriangularMatrix = SolveTriangularOf<true>;
+
+}  // namespace jaxmg::routines
