@@ -12,6 +12,7 @@ import re
 
 DTYPE_NAMES = ("float32", "float64", "complex64", "complex128")
 ROUTINES = ("potrs", "lu_solve")
+GRAD_MESHES = ((1, 1), (1, 2), (2, 2))  # the meshes of solve_triangular's derivative case
 
 
 def solve_name(routine, dtype_name, n, tile, k, path="default", pad=True):
@@ -106,8 +107,12 @@ def _full_cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]
     from matmul_cases import matmul_plan
     from qr_cases import qr_plan
     from svd_cases import svd_plan
+    from triangular_cases import triangular_plan
 
     plan.extend(qr_plan(n))
+    # Its derivatives (XLA's products around the engine's solves) on 1x1, 1x2 and 2x2, as
+    # tests/test_grad.py's: 2x1 and 3x2 add no other collective.
+    plan.extend(triangular_plan(n, grad=(mesh_rows, mesh_cols) in GRAD_MESHES))
     plan.extend(eigh_plan(n))
     if mesh_rows == 1 or mesh_cols == 1:  # the CPU engine's two stages (1-D grids)
         from eigh_cases import two_stage_plan
@@ -205,8 +210,10 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     from matmul_cases import matmul_plan
     from qr_cases import qr_plan
     from svd_cases import svd_plan
+    from triangular_cases import triangular_plan
 
     plan.extend(qr_plan(n, tiles=(8, 5), lstsq_tiles=(8,)))
+    plan.extend(triangular_plan(n, tiles=(8, 5)))
     # Larger, for the two-stage paths' bands of 64 (tile 128), 48 (96) and 40.
     plan.extend(
         eigh_plan(

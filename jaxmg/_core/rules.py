@@ -51,8 +51,10 @@ class SolveRule:
     status) of the factorization; placement(f): a's placement (for dA x).
     inverse_t(a, **kw) -> A⁻ᵀ in a's sharding (for the log-determinant's derivative; only
     with it).
-    matvec(placement, m, v, **kw) -> the routine's matrix made of m, times v (A is the one
-    made of a: e.g. one triangle of a, transposed); None: m @ v (`matvec`).
+    matvec(placement, m, v, tangent, **kw) -> the routine's matrix made of m, times v (A is
+    the one made of a: e.g. one triangle of a, transposed); with tangent, m is a direction dA
+    and the product is the matrix's derivative in it (linear in m: without a constant part,
+    such as a unit diagonal); None: m @ v either way (`matvec`).
     """
 
     primal: Callable
@@ -98,10 +100,12 @@ def _solve_jvp(rule: SolveRule, opts: Options, with_logdet: bool):
     def jvp(a, b, da, db):
         kw = opts.kwargs()
         f = rule.factor(jax.lax.stop_gradient(a), **kw)
-        if rule.matvec is None:
-            mv = functools.partial(matvec, rule.placement(f))
-        else:
-            mv = functools.partial(rule.matvec, rule.placement(f), **kw)
+        placement = rule.placement(f)
+
+        def mv(m, v, tangent=False):
+            if rule.matvec is None:
+                return matvec(placement, m, v)
+            return rule.matvec(placement, m, v, tangent=tangent, **kw)
 
         def solve(r):
             return jax.lax.custom_linear_solve(
@@ -112,7 +116,7 @@ def _solve_jvp(rule: SolveRule, opts: Options, with_logdet: bool):
             )
 
         x = solve(b)
-        dx = solve(db - mv(da, x))
+        dx = solve(db - mv(da, x, tangent=True))
         value, status = rule.logdet(f)
         if with_logdet:
             inverse_t = _inverse_t_fn(rule, opts, rule.placement(f))

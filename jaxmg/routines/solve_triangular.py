@@ -101,7 +101,6 @@ def solve_triangular(
         matrix_rhs=matrix_rhs,
     )
     x, _, status = _DIFFERENTIABLE(opts, False, a, b)
-    x = _mesh.place_like(x, b, placement.mesh)
     return (x, status) if return_status else x
 
 
@@ -144,11 +143,12 @@ def _variant(trans, lower, unit_diagonal) -> int:
 
 
 def _solve(a, b, trans, lower, unit_diagonal, matrix_rhs, **kw):
-    """The routine's call: (x, logdet (unused, 0), status)."""
+    """The routine's call: (x, logdet (unused, 0), status), x in b's own sharding where it is
+    known (on Explicit mesh axes the derivative rule's solves must give their input's type)."""
     r = _routine.call(
         MATRIX if matrix_rhs else ROWS, a, b, variant=_variant(trans, lower, unit_diagonal), **kw
     )
-    return r.x, r.logdet, r.status
+    return _mesh.place_like(r.x, b, r.user.mesh), r.logdet, r.status
 
 
 @dataclass(frozen=True)
@@ -192,29 +192,32 @@ def _status(f):
     return jnp.zeros((), real), status
 
 
-def _triangle(placement, m, lower, unit_diagonal):
-    """The triangle of m that the solve reads, its diagonal ones with unit_diagonal, in a's
-    sharding (the rest masked, never multiplied: it may hold NaN)."""
+def _triangle(placement, m, lower, unit_diagonal, tangent):
+    """The triangle of m that the solve reads, its diagonal ones with unit_diagonal (zeros for
+    a direction dA, `tangent`), in a's sharding (the rest masked, never multiplied: it may hold
+    NaN)."""
     i = jax.lax.broadcasted_iota(jnp.int32, m.shape, 0)
     j = jax.lax.broadcasted_iota(jnp.int32, m.shape, 1)
     keep = i >= j if lower else i <= j
     if unit_diagonal:
-        t = jnp.where(keep & (i != j), m, 0) + (i == j).astype(m.dtype)
+        t = jnp.where(keep & (i != j), m, 0)
+        if not tangent:
+            t = t + (i == j).astype(m.dtype)
     else:
         t = jnp.where(keep, m, 0)
     return _mesh.constrain(t, placement.mesh, placement.matrix_spec)
 
 
-def _matvec(placement, m, v, *, trans, lower, unit_diagonal, matrix_rhs, **_):
+def _matvec(placement, m, v, *, tangent, trans, lower, unit_diagonal, matrix_rhs, **_):
     """op(T) v for the triangle T of m: vector-sized collectives for v split by rows, XLA's
     product for v sharded like a."""
-    t = _triangle(placement, m, lower, unit_diagonal)
+    t = _triangle(placement, m, lower, unit_diagonal, tangent)
     op = "NTC"[trans]
     if not matrix_rhs:
-        return _rules.matvec(placement, t, v, op)
+        return _mesh.place_like(_rules.matvec(placement, t, v, op), v, placement.mesh)
     if op != "N":
         t = jnp.conj(t.T) if op == "C" and jnp.iscomplexobj(t) else t.T
-    return _rules.product(placement, t, v)
+    return _mesh.place_like(_rules.product(placement, t, v), v, placement.mesh)
 
 
 _RULE = _rules.SolveRule(

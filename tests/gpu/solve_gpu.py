@@ -60,6 +60,7 @@ from matmul_cases import matmul_case  # noqa: E402
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import gpu_plan  # noqa: E402
 from svd_cases import svd_case, svd_failure_case  # noqa: E402
+from triangular_cases import triangular_kinds  # noqa: E402
 
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}
 
@@ -223,6 +224,7 @@ def mesh_plan(mesh, tag):
         "svd": lambda **p: svd_case(mesh, **p),
         "svd-failure": lambda **p: svd_failure_case(mesh, **p),
         "matmul": lambda **p: matmul_case(mesh, **p),
+        **triangular_kinds(mesh),
     }
     return {
         f"{tag}/{name}": (lambda k=kind, p=params: kinds[k](**p))

@@ -53,6 +53,7 @@ from matmul_cases import matmul_case  # noqa: E402
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import cpu_plan  # noqa: E402
 from svd_cases import svd_case, svd_failure_case  # noqa: E402
+from triangular_cases import triangular_kinds  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -218,6 +219,7 @@ KINDS = {
     "svd-failure": lambda **p: svd_failure_case(mesh, **p),
     "matmul": lambda **p: matmul_case(mesh, **p),
     "potri-0x-call": case_potri_0x_call,
+    **triangular_kinds(mesh),
 }
 
 # JAXMG_CASES (a regular expression) runs only the matching cases: a development aid (the tests
