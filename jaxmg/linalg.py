@@ -20,7 +20,7 @@ Every name of `jax.numpy.linalg`, and the `jax.scipy.linalg` names served here:
 
 | name | served by |
 | --- | --- |
-| `solve` | `jaxmg.lu_solve`; `assume_a="pos"`: `jaxmg.potrs` |
+| `solve` | `jaxmg.lu_solve`; "pos": `jaxmg.potrs`; triangular: `jaxmg.solve_triangular` |
 | `inv` | `jaxmg.inv` |
 | `det`, `slogdet` | `jaxmg.slogdet` (pivoted LU) |
 | `cholesky` | the engine's Cholesky factorization, a redistributed (1) |
@@ -33,6 +33,7 @@ Every name of `jax.numpy.linalg`, and the `jax.scipy.linalg` names served here:
 | `qr` | `jaxmg.qr` (M >= N) |
 | `matrix_power` | `jaxmg.matmul` (repeated squaring); n < 0: `inv` first |
 | `lu_factor`, `lu_solve` | `jaxmg.lu_factor` and its solve |
+| `solve_triangular` | `jaxmg.solve_triangular` |
 | `cho_factor`, `cho_solve` | `jaxmg.cho_factor` and its solve |
 | `polar` | `jaxmg.polar` |
 | `cross`, `diagonal`, `matmul` | (2) |
@@ -77,6 +78,7 @@ from jaxmg.routines import polar as _polar
 from jaxmg.routines import potrs as _potrs
 from jaxmg.routines import qr as _qr
 from jaxmg.routines import slogdet as _slogdet
+from jaxmg.routines import solve_triangular as _triangular
 from jaxmg.routines import syevd as _syevd
 from jaxmg.routines import sygvd as _sygvd
 
@@ -113,6 +115,7 @@ __all__ = [
     "qr",
     "slogdet",
     "solve",
+    "solve_triangular",
     "svd",
     "svdvals",
     "tensordot",
@@ -309,9 +312,10 @@ def solve(
       overwrite_a, overwrite_b, debug, check_finite: unused, as in JAX.
       assume_a: "gen" / "general", "sym" / "symmetric", "her" / "hermitian", "banded": the
         pivoted LU (`jaxmg.lu_solve`, no symmetric-indefinite factorization); "pos" /
-        "positive definite": the Cholesky factorization (`jaxmg.potrs`); "diagonal",
-        "tridiagonal", "upper triangular", "lower triangular": that part of a (a mask on each
-        device, no communication), then the pivoted LU (no structured fast path).
+        "positive definite": the Cholesky factorization (`jaxmg.potrs`); "upper triangular",
+        "lower triangular": `jaxmg.solve_triangular` on that triangle (the other is not read);
+        "diagonal", "tridiagonal": that part of a (a mask on each device, no communication),
+        then the pivoted LU (no structured fast path).
       T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
 
     Returns:
@@ -332,16 +336,64 @@ def solve(
     def one(m, v):
         if kind == "pos":
             return _potrs.potrs(m, v, **opts)
-        if kind == "upper":
-            m = jnp.triu(m)
-        elif kind == "lower":
-            m = jnp.tril(m)
-        elif kind in ("diagonal", "tridiagonal"):
+        if kind in ("upper", "lower"):
+            return _triangular.solve_triangular(m, v, lower=kind == "lower", **opts)
+        if kind in ("diagonal", "tridiagonal"):
             i = jax.lax.broadcasted_iota(jnp.int32, m.shape, 0)
             j = jax.lax.broadcasted_iota(jnp.int32, m.shape, 1)
             m = jnp.where(jnp.abs(i - j) <= (0 if kind == "diagonal" else 1), m, 0)
         return _lu.lu_solve(m, v, **opts)
 
+    return _batched(one, a, b)
+
+
+@_public
+def solve_triangular(
+    a,
+    b,
+    trans=0,
+    lower=False,
+    unit_diagonal=False,
+    overwrite_b=False,
+    debug=None,
+    check_finite=True,
+    *,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    pad=True,
+):
+    """x with op(a) @ x = b for a triangular a (`jax.scipy.linalg.solve_triangular`), by
+    `jaxmg.solve_triangular`.
+
+    Args:
+      a: (..., N, N) array sharded over a mesh; only the triangle named by `lower` is read.
+      b: (N,), or (..., N, K) with a's leading dimensions, of a's dtype.
+      trans: 0 or "N": a x = b; 1 or "T": aᵀ x = b; 2 or "C": aᴴ x = b.
+      lower: read a's lower triangle (default: the upper one).
+      unit_diagonal: take a's diagonal as ones (not read).
+      overwrite_b, debug, check_finite: unused, as in JAX.
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      x, shaped like b: in b's sharding where it is known (a matrix b sharded like a stays so),
+      else its rows sharded like a's rows. NaN where a diagonal entry of a is zero.
+
+    Raises:
+      ValueError: trans not 0, 1, 2, "N", "T" or "C"; shapes, specs or meshes jaxmg cannot take.
+      TypeError: dtypes jaxmg does not support, b's dtype differing from a's, or a flag that is
+        not a bool.
+    """
+    del overwrite_b, debug, check_finite
+    _check_matrix(a)
+    kw = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+    kw.update(_options(T_A, mesh, matrix_specs, pad))
+
+    def one(m, v):
+        return _triangular.solve_triangular(m, v, **kw)
+
+    if getattr(b, "ndim", 0) == 1:  # one vector for every matrix of the stack
+        return _batched(lambda m: one(m, b), a)
     return _batched(one, a, b)
 
 

@@ -90,6 +90,7 @@ def case_solve(dt):
     xh = L.solve(hp, bp, False, assume_a="her")
     xu = L.solve(dp, bp, assume_a="upper triangular")
     xl = L.solve(dp, bp, assume_a="lower triangular")
+    xs = L.solve_triangular(dp, bp, trans=1, lower=True)
     xd = L.solve(dp, bp, assume_a="diagonal")
     xt = L.solve(dp, bp, assume_a="tridiagonal")
     tri = np.triu(np.tril(dominant, 1), -1)
@@ -103,6 +104,8 @@ def case_solve(dt):
         "her": err(xh, np.linalg.solve(h, b)),
         "upper triangular": err(xu, np.linalg.solve(np.triu(dominant), b)),
         "lower triangular": err(xl, np.linalg.solve(np.tril(dominant), b)),
+        "solve_triangular": err(xs, np.linalg.solve(np.tril(dominant).T, b)),
+        "solve_triangular sharding": sharded_as(xs, mesh, B_SPEC),
         "diagonal": err(xd, b / np.diag(dominant)[:, None]),
         "tridiagonal": err(xt, np.linalg.solve(tri, b)),
     }
