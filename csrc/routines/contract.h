@@ -166,9 +166,10 @@ struct SolveAttrs {
   int64_t thread = 0;               // the calling Python thread's tag (0 inside a user's jit)
   bool check_symmetry = false;      // symmetric routines: check the matrix first
   int64_t nrhs = 0;
-  Config config;        // algorithm choices, tuning and test hooks (common/config.h)
-  int64_t variant = 0;  // the routine's own variant (its meaning is the routine's, e.g.
-                        // routines/solve_triangular.h: the triangle, op and diagonal)
+  Config config;  // algorithm choices, tuning and test hooks (common/config.h)
+  // The routine's own variant (its meaning is the routine's: routines/solve_triangular.h's
+  // triangle, op and diagonal).
+  int64_t variant = 0;
 };
 
 // What every rank of a call must agree on before any engine collective (with the engine's own

@@ -44,8 +44,9 @@ Status Engine::Redistribute(const void* from, bool to_tiles, void* to, const Sta
   const layout::Plan& plan = state_.plan;
   const int64_t m = rows < 0 ? plan.rows.extent : rows, n = plan.cols.extent, t = plan.tile;
   const int64_t block = m / plan.mesh_cols;
+  const int64_t ld = rows < 0 ? local_rows_ : CyclicLocalExtent(m, t, ctx_.myrow, ctx_.nprow);
   const Blocked blocks{block, plan.cols.shard, block};
-  const Blocked tiles{t, t, std::max<int64_t>(CyclicLocalExtent(m, t, ctx_.myrow, ctx_.nprow), 1)};
+  const Blocked tiles{t, t, std::max<int64_t>(ld, 1)};
   RemapBuffers r;
   const Status buffers = allocated.ok() ? (to_tiles ? RemapPrepare<T>(blocks, tiles, m, n, &r)
                                                     : RemapPrepare<T>(tiles, blocks, m, n, &r))
