@@ -134,7 +134,7 @@ Status BandReduce(B& bk, const BandShape& s, T* a, Banded<T>* out) {
   // A22 := Qᴴ A22 Q on this rank's columns (rows) from local index lf, in two local parts around
   // the all-reduce of X = A22 V (which every rank enters, failed or not).
   const auto part_of = [&](int64_t r0, int64_t* lf, int64_t* count) -> T* {
-    *lf = layout::CyclicLocalExtent(r0, t, me, procs);
+    *lf = layout::CyclicAxis{t, procs, me}.Extent(r0);
     *count = held - *lf;
     // This rank's part of A22: columns lf .. from row r0 (1 x P), or rows lf .. from column r0.
     return by_rows ? a + (*lf + r0 * lr) : a + (r0 + *lf * lr);

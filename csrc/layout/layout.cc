@@ -211,7 +211,7 @@ Status MakePlan(Symmetry symmetry, int64_t rows, int64_t cols, int mesh_rows, in
 
 int64_t EngineLocalExtent(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord) {
   if (plan.strategy == Strategy::kRelabel) return axis.padded_shard;
-  return CyclicLocalExtent(axis.extent, plan.tile, grid_coord, axis.procs);
+  return CyclicAxis{plan.tile, axis.procs, grid_coord}.Extent(axis.extent);
 }
 
 GlobalIndex EngineGlobalToOriginal(const Plan& plan, const AxisPlan& axis, int64_t engine) {
@@ -226,8 +226,9 @@ GlobalIndex EngineGlobalToOriginal(const Plan& plan, const AxisPlan& axis, int64
 
 GlobalIndex EngineToGlobal(const SymmetricPlan& plan, const AxisPlan& axis, int grid_coord,
                            LocalIndex local) {
-  return EngineGlobalToOriginal(plan, axis,
-                                CyclicGlobal(local.value, plan.tile, axis.procs, grid_coord));
+  return EngineGlobalToOriginal(
+      plan, axis,
+      CyclicAxis{plan.tile, axis.procs, grid_coord}.Global(LocalIndex{local.value}).value);
 }
 
 std::vector<int64_t> LocalTilePermutation(const SymmetricPlan& plan, const AxisPlan& axis,

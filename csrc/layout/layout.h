@@ -146,23 +146,31 @@ int64_t PrepareLocalScratch(const SymmetricPlan& plan, int mesh_u, int mesh_v);
 // for the engine matrix B and M' = the padded matrix in mesh order.
 int RelabelParity(const Plan& plan);
 
-// Block-cyclic index arithmetic (tile t, `procs` processes, source process 0).
-// The engine-global index of local index `local` on process `coord`.
-inline int64_t CyclicGlobal(int64_t local, int64_t t, int procs, int coord) {
-  return ((local / t) * procs + coord) * t + local % t;
-}
-// How many of n indices process `coord` holds (ScaLAPACK's numroc).
-inline int64_t CyclicLocalExtent(int64_t n, int64_t t, int coord, int procs) {
-  const int64_t blocks = n / t;
-  int64_t local = (blocks / procs) * t;
-  const int64_t extra = blocks % procs;
-  if (coord < extra) {
-    local += t;
-  } else if (coord == extra) {
-    local += n % t;
+// One axis of a block-cyclic distribution: tiles of `tile` indices dealt to `procs` processes in
+// turn from process 0, seen from process `coord`. Its maps take and give tagged indices (a local
+// index cannot stand where a global one is meant), and the axis names its process count and
+// coordinate (they cannot be swapped).
+struct CyclicAxis {
+  int64_t tile = 1;
+  int procs = 1;
+  int coord = 0;
+  // The engine-global index of this process's local index.
+  GlobalIndex Global(LocalIndex local) const {
+    return GlobalIndex{((local.value / tile) * procs + coord) * tile + local.value % tile};
   }
-  return local;
-}
+  // How many of n indices this process holds (ScaLAPACK's numroc).
+  int64_t Extent(int64_t n) const {
+    const int64_t blocks = n / tile;
+    int64_t local = (blocks / procs) * tile;
+    const int64_t extra = blocks % procs;
+    if (coord < extra) {
+      local += tile;
+    } else if (coord == extra) {
+      local += n % tile;
+    }
+    return local;
+  }
+};
 
 // One axis of a copy between two block-cyclic distributions over the same process grid (blocks
 // of bf indices before, bt after, over `procs` processes): for every process q, the local

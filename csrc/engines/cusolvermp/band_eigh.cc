@@ -57,7 +57,7 @@ algorithms::BandShape Engine::BandShapeOf(int64_t n, int64_t t, int64_t lr, int6
   s.procs = s.by_rows ? ctx_.nprow : ctx_.npcol;
   s.me = s.by_rows ? ctx_.myrow : ctx_.mycol;
   s.n = n, s.t = t, s.lr = lr, s.b = b;
-  s.held = layout::CyclicLocalExtent(n, t, s.me, s.procs);  // local columns (rows)
+  s.held = layout::CyclicAxis{t, s.procs, s.me}.Extent(n);  // local columns (rows)
   s.rank = ctx_.rank;
   return s;
 }

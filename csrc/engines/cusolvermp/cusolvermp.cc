@@ -364,7 +364,8 @@ Status Context::GetPlan(layout::Symmetry symmetry, int64_t n, int64_t cols, int6
     const layout::AxisPlan& map = axis == 0 ? plan.rows : plan.cols;
     std::vector<int64_t> rows(static_cast<size_t>(lr));
     for (int64_t r = 0; r < lr; ++r) {
-      const int64_t engine = layout::CyclicGlobal(r, plan.tile, nprow, myrow);
+      const int64_t engine =
+          layout::CyclicAxis{plan.tile, nprow, myrow}.Global(layout::LocalIndex{r}).value;
       if (axis == 2) {  // the leading rows (engine order), as many as the matrix has columns
         rows[r] = engine < plan.cols.extent ? engine : -1;
       } else {

@@ -60,7 +60,7 @@ Status BlasMpCheck(cublasMpStatus_t s, const char* what);
 struct PlanState {
   layout::Plan plan;
   // For each local row r of this process row: the original global index (or -1) of engine
-  // index CyclicGlobal(r) through the plan's rows axis ([0]) and columns axis ([1]); [2]: the
+  // index CyclicAxis::Global(r) through the plan's rows axis ([0]) and columns axis ([1]); [2]: the
   // engine index itself when it is below the matrix's column count (the leading rows: R of a
   // QR factorization, a least-squares solution), else -1.
   int64_t* d_rhs_map[3] = {nullptr, nullptr, nullptr};

@@ -210,7 +210,7 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows) {
   // The shards of b read column-major: blocks of rows / mesh_cols x cols.shard of Bᵀ, block
   // (v, u) on mesh position (u, v), as the engine matrix's (Prepare).
   const int64_t t = plan.tile, lc = local_cols_;
-  const int64_t lr = CyclicLocalExtent(rows, t, ctx_.myrow, ctx_.nprow);
+  const int64_t lr = CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(rows);
   const Status copy = Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_);
   JAXMG_RETURN_IF_ERROR(Redistribute<T>(b, /*to_tiles=*/true, local_b_, copy, rows));
   rhs_rows_ = rows;
@@ -230,7 +230,7 @@ template <typename T>
 Status Engine::SquareMatrix() {
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.cols.extent, t = plan.tile;
-  square_rows_ = layout::CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow);
+  square_rows_ = layout::CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(n);
   JAXMG_RETURN_IF_ERROR(
       Scratch(sizeof(T) * std::max<int64_t>(square_rows_ * local_cols_, 1), &square_));
   return desc_square_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1));
@@ -252,9 +252,11 @@ Status Engine::MatrixOut(const void* from, void* shard) {
   }
   std::vector<int64_t> col_orig(static_cast<size_t>(std::max<int64_t>(lc, 1)), -1);
   for (int64_t c = 0; c < lc; ++c) {
-    col_orig[c] = layout::EngineGlobalToOriginal(plan, plan.cols,
-                                                 layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol))
-                      .value;
+    col_orig[c] =
+        layout::EngineGlobalToOriginal(
+            plan, plan.cols,
+            layout::CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Global(layout::LocalIndex{c}).value)
+            .value;
   }
   void* d_cols = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * col_orig.size(), &d_cols));

@@ -14,7 +14,8 @@
 
 namespace jaxmg::cusolvermp {
 
-using layout::CyclicLocalExtent;
+using layout::CyclicAxis;
+using layout::LocalIndex;
 
 // Tile permutations on the device: the layout core's cycle-following moves, one tile of scratch.
 inline Status PermuteColumnTiles(char* a, int64_t ld, int64_t tile, size_t es,

@@ -129,9 +129,13 @@ Status Engine::PivotRhs(const std::vector<int64_t>& piv, bool reverse, Deferred*
   std::vector<T> whole(static_cast<size_t>(n * nrhs), T(0));
   auto each = [&](auto&& fn) {
     for (int64_t c = 0; c < lbc; ++c) {
-      const int64_t j = layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol);
+      const int64_t j =
+          layout::CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Global(layout::LocalIndex{c}).value;
       for (int64_t r = 0; r < lr; ++r) {
-        fn(mine[r + c * lr], whole[layout::CyclicGlobal(r, t, ctx_.nprow, ctx_.myrow) * nrhs + j]);
+        fn(mine[r + c * lr],
+           whole[layout::CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Global(layout::LocalIndex{r}).value *
+                     nrhs +
+                 j]);
       }
     }
   };

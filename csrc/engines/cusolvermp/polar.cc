@@ -67,7 +67,7 @@ Status Engine::PolarBuffers(bool keep_a) {
   const size_t bytes = sizeof(T) * std::max<int64_t>(local_rows_ * lc, 1);
   if (keep_a) JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_a_));
   JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_w_));
-  z_rows_ = CyclicLocalExtent(n, t, ctx_.myrow, ctx_.nprow);
+  z_rows_ = CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(n);
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(z_rows_ * lc, 1), &polar_z_));
   void* sums = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(double) * (n + m + 1), &sums));
@@ -139,7 +139,7 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
   // Z (not computed) of the same layout. Buffers and workspaces first, agreed.
   const int64_t te = std::min<int64_t>(t, 256);
   const bool retile = te != t;
-  const int64_t lh = retile ? CyclicLocalExtent(n, te, ctx_.myrow, ctx_.nprow) : square_rows_;
+  const int64_t lh = retile ? CyclicAxis{te, ctx_.nprow, ctx_.myrow}.Extent(n) : square_rows_;
   void *h = square_, *z = polar_z_, *w = nullptr, *d_work = nullptr;
   RemapBuffers move;
   Descriptor dh, dz;
@@ -149,7 +149,7 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
     JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
     if (retile) {
       const size_t bytes =
-          es * std::max<int64_t>(lh * CyclicLocalExtent(n, te, ctx_.mycol, ctx_.npcol), 1);
+          es * std::max<int64_t>(lh * CyclicAxis{te, ctx_.npcol, ctx_.mycol}.Extent(n), 1);
       JAXMG_RETURN_IF_ERROR(Scratch(bytes, &h));
       JAXMG_RETURN_IF_ERROR(Scratch(bytes, &z));
       JAXMG_RETURN_IF_ERROR(RemapPrepare<T>(Blocked{t, t, std::max<int64_t>(square_rows_, 1)},

@@ -32,7 +32,7 @@ algorithms::Qr1DShape Engine::QrShapeOf() const {
   q.m = plan.engine_rows(), q.n = plan.cols.extent, q.t = plan.tile;
   q.ld = std::max<int64_t>(local_rows_, 1);
   q.procs = ctx_.npcol, q.me = ctx_.mycol, q.rank = ctx_.rank;
-  q.held = layout::CyclicLocalExtent(q.n, q.t, q.me, q.procs);
+  q.held = layout::CyclicAxis{q.t, q.procs, q.me}.Extent(q.n);
   q.ib = QrPanelBlock(q.t);
   return q;
 }

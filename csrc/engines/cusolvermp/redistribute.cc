@@ -44,7 +44,7 @@ Status Engine::Redistribute(const void* from, bool to_tiles, void* to, const Sta
   const layout::Plan& plan = state_.plan;
   const int64_t m = rows < 0 ? plan.rows.extent : rows, n = plan.cols.extent, t = plan.tile;
   const int64_t block = m / plan.mesh_cols;
-  const int64_t ld = rows < 0 ? local_rows_ : CyclicLocalExtent(m, t, ctx_.myrow, ctx_.nprow);
+  const int64_t ld = rows < 0 ? local_rows_ : CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(m);
   const Blocked blocks{block, plan.cols.shard, block};
   const Blocked tiles{t, t, std::max<int64_t>(ld, 1)};
   RemapBuffers r;

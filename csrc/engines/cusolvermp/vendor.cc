@@ -170,7 +170,7 @@ Status Engine::Getrs(bool transpose) {
 }
 
 // The global 1-based pivot list of cuSOLVERMp's Getrf. cuSOLVERMp distributes it with A's
-// columns (seen on 2 H200s: local entry c is the pivot of global row CyclicGlobal(c) on the
+// columns (seen on 2 H200s: local entry c is the pivot of global row CyclicAxis::Global(c) on the
 // column axis, replicated over process rows); each rank writes its entries, max over every rank.
 Status Engine::EnginePivots(std::vector<int64_t>* out) {
   const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lc = local_cols_;
@@ -181,7 +181,8 @@ Status Engine::EnginePivots(std::vector<int64_t>* out) {
       cudaMemcpyAsync(local.data(), ipiv_, sizeof(int64_t) * lc, cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   for (int64_t c = 0; c < lc; ++c) {
-    piv[layout::CyclicGlobal(c, t, ctx_.npcol, ctx_.mycol)] = local[c];
+    piv[layout::CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Global(layout::LocalIndex{c}).value] =
+        local[c];
   }
   void* d_piv = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &d_piv));
@@ -248,7 +249,8 @@ Status Engine::QrSolve(int* info) {
   }
   std::vector<int64_t> col_global(static_cast<size_t>(std::max<int64_t>(lc, 1)), -1);
   for (int64_t i = 0; i < lc; ++i) {
-    const int64_t g = layout::CyclicGlobal(i, t, ctx_.npcol, ctx_.mycol);
+    const int64_t g =
+        layout::CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Global(layout::LocalIndex{i}).value;
     col_global[i] = g < n ? g : -1;
   }
   void* d_cols = nullptr;
@@ -315,7 +317,7 @@ Status Engine::Gels(int* info) {
   // appended where there are fewer (their solutions, zero, are never read).
   const int64_t held = std::max<int64_t>(nrhs_, t * ctx_.npcol);
   if (held != nrhs_) {
-    const int64_t lc = CyclicLocalExtent(held, t, ctx_.mycol, ctx_.npcol);
+    const int64_t lc = CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(held);
     void* wide = nullptr;
     JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &wide));
     JAXMG_CUDA(cudaMemsetAsync(wide, 0, es * lr * lc, stream_));
@@ -532,7 +534,7 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
   if (*info != 0 || rhs_rows_ == 0 || nrhs_ == 0) return Status();
   const int64_t n = plan.engine_rows(), t = plan.tile, m = rhs_rows_, k = nrhs_;
   const int64_t lda = std::max<int64_t>(local_rows_, 1);
-  const int64_t ldb = std::max<int64_t>(CyclicLocalExtent(m, t, ctx_.myrow, ctx_.nprow), 1);
+  const int64_t ldb = std::max<int64_t>(CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(m), 1);
   const cublasSideMode_t s = side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
   const cublasFillMode_t fill = uplo == 'L' ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
   const cublasOperation_t o = op == 'N' ? CUBLAS_OP_N : op == 'T' ? CUBLAS_OP_T : AdjointOp<T>();

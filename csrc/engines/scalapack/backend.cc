@@ -359,7 +359,7 @@ Status Backend::CyclicRows(const Lane&, bool to_global, T* local, int64_t ldl, i
                            int64_t offset, T* global, int64_t ldg, int64_t shift) {
   for (int64_t c = 0; c < cols; ++c) {
     for (int64_t i = 0; i < count; ++i) {
-      const int64_t g = CyclicGlobal(first + i, t, procs, me) - offset;
+      const int64_t g = CyclicAxis{t, procs, me}.Global(LocalIndex{first + i}).value - offset;
       if (to_global) {
         global[g + c * ldg] = local[i + c * ldl];
       } else {
@@ -388,11 +388,11 @@ Status Backend::AbsSums(const Tiled<T>& u, double* sums) {
   const int64_t n = u.cols;
   std::fill(sums, sums + u.rows + n, 0.0);
   for (int64_t c = 0; c < u.lc; ++c) {
-    const int64_t gc = CyclicGlobal(c, u.t, grid_.npcol, grid_.mycol);
+    const int64_t gc = CyclicAxis{u.t, grid_.npcol, grid_.mycol}.Global(LocalIndex{c}).value;
     for (int64_t r = 0; r < u.lr; ++r) {
       const double v = std::abs(std::complex<double>(u.p[r + c * u.ld()]));
       sums[gc] += v;
-      sums[n + CyclicGlobal(r, u.t, grid_.nprow, grid_.myrow)] += v;
+      sums[n + CyclicAxis{u.t, grid_.nprow, grid_.myrow}.Global(LocalIndex{r}).value] += v;
     }
   }
   return Status();
@@ -429,9 +429,10 @@ template <typename T>
 Status Backend::SetIdentity(const Tiled<T>& z) {
   std::fill(z.p, z.p + z.count(), T(0));
   for (int64_t c = 0; c < z.lc; ++c) {
-    const int64_t gc = CyclicGlobal(c, z.t, grid_.npcol, grid_.mycol);
+    const int64_t gc = CyclicAxis{z.t, grid_.npcol, grid_.mycol}.Global(LocalIndex{c}).value;
     for (int64_t r = 0; r < z.lr; ++r) {
-      if (CyclicGlobal(r, z.t, grid_.nprow, grid_.myrow) == gc) z.p[r + c * z.ld()] = T(1);
+      if (CyclicAxis{z.t, grid_.nprow, grid_.myrow}.Global(LocalIndex{r}).value == gc)
+        z.p[r + c * z.ld()] = T(1);
     }
   }
   return Status();
@@ -464,10 +465,11 @@ Status Backend::QdwhStack(const Tiled<T>& u, double sqrt_c, const Tiled<T>& y, i
   const auto scale = static_cast<RealOf<T>>(sqrt_c);
   std::fill(y.p, y.p + y.count(), T(0));
   for (int64_t c = 0; c < u.lc; ++c) {
-    const int64_t gc = CyclicGlobal(c, u.t, grid_.npcol, grid_.mycol);
+    const int64_t gc = CyclicAxis{u.t, grid_.npcol, grid_.mycol}.Global(LocalIndex{c}).value;
     for (int64_t r = 0; r < u.lr; ++r) y.p[r + c * y.ld()] = scale * u.p[r + c * u.ld()];
     for (int64_t r = top; r < y.lr; ++r) {
-      if (CyclicGlobal(r - top, u.t, grid_.nprow, grid_.myrow) == gc) y.p[r + c * y.ld()] = T(1);
+      if (CyclicAxis{u.t, grid_.nprow, grid_.myrow}.Global(LocalIndex{r - top}).value == gc)
+        y.p[r + c * y.ld()] = T(1);
     }
   }
   return Status();

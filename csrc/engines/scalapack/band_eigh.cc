@@ -40,7 +40,7 @@ Status Engine::TwoStageEigh(bool vectors, RealOf<T>* w, int* info) {
   s.procs = s.by_rows ? grid_->nprow : grid_->npcol;
   s.me = s.by_rows ? grid_->myrow : grid_->mycol;
   s.n = n, s.t = t, s.lr = local_rows_, s.b = EigBand(t), s.rank = s.me;
-  s.held = CyclicLocalExtent(n, t, s.me, s.procs);  // local columns (rows)
+  s.held = CyclicAxis{t, s.procs, s.me}.Extent(n);  // local columns (rows)
   backend_ = std::make_unique<Backend>(*grid_);
   Backend& bk = *backend_;
   if (!vectors) {

@@ -32,7 +32,7 @@ void Engine::ForEachLocalDiagonal(Fn&& fn) const {
   const int64_t t = plan_->tile, lr = local_rows_, lc = local_cols_;
   const T* a = As<T>(work_);
   for (int64_t c = 0; c < lc; ++c) {
-    const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+    const int64_t gc = CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value;
     if ((gc / t) % grid_->nprow != grid_->myrow) continue;
     const int64_t r = (gc / t / grid_->nprow) * t + gc % t;
     if (r < lr) fn(gc, a[r + c * lr]);
@@ -54,7 +54,7 @@ int64_t Engine::FirstNonFiniteColumn() const {
   for (int64_t c = 0; c < local_cols_; ++c) {  // increasing global order
     for (int64_t r = 0; r < local_rows_; ++r) {
       if (!std::isfinite(static_cast<double>(std::abs(a[r + c * local_rows_])))) {
-        return CyclicGlobal(c, plan_->tile, grid_->npcol, grid_->mycol) + 1;
+        return CyclicAxis{plan_->tile, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value + 1;
       }
     }
   }
@@ -69,11 +69,12 @@ void Engine::ForEachRhsEntry(Axis axis, Fn&& fn) const {
   const int64_t t = plan.tile, lr = local_rows_, nrhs = nrhs_;
   const layout::AxisPlan& map = AxisOf(plan, axis);
   for (int64_t r = 0; r < lr; ++r) {
-    const int64_t engine = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+    const int64_t engine = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
     const int64_t g = layout::EngineGlobalToOriginal(plan, map, engine).value;
     if (g < 0) continue;
     for (int64_t c = 0; c < rhs_local_cols_; ++c) {
-      fn(r + c * lr, g * nrhs + CyclicGlobal(c, t, grid_->npcol, grid_->mycol));
+      fn(r + c * lr,
+         g * nrhs + CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value);
     }
   }
 }
@@ -305,7 +306,7 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
   std::vector<T> full(static_cast<size_t>(n * nrhs), T(0));
   if (holder) std::memcpy(full.data() + block * rows * nrhs, b, sizeof(T) * rows * nrhs);
   JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
-  rhs_local_cols_ = CyclicLocalExtent(nrhs, t, grid_->mycol, grid_->npcol);
+  rhs_local_cols_ = CyclicAxis{t, grid_->npcol, grid_->mycol}.Extent(nrhs);
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * rhs_local_cols_, 1)), 0);
   T* local = As<T>(local_b_.data());
   ForEachRhsEntry(axis, [&](int64_t l, int64_t w) { local[l] = conj ? Conj(full[w]) : full[w]; });
@@ -376,7 +377,7 @@ Status Engine::Identity() {
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
   T* y = As<T>(local_b_.data());
   for (int64_t c = 0; c < lc; ++c) {
-    const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+    const int64_t gc = CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value;
     if ((gc / t) % grid_->nprow != grid_->myrow) continue;
     const int64_t r = (gc / t / grid_->nprow) * t + gc % t;
     if (r < lr) y[r + c * lr] = T(1);
@@ -424,14 +425,16 @@ Status Engine::MatrixOut(const void* from, const Descriptor& desc, void* shard) 
   const int64_t row0 = u_ * sr, col0 = v_ * sc;
   std::vector<int64_t> col_orig(static_cast<size_t>(lc));
   for (int64_t c = 0; c < lc; ++c) {
-    col_orig[c] = layout::EngineGlobalToOriginal(plan, plan.cols,
-                                                 CyclicGlobal(c, t, grid_->npcol, grid_->mycol))
-                      .value;
+    col_orig[c] =
+        layout::EngineGlobalToOriginal(
+            plan, plan.cols, CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value)
+            .value;
   }
   for (int64_t r = 0; r < lr; ++r) {
-    const int64_t j = layout::EngineGlobalToOriginal(plan, plan.rows,
-                                                     CyclicGlobal(r, t, grid_->nprow, grid_->myrow))
-                          .value;
+    const int64_t j =
+        layout::EngineGlobalToOriginal(
+            plan, plan.rows, CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value)
+            .value;
     if (j < 0) continue;  // padding
     for (int64_t c = 0; c < lc; ++c) {
       const int64_t i = col_orig[c];
@@ -474,7 +477,7 @@ Status Engine::PivotsOut(int32_t* out) {
   std::vector<int> piv(static_cast<size_t>(n), 0);
   if (grid_->mycol == 0) {
     for (int64_t r = 0; r < local_rows_; ++r) {
-      const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+      const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
       if (g < n) piv[g] = ipiv_[r];
     }
   }
@@ -487,7 +490,7 @@ Status Engine::PivotsIn(const int32_t* in) {
   const int64_t n = plan_->engine_rows(), t = plan_->tile;
   ipiv_.assign(static_cast<size_t>(local_rows_ + t), 0);
   for (int64_t r = 0; r < local_rows_; ++r) {
-    const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+    const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
     if (in[g] < g + 1 || in[g] > n) return JAXMG_ERROR("a kept pivot is out of range");
     ipiv_[r] = in[g];
   }
@@ -516,7 +519,7 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
   if (FirstNonFiniteColumn<T>() > 0 || input_nonfinite_ > 0) sums[3] += 1;
   if (grid_->mycol == 0) {
     for (int64_t r = 0; r < local_rows_; ++r) {
-      const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+      const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
       if (g < n && ipiv_[r] != g + 1) sums[4] += 1;
     }
   }
@@ -554,7 +557,7 @@ algorithms::Qr1DShape Engine::QrShapeOf() const {
   q.m = plan_->engine_rows(), q.n = plan_->cols.extent, q.t = plan_->tile;
   q.ld = std::max<int64_t>(local_rows_, 1);
   q.procs = grid_->npcol, q.me = grid_->mycol, q.rank = grid_->mycol;
-  q.held = CyclicLocalExtent(q.n, q.t, q.me, q.procs);
+  q.held = CyclicAxis{q.t, q.procs, q.me}.Extent(q.n);
   q.ib = q.t;  // LAPACK's geqrf blocks the panel itself
   return q;
 }
@@ -617,10 +620,10 @@ Status Engine::RowsOut(const T* local, int64_t ld, int64_t lc, int64_t cols, voi
     const int64_t r1 = std::min(n, r0 + chunk);
     std::fill(part.begin(), part.end(), T(0));
     for (int64_t r = 0; r < ld; ++r) {
-      const int64_t g = CyclicGlobal(r, t, grid_->nprow, grid_->myrow);
+      const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
       if (g < r0 || g >= r1) continue;
       for (int64_t c = 0; c < lc; ++c) {
-        const int64_t gc = CyclicGlobal(c, t, grid_->npcol, grid_->mycol);
+        const int64_t gc = CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value;
         if (gc < cols) part[(g - r0) * cols + gc] = local[r + c * ld];
       }
     }
@@ -636,7 +639,7 @@ Status Engine::RowsOut(const T* local, int64_t ld, int64_t lc, int64_t cols, voi
 template <typename T>
 Status Engine::SquareMatrix(std::vector<char>* storage, Descriptor* desc, int64_t* rows) {
   const int64_t n = plan_->cols.extent, t = plan_->tile;
-  *rows = CyclicLocalExtent(n, t, grid_->myrow, grid_->nprow);
+  *rows = CyclicAxis{t, grid_->nprow, grid_->myrow}.Extent(n);
   storage->assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(*rows * local_cols_, 1)), 0);
   return MakeDescriptor(*grid_, n, n, t, t, std::max<int64_t>(*rows, 1), desc);
 }
@@ -655,7 +658,7 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows) {
   // The shards of b read column-major: blocks of rows / mesh_cols x cols.shard of Bᵀ, block
   // (v, u) on mesh position (u, v), as the engine matrix's (Prepare).
   const int64_t n = plan.cols.extent, t = plan.tile, block = rows / plan.mesh_cols;
-  const int64_t lr = CyclicLocalExtent(rows, t, grid_->myrow, grid_->nprow);
+  const int64_t lr = CyclicAxis{t, grid_->nprow, grid_->myrow}.Extent(rows);
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * local_cols_, 1)), 0);
   rhs_rows_ = rows;
   nrhs_ = n;

@@ -5,8 +5,8 @@
 
 namespace jaxmg::scalapack {
 
-using layout::CyclicGlobal;
-using layout::CyclicLocalExtent;
+using layout::CyclicAxis;
+using layout::LocalIndex;
 
 template <typename T>
 T* As(void* p) {

@@ -63,7 +63,7 @@ Status Engine::PolarBuffers(bool keep_a) {
   const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
   const int64_t count = local_rows_ * local_cols_, lc = local_cols_;
   const int64_t round = t * grid_->nprow, mp = (m + round - 1) / round * round;
-  z_rows_ = CyclicLocalExtent(n, t, grid_->myrow, grid_->nprow);
+  z_rows_ = CyclicAxis{t, grid_->nprow, grid_->myrow}.Extent(n);
   backend_ = std::make_unique<Backend>(*grid_);
   Backend& b = *backend_;
   T *a = nullptr, *w = nullptr, *z = nullptr, *y = nullptr, *tau = nullptr;
