@@ -45,9 +45,8 @@ class Backend {
   Status PrepareGetrf(int64_t m, int64_t n, T* a, int64_t lda) {
     JAXMG_RETURN_IF_ERROR(Solver());
     size_t dev = 0, host = 0;
-    JAXMG_RETURN_IF_ERROR(SolverCheck(lb_->getrf_buffer_size(dn_, params_, m, n, DataTypeOf<T>(), a,
-                                                             lda, DataTypeOf<T>(), &dev, &host),
-                                      "cusolverDnXgetrf_bufferSize"));
+    JAXMG_RETURN_IF_ERROR(vendor::Size(
+        vendor::DnGetrf<T>{{lb_, dn_, params_}, m, n, a, lda, nullptr, nullptr}, &dev, &host));
     JAXMG_RETURN_IF_ERROR(e_.Workspace(dev, host, &work_));
     void* info = nullptr;
     JAXMG_RETURN_IF_ERROR(e_.Scratch(sizeof(int), &info));
@@ -57,10 +56,7 @@ class Backend {
 
   template <typename T>
   Status Getrf(int64_t m, int64_t n, T* a, int64_t lda, int64_t* piv) {
-    return SolverCheck(
-        lb_->getrf(dn_, params_, m, n, DataTypeOf<T>(), a, lda, piv, DataTypeOf<T>(), work_,
-                   e_.workspace_bytes_, e_.ctx_.host_work.data(), e_.ctx_.host_work.size(), info_),
-        "cusolverDnXgetrf");
+    return vendor::Run(vendor::DnGetrf<T>{{lb_, dn_, params_}, m, n, a, lda, piv, info_}, work_);
   }
 
   template <typename T>
@@ -155,12 +151,10 @@ class Backend {
     Lane main;
     JAXMG_RETURN_IF_ERROR(MainLane(&main));
     size_t dev = 0, host = 0;
-    JAXMG_RETURN_IF_ERROR(
-        SolverCheck(main.lb->geqrf_buffer_size(main.dn, main.params, m, n, DataTypeOf<T>(), a, lda,
-                                               DataTypeOf<T>(), tau, DataTypeOf<T>(), &dev, &host),
-                    "cusolverDnXgeqrf_bufferSize"));
+    JAXMG_RETURN_IF_ERROR(vendor::Size(
+        vendor::DnGeqrf<T>{{main.lb, main.dn, main.params}, m, n, a, lda, tau, nullptr}, &dev,
+        &host));
     JAXMG_RETURN_IF_ERROR(e_.Workspace(dev, host, &work_));
-    geqrf_bytes_ = dev;
     void* info = nullptr;
     JAXMG_RETURN_IF_ERROR(e_.Scratch(sizeof(int), &info));
     info_ = static_cast<int*>(info);
@@ -170,10 +164,8 @@ class Backend {
   template <typename T>
   Status Geqrf(const Lane& lane, int64_t m, int64_t n, T* a, int64_t lda, T* tau) {
     PartTimer part("panel geqrf");
-    return SolverCheck(lane.lb->geqrf(lane.dn, lane.params, m, n, DataTypeOf<T>(), a, lda,
-                                      DataTypeOf<T>(), tau, DataTypeOf<T>(), work_, geqrf_bytes_,
-                                      e_.ctx_.host_work.data(), e_.ctx_.host_work.size(), info_),
-                       "cusolverDnXgeqrf");
+    return vendor::Run(
+        vendor::DnGeqrf<T>{{lane.lb, lane.dn, lane.params}, m, n, a, lda, tau, info_}, work_);
   }
 
   template <typename T>
@@ -379,23 +371,17 @@ class Backend {
   template <typename R>
   Status Stedc(int64_t n, int64_t t, R* d, R* e, R* q, int64_t ldq) {
     Descriptor desc;
-    char compz[2] = {'I', 0};
     std::vector<int> iwork(std::max<int64_t>(n, 2 * e_.ctx_.nprow * e_.ctx_.npcol + 1));
+    const auto stedc = [&] {
+      return vendor::MpStedc<R>{e_.ctx_.handle, n,        d, e, {q, 1, 1, desc.get()},
+                                iwork.data(),   e_.small_};
+    };
     return Collective(
         [&](size_t* dev, size_t* host) -> Status {
           JAXMG_RETURN_IF_ERROR(desc.Create(e_.ctx_, DataTypeOf<R>(), n, n, t, t, ldq));
-          JAXMG_SOLVER(cusolverMpStedc_bufferSize(e_.ctx_.handle, compz, n, d, e, q, 1, 1,
-                                                  desc.get(), DataTypeOf<R>(), dev, host,
-                                                  iwork.data()));
-          return Status();
+          return vendor::Size(stedc(), dev, host);
         },
-        [&](void* work) {
-          return SolverCheck(
-              cusolverMpStedc(e_.ctx_.handle, compz, n, d, e, q, 1, 1, desc.get(), DataTypeOf<R>(),
-                              work, e_.workspace_bytes_, e_.ctx_.host_work.data(),
-                              e_.ctx_.host_work.size(), e_.small_),
-              "cusolverMpStedc");
-        });
+        [&](const vendor::Work& work) { return vendor::Run(stedc(), work); });
   }
 
   // y := qᵀ, both distributed as the engine's matrix (n x n, tiles of t, leading dimension ld).
@@ -419,20 +405,11 @@ class Backend {
                int64_t ia, int64_t ja, T* b, int64_t ib, int64_t jb) {
     const cublasFillMode_t fill = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
     const cublasDiagType_t diag = unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
-    const T one(1);
     cublasMpMatrixDescriptor_t d = square_.get();
-    if (pass == algorithms::Pass::kSize) {
-      size_t dev = 0, host = 0;
-      JAXMG_BLASMP(cublasMpTrsm_bufferSize(e_.ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag,
-                                           m, n, &one, a, ia, ja, d, b, ib, jb, d, ComputeOf<T>(),
-                                           &dev, &host));
-      return Ask(dev, host);
-    }
-    return BlasMpCheck(
-        cublasMpTrsm(e_.ctx_.blas, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, m, n, &one, a, ia, ja,
-                     d, b, ib, jb, d, ComputeOf<T>(), pwork_, e_.workspace_bytes_,
-                     e_.ctx_.host_work.data(), e_.ctx_.host_work.size()),
-        "cublasMpTrsm");
+    const vendor::BlasMpTrsm<T> trsm{
+        e_.ctx_.blas, CUBLAS_SIDE_LEFT, fill,          CUBLAS_OP_N, diag, m, n,
+        T(1),         {a, ia, ja, d},   {b, ib, jb, d}};
+    return PassCall(pass, trsm);
   }
 
   template <typename T>
@@ -440,20 +417,11 @@ class Backend {
                int64_t ia, int64_t ja, const T* b, int64_t ib, int64_t jb, T* c, int64_t ic,
                int64_t jc) {
     const cublasOperation_t op = adjoint_a ? AdjointOp<T>() : CUBLAS_OP_N;
-    const T one(1);
     cublasMpMatrixDescriptor_t d = square_.get();
-    if (pass == algorithms::Pass::kSize) {
-      size_t dev = 0, host = 0;
-      JAXMG_BLASMP(cublasMpGemm_bufferSize(e_.ctx_.blas, op, CUBLAS_OP_N, m, n, k, &one, a, ia, ja,
-                                           d, b, ib, jb, d, &one, c, ic, jc, d, ComputeOf<T>(),
-                                           &dev, &host));
-      return Ask(dev, host);
-    }
-    return BlasMpCheck(
-        cublasMpGemm(e_.ctx_.blas, op, CUBLAS_OP_N, m, n, k, &one, a, ia, ja, d, b, ib, jb, d, &one,
-                     c, ic, jc, d, ComputeOf<T>(), pwork_, e_.workspace_bytes_,
-                     e_.ctx_.host_work.data(), e_.ctx_.host_work.size()),
-        "cublasMpGemm");
+    const vendor::BlasMpGemm<T> gemm{
+        e_.ctx_.blas,   op,   CUBLAS_OP_N,   m, n, k, T(1), {a, ia, ja, d},
+        {b, ib, jb, d}, T(1), {c, ic, jc, d}};
+    return PassCall(pass, gemm);
   }
 
   Status PWorkspace() { return e_.Workspace(pdev_, phost_, &pwork_); }
@@ -533,39 +501,25 @@ class Backend {
   Status Gram(double c, const Tiled<T>& u, double beta, const Tiled<T>& z) {
     StepTimer timer("PolarGram", e_.stream_);
     BlasDescriptor du, dz;
+    // Z := c UᴴU + beta Z (lower triangle): Herk (complex) or Syrk (real).
+    const auto gram = [&] {
+      return vendor::BlasMpRankK<T>{e_.ctx_.blas,
+                                    CUBLAS_FILL_MODE_LOWER,
+                                    /*adjoint=*/true,
+                                    u.cols,
+                                    u.rows,
+                                    RealOf<T>(c),
+                                    {u.p, u.row, 1, du.get()},
+                                    RealOf<T>(beta),
+                                    {z.p, z.row, 1, dz.get()}};
+    };
     const auto size = [&](size_t* dev, size_t* host) -> Status {
       JAXMG_RETURN_IF_ERROR(Describe(u, &du));
       JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
       JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
-      if constexpr (Scalar<T>::kParts == 2) {  // Herk: real alpha and beta
-        const RealOf<T> a(c), b(beta);
-        JAXMG_BLASMP(cublasMpHerk_bufferSize(e_.ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C,
-                                             u.cols, u.rows, &a, u.p, u.row, 1, du.get(), &b, z.p,
-                                             z.row, 1, dz.get(), ComputeOf<T>(), dev, host));
-      } else {
-        const T a(c), b(beta);
-        JAXMG_BLASMP(cublasMpSyrk_bufferSize(e_.ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
-                                             u.cols, u.rows, &a, u.p, u.row, 1, du.get(), &b, z.p,
-                                             z.row, 1, dz.get(), ComputeOf<T>(), dev, host));
-      }
-      return Status();
+      return vendor::Size(gram(), dev, host);
     };
-    return Collective(size, [&](void* work) -> Status {
-      if constexpr (Scalar<T>::kParts == 2) {
-        const RealOf<T> a(c), b(beta);
-        JAXMG_BLASMP(cublasMpHerk(e_.ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, u.cols, u.rows,
-                                  &a, u.p, u.row, 1, du.get(), &b, z.p, z.row, 1, dz.get(),
-                                  ComputeOf<T>(), work, e_.workspace_bytes_,
-                                  e_.ctx_.host_work.data(), e_.ctx_.host_work.size()));
-      } else {
-        const T a(c), b(beta);
-        JAXMG_BLASMP(cublasMpSyrk(e_.ctx_.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, u.cols, u.rows,
-                                  &a, u.p, u.row, 1, du.get(), &b, z.p, z.row, 1, dz.get(),
-                                  ComputeOf<T>(), work, e_.workspace_bytes_,
-                                  e_.ctx_.host_work.data(), e_.ctx_.host_work.size()));
-      }
-      return Status();
-    });
+    return Collective(size, [&](const vendor::Work& work) { return vendor::Run(gram(), work); });
   }
 
   template <typename T>
@@ -573,24 +527,25 @@ class Backend {
     StepTimer timer("PolarFactor", e_.stream_);
     Descriptor dz;
     int32_t* out = e_.small_ + 2;
+    const auto potrf = [&] {
+      return vendor::MpPotrf<T>{
+          e_.ctx_.handle, CUBLAS_FILL_MODE_LOWER, z.cols, {z.p, z.row, 1, dz.get()}, out};
+    };
     const auto size = [&](size_t* dev, size_t* host) -> Status {
       JAXMG_RETURN_IF_ERROR(dz.Create(e_.ctx_, DataTypeOf<T>(), z.rows, z.cols, z.t, z.t, z.ld()));
-      JAXMG_SOLVER(cusolverMpPotrf_bufferSize(e_.ctx_.handle, CUBLAS_FILL_MODE_LOWER, z.cols, z.p,
-                                              z.row, 1, dz.get(), DataTypeOf<T>(), dev, host));
+      JAXMG_RETURN_IF_ERROR(vendor::Size(potrf(), dev, host));
       JAXMG_CUDA(cudaMemsetAsync(out, 0, sizeof(int32_t), e_.stream_));
       return Status();
     };
     int32_t factored = 0;
-    JAXMG_RETURN_IF_ERROR(Collective(size, [&](void* work) -> Status {
-      const cusolverStatus_t st = cusolverMpPotrf(
-          e_.ctx_.handle, CUBLAS_FILL_MODE_LOWER, z.cols, z.p, z.row, 1, dz.get(), DataTypeOf<T>(),
-          work, e_.workspace_bytes_, e_.ctx_.host_work.data(), e_.ctx_.host_work.size(), out);
+    JAXMG_RETURN_IF_ERROR(Collective(size, [&](const vendor::Work& work) -> Status {
+      const cusolverStatus_t st = potrf().Raw(work);
       // (cuSOLVERMp gives up on some matrices that are not positive definite): a failure info.
       if (st == CUSOLVER_STATUS_INTERNAL_ERROR || st == CUSOLVER_STATUS_EXECUTION_FAILED) {
         factored = 1;
         return Status();
       }
-      return SolverCheck(st, "cusolverMpPotrf");
+      return SolverCheck(st, vendor::MpPotrf<T>::kCall);
     }));
     if (factored == 0) {
       JAXMG_CUDA(
@@ -605,129 +560,122 @@ class Backend {
   Status PQr(const Tiled<T>& y, T* tau) {
     StepTimer timer("PolarQr", e_.stream_);
     Descriptor dy;
+    const auto geqrf = [&] {
+      return vendor::MpGeqrf<T>{e_.ctx_.handle, y.rows, y.cols, {y.p, y.row, 1, dy.get()}, tau,
+                                e_.small_ + 2};
+    };
+    const auto orgqr = [&] {
+      return vendor::MpOrgqr<T>{
+          e_.ctx_.handle, y.rows, y.cols, y.cols, {y.p, y.row, 1, dy.get()}, tau, e_.small_ + 2};
+    };
     const auto geqrf_size = [&](size_t* dev, size_t* host) -> Status {
       JAXMG_RETURN_IF_ERROR(dy.Create(e_.ctx_, DataTypeOf<T>(), y.rows, y.cols, y.t, y.t, y.ld()));
-      JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(e_.ctx_.handle, y.rows, y.cols, y.p, y.row, 1,
-                                              dy.get(), DataTypeOf<T>(), dev, host));
-      return Status();
+      return vendor::Size(geqrf(), dev, host);
     };
-    JAXMG_RETURN_IF_ERROR(Collective(geqrf_size, [&](void* work) -> Status {
-      JAXMG_SOLVER(cusolverMpGeqrf(
-          e_.ctx_.handle, y.rows, y.cols, y.p, y.row, 1, dy.get(), tau, DataTypeOf<T>(), work,
-          e_.workspace_bytes_, e_.ctx_.host_work.data(), e_.ctx_.host_work.size(), e_.small_ + 2));
-      return Status();
-    }));
-    const auto orgqr_size = [&](size_t* dev, size_t* host) -> Status {
-      JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(e_.ctx_.handle, y.rows, y.cols, y.cols, y.p, y.row, 1,
-                                              dy.get(), tau, DataTypeOf<T>(), dev, host));
-      return Status();
-    };
-    return Collective(orgqr_size, [&](void* work) -> Status {
-      JAXMG_SOLVER(cusolverMpOrgqr(e_.ctx_.handle, y.rows, y.cols, y.cols, y.p, y.row, 1, dy.get(),
-                                   tau, DataTypeOf<T>(), work, e_.workspace_bytes_,
-                                   e_.ctx_.host_work.data(), e_.ctx_.host_work.size(),
-                                   e_.small_ + 2));
-      return Status();
-    });
+    JAXMG_RETURN_IF_ERROR(Collective(
+        geqrf_size, [&](const vendor::Work& work) { return vendor::Run(geqrf(), work); }));
+    return Collective([&](size_t* dev, size_t* host) { return vendor::Size(orgqr(), dev, host); },
+                      [&](const vendor::Work& work) { return vendor::Run(orgqr(), work); });
   }
 
   template <typename T>
   Status PProduct(char op_a, char op_b, int64_t m, int64_t n, int64_t k, double alpha,
                   const Tiled<T>& a, const Tiled<T>& b, double beta, const Tiled<T>& c) {
     const auto op = [](char o) { return o == 'N' ? CUBLAS_OP_N : AdjointOp<T>(); };
-    const T ta(alpha), tb(beta);
     BlasDescriptor da, db, dc;
+    const auto gemm = [&] {
+      return vendor::BlasMpGemm<T>{e_.ctx_.blas,
+                                   op(op_a),
+                                   op(op_b),
+                                   m,
+                                   n,
+                                   k,
+                                   T(alpha),
+                                   {a.p, a.row, 1, da.get()},
+                                   {b.p, b.row, 1, db.get()},
+                                   T(beta),
+                                   {c.p, c.row, 1, dc.get()}};
+    };
     const auto size = [&](size_t* dev, size_t* host) -> Status {
       JAXMG_RETURN_IF_ERROR(Describe(a, &da));
       JAXMG_RETURN_IF_ERROR(Describe(b, &db));
       JAXMG_RETURN_IF_ERROR(Describe(c, &dc));
       JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
-      JAXMG_BLASMP(cublasMpGemm_bufferSize(e_.ctx_.blas, op(op_a), op(op_b), m, n, k, &ta, a.p,
-                                           a.row, 1, da.get(), b.p, b.row, 1, db.get(), &tb, c.p,
-                                           c.row, 1, dc.get(), ComputeOf<T>(), dev, host));
-      return Status();
+      return vendor::Size(gemm(), dev, host);
     };
-    return Collective(size, [&](void* work) -> Status {
-      JAXMG_BLASMP(cublasMpGemm(e_.ctx_.blas, op(op_a), op(op_b), m, n, k, &ta, a.p, a.row, 1,
-                                da.get(), b.p, b.row, 1, db.get(), &tb, c.p, c.row, 1, dc.get(),
-                                ComputeOf<T>(), work, e_.workspace_bytes_, e_.ctx_.host_work.data(),
-                                e_.ctx_.host_work.size()));
-      return Status();
-    });
+    return Collective(size, [&](const vendor::Work& work) { return vendor::Run(gemm(), work); });
   }
 
   template <typename T>
   Status PTrsmRight(bool adjoint, const Tiled<T>& l, const Tiled<T>& w) {
     StepTimer timer("PolarCholesky: Trsm", e_.stream_);
-    const cublasOperation_t op = adjoint ? AdjointOp<T>() : CUBLAS_OP_N;
-    const T one(1);
     BlasDescriptor dl, dw;
+    const auto trsm = [&] {
+      return vendor::BlasMpTrsm<T>{e_.ctx_.blas,
+                                   CUBLAS_SIDE_RIGHT,
+                                   CUBLAS_FILL_MODE_LOWER,
+                                   adjoint ? AdjointOp<T>() : CUBLAS_OP_N,
+                                   CUBLAS_DIAG_NON_UNIT,
+                                   w.rows,
+                                   w.cols,
+                                   T(1),
+                                   {l.p, l.row, 1, dl.get()},
+                                   {w.p, w.row, 1, dw.get()}};
+    };
     const auto size = [&](size_t* dev, size_t* host) -> Status {
       JAXMG_RETURN_IF_ERROR(Describe(l, &dl));
       JAXMG_RETURN_IF_ERROR(Describe(w, &dw));
       JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
-      JAXMG_BLASMP(cublasMpTrsm_bufferSize(e_.ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
-                                           op, CUBLAS_DIAG_NON_UNIT, w.rows, w.cols, &one, l.p,
-                                           l.row, 1, dl.get(), w.p, w.row, 1, dw.get(),
-                                           ComputeOf<T>(), dev, host));
-      return Status();
+      return vendor::Size(trsm(), dev, host);
     };
-    return Collective(size, [&](void* work) -> Status {
-      JAXMG_BLASMP(cublasMpTrsm(e_.ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, op,
-                                CUBLAS_DIAG_NON_UNIT, w.rows, w.cols, &one, l.p, l.row, 1, dl.get(),
-                                w.p, w.row, 1, dw.get(), ComputeOf<T>(), work, e_.workspace_bytes_,
-                                e_.ctx_.host_work.data(), e_.ctx_.host_work.size()));
-      return Status();
-    });
+    return Collective(size, [&](const vendor::Work& work) { return vendor::Run(trsm(), work); });
   }
 
   template <typename T>
   Status PSymmRight(double alpha, const Tiled<T>& g, const Tiled<T>& w, double beta,
                     const Tiled<T>& u) {
     StepTimer timer("PolarEnd: Symm", e_.stream_);
-    const T ta(alpha), tb(beta);
     BlasDescriptor dg, dw;
+    // (U has W's layout: W's descriptor serves both.)
+    const auto symm = [&] {
+      return vendor::BlasMpSymm<T>{e_.ctx_.blas,
+                                   CUBLAS_SIDE_RIGHT,
+                                   CUBLAS_FILL_MODE_LOWER,
+                                   u.rows,
+                                   u.cols,
+                                   T(alpha),
+                                   {g.p, g.row, 1, dg.get()},
+                                   {w.p, w.row, 1, dw.get()},
+                                   T(beta),
+                                   {u.p, u.row, 1, dw.get()}};
+    };
     const auto size = [&](size_t* dev, size_t* host) -> Status {
       JAXMG_RETURN_IF_ERROR(Describe(g, &dg));
       JAXMG_RETURN_IF_ERROR(Describe(w, &dw));
       JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
-      JAXMG_BLASMP(cublasMpSymm_bufferSize(e_.ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
-                                           u.rows, u.cols, &ta, g.p, g.row, 1, dg.get(), w.p, w.row,
-                                           1, dw.get(), &tb, u.p, u.row, 1, dw.get(),
-                                           ComputeOf<T>(), dev, host));
-      return Status();
+      return vendor::Size(symm(), dev, host);
     };
-    return Collective(size, [&](void* work) -> Status {
-      JAXMG_BLASMP(cublasMpSymm(e_.ctx_.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, u.rows,
-                                u.cols, &ta, g.p, g.row, 1, dg.get(), w.p, w.row, 1, dw.get(), &tb,
-                                u.p, u.row, 1, dw.get(), ComputeOf<T>(), work, e_.workspace_bytes_,
-                                e_.ctx_.host_work.data(), e_.ctx_.host_work.size()));
-      return Status();
-    });
+    return Collective(size, [&](const vendor::Work& work) { return vendor::Run(symm(), work); });
   }
 
   template <typename T>
   Status PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
-    const T half(0.5);
     BlasDescriptor dz, dh;
+    // H := ½ Zᴴ + ½ H, with H a copy of Z.
+    const auto geadd = [&] {
+      return vendor::BlasMpGeadd<T>{
+          e_.ctx_.blas, AdjointOp<T>(),           h.rows, h.cols, T(0.5), {z.p, z.row, 1, dz.get()},
+          T(0.5),       {h.p, h.row, 1, dh.get()}};
+    };
     const auto size = [&](size_t* dev, size_t* host) -> Status {
       JAXMG_CUDA(
           cudaMemcpyAsync(h.p, z.p, sizeof(T) * z.count(), cudaMemcpyDeviceToDevice, e_.stream_));
       JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
       JAXMG_RETURN_IF_ERROR(Describe(h, &dh));
       JAXMG_BLASMP(cublasMpSetStream(e_.ctx_.blas, e_.stream_));
-      JAXMG_BLASMP(cublasMpGeadd_bufferSize(e_.ctx_.blas, AdjointOp<T>(), h.rows, h.cols, &half,
-                                            z.p, z.row, 1, dz.get(), &half, h.p, h.row, 1, dh.get(),
-                                            dev, host));
-      return Status();
+      return vendor::Size(geadd(), dev, host);
     };
-    return Collective(size, [&](void* work) -> Status {
-      JAXMG_BLASMP(cublasMpGeadd(e_.ctx_.blas, AdjointOp<T>(), h.rows, h.cols, &half, z.p, z.row, 1,
-                                 dz.get(), &half, h.p, h.row, 1, dh.get(), work,
-                                 e_.workspace_bytes_, e_.ctx_.host_work.data(),
-                                 e_.ctx_.host_work.size()));
-      return Status();
-    });
+    return Collective(size, [&](const vendor::Work& work) { return vendor::Run(geadd(), work); });
   }
 
  private:
@@ -742,7 +690,7 @@ class Backend {
   template <class Size, class Call>
   Status Collective(Size&& size, Call&& call) {
     size_t dev = 0, host = 0;
-    void* work = nullptr;
+    vendor::Work work;
     Deferred local;
     local.Run([&] { return size(&dev, &host); });
     local.Run([&] { return e_.Workspace(dev, host, &work); });
@@ -760,6 +708,20 @@ class Backend {
     return Status();
   }
 
+  // A vendor call of the algorithms' two passes (algorithms::Pass): the size pass asks for its
+  // workspace, the run pass calls it in the workspace taken for every call of the pass
+  // (PWorkspace).
+  template <class Op>
+  Status PassCall(algorithms::Pass pass, const Op& op) {
+    if (pass == algorithms::Pass::kSize) {
+      size_t dev = 0, host = 0;
+      JAXMG_RETURN_IF_ERROR(vendor::Size(op, &dev, &host));
+      return Ask(dev, host);
+    }
+    return vendor::Run(op, vendor::Work{pwork_, e_.workspace_bytes_, e_.ctx_.host_work.data(),
+                                        e_.ctx_.host_work.size()});
+  }
+
   static Status Ints(std::initializer_list<std::pair<int64_t, int*>> values) {
     for (const auto& [v, out] : values) JAXMG_RETURN_IF_ERROR(CheckedInt(v, "a dimension", out));
     return Status();
@@ -773,8 +735,7 @@ class Backend {
   cublasHandle_t blas_ = nullptr;
   cusolverDnHandle_t dn_ = nullptr;
   cusolverDnParams_t params_ = nullptr;
-  void* work_ = nullptr;
-  size_t geqrf_bytes_ = 0;
+  vendor::Work work_;  // the panels' cusolverDn workspace (PrepareGetrf, PrepareGeqrf)
   int* info_ = nullptr;
 };
 

@@ -70,6 +70,14 @@ Status Engine::Workspace(size_t bytes, size_t host_bytes, void** out) {
   return Status();
 }
 
+Status Engine::Workspace(size_t bytes, size_t host_bytes, vendor::Work* out) {
+  void* dev = nullptr;
+  JAXMG_RETURN_IF_ERROR(Workspace(bytes, host_bytes, &dev));
+  // The sizes asked (cuBLASMp wants them unchanged; the buffers may be larger).
+  *out = vendor::Work{dev, bytes, ctx_.host_work.data(), host_bytes};
+  return Status();
+}
+
 Status Engine::Small() {
   if (small_ != nullptr) return Status();
   void* small = nullptr;

@@ -17,6 +17,7 @@
 #include "common/scratch.h"
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/local_blas.h"
+#include "engines/cusolvermp/vendor_wrappers.h"
 #include "layout/layout.h"
 #include "routines/contract.h"
 
@@ -191,6 +192,18 @@ class Engine {
                      cusolverDnParams_t* params);
   // A device workspace of at least `bytes` (reused across the steps of the call).
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
+  // The same, as a vendor call's workspace (vendor_wrappers.h).
+  Status Workspace(size_t bytes, size_t host_bytes, vendor::Work* out);
+  // A vendor call (vendor_wrappers.h) with its workspace: the size query, the workspace, the
+  // call. (A collective call whose workspace must be agreed on first takes the three apart.)
+  template <class Op>
+  Status Call(const Op& op) {
+    size_t dev = 0, host = 0;
+    JAXMG_RETURN_IF_ERROR(vendor::Size(op, &dev, &host));
+    vendor::Work work;
+    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &work));
+    return vendor::Run(op, work);
+  }
   bool UseOwnLu() const;
   // One device (a 1 x 1 grid): the local array is the matrix, and the factorizations and solves
   // that cusolverDn has run there without cuSOLVERMp (vendor.cc).

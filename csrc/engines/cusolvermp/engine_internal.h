@@ -10,6 +10,7 @@
 
 #include "common/scalar.h"
 #include "engines/cusolvermp/cusolvermp.h"
+#include "engines/cusolvermp/vendor_wrappers.h"
 #include "layout/layout.h"
 
 namespace jaxmg::cusolvermp {
@@ -59,10 +60,7 @@ class BlasDescriptor {
   cublasMpMatrixDescriptor_t desc_ = nullptr;
 };
 
-template <typename T>
-constexpr cublasComputeType_t ComputeOf() {
-  return sizeof(RealOf<T>) == 4 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
-}
+using vendor::ComputeOf;
 
 // NonFinite's value when every entry is finite (its buffer is set with the byte 0x7f).
 constexpr int32_t kNoColumn = 0x7f7f7f7f;

@@ -101,21 +101,19 @@ Status Engine::InverseSolve(bool transpose) {
                                static_cast<T*>(w_upper), static_cast<T*>(x), w_lower));
   if (!transpose) return Status();
   // M⁻ᵀ: the transpose (not the adjoint) of M⁻¹, into x (free again).
-  void* d_work = nullptr;
+  const vendor::BlasMpGeadd<T> transpose_op{
+      ctx_.blas, CUBLAS_OP_T,
+      n,         n,
+      one,       {static_cast<const T*>(local_b_), 1, 1, dm.get()},
+      zero,      {static_cast<T*>(x), 1, 1, dm.get()}};
+  vendor::Work work;
   size_t dev = 0, host = 0;
-  local.Run([&]() -> Status {
-    JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1,
-                                          dm.get(), &zero, x, 1, 1, dm.get(), &dev, &host));
-    return Status();
-  });
-  local.Run([&] { return Workspace(dev, host, &d_work); });
+  local.Run([&] { return vendor::Size(transpose_op, &dev, &host); });
+  local.Run([&] { return Workspace(dev, host, &work); });
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv", local));
   Deferred failed;
-  failed.Keep(
-      BlasMpCheck(cublasMpGeadd(ctx_.blas, CUBLAS_OP_T, n, n, &one, local_b_, 1, 1, dm.get(), &zero,
-                                x, 1, 1, dm.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                                ctx_.host_work.size()),
-                  "cublasMpGeadd"));
+  failed.Keep(vendor::Run(transpose_op, work));
+
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv", failed));
   local_b_ = x;  // (desc_b_ describes it)
   return Status();

@@ -77,7 +77,6 @@ Status Engine::TriangularSolves(bool transpose, Deferred* failed) {
   const layout::Plan& plan = state_.plan;
   const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, nrhs = nrhs_;
   BlasDescriptor da, db;
-  const cublasComputeType_t compute = ComputeOf<T>();
   const T one(1);
   const cublasOperation_t op = transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
   const std::pair<cublasFillMode_t, cublasDiagType_t> lower{CUBLAS_FILL_MODE_LOWER,
@@ -92,28 +91,34 @@ Status Engine::TriangularSolves(bool transpose, Deferred* failed) {
       [&] { return db.Create(ctx_, DataTypeOf<T>(), n, nrhs, t, t, std::max<int64_t>(lr, 1)); });
   local.Run(
       [&] { return BlasMpCheck(cublasMpSetStream(ctx_.blas, stream_), "cublasMpSetStream"); });
+  const auto solve = [&](cublasFillMode_t uplo, cublasDiagType_t diag) {
+    return vendor::BlasMpTrsm<T>{ctx_.blas,
+                                 CUBLAS_SIDE_LEFT,
+                                 uplo,
+                                 op,
+                                 diag,
+                                 n,
+                                 nrhs,
+                                 one,
+                                 {static_cast<const T*>(work_), 1, 1, da.get()},
+                                 {static_cast<T*>(local_b_), 1, 1, db.get()}};
+  };
   size_t dev = 0, host = 0;
   for (const auto& [uplo, diag] : order) {
     local.Run([&]() -> Status {
       size_t d = 0, h = 0;
-      JAXMG_BLASMP(cublasMpTrsm_bufferSize(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, op, diag, n, nrhs,
-                                           &one, work_, 1, 1, da.get(), local_b_, 1, 1, db.get(),
-                                           compute, &d, &h));
+      JAXMG_RETURN_IF_ERROR(vendor::Size(solve(uplo, diag), &d, &h));
       dev = std::max(dev, d), host = std::max(host, h);
       return Status();
     });
   }
-  void* d_work = nullptr;
-  local.Run([&] { return Workspace(dev, host, &d_work); });
+  vendor::Work work;
+  local.Run([&] { return Workspace(dev, host, &work); });
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure("lu_solve", local));
   int64_t step = 0;
   for (const auto& [uplo, diag] : order) {
     failed->Step("lu_solve", ctx_.rank, step++);
-    failed->Keep(
-        BlasMpCheck(cublasMpTrsm(ctx_.blas, CUBLAS_SIDE_LEFT, uplo, op, diag, n, nrhs, &one, work_,
-                                 1, 1, da.get(), local_b_, 1, 1, db.get(), compute, d_work,
-                                 workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size()),
-                    "cublasMpTrsm"));
+    failed->Keep(vendor::Run(solve(uplo, diag), work));
   }
   return Status();
 }

@@ -80,11 +80,15 @@ Status Engine::PolarBuffers(bool keep_a) {
   Descriptor desc_y;
   JAXMG_RETURN_IF_ERROR(
       desc_y.Create(ctx_, DataTypeOf<T>(), mp + n, n, t, t, std::max<int64_t>(ly, 1)));
+  // The workspace of the stacked QR's two calls (backend.h PQr), asked for here.
+  const vendor::SolverAt<T> y{static_cast<T*>(polar_y_), 1, 1, desc_y.get()};
+  T* tau = static_cast<T*>(polar_tau_);
   size_t dev = 0, host = 0, dev2 = 0, host2 = 0;
-  JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(ctx_.handle, mp + n, n, polar_y_, 1, 1, desc_y.get(),
-                                          DataTypeOf<T>(), &dev, &host));
-  JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(ctx_.handle, mp + n, n, n, polar_y_, 1, 1, desc_y.get(),
-                                          polar_tau_, DataTypeOf<T>(), &dev2, &host2));
+  JAXMG_RETURN_IF_ERROR(
+      vendor::Size(vendor::MpGeqrf<T>{ctx_.handle, mp + n, n, y, tau, small_}, &dev, &host));
+  JAXMG_RETURN_IF_ERROR(
+      vendor::Size(vendor::MpOrgqr<T>{ctx_.handle, mp + n, n, n, y, tau, small_}, &dev2, &host2));
+
   void* d_work = nullptr;
   return Workspace(std::max(dev, dev2), std::max(host, host2), &d_work);
 }
@@ -140,10 +144,21 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
   const int64_t te = std::min<int64_t>(t, 256);
   const bool retile = te != t;
   const int64_t lh = retile ? CyclicAxis{te, ctx_.nprow, ctx_.myrow}.Extent(n) : square_rows_;
-  void *h = square_, *z = polar_z_, *w = nullptr, *d_work = nullptr;
+  void *h = square_, *z = polar_z_, *w = nullptr;
   RemapBuffers move;
   Descriptor dh, dz;
-  char jobz[2] = {'N', 0};
+  // H's eigenvalues alone (Z is not computed), once H is in its tiles.
+  const auto syevd = [&] {
+    return vendor::MpSyevd<T>{ctx_.handle,
+                              /*vectors=*/false,
+                              CUBLAS_FILL_MODE_LOWER,
+                              n,
+                              {static_cast<T*>(h), 1, 1, dh.get()},
+                              static_cast<R*>(w),
+                              {static_cast<T*>(z), 1, 1, dz.get()},
+                              small_};
+  };
+  vendor::Work work;
   size_t dev = 0, host = 0;
   const Status buffers = [&]() -> Status {
     JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
@@ -158,16 +173,12 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
     }
     JAXMG_RETURN_IF_ERROR(dh.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
     JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
-    JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, h, 1, 1,
-                                            dh.get(), w, z, 1, 1, dz.get(), DataTypeOf<T>(), &dev,
-                                            &host));
-    return Workspace(dev, host, &d_work);
+    JAXMG_RETURN_IF_ERROR(vendor::Size(syevd(), &dev, &host));
+    return Workspace(dev, host, &work);
   }();
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers));
   if (retile) JAXMG_RETURN_IF_ERROR(RemapRun<T>(square_, h, move));
-  JAXMG_SOLVER(cusolverMpSyevd(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, h, 1, 1, dh.get(), w,
-                               z, 1, 1, dz.get(), DataTypeOf<T>(), d_work, workspace_bytes_,
-                               ctx_.host_work.data(), ctx_.host_work.size(), small_));
+  JAXMG_RETURN_IF_ERROR(vendor::Run(syevd(), work));
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
   return SingularValuesOut<T>(w, n, x, x_rows, x_cols);
 }

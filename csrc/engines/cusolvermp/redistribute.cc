@@ -157,9 +157,14 @@ Status Engine::GridAdjoint(const void* src, void* dst) {
   const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
   BlasDescriptor ds, dd;
   const cublasOperation_t adjoint = AdjointOp<U>();
-  const U one(1), zero(0);
+  const auto geadd = [&] {
+    return vendor::BlasMpGeadd<U>{ctx_.blas, adjoint,
+                                  n,         n,
+                                  U(1),      {static_cast<const U*>(src), 1, 1, ds.get()},
+                                  U(0),      {static_cast<U*>(dst), 1, 1, dd.get()}};
+  };
   size_t dev = 0, host = 0;
-  void* d_work = nullptr;
+  vendor::Work work;
   // Descriptors and workspace, agreed before the collective Geadd.
   Deferred local;
   local.Run([&]() -> Status {
@@ -167,15 +172,11 @@ Status Engine::GridAdjoint(const void* src, void* dst) {
     JAXMG_RETURN_IF_ERROR(dd.Create(ctx_, DataTypeOf<U>(), n, n, t, t, ld));
     JAXMG_CUDA(cudaMemsetAsync(dst, 0, sizeof(U) * local_rows_ * local_cols_, stream_));
     JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-    JAXMG_BLASMP(cublasMpGeadd_bufferSize(ctx_.blas, adjoint, n, n, &one, src, 1, 1, ds.get(),
-                                          &zero, dst, 1, 1, dd.get(), &dev, &host));
-    return Workspace(dev, host, &d_work);
+    JAXMG_RETURN_IF_ERROR(vendor::Size(geadd(), &dev, &host));
+    return Workspace(dev, host, &work);
   });
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local.status()));
-  JAXMG_BLASMP(cublasMpGeadd(ctx_.blas, adjoint, n, n, &one, src, 1, 1, ds.get(), &zero, dst, 1, 1,
-                             dd.get(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                             ctx_.host_work.size()));
-  return Status();
+  return vendor::Run(geadd(), work);
 }
 
 template <typename T>

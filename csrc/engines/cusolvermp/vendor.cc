@@ -69,24 +69,21 @@ Status Engine::Potrf(int* info) {
     cusolverDnParams_t params = nullptr;
     JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
     const int64_t ld = std::max<int64_t>(local_rows_, 1);
-    JAXMG_SOLVER(lb->potrf_buffer_size(dn, params, CUBLAS_FILL_MODE_LOWER, n, DataTypeOf<T>(),
-                                       work_, ld, DataTypeOf<T>(), &dev, &host));
-    void* d_work = nullptr;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-    JAXMG_SOLVER(lb->potrf(dn, params, CUBLAS_FILL_MODE_LOWER, n, DataTypeOf<T>(), work_, ld,
-                           DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                           ctx_.host_work.size(), small_));
+    JAXMG_RETURN_IF_ERROR(Call(vendor::DnPotrf<T>{
+        {lb, dn, params}, CUBLAS_FILL_MODE_LOWER, n, static_cast<T*>(work_), ld, small_}));
     return Agree<T>(false, info);
   }
-  JAXMG_SOLVER(cusolverMpPotrf_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
-                                          desc_a_.get(), DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  const cusolverStatus_t s = cusolverMpPotrf(
-      ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1, desc_a_.get(), DataTypeOf<T>(), d_work,
-      workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_);
+  const vendor::MpPotrf<T> potrf{ctx_.handle,
+                                 CUBLAS_FILL_MODE_LOWER,
+                                 n,
+                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                 small_};
+  JAXMG_RETURN_IF_ERROR(vendor::Size(potrf, &dev, &host));
+  vendor::Work work;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &work));
+  const cusolverStatus_t s = potrf.Raw(work);
   const bool failed = s == CUSOLVER_STATUS_INTERNAL_ERROR || s == CUSOLVER_STATUS_EXECUTION_FAILED;
-  if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(s, "cusolverMpPotrf"));
+  if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(s, vendor::MpPotrf<T>::kCall));
   return Agree<T>(failed, info);
 }
 
@@ -104,14 +101,8 @@ Status Engine::Getrf(int* info) {
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * pivots, &p));
   ipiv_ = static_cast<int64_t*>(p);
   JAXMG_CUDA(cudaMemsetAsync(ipiv_, 0, sizeof(int64_t) * pivots, stream_));
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpGetrf_bufferSize(ctx_.handle, n, n, work_, 1, 1, desc_a_.get(), ipiv_,
-                                          DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpGetrf(ctx_.handle, n, n, work_, 1, 1, desc_a_.get(), ipiv_,
-                               DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                               ctx_.host_work.size(), small_));
+  JAXMG_RETURN_IF_ERROR(Call(vendor::MpGetrf<T>{
+      ctx_.handle, n, n, {static_cast<T*>(work_), 1, 1, desc_a_.get()}, ipiv_, small_}));
   return Agree<T>(false, info);
 }
 
@@ -131,17 +122,13 @@ Status Engine::Potrs() {
                            DataTypeOf<T>(), local_b_, ld, small_ + 2));
     return Status();
   }
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpPotrs_bufferSize(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs_, work_, 1,
-                                          1, desc_a_.get(), local_b_, 1, 1, desc_b_.get(),
-                                          DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpPotrs(ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, nrhs_, work_, 1, 1,
-                               desc_a_.get(), local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
-                               d_work, workspace_bytes_, ctx_.host_work.data(),
-                               ctx_.host_work.size(), small_ + 2));
-  return Status();
+  return Call(vendor::MpPotrs<T>{ctx_.handle,
+                                 CUBLAS_FILL_MODE_LOWER,
+                                 n,
+                                 nrhs_,
+                                 {static_cast<const T*>(work_), 1, 1, desc_a_.get()},
+                                 {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                 small_ + 2});
 }
 
 template <typename T>
@@ -155,18 +142,14 @@ Status Engine::Getrs(bool transpose) {
     return LuSolveWithPivots<T>(true, pivots);
   }
   const int64_t n = state_.plan.engine_rows();
-  const cublasOperation_t op = CUBLAS_OP_N;
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpGetrs_bufferSize(ctx_.handle, op, n, nrhs_, work_, 1, 1, desc_a_.get(),
-                                          ipiv_, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
-                                          &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpGetrs(ctx_.handle, op, n, nrhs_, work_, 1, 1, desc_a_.get(), ipiv_,
-                               local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(), d_work,
-                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
-                               small_ + 2));
-  return Status();
+  return Call(vendor::MpGetrs<T>{ctx_.handle,
+                                 CUBLAS_OP_N,
+                                 n,
+                                 nrhs_,
+                                 {static_cast<const T*>(work_), 1, 1, desc_a_.get()},
+                                 ipiv_,
+                                 {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                 small_ + 2});
 }
 
 // The global 1-based pivot list of cuSOLVERMp's Getrf. cuSOLVERMp distributes it with A's
@@ -278,15 +261,12 @@ Status Engine::QrFactor() {
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (local_cols_ + plan.tile), &tau_));
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpGeqrf_bufferSize(ctx_.handle, m, n, work_, 1, 1, desc_a_.get(),
-                                          DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpGeqrf(ctx_.handle, m, n, work_, 1, 1, desc_a_.get(), tau_, DataTypeOf<T>(),
-                               d_work, workspace_bytes_, ctx_.host_work.data(),
-                               ctx_.host_work.size(), small_));
-  return Status();
+  return Call(vendor::MpGeqrf<T>{ctx_.handle,
+                                 m,
+                                 n,
+                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                 static_cast<T*>(tau_),
+                                 small_});
 }
 
 template <typename T>
@@ -295,15 +275,13 @@ Status Engine::Orgqr() {
   if (!own_qr_.empty()) return Orgqr1D<T>();
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(ctx_.handle, m, n, n, work_, 1, 1, desc_a_.get(), tau_,
-                                          DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpOrgqr(ctx_.handle, m, n, n, work_, 1, 1, desc_a_.get(), tau_,
-                               DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
-                               ctx_.host_work.size(), small_ + 2));
-  return Status();
+  return Call(vendor::MpOrgqr<T>{ctx_.handle,
+                                 m,
+                                 n,
+                                 n,
+                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                 static_cast<const T*>(tau_),
+                                 small_ + 2});
 }
 
 template <typename T>
@@ -331,16 +309,14 @@ Status Engine::Gels(int* info) {
     JAXMG_RETURN_IF_ERROR(
         desc_b_.Create(ctx_, DataTypeOf<T>(), m, held, t, t, std::max<int64_t>(lr, 1)));
   }
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpGels_bufferSize(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1,
-                                         desc_a_.get(), local_b_, 1, 1, desc_b_.get(),
-                                         DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpGels(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1, desc_a_.get(),
-                              local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(), d_work,
-                              workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
-                              small_));
+  JAXMG_RETURN_IF_ERROR(Call(vendor::MpGels<T>{ctx_.handle,
+                                               CUBLAS_OP_N,
+                                               m,
+                                               n,
+                                               held,
+                                               {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                               {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                               small_}));
   return Agree<T>(false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
 }
 
@@ -385,18 +361,14 @@ Status Engine::LibraryEigh(bool vectors, void* w) {
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * local_cols_, 1), &local_b_));
   JAXMG_RETURN_IF_ERROR(
       desc_b_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
-  char jobz[2] = {vectors ? 'V' : 'N', 0};
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
-                                          desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(),
-                                          DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpSyevd(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
-                               desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
-                               d_work, workspace_bytes_, ctx_.host_work.data(),
-                               ctx_.host_work.size(), small_));
-  return Status();
+  return Call(vendor::MpSyevd<T>{ctx_.handle,
+                                 vectors,
+                                 CUBLAS_FILL_MODE_LOWER,
+                                 n,
+                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                 static_cast<RealOf<T>*>(w),
+                                 {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                 small_});
 }
 
 template <typename T>
@@ -432,16 +404,17 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
   cusolverMpMatrixDescriptor_t du = vectors_u ? desc_u.get() : nullptr;
   cusolverMpMatrixDescriptor_t dvt = vectors_vt ? desc_square_.get() : nullptr;
   void* vt = vectors_vt ? square_ : nullptr;
-  size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpGesvd_bufferSize(ctx_.handle, options.d, ju, jvt, m, n, work_, 1, 1,
-                                          desc_a_.get(), s, u, 1, 1, du, vt, 1, 1, dvt,
-                                          DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpGesvd(ctx_.handle, options.d, ju, jvt, m, n, work_, 1, 1, desc_a_.get(), s,
-                               u, 1, 1, du, vt, 1, 1, dvt, DataTypeOf<T>(), d_work,
-                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
-                               small_));
+  JAXMG_RETURN_IF_ERROR(Call(vendor::MpGesvd<T>{ctx_.handle,
+                                                options.d,
+                                                ju,
+                                                jvt,
+                                                m,
+                                                n,
+                                                {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                                static_cast<R*>(s),
+                                                {static_cast<T*>(u), 1, 1, du},
+                                                {static_cast<T*>(vt), 1, 1, dvt},
+                                                small_}));
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(s, n, /*failed=*/false, info));
   // The singular values of x's rows into its last column (real parts).
   JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
@@ -469,21 +442,25 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
   Descriptor desc_z;
   JAXMG_RETURN_IF_ERROR(desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
   const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  const vendor::MpSygvd<T> sygvd{ctx_.handle,
+                                 jobz,
+                                 CUBLAS_FILL_MODE_LOWER,
+                                 n,
+                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                 {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                 static_cast<R*>(w),
+                                 {static_cast<T*>(z), 1, 1, desc_z.get()},
+                                 small_};
   size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpSygvd_bufferSize(
-      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, 1, 1, desc_a_.get(), 1, 1,
-      desc_b_.get(), 1, 1, desc_z.get(), DataTypeOf<T>(), &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
+  JAXMG_RETURN_IF_ERROR(vendor::Size(sygvd, &dev, &host));
+  vendor::Work work;
+  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &work));
   // cuSOLVERMp 0.9.1 answers a B that is not positive definite (or holds NaN) with
   // INTERNAL_ERROR rather than an info (found on 2 H200s): status n + 1, agreed below.
-  const cusolverStatus_t st = cusolverMpSygvd(
-      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1, desc_a_.get(),
-      local_b_, 1, 1, desc_b_.get(), w, z, 1, 1, desc_z.get(), DataTypeOf<T>(), d_work,
-      workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_);
+  const cusolverStatus_t st = sygvd.Raw(work);
   const bool failed =
       st == CUSOLVER_STATUS_INTERNAL_ERROR || st == CUSOLVER_STATUS_EXECUTION_FAILED;
-  if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(st, "cusolverMpSygvd"));
+  if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(st, vendor::MpSygvd<T>::kCall));
   // (The solver's info n + i: B's minor of order i is not positive definite.)
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, failed, info));
   JAXMG_CUDA(
@@ -508,17 +485,18 @@ Status Engine::Gemm(char op_b, char op_a) {
   JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
   JAXMG_RETURN_IF_ERROR(dc.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
-  const cublasComputeType_t compute = ComputeOf<T>();
-  const T one(1), zero(0);
-  size_t dev = 0, host = 0;
-  JAXMG_BLASMP(cublasMpGemm_bufferSize(ctx_.blas, op(op_b), op(op_a), n, n, n, &one, local_b_, 1, 1,
-                                       db.get(), work_, 1, 1, da.get(), &zero, c, 1, 1, dc.get(),
-                                       compute, &dev, &host));
-  void* d_work = nullptr;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_BLASMP(cublasMpGemm(ctx_.blas, op(op_b), op(op_a), n, n, n, &one, local_b_, 1, 1, db.get(),
-                            work_, 1, 1, da.get(), &zero, c, 1, 1, dc.get(), compute, d_work, dev,
-                            ctx_.host_work.data(), host));
+  JAXMG_RETURN_IF_ERROR(
+      Call(vendor::BlasMpGemm<T>{ctx_.blas,
+                                 op(op_b),
+                                 op(op_a),
+                                 n,
+                                 n,
+                                 n,
+                                 T(1),
+                                 {static_cast<const T*>(local_b_), 1, 1, db.get()},
+                                 {static_cast<const T*>(work_), 1, 1, da.get()},
+                                 T(0),
+                                 {static_cast<T*>(c), 1, 1, dc.get()}}));
   work_ = c;
   return Status();
 }
@@ -555,26 +533,27 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
   }
   // Descriptors and the workspace first, agreed: the solve is collective.
   BlasDescriptor da, db;
-  const cublasComputeType_t compute = ComputeOf<T>();
   Deferred local;
   local.Run([&] { return da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, lda); });
   local.Run([&] { return db.Create(ctx_, DataTypeOf<T>(), m, k, t, t, ldb); });
   local.Run(
       [&] { return BlasMpCheck(cublasMpSetStream(ctx_.blas, stream_), "cublasMpSetStream"); });
+  const vendor::BlasMpTrsm<T> trsm{ctx_.blas,
+                                   s,
+                                   fill,
+                                   o,
+                                   d,
+                                   m,
+                                   k,
+                                   one,
+                                   {static_cast<const T*>(work_), 1, 1, da.get()},
+                                   {static_cast<T*>(local_b_), 1, 1, db.get()}};
   size_t dev = 0, host = 0;
-  local.Run([&] {
-    return BlasMpCheck(
-        cublasMpTrsm_bufferSize(ctx_.blas, s, fill, o, d, m, k, &one, work_, 1, 1, da.get(),
-                                local_b_, 1, 1, db.get(), compute, &dev, &host),
-        "cublasMpTrsm_bufferSize");
-  });
-  void* d_work = nullptr;
-  local.Run([&] { return Workspace(dev, host, &d_work); });
+  local.Run([&] { return vendor::Size(trsm, &dev, &host); });
+  vendor::Work work;
+  local.Run([&] { return Workspace(dev, host, &work); });
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure("solve_triangular", local));
-  return BlasMpCheck(cublasMpTrsm(ctx_.blas, s, fill, o, d, m, k, &one, work_, 1, 1, da.get(),
-                                  local_b_, 1, 1, db.get(), compute, d_work, workspace_bytes_,
-                                  ctx_.host_work.data(), ctx_.host_work.size()),
-                     "cublasMpTrsm");
+  return vendor::Run(trsm, work);
 }
 
 #define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
