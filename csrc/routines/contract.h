@@ -1,9 +1,17 @@
 // The contract between the routines (csrc/routines/) and the engines: a call's attributes and
 // buffers (SolveAttrs, SolveIo), what every rank agrees on before a collective
-// (CallFingerprint), and the typed steps an engine provides. No XLA here: the FFI layer
-// (ffi/solve.h) fills these from its bindings, and the engines and routines see only them.
+// (CallFingerprint), the matrix handle the steps pass (DistributedMatrix), and the typed steps an
+// engine provides. No XLA here: the FFI layer (ffi/solve.h) fills these from its bindings, and the
+// engines and routines see only them.
+//
+// Matrices are handles (E::Matrix, a DistributedMatrix over the engine's descriptor): values that
+// say where a distributed matrix's local part is and how it is distributed. The engine makes them
+// (Prepare, RhsIn, Identity, the inverses...) and owns what they point to for the call; a step
+// reads and writes the matrices it is handed, and hands back the ones it makes, so that a routine
+// shows which matrix goes where. A factorization's kind travels with its handle (factored).
 //
 // An engine E provides, for T in float, double, complex<float>, complex<double>:
+//   using Matrix = DistributedMatrix<its descriptor>;
 //   const layout::Plan& plan();
 //   Status Asymmetric<T>(const void* shard, bool* out)
 //   Status CheckSymmetry<T>(const void* shard) the same check, whose verdict comes with the next
@@ -12,42 +20,63 @@
 //                                         trips; the CPU engine decides at once)
 //                                         whether the matrix is not symmetric (Hermitian), from
 //                                         the shards (common/symmetry.h); agreed by every rank
-//   Status Prepare<T>(void* shard)        engine-local matrix from the shard (in place if it can)
-//   Status Potrf<T>(int* info)            lower Cholesky; info agreed by every rank (max)
-//   Status Getrf<T>(int* info)            pivoted LU; info agreed by every rank (max)
-//   Status Potrs<T>()                     solve with the factor on the right-hand side held
-//   Status Getrs<T>(bool transpose)       op(B) z = c, op = transpose ? Bᵀ : B
-//   Status LogAbsDiag<T>(double scale, bool ok, void* out)
-//                                         out = scale * Σ log|diag| (collective), NaN if !ok
-//   Status RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj)
-//                                         c[i] = conj?(b[orig(i)]), orig from the plan's axis;
-//                                         b's rows are split over the mesh's rows, or over its
-//                                         columns when attrs.transposed (the caller's layout)
-//   Status RhsOut<T>(void* x, Axis axis, bool conj)
-//                                         x[orig(i)] = conj?(z[i]) (this shard's rows)
-//   Status Identity<T>()                  the right-hand side := the identity, distributed like
-//                                         the engine matrix (for the inverse)
-//   Status InverseSolve<T>(bool transpose)
-//                                         (after Getrf) the right-hand side := M⁻¹, or M⁻ᵀ with
-//                                         transpose, distributed like the engine matrix
-//   Status InverseOut<T>(void* shard)     the shard := its part of the solution of B Y = I, in
-//                                         the JAX layout (undoing relabeling, padding or
-//                                         redistribution)
-//   Status FactorOut<T>(void* out, int64_t count)
-//                                         out := the factored engine matrix, kept for later
+//   Status Prepare<T>(void* shard, Matrix* a)
+//                                         *a := the engine matrix B from the shard (engine-local,
+//                                         in place if it can: a->data is then the shard)
+//   Status Potrf<T>(Matrix* a, int* info) a's lower triangle := L, a = L Lᴴ (a->factored :=
+//                                         kCholesky); info agreed by every rank (max)
+//   Status Getrf<T>(Matrix* a, int* info) a := its pivoted LU factors (a->factored := kLu or
+//                                         kLuHostPivots, the pivots kept by the engine); info
+//                                         agreed by every rank (max)
+//   Status Potrs<T>(const Matrix& l, const Matrix& c)
+//                                         c := B⁻¹ c for the Cholesky factor l of B
+//   Status Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose)
+//                                         c := op(B)⁻¹ c for the LU factors lu of B, op =
+//                                         transpose ? Bᵀ : B
+//   Status LogAbsDiag<T>(const Matrix& a, double scale, bool ok, void* out)
+//                                         out = scale * Σ log|diag a| (collective), NaN if !ok
+//   Status RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c)
+//                                         *c := a new engine_rows x nrhs matrix with rows
+//                                         distributed like the engine matrix's: c[i] =
+//                                         conj?(b[orig(i)]), orig from the plan's axis; b's rows
+//                                         are split over the mesh's rows, or over its columns when
+//                                         attrs.transposed (the caller's layout)
+//   Status RhsOut<T>(const Matrix& z, void* x, Axis axis, bool conj)
+//                                         x[orig(i)] = conj?(z[i]) (this shard's rows; z as RhsIn
+//                                         makes it)
+//   Status Identity<T>(const Matrix& like, Matrix* out)
+//                                         *out := a new identity distributed like `like` (square)
+//   Status CholeskyInverse<T>(const Matrix& l, Matrix* inverse)
+//                                         (l from Potrf) *inverse := B⁻¹, a new matrix
+//                                         distributed like B
+//   Status InverseSolve<T>(const Matrix& lu, bool transpose, Matrix* inverse)
+//                                         (lu from Getrf) *inverse := M⁻¹, or M⁻ᵀ with
+//                                         transpose, a new matrix distributed like M (lu may be
+//                                         overwritten)
+//   Status InverseOut<T>(const Matrix& y, void* shard)
+//                                         the shard := its part of y (distributed like the engine
+//                                         matrix) in the JAX layout (undoing relabeling, padding
+//                                         or redistribution)
+//   Status FactorOut<T>(const Matrix& f, void* out, int64_t count)
+//                                         out := the factored engine matrix f, kept for later
 //                                         solves: the engine-local matrix as it is (nothing to do
 //                                         where the engine worked in the shard, a copy where it
 //                                         padded), or the JAX layout where it redistributed
-//   Status Adopt<T>(const void* factor, int64_t count)
-//                                         the engine matrix := a factor FactorOut wrote (read,
-//                                         never written; count checked)
-//   Status PivotsOut(int32_t* out)        the LU pivots, global and 1-based (engine order),
-//                                         the same on every rank
-//   Status PivotsIn(const int32_t* in)    the pivots of a kept LU factor
-//   Status SignLogDet<T>(void* sign, void* logabsdet)
-//                                         after Getrf: det B's phase and log |det B| (collective);
-//                                         sign 0 and -inf for an exactly singular B, NaN for a
-//                                         non-finite factor; the relabeling's parity included
+//   Status Adopt<T>(const void* factor, int64_t count, Factorization holds, Matrix* f)
+//                                         *f := the engine matrix from a factor FactorOut wrote
+//                                         (read, never written; count checked), f->factored :=
+//                                         holds
+//   Status PivotsOut(const Matrix& lu, int32_t* out)
+//                                         lu's pivots, global and 1-based (engine order), the
+//                                         same on every rank
+//   Status PivotsIn(const int32_t* in, Matrix* lu)
+//                                         the pivots of a kept LU factor (lu->factored := the
+//                                         kind whose pivots the engine now holds)
+//   Status SignLogDet<T>(const Matrix& lu, void* sign, void* logabsdet)
+//                                         lu from Getrf: det B's phase and log |det B|
+//                                         (collective); sign 0 and -inf for an exactly singular
+//                                         B, NaN for a non-finite factor; the relabeling's parity
+//                                         included
 //   Status Geqrf<T>(int* info)            QR of the engine matrix's leading cols.extent columns
 //                                         (all its rows); info: 1 + the first column holding a
 //                                         non-finite entry, or 0, agreed by every rank
@@ -154,6 +183,38 @@ namespace jaxmg {
 // Which axis of the plan maps the right-hand side's rows (engine rows or engine columns).
 enum class Axis : int { kRows = 0, kCols = 1 };
 
+// What a matrix holds besides its entries: the factorization a solve with it applies.
+enum class Factorization : int {
+  kNone = 0,      // the matrix itself
+  kCholesky,      // L of B = L Lᴴ, in its lower triangle (Potrf)
+  kLu,            // P B = L U as the engine's library leaves it, its pivots where the library
+                  // keeps them (Getrf)
+  kLuHostPivots,  // P B = L U as p?getrf stores it, with the global 1-based pivots on the host
+                  // (the engines' own LU, or a kept factor's pivots: PivotsIn)
+};
+
+// A distributed matrix as the steps pass it (SLATE's Matrix::fromScaLAPACK): a value that points at
+// a local part the engine owns for the call (or the caller's shard where the engine works in
+// place), block-cyclic in tiles of `tile` over the engine's grid, column-major with leading
+// dimension ld. Descriptor: the engine's (ScaLAPACK's int[9], a cuSOLVERMp descriptor), owned by
+// the engine; copying the handle copies neither.
+template <class Descriptor>
+struct DistributedMatrix {
+  void* data = nullptr;              // the local part (host or device memory)
+  const Descriptor* desc = nullptr;  // the engine's descriptor of the whole matrix
+  int64_t rows = 0, cols = 0;        // global extents (engine order, padding included)
+  int64_t local_rows = 0, local_cols = 0;
+  int64_t ld = 1;  // local leading dimension, max(local_rows, 1)
+  int64_t tile = 1;
+  Factorization factored = Factorization::kNone;
+
+  template <typename T>
+  T* As() const {
+    return static_cast<T*>(data);
+  }
+  bool empty() const { return data == nullptr; }
+};
+
 // Attributes every solve target takes, in binding order (after the buffers).
 struct SolveAttrs {
   int64_t n = 0, mesh_rows = 1, mesh_cols = 1, tile = 1;
@@ -223,38 +284,38 @@ struct SolveIo {
 // Explicit instantiation of an engine's steps for one element type, in two families: the
 // steps of the solve, factor, QR, eigen and product routines, and those of gesvd and polar
 // (each in the engine file that defines them).
-#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                      \
-  template Status Engine::Asymmetric<T>(const void*, bool*);          \
-  template Status Engine::CheckSymmetry<T>(const void*);              \
-  template Status Engine::Prepare<T>(void*);                          \
-  template Status Engine::Potrf<T>(int*);                             \
-  template Status Engine::Getrf<T>(int*);                             \
-  template Status Engine::Potrs<T>();                                 \
-  template Status Engine::Getrs<T>(bool);                             \
-  template Status Engine::LogAbsDiag<T>(double, bool, void*);         \
-  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool); \
-  template Status Engine::RhsOut<T>(void*, Axis, bool);               \
-  template Status Engine::Identity<T>();                              \
-  template Status Engine::InverseSolve<T>(bool);                      \
-  template Status Engine::CholeskyInverse<T>();                       \
-  template Status Engine::InverseOut<T>(void*);                       \
-  template Status Engine::FactorOut<T>(void*, int64_t);               \
-  template Status Engine::Adopt<T>(const void*, int64_t);             \
-  template Status Engine::SignLogDet<T>(void*, void*);                \
-  template Status Engine::Geqrf<T>(int*);                             \
-  template Status Engine::Orgqr<T>();                                 \
-  template Status Engine::Gels<T>(int*);                              \
-  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);    \
-  template Status Engine::WorkOut<T>(void*);                          \
-  template Status Engine::Eigh<T>(bool, void*, int*);                 \
-  template Status Engine::VectorsOut<T>(void*);                       \
-  template Status Engine::MatrixIn<T>(const void*);                   \
-  template Status Engine::RhsMatrixIn<T>(const void*, int64_t);       \
-  template Status Engine::RhsMatrixOut<T>(void*);                     \
-  template Status Engine::Trsm<T>(char, char, char, char, int*);      \
-  template Status Engine::Gemm<T>(char, char);                        \
-  template Status Engine::Sygvd<T>(bool, void*, int*);                \
-  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);  \
+#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                                          \
+  template Status Engine::Asymmetric<T>(const void*, bool*);                              \
+  template Status Engine::CheckSymmetry<T>(const void*);                                  \
+  template Status Engine::Prepare<T>(void*, Engine::Matrix*);                             \
+  template Status Engine::Potrf<T>(Engine::Matrix*, int*);                                \
+  template Status Engine::Getrf<T>(Engine::Matrix*, int*);                                \
+  template Status Engine::Potrs<T>(const Engine::Matrix&, const Engine::Matrix&);         \
+  template Status Engine::Getrs<T>(const Engine::Matrix&, const Engine::Matrix&, bool);   \
+  template Status Engine::LogAbsDiag<T>(const Engine::Matrix&, double, bool, void*);      \
+  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool, Engine::Matrix*);    \
+  template Status Engine::RhsOut<T>(const Engine::Matrix&, void*, Axis, bool);            \
+  template Status Engine::Identity<T>(const Engine::Matrix&, Engine::Matrix*);            \
+  template Status Engine::InverseSolve<T>(const Engine::Matrix&, bool, Engine::Matrix*);  \
+  template Status Engine::CholeskyInverse<T>(const Engine::Matrix&, Engine::Matrix*);     \
+  template Status Engine::InverseOut<T>(const Engine::Matrix&, void*);                    \
+  template Status Engine::FactorOut<T>(const Engine::Matrix&, void*, int64_t);            \
+  template Status Engine::Adopt<T>(const void*, int64_t, Factorization, Engine::Matrix*); \
+  template Status Engine::SignLogDet<T>(const Engine::Matrix&, void*, void*);             \
+  template Status Engine::Geqrf<T>(int*);                                                 \
+  template Status Engine::Orgqr<T>();                                                     \
+  template Status Engine::Gels<T>(int*);                                                  \
+  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);                        \
+  template Status Engine::WorkOut<T>(void*);                                              \
+  template Status Engine::Eigh<T>(bool, void*, int*);                                     \
+  template Status Engine::VectorsOut<T>(void*);                                           \
+  template Status Engine::MatrixIn<T>(const void*);                                       \
+  template Status Engine::RhsMatrixIn<T>(const void*, int64_t);                           \
+  template Status Engine::RhsMatrixOut<T>(void*);                                         \
+  template Status Engine::Trsm<T>(char, char, char, char, int*);                          \
+  template Status Engine::Gemm<T>(char, char);                                            \
+  template Status Engine::Sygvd<T>(bool, void*, int*);                                    \
+  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);                      \
   template Status Engine::FillNan<T>(void*, int64_t);
 #define JAXMG_INSTANTIATE_POLAR_STEPS(Engine, T)                               \
   template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \

@@ -20,10 +20,10 @@ struct ChoFactor {
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    bool factored = false;
-    JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a_out, io.a_out_count, &factored)));
-    if (!factored) return Status();
-    return e.template FactorOut<T>(io.a_out, io.a_out_count);
+    typename E::Matrix l;
+    JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a_out, io.a_out_count, &l)));
+    if (l.empty()) return Status();
+    return e.template FactorOut<T>(l, io.a_out, io.a_out_count);
   }
 };
 
@@ -33,10 +33,9 @@ struct ChoSolve {
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count));
-    JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/true));
-    JAXMG_RETURN_IF_ERROR(e.template Potrs<T>());
-    return e.template RhsOut<T>(io.x, Axis::kCols, /*conj=*/true);
+    typename E::Matrix l;
+    JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count, Factorization::kCholesky, &l));
+    return Potrs::Solve<E, T>(e, io, l);
   }
 };
 
@@ -49,12 +48,13 @@ struct LuFactor {
       return JAXMG_ERROR("lu_factor: the pivots buffer has " + std::to_string(io.pivots_out_count) +
                          " entries, the engine matrix " + std::to_string(e.plan().engine_rows()));
     }
+    typename E::Matrix lu;
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &info)));
-    JAXMG_RETURN_IF_ERROR(e.template SignLogDet<T>(io.sign, io.logdet));
-    JAXMG_RETURN_IF_ERROR(e.PivotsOut(io.pivots_out));
+    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &info)));
+    JAXMG_RETURN_IF_ERROR(e.template SignLogDet<T>(lu, io.sign, io.logdet));
+    JAXMG_RETURN_IF_ERROR(e.PivotsOut(lu, io.pivots_out));
     if (info != 0) return e.template FillNan<T>(io.a_out, io.a_out_count);
-    return e.template FactorOut<T>(io.a_out, io.a_out_count);
+    return e.template FactorOut<T>(lu, io.a_out, io.a_out_count);
   }
 };
 
@@ -72,9 +72,10 @@ struct LuSolveKept {
                          std::to_string(io.pivots_in_count) + " entries, the engine matrix " +
                          std::to_string(e.plan().engine_rows()));
     }
-    JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count));
-    JAXMG_RETURN_IF_ERROR(e.PivotsIn(io.pivots_in));
-    return LuSolve::Solve<E, T>(e, attrs, io, kTranspose);
+    typename E::Matrix lu;
+    JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count, Factorization::kLu, &lu));
+    JAXMG_RETURN_IF_ERROR(e.PivotsIn(io.pivots_in, &lu));
+    return LuSolve::Solve<E, T>(e, attrs, io, lu, kTranspose);
   }
 };
 using LuSolveFactored = LuSolveKept<false>;

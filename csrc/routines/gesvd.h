@@ -27,7 +27,8 @@ struct GesvdOf {
       return JAXMG_ERROR("gesvd runs on a redistributed matrix");
     }
     const int64_t x_cols = io.x_count / io.x_rows;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    typename E::Matrix a;
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     if (!kU && !kVt) {
       // s alone: A = Up H (QDWH, routines/polar.h), then H's eigenvalues without vectors (H =
       // V diag(s) Vᴴ): a fraction of what an SVD's values-only path costs where, as

@@ -24,12 +24,13 @@ struct InvOf {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("inv runs on a redistributed matrix");
     }
+    typename E::Matrix lu, y;
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &info)));
-    JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(1.0, info == 0, io.logdet));
+    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &info)));
+    JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(lu, 1.0, info == 0, io.logdet));
     if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
-    JAXMG_RETURN_IF_ERROR(e.template InverseSolve<T>(kTranspose));
-    return e.template InverseOut<T>(io.a);
+    JAXMG_RETURN_IF_ERROR(e.template InverseSolve<T>(lu, kTranspose, &y));  // y := M⁻¹ (M⁻ᵀ)
+    return e.template InverseOut<T>(y, io.a);
   }
 };
 using Inv = InvOf<false>;

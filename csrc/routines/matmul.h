@@ -24,7 +24,8 @@ struct MatmulOf {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("matmul runs on redistributed matrices");
     }
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    typename E::Matrix a;
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b));
     JAXMG_RETURN_IF_ERROR(e.template Gemm<T>(kOpB, kOpA));  // engine := op_b(Mb) op_a(Ma)
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(0, io.status));

@@ -114,7 +114,8 @@ struct PolarOf {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("polar runs on a redistributed matrix");
     }
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    typename E::Matrix a;
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     int info = 0;
     JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, kH, &info)));
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));

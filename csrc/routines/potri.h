@@ -18,11 +18,11 @@ struct Potri {
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    bool factored = false;
-    JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a, io.a_count, &factored)));
-    if (!factored) return Status();
-    JAXMG_RETURN_IF_ERROR(e.template CholeskyInverse<T>());
-    return e.template InverseOut<T>(io.a);
+    typename E::Matrix l, y;
+    JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a, io.a_count, &l)));
+    if (l.empty()) return Status();
+    JAXMG_RETURN_IF_ERROR(e.template CholeskyInverse<T>(l, &y));  // y := B⁻¹
+    return e.template InverseOut<T>(y, io.a);
   }
 };
 

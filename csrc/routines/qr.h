@@ -23,7 +23,8 @@ struct Qr {
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    typename E::Matrix a;
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     int info = 0;
     JAXMG_RETURN_IF_ERROR(e.template Geqrf<T>(&info));  // agreed by every rank
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
@@ -43,8 +44,10 @@ struct LeastSquares {
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
-    JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/false));
+    typename E::Matrix a;
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
+    typename E::Matrix c;
+    JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/false, &c));
     int info = 0;
     JAXMG_RETURN_IF_ERROR(e.template Gels<T>(&info));  // agreed by every rank
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));

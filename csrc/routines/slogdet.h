@@ -16,9 +16,10 @@ struct Slogdet {
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+    typename E::Matrix lu;
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &info)));
-    return e.template SignLogDet<T>(io.sign, io.logdet);
+    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &info)));
+    return e.template SignLogDet<T>(lu, io.sign, io.logdet);
   }
 };
 

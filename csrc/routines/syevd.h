@@ -30,7 +30,8 @@ struct SyevdOf {
     JAXMG_RETURN_IF_ERROR(
         (Potrs::RejectAsymmetric<E, T>(e, attrs, io, io.x, io.x_count, &rejected)));
     if (rejected) return kVectors ? e.template FillNan<T>(io.a, io.a_count) : Status();
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
+    typename E::Matrix a;
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     int info = 0;
     if constexpr (kGeneralized) {
       JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b));

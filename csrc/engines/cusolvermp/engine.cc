@@ -159,8 +159,40 @@ Status Engine::Join(cudaStream_t from, cudaStream_t to, int event) {
   return Status();
 }
 
+Engine::Matrix Engine::Held() const {
+  const layout::Plan& plan = state_.plan;
+  Matrix a;
+  a.data = work_;
+  a.desc = &desc_a_;
+  a.rows = plan.engine_rows();
+  a.cols = plan.engine_cols();
+  a.local_rows = local_rows_;
+  a.local_cols = local_cols_;
+  a.ld = std::max<int64_t>(local_rows_, 1);
+  a.tile = plan.tile;
+  return a;
+}
+
 template <typename T>
-Status Engine::Prepare(void* shard) {
+Status Engine::NewLike(const Matrix& like, Matrix* out) {
+  *out = like;
+  out->factored = Factorization::kNone;
+  JAXMG_RETURN_IF_ERROR(
+      Scratch(sizeof(T) * std::max<int64_t>(like.local_rows * like.local_cols, 1), &out->data));
+  Descriptor& desc = descriptors_.emplace_back();
+  out->desc = &desc;
+  return desc.Create(ctx_, DataTypeOf<T>(), like.rows, like.cols, like.tile, like.tile, like.ld);
+}
+
+Status Engine::CheckLu(const Matrix& lu, const char* step) {
+  if (lu.factored == Factorization::kLu || lu.factored == Factorization::kLuHostPivots) {
+    return Status();
+  }
+  return JAXMG_ERROR(std::string(step) + ": the matrix handed holds no LU factorization");
+}
+
+template <typename T>
+Status Engine::Prepare(void* shard, Matrix* a) {
   StepTimer timer("Prepare", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
@@ -199,8 +231,10 @@ Status Engine::Prepare(void* shard) {
     const Status copy = Scratch(es * std::max<int64_t>(lr * lc, 1), &work_);
     JAXMG_RETURN_IF_ERROR(Redistribute<T>(shard, /*to_tiles=*/true, work_, copy));
   }
-  return desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), plan.engine_cols(), t, t,
-                        std::max<int64_t>(lr, 1));
+  JAXMG_RETURN_IF_ERROR(desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(),
+                                       plan.engine_cols(), t, t, std::max<int64_t>(lr, 1)));
+  *a = Held();
+  return Status();
 }
 
 template <typename T>
@@ -279,27 +313,27 @@ Status Engine::MatrixOut(const void* from, void* shard) {
 }
 
 template <typename T>
-Status Engine::InverseOut(void* shard) {
+Status Engine::InverseOut(const Matrix& y, void* shard) {
   StepTimer timer("InverseOut", stream_);
-  return MatrixOut<T>(local_b_, shard);
+  return MatrixOut<T>(y.data, shard);
 }
 
 template <typename T>
-Status Engine::FactorOut(void* out, int64_t count) {
-  if (work_ == out) return Status();  // the engine worked in the shard: kept as it is
+Status Engine::FactorOut(const Matrix& f, void* out, int64_t count) {
+  if (f.data == out) return Status();  // the engine worked in the shard: kept as it is
   StepTimer timer("FactorOut", stream_);
-  if (state_.plan.strategy != layout::Strategy::kRelabel) return MatrixOut<T>(work_, out);
-  if (count != local_rows_ * local_cols_) {
+  if (state_.plan.strategy != layout::Strategy::kRelabel) return MatrixOut<T>(f.data, out);
+  if (count != f.local_rows * f.local_cols) {
     return JAXMG_ERROR("the factor buffer has " + std::to_string(count) + " entries, not " +
-                       std::to_string(local_rows_ * local_cols_));
+                       std::to_string(f.local_rows * f.local_cols));
   }
   // The padded engine matrix.
-  JAXMG_CUDA(cudaMemcpyAsync(out, work_, sizeof(T) * count, cudaMemcpyDeviceToDevice, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(out, f.data, sizeof(T) * count, cudaMemcpyDeviceToDevice, stream_));
   return Status();
 }
 
 template <typename T>
-Status Engine::Adopt(const void* factor, int64_t count) {
+Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f) {
   const layout::Plan& plan = state_.plan;
   if (plan.strategy == layout::Strategy::kRelabel) {
     // FactorOut left the engine-local matrix itself: read it where it is.
@@ -312,13 +346,18 @@ Status Engine::Adopt(const void* factor, int64_t count) {
     JAXMG_SOLVER(cusolverMpSetStream(ctx_.handle, stream_));
     JAXMG_RETURN_IF_ERROR(Small());
     work_ = const_cast<void*>(factor);
-    return desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), plan.engine_cols(), plan.tile,
-                          plan.tile, std::max<int64_t>(local_rows_, 1));
+    JAXMG_RETURN_IF_ERROR(desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(),
+                                         plan.engine_cols(), plan.tile, plan.tile,
+                                         std::max<int64_t>(local_rows_, 1)));
+    *f = Held();
+  } else {
+    // Redistributed: Prepare reads the JAX layout and writes a copy of its own.
+    if (count != plan.rows.shard * plan.cols.shard)
+      return JAXMG_ERROR("the factor has the wrong size");
+    JAXMG_RETURN_IF_ERROR(Prepare<T>(const_cast<void*>(factor), f));
   }
-  // Redistributed: Prepare reads the JAX layout and writes a copy of its own.
-  if (count != plan.rows.shard * plan.cols.shard)
-    return JAXMG_ERROR("the factor has the wrong size");
-  return Prepare<T>(const_cast<void*>(factor));
+  f->factored = holds;
+  return Status();
 }
 
 template <typename T>
@@ -336,17 +375,19 @@ Status Engine::FillNan(void* x, int64_t count) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_ENGINE_CORE(T)                               \
-  template Status Engine::Prepare<T>(void* shard);                     \
-  template Status Engine::MatrixIn<T>(const void* shard);              \
-  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows); \
-  template Status Engine::RhsMatrixOut<T>(void* x);                    \
-  template Status Engine::SquareMatrix<T>();                           \
-  template Status Engine::MatrixOut<T>(const void* from, void* shard); \
-  template Status Engine::InverseOut<T>(void* shard);                  \
-  template Status Engine::FactorOut<T>(void* out, int64_t count);      \
-  template Status Engine::Adopt<T>(const void* factor, int64_t count); \
-  template Status Engine::WorkOut<T>(void* shard);                     \
+#define JAXMG_INSTANTIATE_ENGINE_CORE(T)                                                   \
+  template Status Engine::Prepare<T>(void* shard, Matrix* a);                              \
+  template Status Engine::NewLike<T>(const Matrix& like, Matrix* out);                     \
+  template Status Engine::MatrixIn<T>(const void* shard);                                  \
+  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows);                     \
+  template Status Engine::RhsMatrixOut<T>(void* x);                                        \
+  template Status Engine::SquareMatrix<T>();                                               \
+  template Status Engine::MatrixOut<T>(const void* from, void* shard);                     \
+  template Status Engine::InverseOut<T>(const Matrix& y, void* shard);                     \
+  template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);         \
+  template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds, \
+                                   Matrix* f);                                             \
+  template Status Engine::WorkOut<T>(void* shard);                                         \
   template Status Engine::FillNan<T>(void* x, int64_t count);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_ENGINE_CORE)
 #undef JAXMG_INSTANTIATE_ENGINE_CORE

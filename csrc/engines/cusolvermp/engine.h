@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -42,6 +43,9 @@ using layout::AxisExchange;
 
 class Engine {
  public:
+  // A matrix the steps pass (routines/contract.h): device memory, a cuSOLVERMp descriptor.
+  using Matrix = DistributedMatrix<Descriptor>;
+
   // position: this shard's (u, v) in device memory; checked against the context in the first
   // status agreement, so every rank learns of a mismatch together.
   // rhs_by_cols: b and x are split over the mesh's columns (the matrix was handed transposed).
@@ -66,45 +70,46 @@ class Engine {
   Status CheckSymmetry(const void* shard);
   bool asymmetric() const { return asymmetric_; }
   template <typename T>
-  Status Prepare(void* shard);
-  // After Potrf (B = L Lᴴ): the right-hand side := B⁻¹ = Wᴴ W with W = L⁻¹, for InverseOut.
+  Status Prepare(void* shard, Matrix* a);
+  // After Potrf (B = L Lᴴ): *inverse := B⁻¹ = Wᴴ W with W = L⁻¹, a new matrix.
   template <typename T>
-  Status CholeskyInverse();
+  Status CholeskyInverse(const Matrix& l, Matrix* inverse);
   template <typename T>
-  Status Potrf(int* info);
+  Status Potrf(Matrix* a, int* info);
   template <typename T>
-  Status Getrf(int* info);
+  Status Getrf(Matrix* a, int* info);
   template <typename T>
-  Status Potrs();
+  Status Potrs(const Matrix& l, const Matrix& c);
   template <typename T>
-  Status Getrs(bool transpose);
+  Status Getrs(const Matrix& lu, const Matrix& c, bool transpose);
   template <typename T>
-  Status LogAbsDiag(double scale, bool ok, void* out);
+  Status LogAbsDiag(const Matrix& a, double scale, bool ok, void* out);
   template <typename T>
-  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj);
+  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c);
   template <typename T>
-  Status RhsOut(void* x, Axis axis, bool conj);
+  Status RhsOut(const Matrix& z, void* x, Axis axis, bool conj);
   template <typename T>
-  Status Identity();
+  Status Identity(const Matrix& like, Matrix* out);
   // After Getrf: M⁻¹ = U⁻¹ L⁻¹ Pᵀ from the two triangular inverses, their product by blocks and
-  // a column permutation (about 4N³/3 flops), and for M⁻ᵀ one distributed transpose (Geadd).
+  // a column permutation (about 4N³/3 flops), and for M⁻ᵀ one distributed transpose (Geadd),
+  // into a new matrix.
   template <typename T>
-  Status InverseSolve(bool transpose);
+  Status InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse);
   // out[:, order[i]] = x[:, i] for the engine's columns (both distributed like the matrix).
   template <typename T>
   // Collective; local errors are kept in *failed.
   Status PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order,
                         Deferred* failed);
   template <typename T>
-  Status InverseOut(void* shard);
+  Status InverseOut(const Matrix& y, void* shard);
   template <typename T>
-  Status FactorOut(void* out, int64_t count);
+  Status FactorOut(const Matrix& f, void* out, int64_t count);
   template <typename T>
-  Status Adopt(const void* factor, int64_t count);
-  Status PivotsOut(int32_t* out);
-  Status PivotsIn(const int32_t* in);
+  Status Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f);
+  Status PivotsOut(const Matrix& lu, int32_t* out);
+  Status PivotsIn(const int32_t* in, Matrix* lu);
   template <typename T>
-  Status SignLogDet(void* sign, void* logabsdet);
+  Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
   template <typename T>
   Status Geqrf(int* info);
   template <typename T>
@@ -156,6 +161,15 @@ class Engine {
  private:
   friend class Backend;  // the algorithms' backend (backend.h) uses the call's buffers and stream
   Status Scratch(size_t bytes, void** out);
+  // The engine matrix (the registers work_, desc_a_ and the local extents) as a handle, for the
+  // steps that still read the registers.
+  Matrix Held() const;
+  // *out := a new matrix (uninitialized scratch) distributed like `like`, with a descriptor of its
+  // own (owned by the engine for the call).
+  template <typename T>
+  Status NewLike(const Matrix& like, Matrix* out);
+  // An error unless `lu` holds an LU factorization (step: the step's name).
+  static Status CheckLu(const Matrix& lu, const char* step);
   // The call's small device buffer (small_), allocated and zeroed on first use.
   Status Small();
   // Between the JAX block layout and block-cyclic tiles (to_tiles) or back (Remap).
@@ -208,9 +222,9 @@ class Engine {
   // One device (a 1 x 1 grid): the local array is the matrix, and the factorizations and solves
   // that cusolverDn has run there without cuSOLVERMp (vendor.cc).
   bool OneDevice() const;
-  // Getrs with the own LU's factors on one device (cusolverDnXgetrs).
+  // c := op(B)⁻¹ c with the own LU's factors lu on one device (cusolverDnXgetrs).
   template <typename T>
-  Status LocalGetrs(bool transpose);
+  Status LocalGetrs(const Matrix& lu, const Matrix& c, bool transpose);
   // Householder QR of the engine matrix's leading cols.extent columns (tau_), no agreement.
   template <typename T>
   Status QrFactor();
@@ -293,10 +307,10 @@ class Engine {
   template <typename T>
   Status LeadingRows(bool from_matrix, void** out);
   template <typename T>
-  Status Lu1D(int* info);
+  Status Lu1D(Matrix* a, int* info);
   Status EnginePivots(std::vector<int64_t>* out);
-  // The global 1-based pivots of the factorization held (own LU, cuSOLVERMp's, or kept).
-  Status Pivots(std::vector<int64_t>* out);
+  // The global 1-based pivots of the factorization lu (own LU or kept: on the host; cuSOLVERMp's).
+  Status Pivots(const Matrix& lu, std::vector<int64_t>* out);
   // x (row-major, row stride x_cols) := this shard's x_rows of the first cols.extent rows of the
   // local block-cyclic matrix `local` (ld rows, lc columns, `cols` global columns), in columns
   // 0..cols-1, gathered in chunks of rows (collective; see LeadingRowsOut).
@@ -316,23 +330,23 @@ class Engine {
   template <typename T>
   Status MatrixOut(const void* from, void* shard);
   template <typename T>
-  Status LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv);
-  // The right-hand side := op(U)⁻¹ op(L)⁻¹ of it (L⁻ᵀ U⁻ᵀ with transpose), L unit lower and U
-  // upper in the engine matrix.
+  Status LuSolveWithPivots(const Matrix& lu, const Matrix& c, bool transpose,
+                           const std::vector<int64_t>& piv);
+  // c := op(U)⁻¹ op(L)⁻¹ c (L⁻ᵀ U⁻ᵀ with transpose), L unit lower and U upper in lu.
   template <typename T>
-  Status TriangularSolves(bool transpose, Deferred* failed);
+  Status TriangularSolves(const Matrix& lu, const Matrix& c, bool transpose, Deferred* failed);
   template <typename T>
-  Status PivotRhs(const std::vector<int64_t>& piv, bool reverse, Deferred* failed);
-  // *column (device) := 1 + the first engine column with a non-finite entry of the local
-  // matrix, or kNoColumn.
+  Status PivotRhs(const Matrix& c, const std::vector<int64_t>& piv, bool reverse, Deferred* failed);
+  // *column (device) := 1 + the first engine column with a non-finite entry of a's local part,
+  // or kNoColumn.
   template <typename T>
-  Status NonFinite(int32_t* column);
-  // Status agreement (see status.cc); returns the agreed info. The diagonal check covers the
-  // global diagonal below diag_limit (-1: all of it; 0: none); scan: also the first column with
-  // a non-finite entry anywhere in the local matrix (false: a triangular matrix, whose other
-  // triangle may hold anything).
+  Status NonFinite(const Matrix& a, int32_t* column);
+  // Status agreement on the matrix a (see status.cc); returns the agreed info. The diagonal check
+  // covers the global diagonal below diag_limit (-1: all of it; 0: none); scan: also the first
+  // column with a non-finite entry anywhere in the local matrix (false: a triangular matrix,
+  // whose other triangle may hold anything).
   template <typename T>
-  Status Agree(bool failed, int* info, int64_t diag_limit = -1, bool scan = true);
+  Status Agree(const Matrix& a, bool failed, int* info, int64_t diag_limit = -1, bool scan = true);
   // The symmetry check's products [A v, A u] of this shard, summed over the ranks into the 2n
   // device vector *y (common/symmetry.h), on the stream.
   template <typename T>
@@ -388,11 +402,11 @@ class Engine {
   void* square_ = nullptr;    // n x n: Vᴴ of an SVD, H of a polar decomposition
   Descriptor desc_square_;
   int64_t square_rows_ = 0;
-  bool own_lu_ = false;          // the factors come from Lu1D, with its pivots in own_pivots_
   algorithms::Qr1DKept own_qr_;  // Qr1D's τ, T_k and scratch, for Orgqr1D
   int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
-  std::vector<int64_t> own_pivots_;
+  std::vector<int64_t> own_pivots_;     // the global pivots of a kLuHostPivots factorization
+  std::deque<Descriptor> descriptors_;  // those of the matrices the steps made (NewLike)
   // QDWH's buffers (routines/polar.h), allocated at first use in the call: A kept for H; the
   // stacked matrix [√c U; 0; I] of the QR steps and its Householder scalars; a copy of U; Z
   // (n x n, z_rows_ local rows); a device double for sums.

@@ -38,19 +38,19 @@ bool Engine::UseOwnLu() const {
 // broadcasts, the row-swap kernel, cuBLAS trsm and gemm. The factors are stored as ScaLAPACK's
 // p?getrf stores them; the 1-based global pivots are kept on the host for the solve.
 template <typename T>
-Status Engine::Lu1D(int* info) {
+Status Engine::Lu1D(Matrix* a, int* info) {
   algorithms::Cyclic1D g;
-  g.n = state_.plan.engine_rows();
-  g.t = state_.plan.tile;
-  g.ld = local_rows_;
-  g.cols = local_cols_;
+  g.n = a->rows;
+  g.t = a->tile;
+  g.ld = a->local_rows;
+  g.cols = a->local_cols;
   g.procs = ctx_.npcol;
   g.me = ctx_.mycol;
   g.rank = ctx_.rank;
   Backend backend(*this);
-  JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, static_cast<T*>(work_), &own_pivots_));
-  own_lu_ = true;
-  return Agree<T>(false, info);  // the diagonal check finds a zero or non-finite pivot
+  JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->As<T>(), &own_pivots_));
+  a->factored = Factorization::kLuHostPivots;
+  return Agree<T>(*a, false, info);  // the diagonal check finds a zero or non-finite pivot
 }
 
 // Solves op(B) z = c with P B = L U held as p?getrf stores it and the global 1-based pivots:
@@ -59,23 +59,24 @@ Status Engine::Lu1D(int* info) {
 // no transposed solve, and the engine's own LU keeps its pivots on the host. The pivots are
 // applied to the whole right-hand side (n x nrhs, small) on the host, on every rank.
 template <typename T>
-Status Engine::LuSolveWithPivots(bool transpose, const std::vector<int64_t>& piv) {
-  const int64_t n = state_.plan.engine_rows();
+Status Engine::LuSolveWithPivots(const Matrix& lu, const Matrix& c, bool transpose,
+                                 const std::vector<int64_t>& piv) {
+  const int64_t n = lu.rows;
   for (int64_t i = 0; i < n; ++i) {  // (the same pivots on every rank)
     if (piv[i] - 1 < i || piv[i] > n) return JAXMG_ERROR("a pivot is out of range");
   }
   // Local errors are kept (every rank still enters each collective) and agreed at the end.
   Deferred failed;
-  if (!transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/false, &failed));
-  JAXMG_RETURN_IF_ERROR(TriangularSolves<T>(transpose, &failed));
-  if (transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(piv, /*reverse=*/true, &failed));
+  if (!transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(c, piv, /*reverse=*/false, &failed));
+  JAXMG_RETURN_IF_ERROR(TriangularSolves<T>(lu, c, transpose, &failed));
+  if (transpose) JAXMG_RETURN_IF_ERROR(PivotRhs<T>(c, piv, /*reverse=*/true, &failed));
   return AgreeOnFailure("lu_solve", failed);
 }
 
 template <typename T>
-Status Engine::TriangularSolves(bool transpose, Deferred* failed) {
-  const layout::Plan& plan = state_.plan;
-  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, nrhs = nrhs_;
+Status Engine::TriangularSolves(const Matrix& lu, const Matrix& c, bool transpose,
+                                Deferred* failed) {
+  const int64_t n = lu.rows, t = lu.tile, nrhs = c.cols;
   BlasDescriptor da, db;
   const T one(1);
   const cublasOperation_t op = transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -86,9 +87,8 @@ Status Engine::TriangularSolves(bool transpose, Deferred* failed) {
   const auto order = transpose ? std::array{upper, lower} : std::array{lower, upper};
   // Descriptors and the workspace of both solves first (agreed: the solves are collective).
   Deferred local;
-  local.Run([&] { return da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)); });
-  local.Run(
-      [&] { return db.Create(ctx_, DataTypeOf<T>(), n, nrhs, t, t, std::max<int64_t>(lr, 1)); });
+  local.Run([&] { return da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, lu.ld); });
+  local.Run([&] { return db.Create(ctx_, DataTypeOf<T>(), n, nrhs, t, t, c.ld); });
   local.Run(
       [&] { return BlasMpCheck(cublasMpSetStream(ctx_.blas, stream_), "cublasMpSetStream"); });
   const auto solve = [&](cublasFillMode_t uplo, cublasDiagType_t diag) {
@@ -100,8 +100,8 @@ Status Engine::TriangularSolves(bool transpose, Deferred* failed) {
                                  n,
                                  nrhs,
                                  one,
-                                 {static_cast<const T*>(work_), 1, 1, da.get()},
-                                 {static_cast<T*>(local_b_), 1, 1, db.get()}};
+                                 {lu.As<T>(), 1, 1, da.get()},
+                                 {c.As<T>(), 1, 1, db.get()}};
   };
   size_t dev = 0, host = 0;
   for (const auto& [uplo, diag] : order) {
@@ -126,9 +126,10 @@ Status Engine::TriangularSolves(bool transpose, Deferred* failed) {
 // Applies the row interchanges of `piv` (1-based, global) to the distributed right-hand side
 // (forward, or in reverse order), through its whole copy on every rank's host.
 template <typename T>
-Status Engine::PivotRhs(const std::vector<int64_t>& piv, bool reverse, Deferred* failed) {
-  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
-  const int64_t nrhs = nrhs_, lbc = rhs_local_cols_;
+Status Engine::PivotRhs(const Matrix& c, const std::vector<int64_t>& piv, bool reverse,
+                        Deferred* failed) {
+  const int64_t n = c.rows, t = c.tile, lr = c.local_rows;
+  const int64_t nrhs = c.cols, lbc = c.local_cols;
   const size_t es = sizeof(T);
   std::vector<T> mine(static_cast<size_t>(std::max<int64_t>(lr * lbc, 1)));
   std::vector<T> whole(static_cast<size_t>(n * nrhs), T(0));
@@ -147,7 +148,7 @@ Status Engine::PivotRhs(const std::vector<int64_t>& piv, bool reverse, Deferred*
   // After a local failure this rank adds zeros to the sum (full_ is n x nrhs on every rank).
   failed->Run([&]() -> Status {
     JAXMG_CUDA(
-        cudaMemcpyAsync(mine.data(), local_b_, es * lr * lbc, cudaMemcpyDeviceToHost, stream_));
+        cudaMemcpyAsync(mine.data(), c.data, es * lr * lbc, cudaMemcpyDeviceToHost, stream_));
     JAXMG_CUDA(cudaStreamSynchronize(stream_));
     each([](const T& local, T& global) { global = local; });
     return Status();
@@ -168,19 +169,21 @@ Status Engine::PivotRhs(const std::vector<int64_t>& piv, bool reverse, Deferred*
   each([](T& local, const T& global) { local = global; });
   failed->Run([&]() -> Status {
     JAXMG_CUDA(
-        cudaMemcpyAsync(local_b_, mine.data(), es * lr * lbc, cudaMemcpyHostToDevice, stream_));
+        cudaMemcpyAsync(c.data, mine.data(), es * lr * lbc, cudaMemcpyHostToDevice, stream_));
     JAXMG_CUDA(cudaStreamSynchronize(stream_));  // `mine` is freed on return
     return Status();
   });
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_LU_1D(T)                                                               \
-  template Status Engine::Lu1D<T>(int* info);                                                    \
-  template Status Engine::LuSolveWithPivots<T>(bool transpose, const std::vector<int64_t>& piv); \
-  template Status Engine::TriangularSolves<T>(bool transpose, Deferred* failed);                 \
-  template Status Engine::PivotRhs<T>(const std::vector<int64_t>& piv, bool reverse,             \
-                                      Deferred* failed);
+#define JAXMG_INSTANTIATE_LU_1D(T)                                                                \
+  template Status Engine::Lu1D<T>(Matrix * a, int* info);                                         \
+  template Status Engine::LuSolveWithPivots<T>(const Matrix& lu, const Matrix& c, bool transpose, \
+                                               const std::vector<int64_t>& piv);                  \
+  template Status Engine::TriangularSolves<T>(const Matrix& lu, const Matrix& c, bool transpose,  \
+                                              Deferred* failed);                                  \
+  template Status Engine::PivotRhs<T>(const Matrix& c, const std::vector<int64_t>& piv,           \
+                                      bool reverse, Deferred* failed);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_LU_1D)
 #undef JAXMG_INSTANTIATE_LU_1D
 

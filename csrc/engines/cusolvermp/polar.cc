@@ -51,7 +51,7 @@ Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
   *lower = 0;
   // Every buffer of the iteration first, agreed: no rank leaves alone before a collective.
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(PolarBuffers<T>(keep_a)));
-  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite input
+  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));  // a non-finite input
   if (*info != 0) return Status();
   Backend backend(*this);
   return algorithms::QdwhBounds<T>(backend, PolarWork<T>(), keep_a, lower);
@@ -113,7 +113,8 @@ Status Engine::PolarEnd(bool h, int* info) {
   Backend backend(*this);
   const algorithms::QdwhWork<T> q = PolarWork<T>();
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(backend, q));
-  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));  // a non-finite entry of U
+  JAXMG_RETURN_IF_ERROR(
+      Agree<T>(Held(), false, info, /*diag_limit=*/0));  // a non-finite entry of U
   if (*info != 0 || !h) return Status();
   // H into the square matrix kept, distributed as Z.
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(SquareMatrix<T>()));

@@ -25,7 +25,7 @@
 namespace jaxmg::cusolvermp {
 
 template <typename T>
-Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
+Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c) {
   StepTimer timer("RhsIn", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
@@ -51,23 +51,36 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
   JAXMG_CUDA(cuda::GatherRhs(KernelType<T>(), full_, nrhs, state_.d_rhs_map[static_cast<int>(axis)],
                              lr, rhs_local_cols_, t, ctx_.npcol, ctx_.mycol, conj, local_b_,
                              stream_));
-  return desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), nrhs, t, t,
-                        std::max<int64_t>(lr, 1));
+  JAXMG_RETURN_IF_ERROR(desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), nrhs, t, t,
+                                       std::max<int64_t>(lr, 1)));
+  // The handle of the right-hand side (still also the registers local_b_ and desc_b_, which the
+  // steps that take no handles yet read).
+  *c = Matrix();
+  c->data = local_b_;
+  c->desc = &desc_b_;
+  c->rows = plan.engine_rows();
+  c->cols = nrhs;
+  c->local_rows = lr;
+  c->local_cols = rhs_local_cols_;
+  c->ld = std::max<int64_t>(lr, 1);
+  c->tile = t;
+  return Status();
 }
 
 template <typename T>
-Status Engine::RhsOut(void* x, Axis axis, bool conj) {
+Status Engine::RhsOut(const Matrix& z, void* x, Axis axis, bool conj) {
   StepTimer timer("RhsOut", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t n = plan.rows.extent, t = plan.tile, nrhs = nrhs_;
+  const int64_t n = plan.rows.extent, t = plan.tile, nrhs = z.cols;
   const int64_t block = rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u;
   const int64_t shard_rows = n / (rhs_by_cols_ ? plan.mesh_cols : plan.mesh_rows);
+  // full_: RhsIn's whole right-hand side (n x nrhs), reused.
   const size_t full_bytes = es * n * nrhs;
   JAXMG_CUDA(cudaMemsetAsync(full_, 0, full_bytes, stream_));
-  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), local_b_, nrhs,
-                              state_.d_rhs_map[static_cast<int>(axis)], local_rows_,
-                              rhs_local_cols_, t, ctx_.npcol, ctx_.mycol, conj, full_, stream_));
+  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), z.data, nrhs,
+                              state_.d_rhs_map[static_cast<int>(axis)], z.local_rows, z.local_cols,
+                              t, ctx_.npcol, ctx_.mycol, conj, full_, stream_));
   const size_t reals = static_cast<size_t>(n * nrhs * Scalar<T>::kParts);
   JAXMG_NCCL(ncclAllReduce(full_, full_, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
   const char* mine = static_cast<const char*>(full_) + es * block * shard_rows * nrhs;
@@ -76,17 +89,13 @@ Status Engine::RhsOut(void* x, Axis axis, bool conj) {
 }
 
 template <typename T>
-Status Engine::Identity() {
-  const layout::Plan& plan = state_.plan;
-  const int64_t lr = local_rows_, lc = local_cols_;
-  nrhs_ = plan.engine_cols();
-  rhs_local_cols_ = lc;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_));
-  JAXMG_CUDA(cudaMemsetAsync(local_b_, 0, sizeof(T) * lr * lc, stream_));
-  JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), local_b_, lr, lc, plan.tile, ctx_.nprow, ctx_.npcol,
-                               ctx_.myrow, ctx_.mycol, stream_));
-  return desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), plan.engine_cols(), plan.tile,
-                        plan.tile, std::max<int64_t>(lr, 1));
+Status Engine::Identity(const Matrix& like, Matrix* out) {
+  const int64_t lr = like.local_rows, lc = like.local_cols;
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(like, out));
+  JAXMG_CUDA(cudaMemsetAsync(out->data, 0, sizeof(T) * lr * lc, stream_));
+  JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), out->data, lr, lc, like.tile, ctx_.nprow,
+                               ctx_.npcol, ctx_.myrow, ctx_.mycol, stream_));
+  return Status();
 }
 
 template <typename T>
@@ -190,17 +199,18 @@ Status Engine::SingularValuesOut(const void* w, int64_t n, void* x, int64_t x_ro
   return Status();
 }
 
-Status Engine::Pivots(std::vector<int64_t>* out) {
-  if (own_lu_) {
+Status Engine::Pivots(const Matrix& lu, std::vector<int64_t>* out) {
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "Pivots"));
+  if (lu.factored == Factorization::kLuHostPivots) {
     *out = own_pivots_;
     return Status();
   }
   return EnginePivots(out);
 }
 
-Status Engine::PivotsOut(int32_t* out) {
+Status Engine::PivotsOut(const Matrix& lu, int32_t* out) {
   std::vector<int64_t> piv;
-  JAXMG_RETURN_IF_ERROR(Pivots(&piv));
+  JAXMG_RETURN_IF_ERROR(Pivots(lu, &piv));
   std::vector<int32_t> narrow(piv.begin(), piv.end());
   // Pageable: the copy has read `narrow` when cudaMemcpyAsync returns.
   JAXMG_CUDA(cudaMemcpyAsync(out, narrow.data(), sizeof(int32_t) * narrow.size(),
@@ -208,7 +218,7 @@ Status Engine::PivotsOut(int32_t* out) {
   return Status();
 }
 
-Status Engine::PivotsIn(const int32_t* in) {
+Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
   // The kept pivots go to the solve that applies them on the host (LuSolveWithPivots), as the
   // engine's own LU does.
   const int64_t n = state_.plan.engine_rows();
@@ -217,14 +227,14 @@ Status Engine::PivotsIn(const int32_t* in) {
       cudaMemcpyAsync(narrow.data(), in, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   own_pivots_.assign(narrow.begin(), narrow.end());
-  own_lu_ = true;
+  lu->factored = Factorization::kLuHostPivots;
   return Status();
 }
 
 #define JAXMG_INSTANTIATE_RHS(T)                                                                  \
-  template Status Engine::RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj);            \
-  template Status Engine::RhsOut<T>(void* x, Axis axis, bool conj);                               \
-  template Status Engine::Identity<T>();                                                          \
+  template Status Engine::RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c); \
+  template Status Engine::RhsOut<T>(const Matrix& z, void* x, Axis axis, bool conj);              \
+  template Status Engine::Identity<T>(const Matrix& like, Matrix* out);                           \
   template Status Engine::LeadingRows<T>(bool from_matrix, void** out);                           \
   template Status Engine::LeadingRowsOut<T>(bool from_matrix, void* x, int64_t x_rows);           \
   template Status Engine::RowsOut<T>(const void* local, int64_t ld, int64_t lc, int64_t cols,     \

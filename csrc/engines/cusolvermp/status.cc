@@ -104,27 +104,25 @@ Status Engine::CheckSymmetry(const void* shard) {
 }
 
 template <typename T>
-Status Engine::NonFinite(int32_t* column) {
+Status Engine::NonFinite(const Matrix& a, int32_t* column) {
   JAXMG_CUDA(cudaMemsetAsync(column, 0x7f, sizeof(int32_t), stream_));  // kNoColumn
-  JAXMG_CUDA(cuda::NonFiniteColumn(KernelType<T>(), work_, local_rows_, local_cols_,
-                                   state_.plan.tile, ctx_.npcol, ctx_.mycol, column, stream_));
+  JAXMG_CUDA(cuda::NonFiniteColumn(KernelType<T>(), a.data, a.local_rows, a.local_cols, a.tile,
+                                   ctx_.npcol, ctx_.mycol, column, stream_));
   return Status();
 }
 
 template <typename T>
-Status Engine::Agree(bool failed, int* info, int64_t diag_limit, bool scan) {
+Status Engine::Agree(const Matrix& a, bool failed, int* info, int64_t diag_limit, bool scan) {
   // The local status: the engine's info when positive; else (the engine gave up without an order:
   // cuSOLVERMp returns INTERNAL_ERROR or EXECUTION_FAILED for some matrices that are not positive
   // definite) n + 1; else the first diagonal entry of the factor that is zero or not finite (NaN
   // or Inf input, or a singular matrix the engine did not flag). Then the status and the
   // position check (1 when this shard's position is not the context's) are agreed (max) over
   // every rank before anyone branches.
-  const layout::Plan& plan = state_.plan;
-  JAXMG_CUDA(cuda::DiagCheck(KernelType<T>(), work_, local_rows_, local_cols_, plan.tile,
+  JAXMG_CUDA(cuda::DiagCheck(KernelType<T>(), a.data, a.local_rows, a.local_cols, a.tile,
                              ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol,
-                             diag_limit < 0 ? plan.engine_rows() : diag_limit, small_ + 3,
-                             stream_));
-  if (scan) JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 8));  // else kNoColumn, from Small()
+                             diag_limit < 0 ? a.rows : diag_limit, small_ + 3, stream_));
+  if (scan) JAXMG_RETURN_IF_ERROR(NonFinite<T>(a, small_ + 8));  // else kNoColumn, from Small()
   int32_t* host = ctx_.pinned;
   JAXMG_CUDA(cudaMemcpyAsync(host, small_, 4 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(
@@ -135,7 +133,7 @@ Status Engine::Agree(bool failed, int* info, int64_t diag_limit, bool scan) {
   host[6] = std::min(host[6], host[7]);  // the factor's scan, the input's (Getrf; else kNoColumn)
   int32_t local = host[0] > 0 ? host[0] : 0;
   if (local == 0 && failed) {
-    local = static_cast<int32_t>(std::min<int64_t>(plan.engine_rows() + 1, INT32_MAX));
+    local = static_cast<int32_t>(std::min<int64_t>(a.rows + 1, INT32_MAX));
   }
   if (local == 0) local = host[3];
   // A non-finite entry anywhere in the factor (a NaN that pivoting kept off the diagonal).
@@ -235,11 +233,10 @@ Status Engine::WriteStatus(int info, int32_t* status) {
 }
 
 template <typename T>
-Status Engine::LogAbsDiag(double scale, bool ok, void* out) {
+Status Engine::LogAbsDiag(const Matrix& a, double scale, bool ok, void* out) {
   void* sum = small_ + 4;
   if (ok) {
-    const layout::Plan& plan = state_.plan;
-    JAXMG_CUDA(cuda::LogDiagSum(KernelType<T>(), work_, local_rows_, local_cols_, plan.tile,
+    JAXMG_CUDA(cuda::LogDiagSum(KernelType<T>(), a.data, a.local_rows, a.local_cols, a.tile,
                                 ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, sum, stream_));
     JAXMG_NCCL(ncclAllReduce(sum, sum, 1, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
   }
@@ -248,18 +245,19 @@ Status Engine::LogAbsDiag(double scale, bool ok, void* out) {
 }
 
 template <typename T>
-Status Engine::SignLogDet(void* sign, void* logabsdet) {
+Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
   using R = RealOf<T>;
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "SignLogDet"));
   // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries (one kernel,
   // one all-reduce); the pivots' and the relabeling's parities on the host.
   const layout::Plan& plan = state_.plan;
   void* sums = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(4 * sizeof(double), &sums));
-  JAXMG_CUDA(cuda::DiagSums(KernelType<T>(), work_, local_rows_, local_cols_, plan.tile, ctx_.nprow,
-                            ctx_.npcol, ctx_.myrow, ctx_.mycol, static_cast<double*>(sums),
-                            stream_));
+  JAXMG_CUDA(cuda::DiagSums(KernelType<T>(), lu.data, lu.local_rows, lu.local_cols, lu.tile,
+                            ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol,
+                            static_cast<double*>(sums), stream_));
   // A non-finite entry anywhere in the factor counts, not only on the diagonal.
-  JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 8));
+  JAXMG_RETURN_IF_ERROR(NonFinite<T>(lu, small_ + 8));
   int32_t columns[2] = {kNoColumn, kNoColumn};  // the factor's scan, the input's (Getrf)
   JAXMG_CUDA(
       cudaMemcpyAsync(columns, small_ + 8, sizeof(columns), cudaMemcpyDeviceToHost, stream_));
@@ -274,7 +272,7 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
   JAXMG_CUDA(cudaMemcpyAsync(host, sums, sizeof(host), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   std::vector<int64_t> piv;
-  JAXMG_RETURN_IF_ERROR(Pivots(&piv));
+  JAXMG_RETURN_IF_ERROR(Pivots(lu, &piv));
   int64_t swaps = 0;
   for (size_t i = 0; i < piv.size(); ++i) swaps += piv[i] != static_cast<int64_t>(i) + 1;
   const int parity = static_cast<int>((swaps + layout::RelabelParity(plan)) % 2);
@@ -291,11 +289,12 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
   template Status Engine::SymmetryProducts<T>(const void* shard, void** y);                      \
   template Status Engine::Asymmetric<T>(const void* shard, bool* out);                           \
   template Status Engine::CheckSymmetry<T>(const void* shard);                                   \
-  template Status Engine::NonFinite<T>(int32_t* column);                                         \
-  template Status Engine::Agree<T>(bool failed, int* info, int64_t diag_limit, bool scan);       \
+  template Status Engine::NonFinite<T>(const Matrix& a, int32_t* column);                        \
+  template Status Engine::Agree<T>(const Matrix& a, bool failed, int* info, int64_t diag_limit,  \
+                                   bool scan);                                                   \
   template Status Engine::AgreeValues<T>(const void* values, int64_t n, bool failed, int* info); \
-  template Status Engine::LogAbsDiag<T>(double scale, bool ok, void* out);                       \
-  template Status Engine::SignLogDet<T>(void* sign, void* logabsdet);
+  template Status Engine::LogAbsDiag<T>(const Matrix& a, double scale, bool ok, void* out);      \
+  template Status Engine::SignLogDet<T>(const Matrix& lu, void* sign, void* logabsdet);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_STATUS)
 #undef JAXMG_INSTANTIATE_STATUS
 

@@ -32,14 +32,14 @@ bool Engine::OneDevice() const {
 }
 
 template <typename T>
-Status Engine::LocalGetrs(bool transpose) {
+Status Engine::LocalGetrs(const Matrix& lu, const Matrix& c, bool transpose) {
   // The own LU's factors (as getrf leaves them) and its global 1-based pivots: cusolverDn's
   // getrs, op(B) z = c (op = T: the transpose, not the adjoint).
-  const int64_t n = state_.plan.engine_rows();
+  const int64_t n = lu.rows;
   for (int64_t i = 0; i < n; ++i) {  // (kept pivots come back from the caller)
     if (own_pivots_[i] - 1 < i || own_pivots_[i] > n) return JAXMG_ERROR("a pivot is out of range");
   }
-  if (nrhs_ == 0) return Status();
+  if (c.cols == 0) return Status();
   const LocalBlas* lb = nullptr;
   cublasHandle_t blas = nullptr;
   cusolverDnHandle_t dn = nullptr;
@@ -50,17 +50,17 @@ Status Engine::LocalGetrs(bool transpose) {
   // Pageable: the copy has read own_pivots_ when cudaMemcpyAsync returns.
   JAXMG_CUDA(cudaMemcpyAsync(piv, own_pivots_.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice,
                              stream_));
-  const int64_t ld = std::max<int64_t>(local_rows_, 1);
-  JAXMG_SOLVER(lb->getrs(dn, params, transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, nrhs_,
-                         DataTypeOf<T>(), work_, ld, static_cast<const int64_t*>(piv),
-                         DataTypeOf<T>(), local_b_, ld, small_ + 2));
+  JAXMG_SOLVER(lb->getrs(dn, params, transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, c.cols,
+                         DataTypeOf<T>(), lu.data, lu.ld, static_cast<const int64_t*>(piv),
+                         DataTypeOf<T>(), c.data, c.ld, small_ + 2));
   return Status();
 }
 
 template <typename T>
-Status Engine::Potrf(int* info) {
+Status Engine::Potrf(Matrix* a, int* info) {
   StepTimer timer("Potrf", stream_);
-  const int64_t n = state_.plan.engine_rows();
+  const int64_t n = a->rows;
+  a->factored = Factorization::kCholesky;
   size_t dev = 0, host = 0;
   if (OneDevice()) {  // the local array is the matrix: cusolverDn's Cholesky, the same status
     const LocalBlas* lb = nullptr;
@@ -68,87 +68,89 @@ Status Engine::Potrf(int* info) {
     cusolverDnHandle_t dn = nullptr;
     cusolverDnParams_t params = nullptr;
     JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
-    const int64_t ld = std::max<int64_t>(local_rows_, 1);
     JAXMG_RETURN_IF_ERROR(Call(vendor::DnPotrf<T>{
-        {lb, dn, params}, CUBLAS_FILL_MODE_LOWER, n, static_cast<T*>(work_), ld, small_}));
-    return Agree<T>(false, info);
+        {lb, dn, params}, CUBLAS_FILL_MODE_LOWER, n, a->As<T>(), a->ld, small_}));
+    return Agree<T>(*a, false, info);
   }
-  const vendor::MpPotrf<T> potrf{ctx_.handle,
-                                 CUBLAS_FILL_MODE_LOWER,
-                                 n,
-                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
-                                 small_};
+  const vendor::MpPotrf<T> potrf{
+      ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, {a->As<T>(), 1, 1, a->desc->get()}, small_};
   JAXMG_RETURN_IF_ERROR(vendor::Size(potrf, &dev, &host));
   vendor::Work work;
   JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &work));
   const cusolverStatus_t s = potrf.Raw(work);
   const bool failed = s == CUSOLVER_STATUS_INTERNAL_ERROR || s == CUSOLVER_STATUS_EXECUTION_FAILED;
   if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(s, vendor::MpPotrf<T>::kCall));
-  return Agree<T>(failed, info);
+  return Agree<T>(*a, failed, info);
 }
 
 template <typename T>
-Status Engine::Getrf(int* info) {
+Status Engine::Getrf(Matrix* a, int* info) {
   StepTimer timer("Getrf", stream_);
   // The input is scanned first: pivoting can keep a NaN off the diagonal, and the LU libraries
   // do not all carry it into the factor.
   JAXMG_RETURN_IF_ERROR(Small());
-  JAXMG_RETURN_IF_ERROR(NonFinite<T>(small_ + 9));
-  if (UseOwnLu()) return Lu1D<T>(info);
-  const int64_t n = state_.plan.engine_rows();
+  JAXMG_RETURN_IF_ERROR(NonFinite<T>(*a, small_ + 9));
+  if (UseOwnLu()) return Lu1D<T>(a, info);
+  a->factored = Factorization::kLu;  // cuSOLVERMp's pivots, in ipiv_
+  const int64_t n = a->rows;
   void* p = nullptr;
-  const size_t pivots = std::max(local_rows_, local_cols_) + state_.plan.tile;
+  const size_t pivots = std::max(a->local_rows, a->local_cols) + a->tile;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * pivots, &p));
   ipiv_ = static_cast<int64_t*>(p);
   JAXMG_CUDA(cudaMemsetAsync(ipiv_, 0, sizeof(int64_t) * pivots, stream_));
-  JAXMG_RETURN_IF_ERROR(Call(vendor::MpGetrf<T>{
-      ctx_.handle, n, n, {static_cast<T*>(work_), 1, 1, desc_a_.get()}, ipiv_, small_}));
-  return Agree<T>(false, info);
+  JAXMG_RETURN_IF_ERROR(Call(
+      vendor::MpGetrf<T>{ctx_.handle, n, n, {a->As<T>(), 1, 1, a->desc->get()}, ipiv_, small_}));
+  return Agree<T>(*a, false, info);
 }
 
 template <typename T>
-Status Engine::Potrs() {
+Status Engine::Potrs(const Matrix& l, const Matrix& c) {
   StepTimer timer("Potrs", stream_);
-  const int64_t n = state_.plan.engine_rows();
+  if (l.factored != Factorization::kCholesky) {
+    return JAXMG_ERROR("Potrs: the matrix handed holds no Cholesky factor");
+  }
+  const int64_t n = l.rows, nrhs = c.cols;
   if (OneDevice()) {
-    if (nrhs_ == 0) return Status();
+    if (nrhs == 0) return Status();
     const LocalBlas* lb = nullptr;
     cublasHandle_t blas = nullptr;
     cusolverDnHandle_t dn = nullptr;
     cusolverDnParams_t params = nullptr;
     JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
-    const int64_t ld = std::max<int64_t>(local_rows_, 1);
-    JAXMG_SOLVER(lb->potrs(dn, params, CUBLAS_FILL_MODE_LOWER, n, nrhs_, DataTypeOf<T>(), work_, ld,
-                           DataTypeOf<T>(), local_b_, ld, small_ + 2));
+    JAXMG_SOLVER(lb->potrs(dn, params, CUBLAS_FILL_MODE_LOWER, n, nrhs, DataTypeOf<T>(), l.data,
+                           l.ld, DataTypeOf<T>(), c.data, c.ld, small_ + 2));
     return Status();
   }
   return Call(vendor::MpPotrs<T>{ctx_.handle,
                                  CUBLAS_FILL_MODE_LOWER,
                                  n,
-                                 nrhs_,
-                                 {static_cast<const T*>(work_), 1, 1, desc_a_.get()},
-                                 {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                 nrhs,
+                                 {l.As<T>(), 1, 1, l.desc->get()},
+                                 {c.As<T>(), 1, 1, c.desc->get()},
                                  small_ + 2});
 }
 
 template <typename T>
-Status Engine::Getrs(bool transpose) {
+Status Engine::Getrs(const Matrix& lu, const Matrix& c, bool transpose) {
   StepTimer timer("Getrs", stream_);
-  if (own_lu_ && OneDevice()) return LocalGetrs<T>(transpose);
-  if (own_lu_) return LuSolveWithPivots<T>(transpose, own_pivots_);
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "Getrs"));
+  if (lu.factored == Factorization::kLuHostPivots) {
+    if (OneDevice()) return LocalGetrs<T>(lu, c, transpose);
+    return LuSolveWithPivots<T>(lu, c, transpose, own_pivots_);
+  }
   if (transpose) {
     std::vector<int64_t> pivots;
     JAXMG_RETURN_IF_ERROR(EnginePivots(&pivots));
-    return LuSolveWithPivots<T>(true, pivots);
+    return LuSolveWithPivots<T>(lu, c, true, pivots);
   }
-  const int64_t n = state_.plan.engine_rows();
+  const int64_t n = lu.rows, nrhs = c.cols;
   return Call(vendor::MpGetrs<T>{ctx_.handle,
                                  CUBLAS_OP_N,
                                  n,
-                                 nrhs_,
-                                 {static_cast<const T*>(work_), 1, 1, desc_a_.get()},
+                                 nrhs,
+                                 {lu.As<T>(), 1, 1, lu.desc->get()},
                                  ipiv_,
-                                 {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                 {c.As<T>(), 1, 1, c.desc->get()},
                                  small_ + 2});
 }
 
@@ -186,7 +188,7 @@ template <typename T>
 Status Engine::Geqrf(int* info) {
   StepTimer timer("Geqrf", stream_);
   JAXMG_RETURN_IF_ERROR(QrFactor<T>());
-  return Agree<T>(false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
+  return Agree<T>(Held(), false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
 }
 
 // Least squares on grids of several process columns, where cuSOLVERMp 0.9.1's Gels and Ormqr
@@ -202,7 +204,7 @@ Status Engine::QrSolve(int* info) {
   const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, lc = local_cols_;
   const int64_t k = nrhs_;
   JAXMG_RETURN_IF_ERROR(QrFactor<T>());
-  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/n));  // zero on R's diagonal
+  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/n));  // zero on R's diagonal
   if (*info != 0) return Status();
   void* r = nullptr;
   JAXMG_RETURN_IF_ERROR(LeadingRows<T>(/*from_matrix=*/true, &r));  // n x n, row-major
@@ -317,7 +319,7 @@ Status Engine::Gels(int* info) {
                                                {static_cast<T*>(work_), 1, 1, desc_a_.get()},
                                                {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
                                                small_}));
-  return Agree<T>(false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
+  return Agree<T>(Held(), false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
 }
 
 template <typename T>
@@ -333,7 +335,7 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
   // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
   // check): the solver is not run on it.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
   void* w = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
@@ -386,7 +388,7 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * x_rows * x_cols, stream_));
   // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
   // check): the solver is not run on it.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
   void *s = nullptr, *u = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &s));
@@ -434,7 +436,7 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
   // A non-finite A is agreed on first (the agreement's scan, no diagonal check); a non-finite
   // B ends as a failed factorization or non-finite eigenvalues.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, /*diag_limit=*/0));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
   void *w = nullptr, *z = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
@@ -508,7 +510,7 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
   const bool unit = diag == 'U';
   // The status from the diagonal alone (the other triangle may hold anything), agreed with the
   // position check; nothing solved on a zero or non-finite diagonal entry.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(false, info, unit ? 0 : -1, /*scan=*/false));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, unit ? 0 : -1, /*scan=*/false));
   if (*info != 0 || rhs_rows_ == 0 || nrhs_ == 0) return Status();
   const int64_t n = plan.engine_rows(), t = plan.tile, m = rhs_rows_, k = nrhs_;
   const int64_t lda = std::max<int64_t>(local_rows_, 1);
@@ -557,11 +559,11 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
 }
 
 #define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
-  template Status Engine::LocalGetrs<T>(bool transpose);                                     \
-  template Status Engine::Potrf<T>(int* info);                                               \
-  template Status Engine::Getrf<T>(int* info);                                               \
-  template Status Engine::Potrs<T>();                                                        \
-  template Status Engine::Getrs<T>(bool transpose);                                          \
+  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);  \
+  template Status Engine::Potrf<T>(Matrix * a, int* info);                                   \
+  template Status Engine::Getrf<T>(Matrix * a, int* info);                                   \
+  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                        \
+  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);       \
   template Status Engine::Geqrf<T>(int* info);                                               \
   template Status Engine::QrSolve<T>(int* info);                                             \
   template Status Engine::QrFactor<T>();                                                     \

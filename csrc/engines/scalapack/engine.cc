@@ -26,11 +26,12 @@ const layout::AxisPlan& AxisOf(const layout::Plan& plan, Axis axis) {
 
 }  // namespace
 
-// fn(global index, local entry) for each entry of the global diagonal held by this process.
+// fn(global index, local entry) for each entry of the global diagonal of `m` held by this
+// process.
 template <typename T, typename Fn>
-void Engine::ForEachLocalDiagonal(Fn&& fn) const {
-  const int64_t t = plan_->tile, lr = local_rows_, lc = local_cols_;
-  const T* a = As<T>(work_);
+void Engine::ForEachLocalDiagonal(const Matrix& m, Fn&& fn) const {
+  const int64_t t = m.tile, lr = m.local_rows, lc = m.local_cols;
+  const T* a = m.As<T>();
   for (int64_t c = 0; c < lc; ++c) {
     const int64_t gc = CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value;
     if ((gc / t) % grid_->nprow != grid_->myrow) continue;
@@ -47,14 +48,14 @@ std::tuple<int64_t, int64_t, bool> Engine::RhsBlock() const {
   return {u_, n / plan_->mesh_rows, v_ == 0};
 }
 
-// 1 + the smallest engine-global column holding a non-finite local entry, or 0.
+// 1 + the smallest engine-global column of `m` holding a non-finite local entry, or 0.
 template <typename T>
-int64_t Engine::FirstNonFiniteColumn() const {
-  const T* a = As<T>(work_);
-  for (int64_t c = 0; c < local_cols_; ++c) {  // increasing global order
-    for (int64_t r = 0; r < local_rows_; ++r) {
-      if (!std::isfinite(static_cast<double>(std::abs(a[r + c * local_rows_])))) {
-        return CyclicAxis{plan_->tile, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value + 1;
+int64_t Engine::FirstNonFiniteColumn(const Matrix& m) const {
+  const T* a = m.As<T>();
+  for (int64_t c = 0; c < m.local_cols; ++c) {  // increasing global order
+    for (int64_t r = 0; r < m.local_rows; ++r) {
+      if (!std::isfinite(static_cast<double>(std::abs(a[r + c * m.local_rows])))) {
+        return CyclicAxis{m.tile, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value + 1;
       }
     }
   }
@@ -62,17 +63,17 @@ int64_t Engine::FirstNonFiniteColumn() const {
 }
 
 // fn(local entry index, index into the whole n x nrhs right-hand side) for each local entry of
-// the right-hand side whose row is an original (not padding) row through the plan's `axis`.
+// the right-hand side c whose row is an original (not padding) row through the plan's `axis`.
 template <typename Fn>
-void Engine::ForEachRhsEntry(Axis axis, Fn&& fn) const {
+void Engine::ForEachRhsEntry(const Matrix& rhs, Axis axis, Fn&& fn) const {
   const layout::Plan& plan = *plan_;
-  const int64_t t = plan.tile, lr = local_rows_, nrhs = nrhs_;
+  const int64_t t = plan.tile, lr = rhs.local_rows, nrhs = rhs.cols;
   const layout::AxisPlan& map = AxisOf(plan, axis);
   for (int64_t r = 0; r < lr; ++r) {
     const int64_t engine = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
     const int64_t g = layout::EngineGlobalToOriginal(plan, map, engine).value;
     if (g < 0) continue;
-    for (int64_t c = 0; c < rhs_local_cols_; ++c) {
+    for (int64_t c = 0; c < rhs.local_cols; ++c) {
       fn(r + c * lr,
          g * nrhs + CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value);
     }
@@ -144,8 +145,40 @@ Status Engine::Asymmetric(const void* shard, bool* out) {
   return Status();
 }
 
+Engine::Matrix Engine::Held() const {
+  Matrix a;
+  a.data = work_;
+  a.desc = &desc_a_;
+  a.rows = plan_->engine_rows();
+  a.cols = plan_->engine_cols();
+  a.local_rows = local_rows_;
+  a.local_cols = local_cols_;
+  a.ld = std::max<int64_t>(local_rows_, 1);
+  a.tile = plan_->tile;
+  return a;
+}
+
 template <typename T>
-Status Engine::Prepare(void* shard) {
+Status Engine::NewLike(const Matrix& like, Matrix* out) {
+  matrices_.emplace_back(
+      sizeof(T) * static_cast<size_t>(std::max<int64_t>(like.local_rows * like.local_cols, 1)), 0);
+  descriptors_.push_back(*like.desc);
+  *out = like;
+  out->data = matrices_.back().data();
+  out->desc = &descriptors_.back();
+  out->factored = Factorization::kNone;
+  return Status();
+}
+
+Status Engine::CheckLu(const Matrix& lu, const char* step) {
+  if (lu.factored == Factorization::kLu || lu.factored == Factorization::kLuHostPivots) {
+    return Status();
+  }
+  return JAXMG_ERROR(std::string(step) + ": the matrix handed holds no LU factorization");
+}
+
+template <typename T>
+Status Engine::Prepare(void* shard, Matrix* a) {
   const layout::Plan& plan = *plan_;
   const int64_t lr = local_rows_, lc = local_cols_, t = plan.tile;
   work_ = shard;
@@ -166,22 +199,25 @@ Status Engine::Prepare(void* shard) {
     JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, m, n, t, t, lr, &dst));
     JAXMG_RETURN_IF_ERROR(Gemr2d<T>(m, n, As<T>(shard), src, As<T>(work_), dst, *grid_));
   }
-  return MakeDescriptor(*grid_, plan.engine_rows(), plan.engine_cols(), t, t, lr, &desc_a_);
+  JAXMG_RETURN_IF_ERROR(
+      MakeDescriptor(*grid_, plan.engine_rows(), plan.engine_cols(), t, t, lr, &desc_a_));
+  *a = Held();
+  return Status();
 }
 
 template <typename T>
-Status Engine::Agree(int* info) {
+Status Engine::Agree(const Matrix& a, int* info) {
   // The local status: the engine's info when positive (negative infos are engine errors, caught
   // by the wrappers), else the first diagonal entry of the factor that is zero or not finite
   // (NaN or Inf input, or a singular matrix the engine did not flag); agreed (max) by every rank.
   if (*info <= 0) {
     int64_t first = 0;  // 1-based; the local diagonal is walked in increasing global order
-    ForEachLocalDiagonal<T>([&](int64_t g, const T& d) {
+    ForEachLocalDiagonal<T>(a, [&](int64_t g, const T& d) {
       const double m = static_cast<double>(std::abs(d));
       if (first == 0 && (!(m > 0.0) || !std::isfinite(m))) first = g + 1;
     });
     // A non-finite entry anywhere in the factor (a NaN that pivoting kept off the diagonal).
-    for (const int64_t column : {FirstNonFiniteColumn<T>(), input_nonfinite_}) {
+    for (const int64_t column : {FirstNonFiniteColumn<T>(a), input_nonfinite_}) {
       if (column > 0 && (first == 0 || column < first)) first = column;
     }
     *info = static_cast<int>(std::min<int64_t>(first, std::numeric_limits<int>::max()));
@@ -190,39 +226,41 @@ Status Engine::Agree(int* info) {
 }
 
 template <typename T>
-Status Engine::Potrf(int* info) {
+Status Engine::Potrf(Matrix* a, int* info) {
   *info = 0;
-  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(plan_->engine_rows(), As<T>(work_), desc_a_, info));
-  return Agree<T>(info);
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(a->rows, a->As<T>(), *a->desc, info));
+  a->factored = Factorization::kCholesky;
+  return Agree<T>(*a, info);
 }
 
 template <typename T>
-Status Engine::Getrf(int* info) {
+Status Engine::Getrf(Matrix* a, int* info) {
   *info = 0;
-  ipiv_.assign(static_cast<size_t>(local_rows_ + plan_->tile), 0);
+  ipiv_.assign(static_cast<size_t>(a->local_rows + a->tile), 0);
   // The input is scanned first: pivoting can keep a NaN off the diagonal.
-  input_nonfinite_ = FirstNonFiniteColumn<T>();
+  input_nonfinite_ = FirstNonFiniteColumn<T>(*a);
+  // Either way the pivots are p?getrf's (ipiv_), which p?getrs and p?getri take.
+  a->factored = Factorization::kLu;
   if (UseOwnLu()) {
     // The 1-D LU (algorithms/lu_1d.h); on a 1 x P grid every row is local, so p?getrf's local
     // pivot list is the global one, and p?getrs, p?getri and PivotsOut take it as it is.
     algorithms::Cyclic1D g;
-    g.n = plan_->engine_rows();
-    g.t = plan_->tile;
-    g.ld = local_rows_;
-    g.cols = local_cols_;
+    g.n = a->rows;
+    g.t = a->tile;
+    g.ld = a->local_rows;
+    g.cols = a->local_cols;
     g.procs = grid_->npcol;
     g.me = grid_->mycol;
     g.rank = grid_->mycol;
     Backend backend(*grid_);
     std::vector<int64_t> pivots;
-    JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, As<T>(work_), &pivots));
+    JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->As<T>(), &pivots));
     for (int64_t i = 0; i < g.n; ++i) ipiv_[static_cast<size_t>(i)] = static_cast<int>(pivots[i]);
     *info = 0;  // the diagonal check (Agree) finds a zero or non-finite pivot
-    return Agree<T>(info);
+    return Agree<T>(*a, info);
   }
-  JAXMG_RETURN_IF_ERROR(
-      scalapack::Getrf<T>(plan_->engine_rows(), As<T>(work_), desc_a_, ipiv_.data(), info));
-  return Agree<T>(info);
+  JAXMG_RETURN_IF_ERROR(scalapack::Getrf<T>(a->rows, a->As<T>(), *a->desc, ipiv_.data(), info));
+  return Agree<T>(*a, info);
 }
 
 bool Engine::UseOwnLu() const {
@@ -251,36 +289,43 @@ bool Engine::UseOwnInverses(bool lu) const {
 }
 
 template <typename T>
-Status Engine::CholeskyInverse() {
-  JAXMG_RETURN_IF_ERROR(Identity<T>());  // local_b_ := I, distributed like B (desc_b_)
-  if (!UseOwnInverses(false)) return Potrs<T>();
+Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
+  if (l.factored != Factorization::kCholesky) {
+    return JAXMG_ERROR("CholeskyInverse: the matrix handed holds no Cholesky factor");
+  }
+  Matrix w;
+  JAXMG_RETURN_IF_ERROR(Identity<T>(l, &w));  // W := I, distributed like B
+  if (!UseOwnInverses(false)) {
+    *inverse = w;
+    return Potrs<T>(l, w);
+  }
   // B⁻¹ = L⁻ᴴ L⁻¹ by blocks over PBLAS (algorithms/inverses.h): N³ flops against the 2N³ of
   // the solve with the identity.
-  std::vector<char> y(local_b_.size(), 0);
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(l, inverse));
   Backend backend(*grid_);
-  JAXMG_RETURN_IF_ERROR(
-      algorithms::CholeskyInverse<T>(backend, SquareOf(plan_->engine_rows(), local_rows_),
-                                     As<T>(work_), As<T>(local_b_.data()), As<T>(y.data())));
-  local_b_.swap(y);
-  return Status();
+  return algorithms::CholeskyInverse<T>(backend, SquareOf(l.rows, l.local_rows), l.As<T>(),
+                                        w.As<T>(), inverse->As<T>());
 }
 
 template <typename T>
-Status Engine::Potrs() {
+Status Engine::Potrs(const Matrix& l, const Matrix& c) {
+  if (l.factored != Factorization::kCholesky) {
+    return JAXMG_ERROR("Potrs: the matrix handed holds no Cholesky factor");
+  }
   int info = 0;
-  return scalapack::Potrs<T>(plan_->engine_rows(), nrhs_, As<T>(work_), desc_a_,
-                             As<T>(local_b_.data()), desc_b_, &info);
+  return scalapack::Potrs<T>(l.rows, c.cols, l.As<T>(), *l.desc, c.As<T>(), *c.desc, &info);
 }
 
 template <typename T>
-Status Engine::Getrs(bool transpose) {
+Status Engine::Getrs(const Matrix& lu, const Matrix& c, bool transpose) {
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "Getrs"));
   int info = 0;
-  return scalapack::Getrs<T>(transpose ? 'T' : 'N', plan_->engine_rows(), nrhs_, As<T>(work_),
-                             desc_a_, ipiv_.data(), As<T>(local_b_.data()), desc_b_, &info);
+  return scalapack::Getrs<T>(transpose ? 'T' : 'N', lu.rows, c.cols, lu.As<T>(), *lu.desc,
+                             ipiv_.data(), c.As<T>(), *c.desc, &info);
 }
 
 template <typename T>
-Status Engine::LogAbsDiag(double scale, bool ok, void* out) {
+Status Engine::LogAbsDiag(const Matrix& a, double scale, bool ok, void* out) {
   using R = RealOf<T>;
   R* result = As<R>(out);
   if (!ok) {
@@ -288,14 +333,14 @@ Status Engine::LogAbsDiag(double scale, bool ok, void* out) {
     return Status();
   }
   R sum = 0;  // padding contributes log 1 = 0
-  ForEachLocalDiagonal<T>([&](int64_t, const T& d) { sum += std::log(std::abs(d)); });
+  ForEachLocalDiagonal<T>(a, [&](int64_t, const T& d) { sum += std::log(std::abs(d)); });
   JAXMG_RETURN_IF_ERROR(AllreduceSum<R>(*grid_, &sum, 1));
   *result = static_cast<R>(scale) * sum;
   return Status();
 }
 
 template <typename T>
-Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
+Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c) {
   const layout::Plan& plan = *plan_;
   const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
   nrhs_ = nrhs;
@@ -308,98 +353,108 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj) {
   JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
   rhs_local_cols_ = CyclicAxis{t, grid_->npcol, grid_->mycol}.Extent(nrhs);
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * rhs_local_cols_, 1)), 0);
-  T* local = As<T>(local_b_.data());
-  ForEachRhsEntry(axis, [&](int64_t l, int64_t w) { local[l] = conj ? Conj(full[w]) : full[w]; });
-  return MakeDescriptor(*grid_, plan.engine_rows(), nrhs, t, t, lr, &desc_b_);
+  JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, plan.engine_rows(), nrhs, t, t, lr, &desc_b_));
+  // The handle of the right-hand side (still also the registers local_b_ and desc_b_, which the
+  // steps that take no handles yet read).
+  *c = Matrix();
+  c->data = local_b_.data();
+  c->desc = &desc_b_;
+  c->rows = plan.engine_rows();
+  c->cols = nrhs;
+  c->local_rows = lr;
+  c->local_cols = rhs_local_cols_;
+  c->ld = std::max<int64_t>(lr, 1);
+  c->tile = t;
+  T* local = c->As<T>();
+  ForEachRhsEntry(*c, axis,
+                  [&](int64_t l, int64_t w) { local[l] = conj ? Conj(full[w]) : full[w]; });
+  return Status();
 }
 
 template <typename T>
-Status Engine::RhsOut(void* x, Axis axis, bool conj) {
+Status Engine::RhsOut(const Matrix& z, void* x, Axis axis, bool conj) {
   const layout::Plan& plan = *plan_;
-  const int64_t n = plan.rows.extent, nrhs = nrhs_;
+  const int64_t n = plan.rows.extent, nrhs = z.cols;
   const auto [block, rows, holder] = RhsBlock();
   std::vector<T> full(static_cast<size_t>(n * nrhs), T(0));
-  const T* local = As<T>(local_b_.data());
-  ForEachRhsEntry(axis, [&](int64_t l, int64_t w) { full[w] = conj ? Conj(local[l]) : local[l]; });
+  const T* local = z.As<T>();
+  ForEachRhsEntry(z, axis,
+                  [&](int64_t l, int64_t w) { full[w] = conj ? Conj(local[l]) : local[l]; });
   JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
   std::memcpy(x, full.data() + block * rows * nrhs, sizeof(T) * rows * nrhs);
   return Status();
 }
 
 template <typename T>
-Status Engine::InverseSolve(bool transpose) {
-  const int64_t n = plan_->engine_rows(), lr = local_rows_, lc = local_cols_;
-  const T* inverse = As<T>(work_);  // M⁻¹, where p?getri leaves it
-  std::vector<char> upper;          // (then M⁻¹ itself, for the transpose)
+Status Engine::InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse) {
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "InverseSolve"));
+  const int64_t n = lu.rows, lr = lu.local_rows, lc = lu.local_cols;
+  const T* m_inverse = lu.As<T>();  // M⁻¹, where p?getri leaves it
   if (UseOwnInverses(true)) {
-    // M⁻¹ = U⁻¹ L⁻¹ Pᵀ by blocks over PBLAS (algorithms/inverses.h), into local_b_.
+    // M⁻¹ = U⁻¹ L⁻¹ Pᵀ by blocks over PBLAS (algorithms/inverses.h), into W_L.
     std::vector<int32_t> piv32(static_cast<size_t>(n), 0);
-    JAXMG_RETURN_IF_ERROR(PivotsOut(piv32.data()));
+    JAXMG_RETURN_IF_ERROR(PivotsOut(lu, piv32.data()));
     const std::vector<int64_t> piv(piv32.begin(), piv32.end());
-    JAXMG_RETURN_IF_ERROR(Identity<T>());  // W_L := I
-    upper = local_b_;                      // W_U := I
-    std::vector<char> x(local_b_.size(), 0);
+    Matrix w_lower, w_upper, x;
+    JAXMG_RETURN_IF_ERROR(Identity<T>(lu, &w_lower));  // W_L := I
+    JAXMG_RETURN_IF_ERROR(Identity<T>(lu, &w_upper));  // W_U := I
+    JAXMG_RETURN_IF_ERROR(NewLike<T>(lu, &x));
     Backend backend(*grid_);
-    T* w_lower = As<T>(local_b_.data());
-    JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, SquareOf(n, lr), As<T>(work_), piv,
-                                                   w_lower, As<T>(upper.data()), As<T>(x.data()),
-                                                   w_lower));
-    if (!transpose) return Status();
-    inverse = w_lower;
-    upper.swap(local_b_);  // upper keeps M⁻¹; local_b_ := storage for the transpose
+    JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, SquareOf(n, lr), lu.As<T>(), piv,
+                                                   w_lower.As<T>(), w_upper.As<T>(), x.As<T>(),
+                                                   w_lower.As<T>()));
+    if (!transpose) {
+      *inverse = w_lower;
+      return Status();
+    }
+    m_inverse = w_lower.As<T>();
   } else {
     int info = 0;
     JAXMG_RETURN_IF_ERROR(
-        scalapack::Getri<T>(n, lr, lc, As<T>(work_), desc_a_, ipiv_.data(), &info));
+        scalapack::Getri<T>(n, lr, lc, lu.As<T>(), *lu.desc, ipiv_.data(), &info));
     if (info != 0) return JAXMG_ERROR("p?getri: singular factor " + std::to_string(info));
-    nrhs_ = plan_->engine_cols();
-    rhs_local_cols_ = lc;
-    desc_b_ = desc_a_;
-    local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
     if (!transpose) {
-      std::copy(inverse, inverse + lr * lc, As<T>(local_b_.data()));
+      JAXMG_RETURN_IF_ERROR(NewLike<T>(lu, inverse));
+      std::copy(m_inverse, m_inverse + lr * lc, inverse->As<T>());
       return Status();
     }
   }
   // The transpose, not the adjoint: the adjoint (p?tran / p?tranc), conjugated back.
-  T* y = As<T>(local_b_.data());
-  JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(n, inverse, desc_a_, y, desc_b_));
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(lu, inverse));
+  T* y = inverse->As<T>();
+  JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(n, m_inverse, *lu.desc, y, *inverse->desc));
   for (int64_t i = 0; i < lr * lc; ++i) y[i] = Conj(y[i]);
   return Status();
 }
 
 template <typename T>
-Status Engine::Identity() {
-  const layout::Plan& plan = *plan_;
-  const int64_t t = plan.tile, lr = local_rows_, lc = local_cols_;
-  nrhs_ = plan.engine_cols();
-  rhs_local_cols_ = lc;
-  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
-  T* y = As<T>(local_b_.data());
+Status Engine::Identity(const Matrix& like, Matrix* out) {
+  const int64_t t = like.tile, lr = like.local_rows, lc = like.local_cols;
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(like, out));
+  T* y = out->As<T>();
   for (int64_t c = 0; c < lc; ++c) {
     const int64_t gc = CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value;
     if ((gc / t) % grid_->nprow != grid_->myrow) continue;
     const int64_t r = (gc / t / grid_->nprow) * t + gc % t;
     if (r < lr) y[r + c * lr] = T(1);
   }
-  desc_b_ = desc_a_;
   return Status();
 }
 
 template <typename T>
-Status Engine::InverseOut(void* shard) {
-  return MatrixOut<T>(local_b_.data(), desc_b_, shard);
+Status Engine::InverseOut(const Matrix& y, void* shard) {
+  return MatrixOut<T>(y.data, *y.desc, shard);
 }
 
 template <typename T>
-Status Engine::FactorOut(void* out, int64_t count) {
-  if (work_ == out) return Status();  // the engine worked in the shard: kept as it is
-  if (plan_->strategy != layout::Strategy::kRelabel) return MatrixOut<T>(work_, desc_a_, out);
-  if (count != local_rows_ * local_cols_) {
+Status Engine::FactorOut(const Matrix& f, void* out, int64_t count) {
+  if (f.data == out) return Status();  // the engine worked in the shard: kept as it is
+  if (plan_->strategy != layout::Strategy::kRelabel) return MatrixOut<T>(f.data, *f.desc, out);
+  if (count != f.local_rows * f.local_cols) {
     return JAXMG_ERROR("the factor buffer has " + std::to_string(count) + " entries, not " +
-                       std::to_string(local_rows_ * local_cols_));
+                       std::to_string(f.local_rows * f.local_cols));
   }
-  std::memcpy(out, work_, sizeof(T) * static_cast<size_t>(count));  // the padded engine matrix
+  std::memcpy(out, f.data, sizeof(T) * static_cast<size_t>(count));  // the padded engine matrix
   return Status();
 }
 
@@ -452,7 +507,7 @@ Status Engine::MatrixOut(const void* from, const Descriptor& desc, void* shard) 
 }
 
 template <typename T>
-Status Engine::Adopt(const void* factor, int64_t count) {
+Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f) {
   const layout::Plan& plan = *plan_;
   if (plan.strategy == layout::Strategy::kRelabel) {
     // FactorOut left the engine-local matrix itself: read it where it is.
@@ -461,22 +516,27 @@ Status Engine::Adopt(const void* factor, int64_t count) {
                          std::to_string(local_rows_ * local_cols_));
     }
     work_ = const_cast<void*>(factor);
-    return MakeDescriptor(*grid_, plan.engine_rows(), plan.engine_cols(), plan.tile, plan.tile,
-                          local_rows_, &desc_a_);
+    JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, plan.engine_rows(), plan.engine_cols(), plan.tile,
+                                         plan.tile, local_rows_, &desc_a_));
+    *f = Held();
+  } else {
+    // Redistributed: Prepare reads the JAX layout and writes its own copy.
+    if (count != plan.rows.shard * plan.cols.shard)
+      return JAXMG_ERROR("the factor has the wrong size");
+    JAXMG_RETURN_IF_ERROR(Prepare<T>(const_cast<void*>(factor), f));
   }
-  // Redistributed: Prepare reads the JAX layout and writes its own copy.
-  if (count != plan.rows.shard * plan.cols.shard)
-    return JAXMG_ERROR("the factor has the wrong size");
-  return Prepare<T>(const_cast<void*>(factor));
+  f->factored = holds;
+  return Status();
 }
 
-Status Engine::PivotsOut(int32_t* out) {
+Status Engine::PivotsOut(const Matrix& lu, int32_t* out) {
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "PivotsOut"));
   // p?getrf's pivots are tied to the local rows (replicated over process columns): process
   // column 0 writes its rows' entries, summed over the grid.
-  const int64_t n = plan_->engine_rows(), t = plan_->tile;
+  const int64_t n = lu.rows, t = lu.tile;
   std::vector<int> piv(static_cast<size_t>(n), 0);
   if (grid_->mycol == 0) {
-    for (int64_t r = 0; r < local_rows_; ++r) {
+    for (int64_t r = 0; r < lu.local_rows; ++r) {
       const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
       if (g < n) piv[g] = ipiv_[r];
     }
@@ -486,25 +546,27 @@ Status Engine::PivotsOut(int32_t* out) {
   return Status();
 }
 
-Status Engine::PivotsIn(const int32_t* in) {
-  const int64_t n = plan_->engine_rows(), t = plan_->tile;
-  ipiv_.assign(static_cast<size_t>(local_rows_ + t), 0);
-  for (int64_t r = 0; r < local_rows_; ++r) {
+Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
+  const int64_t n = lu->rows, t = lu->tile;
+  ipiv_.assign(static_cast<size_t>(lu->local_rows + t), 0);
+  for (int64_t r = 0; r < lu->local_rows; ++r) {
     const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
     if (in[g] < g + 1 || in[g] > n) return JAXMG_ERROR("a kept pivot is out of range");
     ipiv_[r] = in[g];
   }
+  lu->factored = Factorization::kLu;  // p?getrf's local pivot list (ipiv_)
   return Status();
 }
 
 template <typename T>
-Status Engine::SignLogDet(void* sign, void* logabsdet) {
+Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
   using R = RealOf<T>;
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "SignLogDet"));
   // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries; and the row
   // interchanges of this process's rows (process column 0 only).
-  const int64_t t = plan_->tile, n = plan_->engine_rows();
+  const int64_t t = lu.tile, n = lu.rows;
   double sums[5] = {0, 0, 0, 0, 0};
-  ForEachLocalDiagonal<T>([&](int64_t, const T& d) {
+  ForEachLocalDiagonal<T>(lu, [&](int64_t, const T& d) {
     const double m = static_cast<double>(std::abs(d));
     if (!std::isfinite(m)) {
       sums[3] += 1;
@@ -516,9 +578,9 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
     }
   });
   // Anywhere in the factor or the input, not only on the diagonal.
-  if (FirstNonFiniteColumn<T>() > 0 || input_nonfinite_ > 0) sums[3] += 1;
+  if (FirstNonFiniteColumn<T>(lu) > 0 || input_nonfinite_ > 0) sums[3] += 1;
   if (grid_->mycol == 0) {
-    for (int64_t r = 0; r < local_rows_; ++r) {
+    for (int64_t r = 0; r < lu.local_rows; ++r) {
       const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
       if (g < n && ipiv_[r] != g + 1) sums[4] += 1;
     }
@@ -534,10 +596,11 @@ Status Engine::SignLogDet(void* sign, void* logabsdet) {
 
 template <typename T>
 Status Engine::AgreeQr(bool rank_fails, int* info) {
-  int64_t first = FirstNonFiniteColumn<T>();
+  const Matrix a = Held();
+  int64_t first = FirstNonFiniteColumn<T>(a);
   if (rank_fails) {
     const int64_t n = plan_->cols.extent;
-    ForEachLocalDiagonal<T>([&](int64_t g, const T& d) {
+    ForEachLocalDiagonal<T>(a, [&](int64_t g, const T& d) {
       if (g < n && std::abs(d) == RealOf<T>(0) && (first == 0 || g < first)) first = g + 1;
     });
   }
@@ -683,7 +746,7 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
   // The status from the diagonal alone (the other triangle may hold anything), agreed.
   int64_t first = 0;  // 1-based; the local diagonal is walked in increasing global order
   if (diag != 'U') {
-    ForEachLocalDiagonal<T>([&](int64_t g, const T& d) {
+    ForEachLocalDiagonal<T>(Held(), [&](int64_t g, const T& d) {
       const double m = static_cast<double>(std::abs(d));
       if (first == 0 && (!(m > 0.0) || !std::isfinite(m))) first = g + 1;
     });
@@ -720,7 +783,7 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
     for (int64_t i = 0; i < n; ++i) out[i] = T(w[i]);
   };
   // Non-finite entries of either matrix are agreed on first: nothing is solved then.
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
   const T* k = As<T>(local_b_.data());
   for (int64_t i = 0; i < lr * lc && bad == 0; ++i) {
     if (!std::isfinite(static_cast<double>(std::abs(k[i])))) bad = 1;
@@ -787,7 +850,7 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
   }
   const int64_t n = plan.engine_rows(), lr = local_rows_, lc = local_cols_;
   // A non-finite input is agreed on first: the solver is not run on it.
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
@@ -843,9 +906,9 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_ENGINE_STEPS(T)                   \
-  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                  \
-  template int64_t Engine::FirstNonFiniteColumn<T>() const; \
+#define JAXMG_INSTANTIATE_ENGINE_STEPS(T)                                \
+  JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                               \
+  template int64_t Engine::FirstNonFiniteColumn<T>(const Matrix&) const; \
   template Status Engine::SquareMatrix<T>(std::vector<char>*, Descriptor*, int64_t*);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_ENGINE_STEPS)
 #undef JAXMG_INSTANTIATE_ENGINE_STEPS

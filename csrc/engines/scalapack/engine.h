@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -20,6 +21,9 @@ namespace jaxmg::scalapack {
 
 class Engine {
  public:
+  // A matrix the steps pass (routines/contract.h): host memory, ScaLAPACK's descriptor.
+  using Matrix = DistributedMatrix<Descriptor>;
+
   // Agrees on the call with the other processes of the mesh (bounded wait, AgreeOnCall), then
   // joins (or creates, collectively) the grid of the plan for mesh position (attrs.u, attrs.v).
   // Callers hold EngineLock().
@@ -37,43 +41,43 @@ class Engine {
   }
   bool asymmetric() const { return asymmetric_; }
   template <typename T>
-  Status Prepare(void* shard);
-  // After Potrf: the right-hand side := B⁻¹, for InverseOut (the blocked inverses over PBLAS,
+  Status Prepare(void* shard, Matrix* a);
+  // After Potrf: *inverse := B⁻¹, a new matrix (the blocked inverses over PBLAS,
   // algorithms/inverses.h; config.cpu_inverses = scalapack: p?potrs with the identity).
   template <typename T>
-  Status CholeskyInverse();
+  Status CholeskyInverse(const Matrix& l, Matrix* inverse);
   template <typename T>
-  Status Potrf(int* info);
+  Status Potrf(Matrix* a, int* info);
   template <typename T>
-  Status Getrf(int* info);
+  Status Getrf(Matrix* a, int* info);
   template <typename T>
-  Status Potrs();
+  Status Potrs(const Matrix& l, const Matrix& c);
   template <typename T>
-  Status Getrs(bool transpose);
+  Status Getrs(const Matrix& lu, const Matrix& c, bool transpose);
   template <typename T>
-  Status LogAbsDiag(double scale, bool ok, void* out);
+  Status LogAbsDiag(const Matrix& a, double scale, bool ok, void* out);
   template <typename T>
-  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj);
+  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c);
   template <typename T>
-  Status RhsOut(void* x, Axis axis, bool conj);
+  Status RhsOut(const Matrix& z, void* x, Axis axis, bool conj);
   template <typename T>
-  Status Identity();
-  // M⁻¹ from the LU factors, into the right-hand side's place: p?getri (U⁻¹, then the solve
-  // with L and the column interchanges) or, with config.cpu_inverses = blocked, U⁻¹ L⁻¹ Pᵀ by
+  Status Identity(const Matrix& like, Matrix* out);
+  // M⁻¹ from the LU factors into a new matrix: p?getri (U⁻¹, then the solve with L and the
+  // column interchanges, in lu's place) or, with config.cpu_inverses = blocked, U⁻¹ L⁻¹ Pᵀ by
   // blocks (algorithms/inverses.h LuInverse); both 4N³/3 flops against 2N³ for the solve with
   // the identity. M⁻ᵀ by one distributed transpose.
   template <typename T>
-  Status InverseSolve(bool transpose);
+  Status InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse);
   template <typename T>
-  Status InverseOut(void* shard);
+  Status InverseOut(const Matrix& y, void* shard);
   template <typename T>
-  Status FactorOut(void* out, int64_t count);
+  Status FactorOut(const Matrix& f, void* out, int64_t count);
   template <typename T>
-  Status Adopt(const void* factor, int64_t count);
-  Status PivotsOut(int32_t* out);
-  Status PivotsIn(const int32_t* in);
+  Status Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f);
+  Status PivotsOut(const Matrix& lu, int32_t* out);
+  Status PivotsIn(const int32_t* in, Matrix* lu);
   template <typename T>
-  Status SignLogDet(void* sign, void* logabsdet);
+  Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
   template <typename T>
   Status Geqrf(int* info);
   template <typename T>
@@ -132,8 +136,18 @@ class Engine {
   bool UseOwnInverses(bool lu) const;
   // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
   algorithms::Square SquareOf(int64_t n, int64_t ld) const;
+  // The engine matrix (the registers work_, desc_a_ and the local extents) as a handle, for the
+  // steps that still read the registers.
+  Matrix Held() const;
+  // *out := a new zero matrix distributed like `like` (storage and descriptor owned by the
+  // engine for the call).
   template <typename T>
-  Status Agree(int* info);
+  Status NewLike(const Matrix& like, Matrix* out);
+  // The status of the factorization in `a` (Potrf, Getrf), agreed.
+  template <typename T>
+  Status Agree(const Matrix& a, int* info);
+  // An error unless `lu` holds an LU factorization (step: the step's name).
+  static Status CheckLu(const Matrix& lu, const char* step);
   // Eigh by the two stages on 1 x P and P x 1 grids (band_eigh.cc): config.cpu_eigh chooses;
   // "auto", eigenvalues alone take them (measured).
   bool UseTwoStage(bool vectors) const;
@@ -154,12 +168,12 @@ class Engine {
   template <typename T>
   Status AgreeQr(bool rank_fails, int* info);
   template <typename T, typename Fn>
-  void ForEachLocalDiagonal(Fn&& fn) const;
+  void ForEachLocalDiagonal(const Matrix& a, Fn&& fn) const;
   template <typename T>
-  int64_t FirstNonFiniteColumn() const;
+  int64_t FirstNonFiniteColumn(const Matrix& a) const;
   std::tuple<int64_t, int64_t, bool> RhsBlock() const;
   template <typename Fn>
-  void ForEachRhsEntry(Axis axis, Fn&& fn) const;
+  void ForEachRhsEntry(const Matrix& c, Axis axis, Fn&& fn) const;
   // x (row-major, row stride x_cols) := this shard's x_rows of the first cols.extent rows of the
   // local block-cyclic matrix `local` (ld rows, lc columns, `cols` global columns), in columns
   // 0..cols-1 (collective; see LeadingRowsOut).
@@ -203,6 +217,10 @@ class Engine {
   int64_t z_rows_ = 0;
   Descriptor desc_square_{};
   int64_t square_rows_ = 0;
+  // The matrices the steps made for the call (NewLike) and their descriptors; a deque keeps
+  // the handles' pointers valid as it grows.
+  std::deque<std::vector<char>> matrices_;
+  std::deque<Descriptor> descriptors_;
 };
 
 }  // namespace jaxmg::scalapack

@@ -27,7 +27,7 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
   }
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   // A non-finite input is agreed on first: the solver is not run on it.
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   std::vector<R> s(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
   // U (m x n) is distributed like the matrix; Vᴴ is n x n.
@@ -102,7 +102,7 @@ Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
   *lower = 0;
   // Every buffer of the iteration first, agreed: no rank leaves alone before a collective.
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure(*grid_, "buffers", PolarBuffers<T>(keep_a)));
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   *info = bad;
   if (bad != 0) return Status();
@@ -123,7 +123,7 @@ template <typename T>
 Status Engine::PolarEnd(bool h, int* info) {
   const algorithms::QdwhWork<T> q = PolarWork<T>();
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(*backend_, q));
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(), INT32_MAX));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   *info = bad;
   if (bad != 0 || !h) return Status();
