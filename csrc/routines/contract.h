@@ -53,10 +53,11 @@
 //                                         (lu from Getrf) *inverse := M⁻¹, or M⁻ᵀ with
 //                                         transpose, a new matrix distributed like M (lu may be
 //                                         overwritten)
-//   Status InverseOut<T>(const Matrix& y, void* shard)
+//   Status ShardOut<T>(const Matrix& y, void* shard)
 //                                         the shard := its part of y (distributed like the engine
-//                                         matrix) in the JAX layout (undoing relabeling, padding
-//                                         or redistribution)
+//                                         matrix: an inverse, a product) in the JAX layout
+//                                         (undoing relabeling, padding or redistribution; nothing
+//                                         to do where y is the shard itself)
 //   Status FactorOut<T>(const Matrix& f, void* out, int64_t count)
 //                                         out := the factored engine matrix f, kept for later
 //                                         solves: the engine-local matrix as it is (nothing to do
@@ -100,12 +101,14 @@
 //                                         convergence or a non-finite entry (then nothing solved)
 //   Status VectorsOut<T>(void* shard)     the shard := its part of the eigenvector matrix in the
 //                                         JAX layout (columns are eigenvectors)
-//   Status MatrixIn<T>(const void* shard) (redistributed plans) the second matrix (b, a shard
-//                                         of an n x n matrix sharded like a, read column-major
-//                                         as a is) into the engine's tiles
-//   Status Gemm<T>(char op_b, char op_a)  (redistributed plans) the engine matrix := op_b(K)
-//                                         op_a(M) for the second matrix K and the engine
-//                                         matrix M (op: 'N', 'T' or 'C')
+//   Status MatrixIn<T>(const void* shard, Matrix* k)
+//                                         (redistributed plans) *k := the second matrix (b, a
+//                                         shard of an n x n matrix sharded like a, read
+//                                         column-major as a is) in the engine's tiles, distributed
+//                                         like the engine matrix
+//   Status Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c)
+//                                         (redistributed plans, n x n) *c := op_b(k) op_a(m), a
+//                                         new matrix distributed like m (op: 'N', 'T' or 'C')
 //   Status Sygvd<T>(bool vectors, void* x, int* info)
 //                                         the generalized problem M z = λ K z for the engine
 //                                         matrix M (Hermitian, lower triangle) and the second
@@ -139,24 +142,25 @@
 //                                         (after PolarEnd with h) H's eigenvalues, A's singular
 //                                         values: descending, at least 0, into x's last column
 //                                         for x's rows (as Gesvd's); info agreed
-//   Status RhsMatrixIn<T>(const void* b, int64_t rows)
-//                                         (redistributed plans) the right-hand side := Bᵀ, the
-//                                         rows x cols.extent matrix that the shards of b read
-//                                         column-major are (b: cols.extent x rows, sharded like
-//                                         a: its rows over the mesh's rows, its columns over its
-//                                         columns), in the engine's tiles, its columns
-//                                         distributed like the engine matrix's
-//   Status RhsMatrixOut<T>(void* x)       x (sharded as b) := the right-hand side in the JAX
-//                                         layout (RhsMatrixIn's inverse)
-//   Status Trsm<T>(char side, char uplo, char op, char diag, int* info)
-//                                         (a redistributed engine matrix M) the right-hand side
-//                                         c := op(M)⁻¹ c (side 'L') or c op(M)⁻¹ (side 'R'),
-//                                         reading only the triangle `uplo` ('L' or 'U') of M;
-//                                         op 'N', 'T' or 'C'; diag 'U': a unit diagonal (not
-//                                         read), 'N': M's own. info, agreed by every rank
-//                                         before the solve: 1 + the first diagonal entry of M
-//                                         that is zero or not finite (diag 'N'), else 0;
-//                                         nothing solved when info != 0
+//   Status RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c)
+//                                         (redistributed plans) *c := Bᵀ, the rows x cols.extent
+//                                         matrix that the shards of b read column-major are (b:
+//                                         cols.extent x rows, sharded like a: its rows over the
+//                                         mesh's rows, its columns over its columns), in the
+//                                         engine's tiles, its columns distributed like the engine
+//                                         matrix's
+//   Status RhsMatrixOut<T>(const Matrix& c, void* x)
+//                                         x (sharded as b) := c in the JAX layout (RhsMatrixIn's
+//                                         inverse)
+//   Status Trsm<T>(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
+//                  int* info)             (a redistributed engine matrix m, n x n; c from RhsIn or
+//                                         RhsMatrixIn) c := op(m)⁻¹ c (side 'L') or c op(m)⁻¹
+//                                         (side 'R'), reading only the triangle `uplo` ('L' or
+//                                         'U') of m; op 'N', 'T' or 'C'; diag 'U': a unit
+//                                         diagonal (not read), 'N': m's own. info, agreed by
+//                                         every rank before the solve: 1 + the first diagonal
+//                                         entry of m that is zero or not finite (diag 'N'), else
+//                                         0; nothing solved when info != 0
 //   Status SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols)
 //                                         columns 0..n-1 of x (row stride x_cols) := this
 //                                         shard's x_rows of the square matrix kept (collective)
@@ -284,38 +288,40 @@ struct SolveIo {
 // Explicit instantiation of an engine's steps for one element type, in two families: the
 // steps of the solve, factor, QR, eigen and product routines, and those of gesvd and polar
 // (each in the engine file that defines them).
-#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                                          \
-  template Status Engine::Asymmetric<T>(const void*, bool*);                              \
-  template Status Engine::CheckSymmetry<T>(const void*);                                  \
-  template Status Engine::Prepare<T>(void*, Engine::Matrix*);                             \
-  template Status Engine::Potrf<T>(Engine::Matrix*, int*);                                \
-  template Status Engine::Getrf<T>(Engine::Matrix*, int*);                                \
-  template Status Engine::Potrs<T>(const Engine::Matrix&, const Engine::Matrix&);         \
-  template Status Engine::Getrs<T>(const Engine::Matrix&, const Engine::Matrix&, bool);   \
-  template Status Engine::LogAbsDiag<T>(const Engine::Matrix&, double, bool, void*);      \
-  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool, Engine::Matrix*);    \
-  template Status Engine::RhsOut<T>(const Engine::Matrix&, void*, Axis, bool);            \
-  template Status Engine::Identity<T>(const Engine::Matrix&, Engine::Matrix*);            \
-  template Status Engine::InverseSolve<T>(const Engine::Matrix&, bool, Engine::Matrix*);  \
-  template Status Engine::CholeskyInverse<T>(const Engine::Matrix&, Engine::Matrix*);     \
-  template Status Engine::InverseOut<T>(const Engine::Matrix&, void*);                    \
-  template Status Engine::FactorOut<T>(const Engine::Matrix&, void*, int64_t);            \
-  template Status Engine::Adopt<T>(const void*, int64_t, Factorization, Engine::Matrix*); \
-  template Status Engine::SignLogDet<T>(const Engine::Matrix&, void*, void*);             \
-  template Status Engine::Geqrf<T>(int*);                                                 \
-  template Status Engine::Orgqr<T>();                                                     \
-  template Status Engine::Gels<T>(int*);                                                  \
-  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);                        \
-  template Status Engine::WorkOut<T>(void*);                                              \
-  template Status Engine::Eigh<T>(bool, void*, int*);                                     \
-  template Status Engine::VectorsOut<T>(void*);                                           \
-  template Status Engine::MatrixIn<T>(const void*);                                       \
-  template Status Engine::RhsMatrixIn<T>(const void*, int64_t);                           \
-  template Status Engine::RhsMatrixOut<T>(void*);                                         \
-  template Status Engine::Trsm<T>(char, char, char, char, int*);                          \
-  template Status Engine::Gemm<T>(char, char);                                            \
-  template Status Engine::Sygvd<T>(bool, void*, int*);                                    \
-  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);                      \
+#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                                            \
+  template Status Engine::Asymmetric<T>(const void*, bool*);                                \
+  template Status Engine::CheckSymmetry<T>(const void*);                                    \
+  template Status Engine::Prepare<T>(void*, Engine::Matrix*);                               \
+  template Status Engine::Potrf<T>(Engine::Matrix*, int*);                                  \
+  template Status Engine::Getrf<T>(Engine::Matrix*, int*);                                  \
+  template Status Engine::Potrs<T>(const Engine::Matrix&, const Engine::Matrix&);           \
+  template Status Engine::Getrs<T>(const Engine::Matrix&, const Engine::Matrix&, bool);     \
+  template Status Engine::LogAbsDiag<T>(const Engine::Matrix&, double, bool, void*);        \
+  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool, Engine::Matrix*);      \
+  template Status Engine::RhsOut<T>(const Engine::Matrix&, void*, Axis, bool);              \
+  template Status Engine::Identity<T>(const Engine::Matrix&, Engine::Matrix*);              \
+  template Status Engine::InverseSolve<T>(const Engine::Matrix&, bool, Engine::Matrix*);    \
+  template Status Engine::CholeskyInverse<T>(const Engine::Matrix&, Engine::Matrix*);       \
+  template Status Engine::ShardOut<T>(const Engine::Matrix&, void*);                        \
+  template Status Engine::FactorOut<T>(const Engine::Matrix&, void*, int64_t);              \
+  template Status Engine::Adopt<T>(const void*, int64_t, Factorization, Engine::Matrix*);   \
+  template Status Engine::SignLogDet<T>(const Engine::Matrix&, void*, void*);               \
+  template Status Engine::Geqrf<T>(int*);                                                   \
+  template Status Engine::Orgqr<T>();                                                       \
+  template Status Engine::Gels<T>(int*);                                                    \
+  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);                          \
+  template Status Engine::WorkOut<T>(void*);                                                \
+  template Status Engine::Eigh<T>(bool, void*, int*);                                       \
+  template Status Engine::VectorsOut<T>(void*);                                             \
+  template Status Engine::MatrixIn<T>(const void*, Engine::Matrix*);                        \
+  template Status Engine::RhsMatrixIn<T>(const void*, int64_t, Engine::Matrix*);            \
+  template Status Engine::RhsMatrixOut<T>(const Engine::Matrix&, void*);                    \
+  template Status Engine::Trsm<T>(char, char, char, char, const Engine::Matrix&,            \
+                                  const Engine::Matrix&, int*);                             \
+  template Status Engine::Gemm<T>(char, const Engine::Matrix&, char, const Engine::Matrix&, \
+                                  Engine::Matrix*);                                         \
+  template Status Engine::Sygvd<T>(bool, void*, int*);                                      \
+  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);                        \
   template Status Engine::FillNan<T>(void*, int64_t);
 #define JAXMG_INSTANTIATE_POLAR_STEPS(Engine, T)                               \
   template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \

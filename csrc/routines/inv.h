@@ -30,7 +30,7 @@ struct InvOf {
     JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(lu, 1.0, info == 0, io.logdet));
     if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
     JAXMG_RETURN_IF_ERROR(e.template InverseSolve<T>(lu, kTranspose, &y));  // y := M⁻¹ (M⁻ᵀ)
-    return e.template InverseOut<T>(y, io.a);
+    return e.template ShardOut<T>(y, io.a);
   }
 };
 using Inv = InvOf<false>;

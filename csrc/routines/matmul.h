@@ -5,8 +5,8 @@
 //
 // The engine holds Mx = Xᵀ for each matrix (the shards read column-major), both redistributed
 // (MatrixIn for B); Cᵀ = op_b(B)ᵀ op_a(A)ᵀ = op_b(Mb) op_a(Ma) with the same letter for each
-// operand (Nᵀ ~ N, Xᵀ ~ Mx under T, (Xᴴ)ᵀ = conj(X) = Mxᴴ under C). The engine matrix := Cᵀ,
-// written back into the shard (WorkOut): read row-major, C.
+// operand (Nᵀ ~ N, Xᵀ ~ Mx under T, (Xᴴ)ᵀ = conj(X) = Mxᴴ under C). The product Cᵀ is
+// written back into the shard (ShardOut): read row-major, C.
 #pragma once
 
 #include "routines/contract.h"
@@ -24,12 +24,12 @@ struct MatmulOf {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("matmul runs on redistributed matrices");
     }
-    typename E::Matrix a;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
-    JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b));
-    JAXMG_RETURN_IF_ERROR(e.template Gemm<T>(kOpB, kOpA));  // engine := op_b(Mb) op_a(Ma)
+    typename E::Matrix ma, mb, c;
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &ma));
+    JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b, &mb));
+    JAXMG_RETURN_IF_ERROR(e.template Gemm<T>(kOpB, mb, kOpA, ma, &c));  // c := op_b(Mb) op_a(Ma)
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(0, io.status));
-    return e.template WorkOut<T>(io.a);
+    return e.template ShardOut<T>(c, io.a);
   }
 };
 using MatmulNN = MatmulOf<'N', 'N'>;

@@ -5,7 +5,7 @@
 // gathered; CholeskyInverse: on GPUs W = L⁻¹ and Y = Wᴴ W by blocks that skip W's zero
 // triangle, on CPUs the solve B Y = I), then writes Y back into the shards in the JAX layout. B = Π
 // conj(A) Πᵀ (potrs.h), so Y = Π conj(A)⁻¹ Πᵀ, and conj(A⁻¹) read column-major is A⁻¹ (Hermitian)
-// read row-major: InverseOut undoes the relabeling (or redistribution) and nothing else.
+// read row-major: ShardOut undoes the relabeling (or redistribution) and nothing else.
 #pragma once
 
 #include "routines/contract.h"
@@ -22,7 +22,7 @@ struct Potri {
     JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a, io.a_count, &l)));
     if (l.empty()) return Status();
     JAXMG_RETURN_IF_ERROR(e.template CholeskyInverse<T>(l, &y));  // y := B⁻¹
-    return e.template InverseOut<T>(y, io.a);
+    return e.template ShardOut<T>(y, io.a);
   }
 };
 

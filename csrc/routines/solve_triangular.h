@@ -36,22 +36,23 @@ struct SolveTriangularOf {
     }
     const char uplo = (variant & 1) ? 'U' : 'L';  // M = Aᵀ: A's lower triangle is M's upper
     const char diag = (variant & 8) ? 'U' : 'N';
-    typename E::Matrix a;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
+    typename E::Matrix m, c;
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &m));
     int info = 0;
-    typename E::Matrix c;
     if (kMatrixRhs) {  // io.nrhs: this shard's columns of b, K / mesh_cols
-      JAXMG_RETURN_IF_ERROR(e.template RhsMatrixIn<T>(io.b, io.nrhs * attrs.mesh_cols));
-      JAXMG_RETURN_IF_ERROR(e.template Trsm<T>('R', uplo, "NTC"[op], diag, &info));
+      JAXMG_RETURN_IF_ERROR(e.template RhsMatrixIn<T>(io.b, io.nrhs * attrs.mesh_cols, &c));
+      // c := c op(M)⁻¹
+      JAXMG_RETURN_IF_ERROR(e.template Trsm<T>('R', uplo, "NTC"[op], diag, m, c, &info));
     } else {
       // Mᵀ z = c: c indexed by M's columns, z by its rows; M z = c the other way round.
       const Axis in = op == 0 ? Axis::kCols : Axis::kRows;
       JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, in, /*conj=*/op == 2, &c));
-      JAXMG_RETURN_IF_ERROR(e.template Trsm<T>('L', uplo, op == 0 ? 'T' : 'N', diag, &info));
+      // c := op(M)⁻¹ c
+      JAXMG_RETURN_IF_ERROR(e.template Trsm<T>('L', uplo, op == 0 ? 'T' : 'N', diag, m, c, &info));
     }
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
-    if (kMatrixRhs) return e.template RhsMatrixOut<T>(io.x);
+    if (kMatrixRhs) return e.template RhsMatrixOut<T>(c, io.x);
     const Axis out = op == 0 ? Axis::kRows : Axis::kCols;
     return e.template RhsOut<T>(c, io.x, out, /*conj=*/op == 2);
   }

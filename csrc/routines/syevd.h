@@ -34,7 +34,8 @@ struct SyevdOf {
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     int info = 0;
     if constexpr (kGeneralized) {
-      JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b));
+      typename E::Matrix k;
+      JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b, &k));
       JAXMG_RETURN_IF_ERROR(e.template Sygvd<T>(kVectors, io.x, &info));  // agreed
     } else {
       JAXMG_RETURN_IF_ERROR(e.template Eigh<T>(kVectors, io.x, &info));  // agreed

@@ -238,12 +238,12 @@ Status Engine::Prepare(void* shard, Matrix* a) {
 }
 
 template <typename T>
-Status Engine::MatrixIn(const void* shard) {
-  return RhsMatrixIn<T>(shard, state_.plan.rows.extent);
+Status Engine::MatrixIn(const void* shard, Matrix* k) {
+  return RhsMatrixIn<T>(shard, state_.plan.rows.extent, k);
 }
 
 template <typename T>
-Status Engine::RhsMatrixIn(const void* b, int64_t rows) {
+Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
   StepTimer timer("MatrixIn", stream_);
   const layout::Plan& plan = state_.plan;
   if (plan.strategy != layout::Strategy::kRedistribute) {
@@ -255,17 +255,27 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows) {
   const int64_t lr = CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(rows);
   const Status copy = Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_);
   JAXMG_RETURN_IF_ERROR(Redistribute<T>(b, /*to_tiles=*/true, local_b_, copy, rows));
-  rhs_rows_ = rows;
   nrhs_ = plan.cols.extent;
   rhs_local_cols_ = lc;
-  return desc_b_.Create(ctx_, DataTypeOf<T>(), rows, plan.cols.extent, t, t,
-                        std::max<int64_t>(lr, 1));
+  JAXMG_RETURN_IF_ERROR(desc_b_.Create(ctx_, DataTypeOf<T>(), rows, plan.cols.extent, t, t,
+                                       std::max<int64_t>(lr, 1)));
+  // The handle (still also the registers local_b_ and desc_b_, which Sygvd reads).
+  *c = Matrix();
+  c->data = local_b_;
+  c->desc = &desc_b_;
+  c->rows = rows;
+  c->cols = plan.cols.extent;
+  c->local_rows = lr;
+  c->local_cols = lc;
+  c->ld = std::max<int64_t>(lr, 1);
+  c->tile = t;
+  return Status();
 }
 
 template <typename T>
-Status Engine::RhsMatrixOut(void* x) {
+Status Engine::RhsMatrixOut(const Matrix& c, void* x) {
   StepTimer timer("RhsMatrixOut", stream_);
-  return Redistribute<T>(local_b_, /*to_tiles=*/false, x, Status(), rhs_rows_);
+  return Redistribute<T>(c.data, /*to_tiles=*/false, x, Status(), c.rows);
 }
 
 template <typename T>
@@ -313,8 +323,9 @@ Status Engine::MatrixOut(const void* from, void* shard) {
 }
 
 template <typename T>
-Status Engine::InverseOut(const Matrix& y, void* shard) {
-  StepTimer timer("InverseOut", stream_);
+Status Engine::ShardOut(const Matrix& y, void* shard) {
+  if (y.data == shard) return Status();  // the engine worked in the shard
+  StepTimer timer("ShardOut", stream_);
   return MatrixOut<T>(y.data, shard);
 }
 
@@ -378,12 +389,12 @@ Status Engine::FillNan(void* x, int64_t count) {
 #define JAXMG_INSTANTIATE_ENGINE_CORE(T)                                                   \
   template Status Engine::Prepare<T>(void* shard, Matrix* a);                              \
   template Status Engine::NewLike<T>(const Matrix& like, Matrix* out);                     \
-  template Status Engine::MatrixIn<T>(const void* shard);                                  \
-  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows);                     \
-  template Status Engine::RhsMatrixOut<T>(void* x);                                        \
+  template Status Engine::MatrixIn<T>(const void* shard, Matrix* k);                       \
+  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c);          \
+  template Status Engine::RhsMatrixOut<T>(const Matrix& c, void* x);                       \
   template Status Engine::SquareMatrix<T>();                                               \
   template Status Engine::MatrixOut<T>(const void* from, void* shard);                     \
-  template Status Engine::InverseOut<T>(const Matrix& y, void* shard);                     \
+  template Status Engine::ShardOut<T>(const Matrix& y, void* shard);                       \
   template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);         \
   template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds, \
                                    Matrix* f);                                             \

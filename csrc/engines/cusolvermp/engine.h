@@ -101,7 +101,7 @@ class Engine {
   Status PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order,
                         Deferred* failed);
   template <typename T>
-  Status InverseOut(const Matrix& y, void* shard);
+  Status ShardOut(const Matrix& y, void* shard);
   template <typename T>
   Status FactorOut(const Matrix& f, void* out, int64_t count);
   template <typename T>
@@ -137,17 +137,18 @@ class Engine {
   template <typename T>
   Status PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
-  Status MatrixIn(const void* shard);
+  Status MatrixIn(const void* shard, Matrix* k);
   template <typename T>
-  Status RhsMatrixIn(const void* b, int64_t rows);
+  Status RhsMatrixIn(const void* b, int64_t rows, Matrix* c);
   template <typename T>
-  Status RhsMatrixOut(void* x);
+  Status RhsMatrixOut(const Matrix& c, void* x);
   // The status (Agree on the diagonal alone: the other triangle is not read), then cuBLASMp's
   // Trsm (on one device, cuBLAS's).
   template <typename T>
-  Status Trsm(char side, char uplo, char op, char diag, int* info);
+  Status Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
+              int* info);
   template <typename T>
-  Status Gemm(char op_b, char op_a);
+  Status Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c);
   template <typename T>
   Status Sygvd(bool vectors, void* x, int* info);
   template <typename T>
@@ -393,7 +394,6 @@ class Engine {
                               // 16 bytes for a sum, [8]: first non-finite column
                               // of the factor, [9]: of the input (Getrf)
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
-  int64_t rhs_rows_ = 0;  // the right-hand side's global rows (RhsIn, RhsMatrixIn)
   void* local_b_ = nullptr;
   bool vectors_adjointed_ = false;  // local_b_ holds Zᴴ, not Z (VectorsOut)
   Descriptor desc_b_;

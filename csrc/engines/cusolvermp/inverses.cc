@@ -45,7 +45,7 @@ Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
   if (l.factored != Factorization::kCholesky) {
     return JAXMG_ERROR("CholeskyInverse: the matrix handed holds no Cholesky factor");
   }
-  // B⁻¹ into a buffer of its own (l may be the shard, which InverseOut writes).
+  // B⁻¹ into a buffer of its own (l may be the shard, which ShardOut writes).
   Matrix w;
   void* y = nullptr;
   const size_t bytes = sizeof(T) * std::max<int64_t>(l.local_rows * l.local_cols, 1);

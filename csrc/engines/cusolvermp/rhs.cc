@@ -35,7 +35,6 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   const int64_t shard_rows = n / (rhs_by_cols_ ? plan.mesh_cols : plan.mesh_rows);
   const bool holder = (rhs_by_cols_ ? ctx_.mesh_u : ctx_.mesh_v) == 0;
   nrhs_ = nrhs;
-  rhs_rows_ = plan.engine_rows();
   rhs_local_cols_ = CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(nrhs);
   JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * rhs_local_cols_, 1), &local_b_));
   const size_t full_bytes = es * n * nrhs;

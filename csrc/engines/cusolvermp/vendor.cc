@@ -472,49 +472,48 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
 }
 
 template <typename T>
-Status Engine::Gemm(char op_b, char op_a) {
+Status Engine::Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c) {
   StepTimer timer("Gemm", stream_);
-  const layout::Plan& plan = state_.plan;
-  const int64_t n = plan.engine_rows(), t = plan.tile, ld = std::max<int64_t>(local_rows_, 1);
+  const int64_t n = m.rows, t = m.tile;
   const auto op = [](char o) {
     if (o == 'N') return CUBLAS_OP_N;
     return o == 'C' && Scalar<T>::kParts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
   };
-  void* c = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(local_rows_ * local_cols_, 1), &c));
-  BlasDescriptor da, db, dc;
-  JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
-  JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
-  JAXMG_RETURN_IF_ERROR(dc.Create(ctx_, DataTypeOf<T>(), n, n, t, t, ld));
-  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  // c: new scratch distributed like m (m's descriptor describes it).
+  *c = m;
+  c->factored = Factorization::kNone;
   JAXMG_RETURN_IF_ERROR(
-      Call(vendor::BlasMpGemm<T>{ctx_.blas,
-                                 op(op_b),
-                                 op(op_a),
-                                 n,
-                                 n,
-                                 n,
-                                 T(1),
-                                 {static_cast<const T*>(local_b_), 1, 1, db.get()},
-                                 {static_cast<const T*>(work_), 1, 1, da.get()},
-                                 T(0),
-                                 {static_cast<T*>(c), 1, 1, dc.get()}}));
-  work_ = c;
+      Scratch(sizeof(T) * std::max<int64_t>(m.local_rows * m.local_cols, 1), &c->data));
+  BlasDescriptor da, db, dc;
+  JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, m.ld));
+  JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, n, t, t, k.ld));
+  JAXMG_RETURN_IF_ERROR(dc.Create(ctx_, DataTypeOf<T>(), n, n, t, t, c->ld));
+  JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
+  JAXMG_RETURN_IF_ERROR(Call(vendor::BlasMpGemm<T>{ctx_.blas,
+                                                   op(op_b),
+                                                   op(op_a),
+                                                   n,
+                                                   n,
+                                                   n,
+                                                   T(1),
+                                                   {k.As<T>(), 1, 1, db.get()},
+                                                   {m.As<T>(), 1, 1, da.get()},
+                                                   T(0),
+                                                   {c->As<T>(), 1, 1, dc.get()}}));
   return Status();
 }
 
 template <typename T>
-Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
+Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, const Matrix& c,
+                    int* info) {
   StepTimer timer("Trsm", stream_);
-  const layout::Plan& plan = state_.plan;
   const bool unit = diag == 'U';
   // The status from the diagonal alone (the other triangle may hold anything), agreed with the
   // position check; nothing solved on a zero or non-finite diagonal entry.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, unit ? 0 : -1, /*scan=*/false));
-  if (*info != 0 || rhs_rows_ == 0 || nrhs_ == 0) return Status();
-  const int64_t n = plan.engine_rows(), t = plan.tile, m = rhs_rows_, k = nrhs_;
-  const int64_t lda = std::max<int64_t>(local_rows_, 1);
-  const int64_t ldb = std::max<int64_t>(CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(m), 1);
+  JAXMG_RETURN_IF_ERROR(Agree<T>(a, false, info, unit ? 0 : -1, /*scan=*/false));
+  if (*info != 0 || c.rows == 0 || c.cols == 0) return Status();
+  const int64_t n = a.rows, t = a.tile, m = c.rows, k = c.cols;
+  const int64_t lda = a.ld, ldb = c.ld;
   const cublasSideMode_t s = side == 'L' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
   const cublasFillMode_t fill = uplo == 'L' ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
   const cublasOperation_t o = op == 'N' ? CUBLAS_OP_N : op == 'T' ? CUBLAS_OP_T : AdjointOp<T>();
@@ -530,7 +529,7 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
     JAXMG_RETURN_IF_ERROR(CheckedInt(lda, "leading dimension", &ilda));
     JAXMG_RETURN_IF_ERROR(CheckedInt(ldb, "leading dimension", &ildb));
     return CublasCheck(
-        lb->trsm[Scalar<T>::kIndex](blas, s, fill, o, d, im, ik, &one, work_, ilda, local_b_, ildb),
+        lb->trsm[Scalar<T>::kIndex](blas, s, fill, o, d, im, ik, &one, a.data, ilda, c.data, ildb),
         "cublas trsm");
   }
   // Descriptors and the workspace first, agreed: the solve is collective.
@@ -548,8 +547,8 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
                                    m,
                                    k,
                                    one,
-                                   {static_cast<const T*>(work_), 1, 1, da.get()},
-                                   {static_cast<T*>(local_b_), 1, 1, db.get()}};
+                                   {a.As<T>(), 1, 1, da.get()},
+                                   {c.As<T>(), 1, 1, db.get()}};
   size_t dev = 0, host = 0;
   local.Run([&] { return vendor::Size(trsm, &dev, &host); });
   vendor::Work work;
@@ -574,8 +573,10 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
   template Status Engine::Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, \
                                    int64_t x_cols, int* info);                               \
   template Status Engine::Sygvd<T>(bool vectors, void* x, int* info);                        \
-  template Status Engine::Gemm<T>(char op_b, char op_a);                                     \
-  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, int* info);
+  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,    \
+                                  Matrix* c);                                                \
+  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& a, \
+                                  const Matrix& c, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_VENDOR)
 #undef JAXMG_INSTANTIATE_VENDOR
 

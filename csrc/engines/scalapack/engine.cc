@@ -344,7 +344,6 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   const layout::Plan& plan = *plan_;
   const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
   nrhs_ = nrhs;
-  rhs_rows_ = plan.engine_rows();
   // The whole right-hand side on every rank (it is small): the shards of one mesh column (one
   // mesh row when b is split over the mesh's columns), summed.
   const auto [block, rows, holder] = RhsBlock();
@@ -442,7 +441,8 @@ Status Engine::Identity(const Matrix& like, Matrix* out) {
 }
 
 template <typename T>
-Status Engine::InverseOut(const Matrix& y, void* shard) {
+Status Engine::ShardOut(const Matrix& y, void* shard) {
+  if (y.data == shard) return Status();  // the engine worked in the shard
   return MatrixOut<T>(y.data, *y.desc, shard);
 }
 
@@ -708,12 +708,12 @@ Status Engine::SquareMatrix(std::vector<char>* storage, Descriptor* desc, int64_
 }
 
 template <typename T>
-Status Engine::MatrixIn(const void* shard) {
-  return RhsMatrixIn<T>(shard, plan_->rows.extent);
+Status Engine::MatrixIn(const void* shard, Matrix* k) {
+  return RhsMatrixIn<T>(shard, plan_->rows.extent, k);
 }
 
 template <typename T>
-Status Engine::RhsMatrixIn(const void* b, int64_t rows) {
+Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
   const layout::Plan& plan = *plan_;
   if (plan.strategy != layout::Strategy::kRedistribute) {
     return JAXMG_ERROR("a second matrix is read into a redistributed plan only");
@@ -723,30 +723,40 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows) {
   const int64_t n = plan.cols.extent, t = plan.tile, block = rows / plan.mesh_cols;
   const int64_t lr = CyclicAxis{t, grid_->nprow, grid_->myrow}.Extent(rows);
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * local_cols_, 1)), 0);
-  rhs_rows_ = rows;
   nrhs_ = n;
   rhs_local_cols_ = local_cols_;
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, n, t, t, lr, &desc_b_));
+  // The handle (still also the registers local_b_ and desc_b_, which Sygvd reads).
+  *c = Matrix();
+  c->data = local_b_.data();
+  c->desc = &desc_b_;
+  c->rows = rows;
+  c->cols = n;
+  c->local_rows = lr;
+  c->local_cols = local_cols_;
+  c->ld = std::max<int64_t>(lr, 1);
+  c->tile = t;
   Descriptor src;
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, n, block, plan.cols.shard, block, &src));
-  return Gemr2d<T>(rows, n, static_cast<const T*>(b), src, As<T>(local_b_.data()), desc_b_, *grid_);
+  return Gemr2d<T>(rows, n, static_cast<const T*>(b), src, c->As<T>(), *c->desc, *grid_);
 }
 
 template <typename T>
-Status Engine::RhsMatrixOut(void* x) {
+Status Engine::RhsMatrixOut(const Matrix& c, void* x) {
   const layout::Plan& plan = *plan_;
-  const int64_t n = plan.cols.extent, block = rhs_rows_ / plan.mesh_cols;
+  const int64_t n = c.cols, block = c.rows / plan.mesh_cols;
   Descriptor dst;
-  JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rhs_rows_, n, block, plan.cols.shard, block, &dst));
-  return Gemr2d<T>(rhs_rows_, n, As<T>(local_b_.data()), desc_b_, As<T>(x), dst, *grid_);
+  JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, c.rows, n, block, plan.cols.shard, block, &dst));
+  return Gemr2d<T>(c.rows, n, c.As<T>(), *c.desc, As<T>(x), dst, *grid_);
 }
 
 template <typename T>
-Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
+Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
+                    int* info) {
   // The status from the diagonal alone (the other triangle may hold anything), agreed.
   int64_t first = 0;  // 1-based; the local diagonal is walked in increasing global order
   if (diag != 'U') {
-    ForEachLocalDiagonal<T>(Held(), [&](int64_t g, const T& d) {
+    ForEachLocalDiagonal<T>(m, [&](int64_t g, const T& d) {
       const double m = static_cast<double>(std::abs(d));
       if (first == 0 && (!(m > 0.0) || !std::isfinite(m))) first = g + 1;
     });
@@ -755,22 +765,18 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, int* info) {
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
   if (*info != 0) return Status();
   const char o = Scalar<T>::kParts == 1 && op == 'C' ? 'T' : op;  // real: the transpose
-  return scalapack::Trsm<T>(side, uplo, o, diag, rhs_rows_, nrhs_, T(1), As<T>(work_), desc_a_,
-                            As<T>(local_b_.data()), desc_b_);
+  return scalapack::Trsm<T>(side, uplo, o, diag, c.rows, c.cols, T(1), m.As<T>(), *m.desc,
+                            c.As<T>(), *c.desc);
 }
 
 template <typename T>
-Status Engine::Gemm(char op_b, char op_a) {
+Status Engine::Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c) {
   // Real types: a conjugate transpose is a transpose.
   const auto op = [](char o) { return Scalar<T>::kParts == 1 && o == 'C' ? 'T' : o; };
-  const int64_t n = plan_->engine_rows();
-  std::vector<char> c(owned_.size(), 0);
-  JAXMG_RETURN_IF_ERROR(scalapack::Gemm<T>(op(op_b), op(op_a), n, n, n, T(1),
-                                           As<T>(local_b_.data()), desc_b_, As<T>(work_), desc_a_,
-                                           T(0), As<T>(c.data()), desc_a_));
-  owned_.swap(c);
-  work_ = owned_.data();
-  return Status();
+  const int64_t n = m.rows;
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(m, c));
+  return scalapack::Gemm<T>(op(op_b), op(op_a), n, n, n, T(1), k.As<T>(), *k.desc, m.As<T>(),
+                            *m.desc, T(0), c->As<T>(), *c->desc);
 }
 
 template <typename T>

@@ -69,7 +69,7 @@ class Engine {
   template <typename T>
   Status InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse);
   template <typename T>
-  Status InverseOut(const Matrix& y, void* shard);
+  Status ShardOut(const Matrix& y, void* shard);
   template <typename T>
   Status FactorOut(const Matrix& f, void* out, int64_t count);
   template <typename T>
@@ -105,15 +105,16 @@ class Engine {
   template <typename T>
   Status PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
-  Status MatrixIn(const void* shard);
+  Status MatrixIn(const void* shard, Matrix* k);
   template <typename T>
-  Status RhsMatrixIn(const void* b, int64_t rows);
+  Status RhsMatrixIn(const void* b, int64_t rows, Matrix* c);
   template <typename T>
-  Status RhsMatrixOut(void* x);
+  Status RhsMatrixOut(const Matrix& c, void* x);
   template <typename T>
-  Status Trsm(char side, char uplo, char op, char diag, int* info);
+  Status Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
+              int* info);
   template <typename T>
-  Status Gemm(char op_b, char op_a);
+  Status Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c);
   template <typename T>
   Status Sygvd(bool vectors, void* x, int* info);
   template <typename T>
@@ -203,7 +204,6 @@ class Engine {
   algorithms::Qr1DKept own_qr_;       // the 1-D QR's τ and T_k (in backend_'s buffers)
   int64_t input_nonfinite_ = 0;       // FirstNonFiniteColumn of the matrix before Getrf
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
-  int64_t rhs_rows_ = 0;       // the right-hand side's global rows (RhsIn, RhsMatrixIn)
   std::vector<char> local_b_;  // its local rows x rhs_local_cols_, column-major
   Descriptor desc_b_{};
   std::vector<char> square_;  // n x n: Vᴴ of an SVD, H of a polar decomposition
