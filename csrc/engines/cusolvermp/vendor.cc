@@ -205,30 +205,33 @@ Status Engine::EnginePivots(std::vector<int64_t>* out) {
 }
 
 template <typename T>
-Status Engine::Geqrf(int* info) {
+Status Engine::Geqrf(Matrix* a, int* info) {
   StepTimer timer("Geqrf", stream_);
-  JAXMG_RETURN_IF_ERROR(QrFactor<T>());
-  return Agree<T>(Held(), false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>());  // (of the engine matrix, a)
+  a->factored = Factorization::kQr;
+  return Agree<T>(*a, false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
 }
 
 // Least squares on grids of several process columns, where cuSOLVERMp 0.9.1's Gels and Ormqr
 // answer NOT_SUPPORTED (its Geqrf and Orgqr run): QR; R's n rows on every rank (LeadingRows);
 // Q formed (Orgqr); c = Qᴴ b from each rank's local columns of Q and its rows of b (one local
 // gemm; the n x nrhs sum over the grid); then R x = c on every rank (one local trsm, O(n² nrhs)).
-// The solution, whole on every rank, is what LeadingRowsOut then hands out.
+// The solution, whole on every rank (*solution), is what LeadingRowsOut then hands out.
 template <typename T>
-Status Engine::QrSolve(int* info) {
+Status Engine::QrSolve(const Matrix& rhs, int* info, void** solution) {
   StepTimer timer("QrSolve", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, lc = local_cols_;
-  const int64_t k = nrhs_;
+  const int64_t k = rhs.cols;
   JAXMG_RETURN_IF_ERROR(QrFactor<T>());
   JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/n));  // zero on R's diagonal
   if (*info != 0) return Status();
   void* r = nullptr;
   JAXMG_RETURN_IF_ERROR(LeadingRows<T>(/*from_matrix=*/true, &r));  // n x n, row-major
-  JAXMG_RETURN_IF_ERROR(Orgqr<T>());
+  Matrix q = Held();
+  q.factored = Factorization::kQr;
+  JAXMG_RETURN_IF_ERROR(Orgqr<T>(&q));
   // This rank's rows of b, all k columns: (lr x k) column-major.
   void *rows = nullptr, *part = nullptr, *c = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * k, 1), &rows));
@@ -273,7 +276,7 @@ Status Engine::QrSolve(int* info) {
       lb->trsm[Scalar<T>::kIndex](blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
                                   CUBLAS_DIAG_NON_UNIT, ik, in, &one, r, in, c, std::max(ik, 1)),
       "cublas trsm (R x = Qᴴ b)"));
-  solution_ = c;  // col_global is pageable: the copy has read it when cudaMemcpyAsync returned
+  *solution = c;  // col_global is pageable: the copy has read it when cudaMemcpyAsync returned
   return Status();
 }
 
@@ -295,62 +298,73 @@ Status Engine::QrFactor() {
 }
 
 template <typename T>
-Status Engine::Orgqr() {
+Status Engine::Orgqr(Matrix* a) {
   StepTimer timer("Orgqr", stream_);
-  if (!own_qr_.empty()) return Orgqr1D<T>();
-  const layout::Plan& plan = state_.plan;
-  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
+  if (a->factored != Factorization::kQr) {
+    return JAXMG_ERROR("Orgqr: the matrix handed holds no QR factorization");
+  }
+  a->factored = Factorization::kNone;
+  if (!own_qr_.empty()) return Orgqr1D<T>();  // the 1-D QR's τ and T_k (of the engine matrix)
+  const int64_t m = a->rows, n = state_.plan.cols.extent;
   size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(ctx_.handle, m, n, n, work_, 1, 1, desc_a_.get(), tau_,
+  JAXMG_SOLVER(cusolverMpOrgqr_bufferSize(ctx_.handle, m, n, n, a->data, 1, 1, a->desc->get(), tau_,
                                           DataTypeOf<T>(), &dev, &host));
   void* d_work = nullptr;
   JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpOrgqr(ctx_.handle, m, n, n, work_, 1, 1, desc_a_.get(), tau_,
+  JAXMG_SOLVER(cusolverMpOrgqr(ctx_.handle, m, n, n, a->data, 1, 1, a->desc->get(), tau_,
                                DataTypeOf<T>(), d_work, workspace_bytes_, ctx_.host_work.data(),
                                ctx_.host_work.size(), small_ + 2));
   return Status();
 }
 
 template <typename T>
-Status Engine::Gels(int* info) {
+Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
   StepTimer timer("Gels", stream_);
-  const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
-  if (ctx_.npcol > 1) return QrSolve<T>(info);
+  const int64_t m = a->rows, n = state_.plan.cols.extent, t = a->tile, lr = c.local_rows;
+  a->factored = Factorization::kQr;
+  if (ctx_.npcol > 1) {  // (of the engine matrix, a) the solution whole on every rank
+    *z = Matrix();
+    z->rows = n;
+    z->cols = c.cols;
+    z->replicated = true;
+    return QrSolve<T>(c, info, &z->data);
+  }
+  *z = c;  // solved in place (in a wider copy where c is narrow)
   // Every process column holds at least one tile of the right-hand side: zero columns are
   // appended where there are fewer (their solutions, zero, are never read).
-  const int64_t held = std::max<int64_t>(nrhs_, t * ctx_.npcol);
-  if (held != nrhs_) {
+  const int64_t held = std::max<int64_t>(c.cols, t * ctx_.npcol);
+  if (held != c.cols) {
     const int64_t lc = CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(held);
     void* wide = nullptr;
     JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &wide));
     JAXMG_CUDA(cudaMemsetAsync(wide, 0, es * lr * lc, stream_));
     // Global column j keeps its local index: the cyclic map does not depend on the width.
-    if (lr * rhs_local_cols_ > 0) {
-      JAXMG_CUDA(cudaMemcpyAsync(wide, local_b_, es * lr * rhs_local_cols_,
-                                 cudaMemcpyDeviceToDevice, stream_));
+    if (lr * c.local_cols > 0) {
+      JAXMG_CUDA(
+          cudaMemcpyAsync(wide, c.data, es * lr * c.local_cols, cudaMemcpyDeviceToDevice, stream_));
     }
-    local_b_ = wide;
-    rhs_local_cols_ = lc;
-    JAXMG_RETURN_IF_ERROR(
-        desc_b_.Create(ctx_, DataTypeOf<T>(), m, held, t, t, std::max<int64_t>(lr, 1)));
+    z->data = wide;
+    z->local_cols = lc;
+    Descriptor& desc = descriptors_.emplace_back();
+    JAXMG_RETURN_IF_ERROR(desc.Create(ctx_, DataTypeOf<T>(), m, held, t, t, c.ld));
+    z->desc = &desc;
   }
   size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpGels_bufferSize(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1,
-                                         desc_a_.get(), local_b_, 1, 1, desc_b_.get(),
+  JAXMG_SOLVER(cusolverMpGels_bufferSize(ctx_.handle, CUBLAS_OP_N, m, n, held, a->data, 1, 1,
+                                         a->desc->get(), z->data, 1, 1, z->desc->get(),
                                          DataTypeOf<T>(), &dev, &host));
   void* d_work = nullptr;
   JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpGels(ctx_.handle, CUBLAS_OP_N, m, n, held, work_, 1, 1, desc_a_.get(),
-                              local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(), d_work,
+  JAXMG_SOLVER(cusolverMpGels(ctx_.handle, CUBLAS_OP_N, m, n, held, a->data, 1, 1, a->desc->get(),
+                              z->data, 1, 1, z->desc->get(), DataTypeOf<T>(), d_work,
                               workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(),
                               small_));
-  return Agree<T>(Held(), false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
+  return Agree<T>(*a, false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
 }
 
 template <typename T>
-Status Engine::Eigh(bool vectors, void* x, int* info) {
+Status Engine::Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info) {
   StepTimer timer("Eigh", stream_);
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
@@ -358,23 +372,23 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
     return JAXMG_ERROR("the eigensolver runs on a redistributed matrix");
   }
   const size_t es = sizeof(T);
-  const int64_t n = plan.engine_rows();
+  const int64_t n = a.rows;
+  *z = Matrix();
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
   // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
   // check): the solver is not run on it.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(a, false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
   void* w = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
-  nrhs_ = n;
-  rhs_local_cols_ = local_cols_;
-  if (!vectors && UseBandEigenvalues(plan.tile)) {
-    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(EngineMatrix(), w));
+  if (!vectors && UseBandEigenvalues(a.tile)) {
+    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(BandSource{a.data, a.cols, a.tile, a.local_rows}, w));
   } else if (vectors && UseBandEigh()) {
-    JAXMG_RETURN_IF_ERROR(BandEigh<T>(w));
+    JAXMG_RETURN_IF_ERROR(BandEigh<T>(a, w, z));
   } else {
-    JAXMG_RETURN_IF_ERROR(LibraryEigh<T>(vectors, w));
+    JAXMG_RETURN_IF_ERROR(LibraryEigh<T>(a, vectors, w, z));
   }
+  if (!vectors) *z = Matrix();
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
   // x := the eigenvalues, in the real parts (the imaginary parts stay 0).
   JAXMG_CUDA(
@@ -383,22 +397,20 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
 }
 
 // cuSOLVERMp's Syevd (one-stage tridiagonal reduction): w := the eigenvalues and, with vectors,
-// local_b_ := the eigenvectors.
+// *z := the eigenvectors.
 template <typename T>
-Status Engine::LibraryEigh(bool vectors, void* w) {
-  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * local_cols_, 1), &local_b_));
-  JAXMG_RETURN_IF_ERROR(
-      desc_b_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+Status Engine::LibraryEigh(const Matrix& a, bool vectors, void* w, Matrix* z) {
+  const int64_t n = a.rows;
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(a, z));
   char jobz[2] = {vectors ? 'V' : 'N', 0};
   size_t dev = 0, host = 0;
-  JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
-                                          desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(),
+  JAXMG_SOLVER(cusolverMpSyevd_bufferSize(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data, 1,
+                                          1, a.desc->get(), w, z->data, 1, 1, z->desc->get(),
                                           DataTypeOf<T>(), &dev, &host));
   void* d_work = nullptr;
   JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
-  JAXMG_SOLVER(cusolverMpSyevd(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1,
-                               desc_a_.get(), w, local_b_, 1, 1, desc_b_.get(), DataTypeOf<T>(),
+  JAXMG_SOLVER(cusolverMpSyevd(ctx_.handle, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data, 1, 1,
+                               a.desc->get(), w, z->data, 1, 1, z->desc->get(), DataTypeOf<T>(),
                                d_work, workspace_bytes_, ctx_.host_work.data(),
                                ctx_.host_work.size(), small_));
   return Status();
@@ -457,16 +469,17 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
 }
 
 template <typename T>
-Status Engine::Sygvd(bool vectors, void* x, int* info) {
+Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z_out,
+                     int* info) {
   StepTimer timer("Sygvd", stream_);
   using R = RealOf<T>;
-  const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, lc = local_cols_;
+  const int64_t n = m.rows, t = m.tile, lr = m.local_rows, lc = m.local_cols;
+  *z_out = Matrix();
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
   // A non-finite A is agreed on first (the agreement's scan, no diagonal check); a non-finite
   // B ends as a failed factorization or non-finite eigenvalues.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(m, false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
   void *w = nullptr, *z = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
@@ -476,15 +489,15 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
   const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   size_t dev = 0, host = 0;
   JAXMG_SOLVER(cusolverMpSygvd_bufferSize(
-      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, 1, 1, desc_a_.get(), 1, 1,
-      desc_b_.get(), 1, 1, desc_z.get(), DataTypeOf<T>(), &dev, &host));
+      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, 1, 1, m.desc->get(), 1, 1,
+      k.desc->get(), 1, 1, desc_z.get(), DataTypeOf<T>(), &dev, &host));
   void* d_work = nullptr;
   JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &d_work));
   // cuSOLVERMp 0.9.1 answers a B that is not positive definite (or holds NaN) with
   // INTERNAL_ERROR rather than an info (found on 2 H200s): status n + 1, agreed below.
   const cusolverStatus_t st = cusolverMpSygvd(
-      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, work_, 1, 1, desc_a_.get(),
-      local_b_, 1, 1, desc_b_.get(), w, z, 1, 1, desc_z.get(), DataTypeOf<T>(), d_work,
+      ctx_.handle, CUSOLVER_EIG_TYPE_1, jobz, CUBLAS_FILL_MODE_LOWER, n, m.data, 1, 1,
+      m.desc->get(), k.data, 1, 1, k.desc->get(), w, z, 1, 1, desc_z.get(), DataTypeOf<T>(), d_work,
       workspace_bytes_, ctx_.host_work.data(), ctx_.host_work.size(), small_);
   const bool failed =
       st == CUSOLVER_STATUS_INTERNAL_ERROR || st == CUSOLVER_STATUS_EXECUTION_FAILED;
@@ -493,7 +506,10 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, failed, info));
   JAXMG_CUDA(
       cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
-  local_b_ = z;  // the eigenvectors, where VectorsOut reads them (desc_b_ is Z's layout too)
+  if (vectors) {  // the eigenvectors (k's descriptor describes z: the same layout)
+    *z_out = k;
+    z_out->data = z;
+  }
   return Status();
 }
 
@@ -582,25 +598,26 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
                      "cublasMpTrsm");
 }
 
-#define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
-  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);  \
-  template Status Engine::Potrf<T>(Matrix * a, int* info);                                   \
-  template Status Engine::Getrf<T>(Matrix * a, int* info);                                   \
-  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                        \
-  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);       \
-  template Status Engine::Geqrf<T>(int* info);                                               \
-  template Status Engine::QrSolve<T>(int* info);                                             \
-  template Status Engine::QrFactor<T>();                                                     \
-  template Status Engine::Orgqr<T>();                                                        \
-  template Status Engine::Gels<T>(int* info);                                                \
-  template Status Engine::Eigh<T>(bool vectors, void* x, int* info);                         \
-  template Status Engine::LibraryEigh<T>(bool vectors, void* w);                             \
-  template Status Engine::Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, \
-                                   int64_t x_cols, int* info);                               \
-  template Status Engine::Sygvd<T>(bool vectors, void* x, int* info);                        \
-  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,    \
-                                  Matrix* c);                                                \
-  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& a, \
+#define JAXMG_INSTANTIATE_VENDOR(T)                                                              \
+  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);      \
+  template Status Engine::Potrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::Getrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                            \
+  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);           \
+  template Status Engine::Geqrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::QrSolve<T>(const Matrix& rhs, int* info, void** solution);             \
+  template Status Engine::QrFactor<T>();                                                         \
+  template Status Engine::Orgqr<T>(Matrix * a);                                                  \
+  template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);            \
+  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info); \
+  template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z);     \
+  template Status Engine::Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows,     \
+                                   int64_t x_cols, int* info);                                   \
+  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x,      \
+                                   Matrix* z, int* info);                                        \
+  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,        \
+                                  Matrix* c);                                                    \
+  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& a,     \
                                   const Matrix& c, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_VENDOR)
 #undef JAXMG_INSTANTIATE_VENDOR

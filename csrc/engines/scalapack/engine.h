@@ -79,19 +79,19 @@ class Engine {
   template <typename T>
   Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
   template <typename T>
-  Status Geqrf(int* info);
+  Status Geqrf(Matrix* a, int* info);
   template <typename T>
-  Status Orgqr();
+  Status Orgqr(Matrix* a);
   template <typename T>
-  Status Gels(int* info);
+  Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
   template <typename T>
-  Status LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows);
+  Status LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows);
   template <typename T>
   Status WorkOut(void* shard);
   template <typename T>
-  Status Eigh(bool vectors, void* x, int* info);
+  Status Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);
   template <typename T>
-  Status VectorsOut(void* shard);
+  Status VectorsOut(const Matrix& z, const Matrix& work, void* shard);
   template <typename T>
   Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
@@ -116,7 +116,7 @@ class Engine {
   template <typename T>
   Status Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c);
   template <typename T>
-  Status Sygvd(bool vectors, void* x, int* info);
+  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z, int* info);
   template <typename T>
   Status SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols);
   template <typename T>
@@ -155,10 +155,11 @@ class Engine {
   // The band's width for tile t (config.eig_band: the widest tried; 0: the two stages do not
   // apply).
   int64_t EigBand(int64_t t) const;
-  // w := the eigenvalues (ascending) and, with vectors, local_b_ := the eigenvectors (as the
-  // matrix is distributed); *info > 0 where the tridiagonal solve failed (agreed).
+  // w := the eigenvalues (ascending) of a (the engine matrix; overwritten) and, with vectors,
+  // z := the eigenvectors (distributed as a); *info > 0 where the tridiagonal solve failed
+  // (agreed).
   template <typename T>
-  Status TwoStageEigh(bool vectors, RealOf<T>* w, int* info);
+  Status TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const Matrix& z, int* info);
   // QDWH's buffers, allocated (a local outcome, for the caller's agreement), and its operands.
   template <typename T>
   Status PolarBuffers(bool keep_a);
