@@ -125,15 +125,19 @@
 //                                         overwritten): λ into x as Eigh, the vectors into *z as
 //                                         Eigh's; info agreed: n + i when K's leading minor of
 //                                         order i is not positive definite, else as Eigh's
-//   Status Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
-//                   int* info)            (a redistributed m x n engine matrix, m >= n) its
-//                                         singular values, descending, into the last of x's
-//                                         x_cols columns for x's rows (row-major; x_rows of the
-//                                         n, as for LeadingRowsOut); with vectors_u the engine
-//                                         matrix := U (m x n), with vectors_vt Vᴴ (n x n) kept
-//                                         as the square matrix; info agreed: > 0 for no
-//                                         convergence or a non-finite entry (nothing solved)
-//   QDWH's steps (routines/polar.h), on a redistributed m x n engine matrix, m >= n:
+//   Status Gesvd<T>(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows,
+//                   int64_t x_cols, Matrix* vt, int* info)
+//                                         (a redistributed m x n engine matrix a, m >= n;
+//                                         overwritten) its singular values, descending, into the
+//                                         last of x's x_cols columns for x's rows (row-major;
+//                                         x_rows of the n, as for LeadingRowsOut); with vectors_u
+//                                         *a := U (m x n, a's layout), with vectors_vt *vt := Vᴴ
+//                                         (n x n, a new matrix whose columns are distributed like
+//                                         a's); info agreed: > 0 for no convergence or a
+//                                         non-finite entry (nothing solved)
+//   QDWH's steps (routines/polar.h), on a redistributed m x n engine matrix, m >= n, which holds
+//   U in place throughout (its handle from Prepare stays valid); the iteration's other operands
+//   are the engine's own:
 //   Status PolarBegin<T>(bool keep_a, double* lower, int* info)
 //                                         info agreed: > 0 for a non-finite entry (nothing
 //                                         more to do); else U := A / (‖A‖₁ ‖A‖∞)^½ (A kept,
@@ -144,13 +148,15 @@
 //   Status PolarCholesky<T>(double c, double coef, double e, double* change)
 //                                         U := e U + coef U Z⁻¹, Z = I + c UᴴU; *change :=
 //                                         ‖U − U_prev‖_F, the same on every rank
-//   Status PolarEnd<T>(bool h, int* info) U := (3U − U UᴴU) / 2, the engine matrix := U; with
-//                                         h, H := ½ (UᴴA + AᴴU) kept as the square matrix; info
-//                                         agreed: > 0 for a non-finite entry of U
-//   Status PolarValues<T>(void* x, int64_t x_rows, int64_t x_cols, int* info)
-//                                         (after PolarEnd with h) H's eigenvalues, A's singular
-//                                         values: descending, at least 0, into x's last column
-//                                         for x's rows (as Gesvd's); info agreed
+//   Status PolarEnd<T>(bool h, Matrix* hm, int* info)
+//                                         U := (3U − U UᴴU) / 2, the engine matrix := U; with h,
+//                                         *hm := H = ½ (UᴴA + AᴴU), a new n x n matrix (columns
+//                                         distributed like the engine matrix's); info agreed: > 0
+//                                         for a non-finite entry of U
+//   Status PolarValues<T>(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info)
+//                                         (hm from PolarEnd; overwritten) H's eigenvalues, A's
+//                                         singular values: descending, at least 0, into x's last
+//                                         column for x's rows (as Gesvd's); info agreed
 //   Status RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c)
 //                                         (redistributed plans) *c := Bᵀ, the rows x cols.extent
 //                                         matrix that the shards of b read column-major are (b:
@@ -170,11 +176,10 @@
 //                                         every rank before the solve: 1 + the first diagonal
 //                                         entry of m that is zero or not finite (diag 'N'), else
 //                                         0; nothing solved when info != 0
-//   Status SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols)
+//   Status SquareRowsOut<T>(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols)
 //                                         columns 0..n-1 of x (row stride x_cols) := this
-//                                         shard's x_rows of the square matrix kept (collective)
-//   Status WorkOut<T>(void* shard)        the shard := the engine matrix in the JAX layout
-//                                         (nothing to do where the engine worked in the shard)
+//                                         shard's x_rows of the n x n matrix s (Vᴴ, H;
+//                                         collective)
 //   Status FillNan<T>(void* x, int64_t count)
 //   Status WriteStatus(int info, int32_t* status)
 //   Status Finish(const Status& result)   the end of every call, reached by every rank that ran
@@ -325,7 +330,6 @@ struct SolveIo {
   template Status Engine::Orgqr<T>(Engine::Matrix*);                                              \
   template Status Engine::Gels<T>(Engine::Matrix*, const Engine::Matrix&, Engine::Matrix*, int*); \
   template Status Engine::LeadingRowsOut<T>(const Engine::Matrix&, void*, int64_t);               \
-  template Status Engine::WorkOut<T>(void*);                                                      \
   template Status Engine::Eigh<T>(const Engine::Matrix&, bool, void*, Engine::Matrix*, int*);     \
   template Status Engine::VectorsOut<T>(const Engine::Matrix&, const Engine::Matrix&, void*);     \
   template Status Engine::MatrixIn<T>(const void*, Engine::Matrix*);                              \
@@ -337,12 +341,13 @@ struct SolveIo {
                                   Engine::Matrix*);                                               \
   template Status Engine::Sygvd<T>(const Engine::Matrix&, const Engine::Matrix&, bool, void*,     \
                                    Engine::Matrix*, int*);                                        \
-  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);                              \
+  template Status Engine::SquareRowsOut<T>(const Engine::Matrix&, void*, int64_t, int64_t);       \
   template Status Engine::FillNan<T>(void*, int64_t);
-#define JAXMG_INSTANTIATE_POLAR_STEPS(Engine, T)                               \
-  template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \
-  template Status Engine::PolarBegin<T>(bool, double*, int*);                  \
-  template Status Engine::PolarQr<T>(double, double, double);                  \
-  template Status Engine::PolarCholesky<T>(double, double, double, double*);   \
-  template Status Engine::PolarEnd<T>(bool, int*);                             \
-  template Status Engine::PolarValues<T>(void*, int64_t, int64_t, int*);
+#define JAXMG_INSTANTIATE_POLAR_STEPS(Engine, T)                                         \
+  template Status Engine::Gesvd<T>(Engine::Matrix*, bool, bool, void*, int64_t, int64_t, \
+                                   Engine::Matrix*, int*);                               \
+  template Status Engine::PolarBegin<T>(bool, double*, int*);                            \
+  template Status Engine::PolarQr<T>(double, double, double);                            \
+  template Status Engine::PolarCholesky<T>(double, double, double, double*);             \
+  template Status Engine::PolarEnd<T>(bool, Engine::Matrix*, int*);                      \
+  template Status Engine::PolarValues<T>(const Engine::Matrix&, void*, int64_t, int64_t, int*);

@@ -175,9 +175,9 @@ Status Engine::VectorsOut(const Matrix& z, const Matrix& work, void* shard) {
 }
 
 template <typename T>
-Status Engine::SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols) {
+Status Engine::SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols) {
   StepTimer timer("SquareRowsOut", stream_);
-  return RowsOut<T>(square_, square_rows_, local_cols_, state_.plan.cols.extent, x, x_rows, x_cols);
+  return RowsOut<T>(s.data, s.local_rows, s.local_cols, s.cols, x, x_rows, x_cols);
 }
 
 template <typename T>
@@ -239,7 +239,8 @@ Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
   template Status Engine::RowsOut<T>(const void* local, int64_t ld, int64_t lc, int64_t cols,     \
                                      void* x, int64_t x_rows, int64_t x_cols);                    \
   template Status Engine::VectorsOut<T>(const Matrix& z, const Matrix& work, void* shard);        \
-  template Status Engine::SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols);              \
+  template Status Engine::SquareRowsOut<T>(const Matrix& s, void* x, int64_t x_rows,              \
+                                           int64_t x_cols);                                       \
   template Status Engine::SingularValuesOut<T>(const void* w, int64_t n, void* x, int64_t x_rows, \
                                                int64_t x_cols);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_RHS)

@@ -417,9 +417,10 @@ Status Engine::LibraryEigh(const Matrix& a, bool vectors, void* w, Matrix* z) {
 }
 
 template <typename T>
-Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
-                     int* info) {
+Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows,
+                     int64_t x_cols, Matrix* vt_out, int* info) {
   StepTimer timer("Gesvd", stream_);
+  *vt_out = Matrix();
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
   if (plan.strategy != layout::Strategy::kRedistribute) {
@@ -464,7 +465,11 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
   JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
                                static_cast<const char*>(s) + sizeof(R) * FirstRow(x_rows),
                                sizeof(R), sizeof(R), x_rows, cudaMemcpyDeviceToDevice, stream_));
-  if (vectors_u) work_ = u;  // the engine matrix := U
+  if (vectors_u) {  // the engine matrix := U (a's layout: the descriptor stays)
+    work_ = u;
+    a->data = u;
+  }
+  if (vectors_vt) *vt_out = SquareHeld();
   return Status();
 }
 
@@ -611,8 +616,8 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
   template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);            \
   template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info); \
   template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z);     \
-  template Status Engine::Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows,     \
-                                   int64_t x_cols, int* info);                                   \
+  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,         \
+                                   int64_t x_rows, int64_t x_cols, Matrix* vt_out, int* info);   \
   template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x,      \
                                    Matrix* z, int* info);                                        \
   template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,        \

@@ -158,6 +158,16 @@ Engine::Matrix Engine::Held() const {
   return a;
 }
 
+Engine::Matrix Engine::SquareHeld() const {
+  Matrix s = Held();
+  s.data = const_cast<char*>(square_.data());
+  s.desc = &desc_square_;
+  s.rows = s.cols = plan_->cols.extent;
+  s.local_rows = square_rows_;
+  s.ld = std::max<int64_t>(square_rows_, 1);
+  return s;
+}
+
 template <typename T>
 Status Engine::NewLike(const Matrix& like, Matrix* out) {
   matrices_.emplace_back(
@@ -842,17 +852,8 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Ma
 }
 
 template <typename T>
-Status Engine::SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols) {
-  const int64_t n = plan_->cols.extent;
-  return RowsOut<T>(As<T>(square_.data()), square_rows_, local_cols_, n, x, x_rows, x_cols);
-}
-
-template <typename T>
-Status Engine::WorkOut(void* shard) {
-  // In place (a relabeled plan without padding; general plans permute no local tiles): the
-  // engine-local array is the shard.
-  if (work_ == shard) return Status();
-  return MatrixOut<T>(work_, desc_a_, shard);
+Status Engine::SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols) {
+  return RowsOut<T>(s.As<T>(), s.local_rows, s.local_cols, s.cols, x, x_rows, x_cols);
 }
 
 template <typename T>

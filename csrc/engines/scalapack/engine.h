@@ -87,13 +87,12 @@ class Engine {
   template <typename T>
   Status LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows);
   template <typename T>
-  Status WorkOut(void* shard);
-  template <typename T>
   Status Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);
   template <typename T>
   Status VectorsOut(const Matrix& z, const Matrix& work, void* shard);
   template <typename T>
-  Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
+  Status Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
+               Matrix* vt, int* info);
   template <typename T>
   Status PolarBegin(bool keep_a, double* lower, int* info);
   template <typename T>
@@ -101,9 +100,9 @@ class Engine {
   template <typename T>
   Status PolarCholesky(double c, double coef, double e, double* change);
   template <typename T>
-  Status PolarEnd(bool h, int* info);
+  Status PolarEnd(bool h, Matrix* hm, int* info);
   template <typename T>
-  Status PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info);
+  Status PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
   Status MatrixIn(const void* shard, Matrix* k);
   template <typename T>
@@ -118,7 +117,7 @@ class Engine {
   template <typename T>
   Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z, int* info);
   template <typename T>
-  Status SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols);
+  Status SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols);
   template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
@@ -140,6 +139,8 @@ class Engine {
   // The engine matrix (the registers work_, desc_a_ and the local extents) as a handle, for the
   // steps that still read the registers.
   Matrix Held() const;
+  // The square matrix (square_, desc_square_: Vᴴ, H) as a handle.
+  Matrix SquareHeld() const;
   // *out := a new zero matrix distributed like `like` (storage and descriptor owned by the
   // engine for the call).
   template <typename T>
