@@ -78,29 +78,38 @@
 //                                         (collective); sign 0 and -inf for an exactly singular
 //                                         B, NaN for a non-finite factor; the relabeling's parity
 //                                         included
-//   Status Geqrf<T>(int* info)            QR of the engine matrix's leading cols.extent columns
-//                                         (all its rows); info: 1 + the first column holding a
-//                                         non-finite entry, or 0, agreed by every rank
-//   Status Orgqr<T>()                     the engine matrix := Q of that factorization (its
+//   Status Geqrf<T>(Matrix* a, int* info) QR of the engine matrix a's leading cols.extent columns
+//                                         (all its rows), in place (a->factored := kQr); info: 1
+//                                         + the first column holding a non-finite entry, or 0,
+//                                         agreed by every rank
+//   Status Orgqr<T>(Matrix* a)            (a from Geqrf) a := Q of that factorization (its
 //                                         leading cols.extent columns)
-//   Status Gels<T>(int* info)             least squares min ‖B z − c‖ with the right-hand side
-//                                         held; info as Geqrf's, or 1 + the first exactly zero
-//                                         diagonal entry of R (rank deficient), agreed
-//   Status LeadingRowsOut<T>(bool from_matrix, void* x, int64_t x_rows)
+//   Status Gels<T>(Matrix* a, const Matrix& c, Matrix* z, int* info)
+//                                         least squares min ‖B z − c‖ for the engine matrix a
+//                                         (factored in place: a->factored := kQr) and c from
+//                                         RhsIn (overwritten); *z := the solution, in its leading
+//                                         cols.extent rows (c's storage, or replicated); info as
+//                                         Geqrf's, or 1 + the first exactly zero diagonal entry of
+//                                         R (rank deficient), agreed
+//   Status LeadingRowsOut<T>(const Matrix& y, void* x, int64_t x_rows)
 //                                         x (row-major) := this shard's x_rows of the first
-//                                         cols.extent rows, in engine order, of the engine
-//                                         matrix's leading cols.extent columns (from_matrix: R)
-//                                         or of the right-hand side (a least-squares solution);
-//                                         x_rows is all of them or the block of the caller's
-//                                         right-hand-side layout (collective)
-//   Status Eigh<T>(bool vectors, void* x, int* info)
-//                                         (a redistributed Hermitian engine matrix, lower
-//                                         triangle) its eigenvalues, ascending, into the n
-//                                         entries of x (real parts), the same on every rank; with
-//                                         `vectors` the eigenvectors kept; info agreed: > 0 for no
-//                                         convergence or a non-finite entry (then nothing solved)
-//   Status VectorsOut<T>(void* shard)     the shard := its part of the eigenvector matrix in the
-//                                         JAX layout (columns are eigenvectors)
+//                                         cols.extent rows, in engine order, of R (y from Geqrf:
+//                                         its leading cols.extent columns) or of a least-squares
+//                                         solution (y from Gels: all its columns); x_rows is all
+//                                         of them or the block of the caller's right-hand-side
+//                                         layout (collective)
+//   Status Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info)
+//                                         (a redistributed Hermitian engine matrix a, lower
+//                                         triangle; overwritten) its eigenvalues, ascending, into
+//                                         the n entries of x (real parts), the same on every rank;
+//                                         with `vectors` *z := the eigenvectors Z (columns), a new
+//                                         matrix distributed like a (z->adjoint: it holds Zᴴ);
+//                                         info agreed: > 0 for no convergence or a non-finite entry
+//                                         (then nothing solved)
+//   Status VectorsOut<T>(const Matrix& z, const Matrix& work, void* shard)
+//                                         the shard := its part of the eigenvector matrix z in the
+//                                         JAX layout (columns are eigenvectors); work (distributed
+//                                         like z, e.g. the solver's spent input) is overwritten
 //   Status MatrixIn<T>(const void* shard, Matrix* k)
 //                                         (redistributed plans) *k := the second matrix (b, a
 //                                         shard of an n x n matrix sharded like a, read
@@ -109,22 +118,26 @@
 //   Status Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c)
 //                                         (redistributed plans, n x n) *c := op_b(k) op_a(m), a
 //                                         new matrix distributed like m (op: 'N', 'T' or 'C')
-//   Status Sygvd<T>(bool vectors, void* x, int* info)
-//                                         the generalized problem M z = λ K z for the engine
-//                                         matrix M (Hermitian, lower triangle) and the second
-//                                         matrix K (positive definite, lower triangle): λ into
-//                                         x as Eigh, the vectors kept for VectorsOut; info
-//                                         agreed: n + i when K's leading minor of order i is
-//                                         not positive definite, else as Eigh's
-//   Status Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
-//                   int* info)            (a redistributed m x n engine matrix, m >= n) its
-//                                         singular values, descending, into the last of x's
-//                                         x_cols columns for x's rows (row-major; x_rows of the
-//                                         n, as for LeadingRowsOut); with vectors_u the engine
-//                                         matrix := U (m x n), with vectors_vt Vᴴ (n x n) kept
-//                                         as the square matrix; info agreed: > 0 for no
-//                                         convergence or a non-finite entry (nothing solved)
-//   QDWH's steps (routines/polar.h), on a redistributed m x n engine matrix, m >= n:
+//   Status Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z,
+//                   int* info)            the generalized problem M z = λ K z for the engine
+//                                         matrix m (Hermitian, lower triangle) and the second
+//                                         matrix k (positive definite, lower triangle; both
+//                                         overwritten): λ into x as Eigh, the vectors into *z as
+//                                         Eigh's; info agreed: n + i when K's leading minor of
+//                                         order i is not positive definite, else as Eigh's
+//   Status Gesvd<T>(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows,
+//                   int64_t x_cols, Matrix* vt, int* info)
+//                                         (a redistributed m x n engine matrix a, m >= n;
+//                                         overwritten) its singular values, descending, into the
+//                                         last of x's x_cols columns for x's rows (row-major;
+//                                         x_rows of the n, as for LeadingRowsOut); with vectors_u
+//                                         *a := U (m x n, a's layout), with vectors_vt *vt := Vᴴ
+//                                         (n x n, a new matrix whose columns are distributed like
+//                                         a's); info agreed: > 0 for no convergence or a
+//                                         non-finite entry (nothing solved)
+//   QDWH's steps (routines/polar.h), on a redistributed m x n engine matrix, m >= n, which holds
+//   U in place throughout (its handle from Prepare stays valid); the iteration's other operands
+//   are the engine's own:
 //   Status PolarBegin<T>(bool keep_a, double* lower, int* info)
 //                                         info agreed: > 0 for a non-finite entry (nothing
 //                                         more to do); else U := A / (‖A‖₁ ‖A‖∞)^½ (A kept,
@@ -135,13 +148,15 @@
 //   Status PolarCholesky<T>(double c, double coef, double e, double* change)
 //                                         U := e U + coef U Z⁻¹, Z = I + c UᴴU; *change :=
 //                                         ‖U − U_prev‖_F, the same on every rank
-//   Status PolarEnd<T>(bool h, int* info) U := (3U − U UᴴU) / 2, the engine matrix := U; with
-//                                         h, H := ½ (UᴴA + AᴴU) kept as the square matrix; info
-//                                         agreed: > 0 for a non-finite entry of U
-//   Status PolarValues<T>(void* x, int64_t x_rows, int64_t x_cols, int* info)
-//                                         (after PolarEnd with h) H's eigenvalues, A's singular
-//                                         values: descending, at least 0, into x's last column
-//                                         for x's rows (as Gesvd's); info agreed
+//   Status PolarEnd<T>(bool h, Matrix* hm, int* info)
+//                                         U := (3U − U UᴴU) / 2, the engine matrix := U; with h,
+//                                         *hm := H = ½ (UᴴA + AᴴU), a new n x n matrix (columns
+//                                         distributed like the engine matrix's); info agreed: > 0
+//                                         for a non-finite entry of U
+//   Status PolarValues<T>(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info)
+//                                         (hm from PolarEnd; overwritten) H's eigenvalues, A's
+//                                         singular values: descending, at least 0, into x's last
+//                                         column for x's rows (as Gesvd's); info agreed
 //   Status RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c)
 //                                         (redistributed plans) *c := Bᵀ, the rows x cols.extent
 //                                         matrix that the shards of b read column-major are (b:
@@ -161,11 +176,10 @@
 //                                         every rank before the solve: 1 + the first diagonal
 //                                         entry of m that is zero or not finite (diag 'N'), else
 //                                         0; nothing solved when info != 0
-//   Status SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols)
+//   Status SquareRowsOut<T>(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols)
 //                                         columns 0..n-1 of x (row stride x_cols) := this
-//                                         shard's x_rows of the square matrix kept (collective)
-//   Status WorkOut<T>(void* shard)        the shard := the engine matrix in the JAX layout
-//                                         (nothing to do where the engine worked in the shard)
+//                                         shard's x_rows of the n x n matrix s (Vᴴ, H;
+//                                         collective)
 //   Status FillNan<T>(void* x, int64_t count)
 //   Status WriteStatus(int info, int32_t* status)
 //   Status Finish(const Status& result)   the end of every call, reached by every rank that ran
@@ -195,6 +209,8 @@ enum class Factorization : int {
                   // keeps them (Getrf)
   kLuHostPivots,  // P B = L U as p?getrf stores it, with the global 1-based pivots on the host
                   // (the engines' own LU, or a kept factor's pivots: PivotsIn)
+  kQr,            // the Householder QR of its leading cols.extent columns: R above the
+                  // reflectors, their scalars kept by the engine (Geqrf, Gels)
 };
 
 // A distributed matrix as the steps pass it (SLATE's Matrix::fromScaLAPACK): a value that points at
@@ -211,6 +227,10 @@ struct DistributedMatrix {
   int64_t ld = 1;  // local leading dimension, max(local_rows, 1)
   int64_t tile = 1;
   Factorization factored = Factorization::kNone;
+  bool adjoint = false;  // holds the adjoint (conjugate transpose) of the matrix it stands for
+  // Whole on every rank, row-major rows x cols, no descriptor (a least-squares solution
+  // assembled on every rank).
+  bool replicated = false;
 
   template <typename T>
   T* As() const {
@@ -288,45 +308,46 @@ struct SolveIo {
 // Explicit instantiation of an engine's steps for one element type, in two families: the
 // steps of the solve, factor, QR, eigen and product routines, and those of gesvd and polar
 // (each in the engine file that defines them).
-#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                                            \
-  template Status Engine::Asymmetric<T>(const void*, bool*);                                \
-  template Status Engine::CheckSymmetry<T>(const void*);                                    \
-  template Status Engine::Prepare<T>(void*, Engine::Matrix*);                               \
-  template Status Engine::Potrf<T>(Engine::Matrix*, int*);                                  \
-  template Status Engine::Getrf<T>(Engine::Matrix*, int*);                                  \
-  template Status Engine::Potrs<T>(const Engine::Matrix&, const Engine::Matrix&);           \
-  template Status Engine::Getrs<T>(const Engine::Matrix&, const Engine::Matrix&, bool);     \
-  template Status Engine::LogAbsDiag<T>(const Engine::Matrix&, double, bool, void*);        \
-  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool, Engine::Matrix*);      \
-  template Status Engine::RhsOut<T>(const Engine::Matrix&, void*, Axis, bool);              \
-  template Status Engine::Identity<T>(const Engine::Matrix&, Engine::Matrix*);              \
-  template Status Engine::InverseSolve<T>(const Engine::Matrix&, bool, Engine::Matrix*);    \
-  template Status Engine::CholeskyInverse<T>(const Engine::Matrix&, Engine::Matrix*);       \
-  template Status Engine::ShardOut<T>(const Engine::Matrix&, void*);                        \
-  template Status Engine::FactorOut<T>(const Engine::Matrix&, void*, int64_t);              \
-  template Status Engine::Adopt<T>(const void*, int64_t, Factorization, Engine::Matrix*);   \
-  template Status Engine::SignLogDet<T>(const Engine::Matrix&, void*, void*);               \
-  template Status Engine::Geqrf<T>(int*);                                                   \
-  template Status Engine::Orgqr<T>();                                                       \
-  template Status Engine::Gels<T>(int*);                                                    \
-  template Status Engine::LeadingRowsOut<T>(bool, void*, int64_t);                          \
-  template Status Engine::WorkOut<T>(void*);                                                \
-  template Status Engine::Eigh<T>(bool, void*, int*);                                       \
-  template Status Engine::VectorsOut<T>(void*);                                             \
-  template Status Engine::MatrixIn<T>(const void*, Engine::Matrix*);                        \
-  template Status Engine::RhsMatrixIn<T>(const void*, int64_t, Engine::Matrix*);            \
-  template Status Engine::RhsMatrixOut<T>(const Engine::Matrix&, void*);                    \
-  template Status Engine::Trsm<T>(char, char, char, char, const Engine::Matrix&,            \
-                                  const Engine::Matrix&, int*);                             \
-  template Status Engine::Gemm<T>(char, const Engine::Matrix&, char, const Engine::Matrix&, \
-                                  Engine::Matrix*);                                         \
-  template Status Engine::Sygvd<T>(bool, void*, int*);                                      \
-  template Status Engine::SquareRowsOut<T>(void*, int64_t, int64_t);                        \
+#define JAXMG_INSTANTIATE_SOLVE_STEPS(Engine, T)                                                  \
+  template Status Engine::Asymmetric<T>(const void*, bool*);                                      \
+  template Status Engine::CheckSymmetry<T>(const void*);                                          \
+  template Status Engine::Prepare<T>(void*, Engine::Matrix*);                                     \
+  template Status Engine::Potrf<T>(Engine::Matrix*, int*);                                        \
+  template Status Engine::Getrf<T>(Engine::Matrix*, int*);                                        \
+  template Status Engine::Potrs<T>(const Engine::Matrix&, const Engine::Matrix&);                 \
+  template Status Engine::Getrs<T>(const Engine::Matrix&, const Engine::Matrix&, bool);           \
+  template Status Engine::LogAbsDiag<T>(const Engine::Matrix&, double, bool, void*);              \
+  template Status Engine::RhsIn<T>(const void*, int64_t, Axis, bool, Engine::Matrix*);            \
+  template Status Engine::RhsOut<T>(const Engine::Matrix&, void*, Axis, bool);                    \
+  template Status Engine::Identity<T>(const Engine::Matrix&, Engine::Matrix*);                    \
+  template Status Engine::InverseSolve<T>(const Engine::Matrix&, bool, Engine::Matrix*);          \
+  template Status Engine::CholeskyInverse<T>(const Engine::Matrix&, Engine::Matrix*);             \
+  template Status Engine::ShardOut<T>(const Engine::Matrix&, void*);                              \
+  template Status Engine::FactorOut<T>(const Engine::Matrix&, void*, int64_t);                    \
+  template Status Engine::Adopt<T>(const void*, int64_t, Factorization, Engine::Matrix*);         \
+  template Status Engine::SignLogDet<T>(const Engine::Matrix&, void*, void*);                     \
+  template Status Engine::Geqrf<T>(Engine::Matrix*, int*);                                        \
+  template Status Engine::Orgqr<T>(Engine::Matrix*);                                              \
+  template Status Engine::Gels<T>(Engine::Matrix*, const Engine::Matrix&, Engine::Matrix*, int*); \
+  template Status Engine::LeadingRowsOut<T>(const Engine::Matrix&, void*, int64_t);               \
+  template Status Engine::Eigh<T>(const Engine::Matrix&, bool, void*, Engine::Matrix*, int*);     \
+  template Status Engine::VectorsOut<T>(const Engine::Matrix&, const Engine::Matrix&, void*);     \
+  template Status Engine::MatrixIn<T>(const void*, Engine::Matrix*);                              \
+  template Status Engine::RhsMatrixIn<T>(const void*, int64_t, Engine::Matrix*);                  \
+  template Status Engine::RhsMatrixOut<T>(const Engine::Matrix&, void*);                          \
+  template Status Engine::Trsm<T>(char, char, char, char, const Engine::Matrix&,                  \
+                                  const Engine::Matrix&, int*);                                   \
+  template Status Engine::Gemm<T>(char, const Engine::Matrix&, char, const Engine::Matrix&,       \
+                                  Engine::Matrix*);                                               \
+  template Status Engine::Sygvd<T>(const Engine::Matrix&, const Engine::Matrix&, bool, void*,     \
+                                   Engine::Matrix*, int*);                                        \
+  template Status Engine::SquareRowsOut<T>(const Engine::Matrix&, void*, int64_t, int64_t);       \
   template Status Engine::FillNan<T>(void*, int64_t);
-#define JAXMG_INSTANTIATE_POLAR_STEPS(Engine, T)                               \
-  template Status Engine::Gesvd<T>(bool, bool, void*, int64_t, int64_t, int*); \
-  template Status Engine::PolarBegin<T>(bool, double*, int*);                  \
-  template Status Engine::PolarQr<T>(double, double, double);                  \
-  template Status Engine::PolarCholesky<T>(double, double, double, double*);   \
-  template Status Engine::PolarEnd<T>(bool, int*);                             \
-  template Status Engine::PolarValues<T>(void*, int64_t, int64_t, int*);
+#define JAXMG_INSTANTIATE_POLAR_STEPS(Engine, T)                                         \
+  template Status Engine::Gesvd<T>(Engine::Matrix*, bool, bool, void*, int64_t, int64_t, \
+                                   Engine::Matrix*, int*);                               \
+  template Status Engine::PolarBegin<T>(bool, double*, int*);                            \
+  template Status Engine::PolarQr<T>(double, double, double);                            \
+  template Status Engine::PolarCholesky<T>(double, double, double, double*);             \
+  template Status Engine::PolarEnd<T>(bool, Engine::Matrix*, int*);                      \
+  template Status Engine::PolarValues<T>(const Engine::Matrix&, void*, int64_t, int64_t, int*);

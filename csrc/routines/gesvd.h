@@ -5,7 +5,7 @@
 // As for qr (routines/qr.h), jaxmg/routines/gesvd.py hands aᵀ, so the engine matrix is A
 // itself, here always redistributed into block-cyclic tiles of its exact extents: a relabeled
 // plan's padded rows and columns would take part in the null space of a rank-deficient A.
-//   U (M x N) overwrites the engine matrix and comes back through the plan (WorkOut) in the
+//   U (M x N) overwrites the engine matrix and comes back through the plan (ShardOut) in the
 //   layout of aᵀ, which the Python side transposes back.
 //   x holds N rows (split like b's, or whole): Vᴴ in columns 0..N-1 (SquareRowsOut) and the
 //   singular values in the last column (gesvd.py takes them apart).
@@ -27,28 +27,30 @@ struct GesvdOf {
       return JAXMG_ERROR("gesvd runs on a redistributed matrix");
     }
     const int64_t x_cols = io.x_count / io.x_rows;
-    typename E::Matrix a;
+    typename E::Matrix a, vt;  // the engine matrix (then U), Vᴴ
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     if (!kU && !kVt) {
       // s alone: A = Up H (QDWH, routines/polar.h), then H's eigenvalues without vectors (H =
       // V diag(s) Vᴴ): a fraction of what an SVD's values-only path costs where, as
       // cuSOLVERMp's, it goes through the polar decomposition and an eigensolver with vectors.
       int info = 0;
-      JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, /*h=*/true, &info)));
+      typename E::Matrix h;
+      JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, /*h=*/true, &h, &info)));
       if (info == 0)
-        JAXMG_RETURN_IF_ERROR(e.template PolarValues<T>(io.x, io.x_rows, x_cols, &info));
+        JAXMG_RETURN_IF_ERROR(e.template PolarValues<T>(h, io.x, io.x_rows, x_cols, &info));
       JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
       return info != 0 ? e.template FillNan<T>(io.x, io.x_count) : Status();
     }
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Gesvd<T>(kU, kVt, io.x, io.x_rows, x_cols, &info));  // agreed
+    JAXMG_RETURN_IF_ERROR(
+        e.template Gesvd<T>(&a, kU, kVt, io.x, io.x_rows, x_cols, &vt, &info));  // agreed
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
       JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
       return kU ? e.template FillNan<T>(io.a, io.a_count) : Status();
     }
-    if (kVt) JAXMG_RETURN_IF_ERROR(e.template SquareRowsOut<T>(io.x, io.x_rows, x_cols));
-    return kU ? e.template WorkOut<T>(io.a) : Status();
+    if (kVt) JAXMG_RETURN_IF_ERROR(e.template SquareRowsOut<T>(vt, io.x, io.x_rows, x_cols));
+    return kU ? e.template ShardOut<T>(a, io.a) : Status();
   }
 };
 using Gesvd = GesvdOf<true, true>;

@@ -23,7 +23,7 @@
 // space: H is positive semi-definite and Up H = A.
 //
 // As gesvd (routines/gesvd.h) the engine matrix is A itself, redistributed into tiles of its
-// exact extents; Up comes back through the plan (WorkOut), H through x (SquareRowsOut).
+// exact extents; Up comes back through the plan (ShardOut), H through x (SquareRowsOut).
 #pragma once
 
 #include <cmath>
@@ -65,10 +65,10 @@ inline std::vector<QdwhStep> QdwhSchedule(double l0, double eps, int max_steps) 
   return steps;
 }
 
-// QDWH on the engine matrix (Prepare'd): A = Up H, the engine matrix := Up and, with h, H kept
-// as the square matrix; info agreed (> 0: a non-finite entry of A or of Up).
+// QDWH on the engine matrix (Prepare'd): A = Up H, the engine matrix := Up (in place) and, with
+// h, *hm := H; info agreed (> 0: a non-finite entry of A or of Up).
 template <class E, class T>
-Status Qdwh(E& e, bool h, int* info) {
+Status Qdwh(E& e, bool h, typename E::Matrix* hm, int* info) {
   constexpr int kMaxSteps = 10;
   double lower = 0;
   JAXMG_RETURN_IF_ERROR(e.template PolarBegin<T>(h, &lower, info));  // agreed
@@ -101,7 +101,7 @@ Status Qdwh(E& e, bool h, int* info) {
   for (size_t k = steps.size(); !bounded && change > tol && k < kMaxSteps; ++k) {
     JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(3, 3 - 1.0 / 3, 1.0 / 3, &change));
   }
-  return e.template PolarEnd<T>(h, info);  // agreed
+  return e.template PolarEnd<T>(h, hm, info);  // agreed
 }
 
 template <bool kH>
@@ -114,18 +114,20 @@ struct PolarOf {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("polar runs on a redistributed matrix");
     }
-    typename E::Matrix a;
+    typename E::Matrix a, h;  // the engine matrix (A, then Up in place), H
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, kH, &info)));
+    JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, kH, &h, &info)));
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
       JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
       return e.template FillNan<T>(io.a, io.a_count);
     }
-    if (kH)
-      JAXMG_RETURN_IF_ERROR(e.template SquareRowsOut<T>(io.x, io.x_rows, io.x_count / io.x_rows));
-    return e.template WorkOut<T>(io.a);
+    if (kH) {
+      JAXMG_RETURN_IF_ERROR(
+          e.template SquareRowsOut<T>(h, io.x, io.x_rows, io.x_count / io.x_rows));
+    }
+    return e.template ShardOut<T>(a, io.a);
   }
 };
 using Polar = PolarOf<true>;

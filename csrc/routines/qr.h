@@ -6,7 +6,7 @@
 // permutes the rows of Q and leaves R unchanged, and padded zero rows give zero rows of Q), the
 // columns in their order (kOrderedColumns: a column permutation would change R), padded only at
 // their end, beyond the N columns factored.
-//   B = (Π_r Q) R:  Q comes back through the plan (WorkOut: Π_r undone, padding dropped), in the
+//   B = (Π_r Q) R:  Q comes back through the plan (ShardOut: Π_r undone, padding dropped), in the
 //   layout of aᵀ (read row-major, Qᵀ), which qr.py transposes back; R is the first N rows of
 //   the factored B in engine order (LeadingRowsOut), taken before Orgqr overwrites them.
 //   least squares: min ‖B x − Π_r b‖ has the same x, the first N rows of the solved right-hand
@@ -26,15 +26,15 @@ struct Qr {
     typename E::Matrix a;
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Geqrf<T>(&info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.template Geqrf<T>(&a, &info));  // agreed by every rank
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
       JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
       return e.template FillNan<T>(io.a, io.a_count);
     }
-    JAXMG_RETURN_IF_ERROR(e.template LeadingRowsOut<T>(/*from_matrix=*/true, io.x, io.x_rows));
-    JAXMG_RETURN_IF_ERROR(e.template Orgqr<T>());
-    return e.template WorkOut<T>(io.a);
+    JAXMG_RETURN_IF_ERROR(e.template LeadingRowsOut<T>(a, io.x, io.x_rows));  // R
+    JAXMG_RETURN_IF_ERROR(e.template Orgqr<T>(&a));                           // a := Q
+    return e.template ShardOut<T>(a, io.a);
   }
 };
 
@@ -44,15 +44,14 @@ struct LeastSquares {
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
-    typename E::Matrix a;
+    typename E::Matrix a, c, z;
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
-    typename E::Matrix c;
     JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/false, &c));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Gels<T>(&info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.template Gels<T>(&a, c, &z, &info));  // agreed by every rank
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
-    return e.template LeadingRowsOut<T>(/*from_matrix=*/false, io.x, io.x_rows);
+    return e.template LeadingRowsOut<T>(z, io.x, io.x_rows);
   }
 };
 

@@ -4,7 +4,7 @@
 // to the eigenvalues, but its padding would add eigenvalues of its own and the eigenvectors'
 // rows and columns would need different maps. The engine matrix M is what the shards hold read
 // column-major, Aᵀ = conj(A): its eigenvectors are conj(V). The shard is written back as the
-// engine matrix's conjugate transpose Zᴴ, read row-major: conj(Z) = V, eigenvectors in columns
+// eigenvectors' conjugate transpose Zᴴ, read row-major: conj(Z) = V, eigenvectors in columns
 // (VectorsOut). The eigenvalues come in x (n x 1, whole on every device, real parts).
 #pragma once
 
@@ -30,22 +30,23 @@ struct SyevdOf {
     JAXMG_RETURN_IF_ERROR(
         (Potrs::RejectAsymmetric<E, T>(e, attrs, io, io.x, io.x_count, &rejected)));
     if (rejected) return kVectors ? e.template FillNan<T>(io.a, io.a_count) : Status();
-    typename E::Matrix a;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
+    typename E::Matrix m, z;  // the engine matrix, its eigenvectors
+    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &m));
     int info = 0;
     if constexpr (kGeneralized) {
       typename E::Matrix k;
       JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b, &k));
-      JAXMG_RETURN_IF_ERROR(e.template Sygvd<T>(kVectors, io.x, &info));  // agreed
+      JAXMG_RETURN_IF_ERROR(e.template Sygvd<T>(m, k, kVectors, io.x, &z, &info));  // agreed
     } else {
-      JAXMG_RETURN_IF_ERROR(e.template Eigh<T>(kVectors, io.x, &info));  // agreed
+      JAXMG_RETURN_IF_ERROR(e.template Eigh<T>(m, kVectors, io.x, &z, &info));  // agreed
     }
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
       JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
       return kVectors ? e.template FillNan<T>(io.a, io.a_count) : Status();
     }
-    return kVectors ? e.template VectorsOut<T>(io.a) : Status();
+    // m, spent, is VectorsOut's workspace.
+    return kVectors ? e.template VectorsOut<T>(z, m, io.a) : Status();
   }
 };
 using Syevd = SyevdOf<true>;

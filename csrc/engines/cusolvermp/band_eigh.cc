@@ -45,10 +45,6 @@ bool Engine::UseTwoStage(Choice choice, int64_t t) const {
 
 bool Engine::UseBandEigenvalues(int64_t t) const { return UseTwoStage(config_.gpu_eigvals, t); }
 
-Engine::BandSource Engine::EngineMatrix() const {
-  return BandSource{work_, state_.plan.cols.extent, state_.plan.tile, local_rows_};
-}
-
 bool Engine::UseBandEigh() const { return UseTwoStage(config_.gpu_eigh, state_.plan.tile); }
 
 algorithms::BandShape Engine::BandShapeOf(int64_t n, int64_t t, int64_t lr, int64_t b) const {
@@ -77,11 +73,10 @@ Status Engine::BandEigenvalues(const BandSource& src, void* w) {
 }
 
 template <typename T>
-Status Engine::BandEigh(void* w) {
+Status Engine::BandEigh(const Matrix& a, void* w, Matrix* z_out) {
   StepTimer timer("BandEigh", stream_);
   using R = RealOf<T>;
-  const layout::Plan& plan = state_.plan;
-  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, b = EigBand<T>(t, n, true);
+  const int64_t n = a.cols, t = a.tile, lr = a.local_rows, b = EigBand<T>(t, n, true);
   const algorithms::BandShape s = BandShapeOf(n, t, lr, b);
   const size_t es = sizeof(T);
   algorithms::EighTuning tune;
@@ -103,26 +98,22 @@ Status Engine::BandEigh(void* w) {
   // config.eig_q1_width: the panels joined in Q₁ (a multiple of b dividing t; 0: t).
   tune.q1_width = config_.eig_q1_width > 0 ? config_.eig_q1_width : t;
   tune.wave_bytes = tune.fused_q2 ? 0 : int64_t{1} << 30;  // W: the products' scratch
-  // local_b_: Stedc's real vectors, until the eigenvectors are written there at the end.
-  Status local = Scratch(es * std::max<int64_t>(lr * local_cols_, 1), &local_b_);
-  if (local.ok()) {
-    local = desc_b_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1));
-  }
-  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(local));
+  // *z_out: Stedc's real vectors, until the eigenvectors are written there at the end.
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(NewLike<T>(a, z_out)));
+  void* out = z_out->data;
   Backend backend(*this);
   T* z = nullptr;
   int64_t ldz = 0;
-  JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(backend, s, tune, static_cast<T*>(work_),
-                                                       static_cast<R*>(w),
-                                                       static_cast<R*>(local_b_), &z, &ldz));
+  JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(
+      backend, s, tune, a.As<T>(), static_cast<R*>(w), static_cast<R*>(out), &z, &ldz));
   if (DebugParts()) PrintParts("BandEigh");
   const cuda::Dtype dt = KernelType<T>();
   if (s.by_rows) {
     // Zᴴ's rows of this rank are its columns of Z: VectorsOut needs no exchange.
-    JAXMG_CUDA(cuda::Adjoint(dt, z, ldz, n, s.held, local_b_, std::max<int64_t>(lr, 1), stream_));
-    vectors_adjointed_ = true;
+    JAXMG_CUDA(cuda::Adjoint(dt, z, ldz, n, s.held, out, std::max<int64_t>(lr, 1), stream_));
+    z_out->adjoint = true;
   } else if (s.held > 0) {
-    JAXMG_CUDA(cudaMemcpy2DAsync(local_b_, es * lr, z, es * ldz, es * n, s.held,
+    JAXMG_CUDA(cudaMemcpy2DAsync(out, es * lr, z, es * ldz, es * n, s.held,
                                  cudaMemcpyDeviceToDevice, stream_));
   }
   return Status();
@@ -130,7 +121,7 @@ Status Engine::BandEigh(void* w) {
 
 #define JAXMG_INSTANTIATE_BAND_EIGH(T)                                        \
   template Status Engine::BandEigenvalues<T>(const BandSource& src, void* w); \
-  template Status Engine::BandEigh<T>(void* w);
+  template Status Engine::BandEigh<T>(const Matrix& a, void* w, Matrix* z_out);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BAND_EIGH)
 #undef JAXMG_INSTANTIATE_BAND_EIGH
 

@@ -173,6 +173,16 @@ Engine::Matrix Engine::Held() const {
   return a;
 }
 
+Engine::Matrix Engine::SquareHeld() const {
+  Matrix s = Held();
+  s.data = square_;
+  s.desc = &desc_square_;
+  s.rows = s.cols = state_.plan.cols.extent;
+  s.local_rows = square_rows_;
+  s.ld = std::max<int64_t>(square_rows_, 1);
+  return s;
+}
+
 template <typename T>
 Status Engine::NewLike(const Matrix& like, Matrix* out) {
   *out = like;
@@ -372,15 +382,6 @@ Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Mat
 }
 
 template <typename T>
-Status Engine::WorkOut(void* shard) {
-  // In place (a relabeled plan without padding; general plans permute no local tiles): the
-  // engine-local array is the shard.
-  if (work_ == shard) return Status();
-  StepTimer timer("WorkOut", stream_);
-  return MatrixOut<T>(work_, shard);
-}
-
-template <typename T>
 Status Engine::FillNan(void* x, int64_t count) {
   JAXMG_CUDA(cuda::FillNan(KernelType<T>(), x, count, stream_));
   return Status();
@@ -398,7 +399,6 @@ Status Engine::FillNan(void* x, int64_t count) {
   template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);         \
   template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds, \
                                    Matrix* f);                                             \
-  template Status Engine::WorkOut<T>(void* shard);                                         \
   template Status Engine::FillNan<T>(void* x, int64_t count);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_ENGINE_CORE)
 #undef JAXMG_INSTANTIATE_ENGINE_CORE

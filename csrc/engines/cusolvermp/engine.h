@@ -111,21 +111,20 @@ class Engine {
   template <typename T>
   Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
   template <typename T>
-  Status Geqrf(int* info);
+  Status Geqrf(Matrix* a, int* info);
   template <typename T>
-  Status Orgqr();
+  Status Orgqr(Matrix* a);
   template <typename T>
-  Status Gels(int* info);
+  Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
   template <typename T>
-  Status LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows);
+  Status LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows);
   template <typename T>
-  Status WorkOut(void* shard);
+  Status Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);
   template <typename T>
-  Status Eigh(bool vectors, void* x, int* info);
+  Status VectorsOut(const Matrix& z, const Matrix& work, void* shard);
   template <typename T>
-  Status VectorsOut(void* shard);
-  template <typename T>
-  Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
+  Status Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
+               Matrix* vt, int* info);
   template <typename T>
   Status PolarBegin(bool keep_a, double* lower, int* info);
   template <typename T>
@@ -133,9 +132,9 @@ class Engine {
   template <typename T>
   Status PolarCholesky(double c, double coef, double e, double* change);
   template <typename T>
-  Status PolarEnd(bool h, int* info);
+  Status PolarEnd(bool h, Matrix* hm, int* info);
   template <typename T>
-  Status PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info);
+  Status PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
   Status MatrixIn(const void* shard, Matrix* k);
   template <typename T>
@@ -150,9 +149,9 @@ class Engine {
   template <typename T>
   Status Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c);
   template <typename T>
-  Status Sygvd(bool vectors, void* x, int* info);
+  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z, int* info);
   template <typename T>
-  Status SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols);
+  Status SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols);
   template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
@@ -165,6 +164,8 @@ class Engine {
   // The engine matrix (the registers work_, desc_a_ and the local extents) as a handle, for the
   // steps that still read the registers.
   Matrix Held() const;
+  // The square matrix (square_, desc_square_: Vᴴ, H) as a handle.
+  Matrix SquareHeld() const;
   // *out := a new matrix (uninitialized scratch) distributed like `like`, with a descriptor of its
   // own (owned by the engine for the call).
   template <typename T>
@@ -239,20 +240,20 @@ class Engine {
   bool UseTwoStage(Choice choice, int64_t t) const;
   bool UseBandEigenvalues(int64_t t) const;
   // The Hermitian matrix the two stages reduce: n x n in tiles of t on the grid (lr local rows),
-  // overwritten; EngineMatrix: the engine matrix (work_).
+  // overwritten.
   struct BandSource {
     void* a;
     int64_t n, t, lr;
   };
-  BandSource EngineMatrix() const;
   template <typename T>
   Status BandEigenvalues(const BandSource& src, void* w);
   // With vectors (1 x P and P x 1 grids): the chase keeps its reflectors, Stedc finds the
-  // tridiagonal matrix's eigenvectors, and both back-transformations follow (local_b_ := the
-  // eigenvectors; algorithms/band_eigh.h TwoStageVectors).
+  // tridiagonal matrix's eigenvectors, and both back-transformations follow (*z := the
+  // eigenvectors of a, a new matrix, adjoint on a P x 1 grid; algorithms/band_eigh.h
+  // TwoStageVectors).
   bool UseBandEigh() const;
   template <typename T>
-  Status BandEigh(void* w);
+  Status BandEigh(const Matrix& a, void* w, Matrix* z);
   // The band reduction's shape (algorithms/band_reduce.h) for an n x n matrix in tiles of t with
   // lr local rows, band b, on this 1 x P or P x 1 grid.
   algorithms::BandShape BandShapeOf(int64_t n, int64_t t, int64_t lr, int64_t b) const;
@@ -263,8 +264,10 @@ class Engine {
   // singular values: descending, at least 0.
   template <typename T>
   Status SingularValuesOut(const void* w, int64_t n, void* x, int64_t x_rows, int64_t x_cols);
+  // cuSOLVERMp's Syevd on a (overwritten): w := the eigenvalues, *z := a new matrix for the
+  // eigenvectors (written with vectors).
   template <typename T>
-  Status LibraryEigh(bool vectors, void* w);
+  Status LibraryEigh(const Matrix& a, bool vectors, void* w, Matrix* z);
   // The 1-D QR (1 x P grids) and its Q, formed in place (qr_1d.cc).
   template <typename T>
   Status Qr1D();
@@ -302,7 +305,7 @@ class Engine {
                          int64_t ldf, bool adjoint, void* c, int64_t cols, int64_t ldc,
                          const QrWork& work);
   template <typename T>
-  Status QrSolve(int* info);
+  Status QrSolve(const Matrix& rhs, int* info, void** solution);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
   // matrix's leading columns (from_matrix) or of the right-hand side, whole on every rank.
   template <typename T>
@@ -395,11 +398,9 @@ class Engine {
                               // of the factor, [9]: of the input (Getrf)
   int64_t nrhs_ = 0, rhs_local_cols_ = 0;
   void* local_b_ = nullptr;
-  bool vectors_adjointed_ = false;  // local_b_ holds Zᴴ, not Z (VectorsOut)
   Descriptor desc_b_;
-  void* full_ = nullptr;      // n x nrhs, row-major: the whole right-hand side
-  void* solution_ = nullptr;  // a least-squares solution whole on every rank (QrSolve)
-  void* square_ = nullptr;    // n x n: Vᴴ of an SVD, H of a polar decomposition
+  void* full_ = nullptr;    // n x nrhs, row-major: the whole right-hand side
+  void* square_ = nullptr;  // n x n: Vᴴ of an SVD, H of a polar decomposition
   Descriptor desc_square_;
   int64_t square_rows_ = 0;
   algorithms::Qr1DKept own_qr_;  // Qr1D's τ, T_k and scratch, for Orgqr1D

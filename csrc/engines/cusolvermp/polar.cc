@@ -108,8 +108,9 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
 }
 
 template <typename T>
-Status Engine::PolarEnd(bool h, int* info) {
+Status Engine::PolarEnd(bool h, Matrix* h_out, int* info) {
   StepTimer timer("PolarEnd", stream_);
+  *h_out = Matrix();
   Backend backend(*this);
   const algorithms::QdwhWork<T> q = PolarWork<T>();
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(backend, q));
@@ -120,11 +121,13 @@ Status Engine::PolarEnd(bool h, int* info) {
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(SquareMatrix<T>()));
   algorithms::Tiled<T> hm = q.z;
   hm.p = static_cast<T*>(square_);
-  return algorithms::QdwhHermitianFactor<T>(backend, q, hm);
+  JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(backend, q, hm));
+  *h_out = SquareHeld();
+  return Status();
 }
 
 template <typename T>
-Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
+Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info) {
   StepTimer timer("PolarValues", stream_);
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
@@ -135,7 +138,7 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
     // H's eigenvalues in two stages (band_eigh.cc, algorithms/band_eigh.h), on H in place.
     void* w = nullptr;
     JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w)));
-    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(BandSource{square_, n, t, square_rows_}, w));
+    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(BandSource{hm.data, n, t, hm.local_rows}, w));
     JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
     return SingularValuesOut<T>(w, n, x, x_rows, x_cols);
   }
@@ -144,8 +147,8 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
   // Z (not computed) of the same layout. Buffers and workspaces first, agreed.
   const int64_t te = std::min<int64_t>(t, 256);
   const bool retile = te != t;
-  const int64_t lh = retile ? CyclicAxis{te, ctx_.nprow, ctx_.myrow}.Extent(n) : square_rows_;
-  void *h = square_, *z = polar_z_, *w = nullptr;
+  const int64_t lh = retile ? CyclicAxis{te, ctx_.nprow, ctx_.myrow}.Extent(n) : hm.local_rows;
+  void *h = hm.data, *z = polar_z_, *w = nullptr;
   RemapBuffers move;
   Descriptor dh, dz;
   // H's eigenvalues alone (Z is not computed), once H is in its tiles.
@@ -168,9 +171,8 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
           es * std::max<int64_t>(lh * CyclicAxis{te, ctx_.npcol, ctx_.mycol}.Extent(n), 1);
       JAXMG_RETURN_IF_ERROR(Scratch(bytes, &h));
       JAXMG_RETURN_IF_ERROR(Scratch(bytes, &z));
-      JAXMG_RETURN_IF_ERROR(RemapPrepare<T>(Blocked{t, t, std::max<int64_t>(square_rows_, 1)},
-                                            Blocked{te, te, std::max<int64_t>(lh, 1)}, n, n,
-                                            &move));
+      JAXMG_RETURN_IF_ERROR(RemapPrepare<T>(
+          Blocked{t, t, hm.ld}, Blocked{te, te, std::max<int64_t>(lh, 1)}, n, n, &move));
     }
     JAXMG_RETURN_IF_ERROR(dh.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
     JAXMG_RETURN_IF_ERROR(dz.Create(ctx_, DataTypeOf<T>(), n, n, te, te, std::max<int64_t>(lh, 1)));
@@ -178,7 +180,7 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
     return Workspace(dev, host, &work);
   }();
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers));
-  if (retile) JAXMG_RETURN_IF_ERROR(RemapRun<T>(square_, h, move));
+  if (retile) JAXMG_RETURN_IF_ERROR(RemapRun<T>(hm.data, h, move));
   JAXMG_RETURN_IF_ERROR(vendor::Run(syevd(), work));
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
   return SingularValuesOut<T>(w, n, x, x_rows, x_cols);
@@ -190,8 +192,9 @@ Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
   template Status Engine::PolarBuffers<T>(bool keep_a);                                      \
   template Status Engine::PolarQr<T>(double sqrt_c, double coef, double e);                  \
   template Status Engine::PolarCholesky<T>(double c, double coef, double e, double* change); \
-  template Status Engine::PolarEnd<T>(bool h, int* info);                                    \
-  template Status Engine::PolarValues<T>(void* x, int64_t x_rows, int64_t x_cols, int* info);
+  template Status Engine::PolarEnd<T>(bool h, Matrix* h_out, int* info);                     \
+  template Status Engine::PolarValues<T>(const Matrix& hm, void* x, int64_t x_rows,          \
+                                         int64_t x_cols, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_POLAR)
 #undef JAXMG_INSTANTIATE_POLAR
 

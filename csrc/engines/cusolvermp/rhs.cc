@@ -120,17 +120,17 @@ int64_t Engine::FirstRow(int64_t x_rows) const {
 }
 
 template <typename T>
-Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
+Status Engine::LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows) {
   StepTimer timer("LeadingRowsOut", stream_);
   const size_t es = sizeof(T);
-  const int64_t cols = from_matrix ? state_.plan.cols.extent : nrhs_;
-  if (!from_matrix && solution_ != nullptr) {  // QrSolve's, whole on every rank
-    const char* mine = static_cast<const char*>(solution_) + es * FirstRow(x_rows) * cols;
-    JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * x_rows * cols, cudaMemcpyDeviceToDevice, stream_));
+  if (y.replicated) {  // QrSolve's solution, whole on every rank
+    const char* mine = static_cast<const char*>(y.data) + es * FirstRow(x_rows) * y.cols;
+    JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * x_rows * y.cols, cudaMemcpyDeviceToDevice, stream_));
     return Status();
   }
-  return RowsOut<T>(from_matrix ? work_ : local_b_, local_rows_,
-                    from_matrix ? local_cols_ : rhs_local_cols_, cols, x, x_rows, cols);
+  // R: the factor's leading cols.extent columns; a solution: all its columns.
+  const int64_t cols = y.factored == Factorization::kQr ? state_.plan.cols.extent : y.cols;
+  return RowsOut<T>(y.data, y.local_rows, y.local_cols, cols, x, x_rows, cols);
 }
 
 template <typename T>
@@ -165,19 +165,19 @@ Status Engine::RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, 
 }
 
 template <typename T>
-Status Engine::VectorsOut(void* shard) {
+Status Engine::VectorsOut(const Matrix& z, const Matrix& work, void* shard) {
   StepTimer timer("VectorsOut", stream_);
-  // The two-stage path on a P x 1 grid leaves Zᴴ itself in local_b_.
-  if (vectors_adjointed_) return MatrixOut<T>(local_b_, shard);
-  // work_ (the redistributed copy, no longer needed) := Zᴴ, then back to the block layout.
-  JAXMG_RETURN_IF_ERROR(GridAdjoint<T>(local_b_, work_));
-  return MatrixOut<T>(work_, shard);
+  // The two-stage path on a P x 1 grid leaves Zᴴ itself.
+  if (z.adjoint) return MatrixOut<T>(z.data, shard);
+  // work := Zᴴ, then back to the block layout.
+  JAXMG_RETURN_IF_ERROR(GridAdjoint<T>(z.data, work.data));
+  return MatrixOut<T>(work.data, shard);
 }
 
 template <typename T>
-Status Engine::SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols) {
+Status Engine::SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols) {
   StepTimer timer("SquareRowsOut", stream_);
-  return RowsOut<T>(square_, square_rows_, local_cols_, state_.plan.cols.extent, x, x_rows, x_cols);
+  return RowsOut<T>(s.data, s.local_rows, s.local_cols, s.cols, x, x_rows, x_cols);
 }
 
 template <typename T>
@@ -235,11 +235,12 @@ Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
   template Status Engine::RhsOut<T>(const Matrix& z, void* x, Axis axis, bool conj);              \
   template Status Engine::Identity<T>(const Matrix& like, Matrix* out);                           \
   template Status Engine::LeadingRows<T>(bool from_matrix, void** out);                           \
-  template Status Engine::LeadingRowsOut<T>(bool from_matrix, void* x, int64_t x_rows);           \
+  template Status Engine::LeadingRowsOut<T>(const Matrix& y, void* x, int64_t x_rows);            \
   template Status Engine::RowsOut<T>(const void* local, int64_t ld, int64_t lc, int64_t cols,     \
                                      void* x, int64_t x_rows, int64_t x_cols);                    \
-  template Status Engine::VectorsOut<T>(void* shard);                                             \
-  template Status Engine::SquareRowsOut<T>(void* x, int64_t x_rows, int64_t x_cols);              \
+  template Status Engine::VectorsOut<T>(const Matrix& z, const Matrix& work, void* shard);        \
+  template Status Engine::SquareRowsOut<T>(const Matrix& s, void* x, int64_t x_rows,              \
+                                           int64_t x_cols);                                       \
   template Status Engine::SingularValuesOut<T>(const void* w, int64_t n, void* x, int64_t x_rows, \
                                                int64_t x_cols);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_RHS)

@@ -185,30 +185,33 @@ Status Engine::EnginePivots(std::vector<int64_t>* out) {
 }
 
 template <typename T>
-Status Engine::Geqrf(int* info) {
+Status Engine::Geqrf(Matrix* a, int* info) {
   StepTimer timer("Geqrf", stream_);
-  JAXMG_RETURN_IF_ERROR(QrFactor<T>());
-  return Agree<T>(Held(), false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>());  // (of the engine matrix, a)
+  a->factored = Factorization::kQr;
+  return Agree<T>(*a, false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
 }
 
 // Least squares on grids of several process columns, where cuSOLVERMp 0.9.1's Gels and Ormqr
 // answer NOT_SUPPORTED (its Geqrf and Orgqr run): QR; R's n rows on every rank (LeadingRows);
 // Q formed (Orgqr); c = Qᴴ b from each rank's local columns of Q and its rows of b (one local
 // gemm; the n x nrhs sum over the grid); then R x = c on every rank (one local trsm, O(n² nrhs)).
-// The solution, whole on every rank, is what LeadingRowsOut then hands out.
+// The solution, whole on every rank (*solution), is what LeadingRowsOut then hands out.
 template <typename T>
-Status Engine::QrSolve(int* info) {
+Status Engine::QrSolve(const Matrix& rhs, int* info, void** solution) {
   StepTimer timer("QrSolve", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, lc = local_cols_;
-  const int64_t k = nrhs_;
+  const int64_t k = rhs.cols;
   JAXMG_RETURN_IF_ERROR(QrFactor<T>());
   JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/n));  // zero on R's diagonal
   if (*info != 0) return Status();
   void* r = nullptr;
   JAXMG_RETURN_IF_ERROR(LeadingRows<T>(/*from_matrix=*/true, &r));  // n x n, row-major
-  JAXMG_RETURN_IF_ERROR(Orgqr<T>());
+  Matrix q = Held();
+  q.factored = Factorization::kQr;
+  JAXMG_RETURN_IF_ERROR(Orgqr<T>(&q));
   // This rank's rows of b, all k columns: (lr x k) column-major.
   void *rows = nullptr, *part = nullptr, *c = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * k, 1), &rows));
@@ -253,7 +256,7 @@ Status Engine::QrSolve(int* info) {
       lb->trsm[Scalar<T>::kIndex](blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
                                   CUBLAS_DIAG_NON_UNIT, ik, in, &one, r, in, c, std::max(ik, 1)),
       "cublas trsm (R x = Qᴴ b)"));
-  solution_ = c;  // col_global is pageable: the copy has read it when cudaMemcpyAsync returned
+  *solution = c;  // col_global is pageable: the copy has read it when cudaMemcpyAsync returned
   return Status();
 }
 
@@ -272,58 +275,69 @@ Status Engine::QrFactor() {
 }
 
 template <typename T>
-Status Engine::Orgqr() {
+Status Engine::Orgqr(Matrix* a) {
   StepTimer timer("Orgqr", stream_);
-  if (!own_qr_.empty()) return Orgqr1D<T>();
-  const layout::Plan& plan = state_.plan;
-  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
+  if (a->factored != Factorization::kQr) {
+    return JAXMG_ERROR("Orgqr: the matrix handed holds no QR factorization");
+  }
+  a->factored = Factorization::kNone;
+  if (!own_qr_.empty()) return Orgqr1D<T>();  // the 1-D QR's τ and T_k (of the engine matrix)
+  const int64_t m = a->rows, n = state_.plan.cols.extent;
   return Call(vendor::MpOrgqr<T>{ctx_.handle,
                                  m,
                                  n,
                                  n,
-                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                 {a->As<T>(), 1, 1, a->desc->get()},
                                  static_cast<const T*>(tau_),
                                  small_ + 2});
 }
 
 template <typename T>
-Status Engine::Gels(int* info) {
+Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
   StepTimer timer("Gels", stream_);
-  const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile, lr = local_rows_;
-  if (ctx_.npcol > 1) return QrSolve<T>(info);
+  const int64_t m = a->rows, n = state_.plan.cols.extent, t = a->tile, lr = c.local_rows;
+  a->factored = Factorization::kQr;
+  if (ctx_.npcol > 1) {  // (of the engine matrix, a) the solution whole on every rank
+    *z = Matrix();
+    z->rows = n;
+    z->cols = c.cols;
+    z->replicated = true;
+    return QrSolve<T>(c, info, &z->data);
+  }
+  *z = c;  // solved in place (in a wider copy where c is narrow)
   // Every process column holds at least one tile of the right-hand side: zero columns are
   // appended where there are fewer (their solutions, zero, are never read).
-  const int64_t held = std::max<int64_t>(nrhs_, t * ctx_.npcol);
-  if (held != nrhs_) {
+  const int64_t held = std::max<int64_t>(c.cols, t * ctx_.npcol);
+  if (held != c.cols) {
     const int64_t lc = CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(held);
     void* wide = nullptr;
     JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &wide));
     JAXMG_CUDA(cudaMemsetAsync(wide, 0, es * lr * lc, stream_));
     // Global column j keeps its local index: the cyclic map does not depend on the width.
-    if (lr * rhs_local_cols_ > 0) {
-      JAXMG_CUDA(cudaMemcpyAsync(wide, local_b_, es * lr * rhs_local_cols_,
-                                 cudaMemcpyDeviceToDevice, stream_));
+    if (lr * c.local_cols > 0) {
+      JAXMG_CUDA(
+          cudaMemcpyAsync(wide, c.data, es * lr * c.local_cols, cudaMemcpyDeviceToDevice, stream_));
     }
-    local_b_ = wide;
-    rhs_local_cols_ = lc;
-    JAXMG_RETURN_IF_ERROR(
-        desc_b_.Create(ctx_, DataTypeOf<T>(), m, held, t, t, std::max<int64_t>(lr, 1)));
+    z->data = wide;
+    z->local_cols = lc;
+    Descriptor& desc = descriptors_.emplace_back();
+    JAXMG_RETURN_IF_ERROR(desc.Create(ctx_, DataTypeOf<T>(), m, held, t, t, c.ld));
+    z->desc = &desc;
   }
   JAXMG_RETURN_IF_ERROR(Call(vendor::MpGels<T>{ctx_.handle,
                                                CUBLAS_OP_N,
                                                m,
                                                n,
                                                held,
-                                               {static_cast<T*>(work_), 1, 1, desc_a_.get()},
-                                               {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                               {a->As<T>(), 1, 1, a->desc->get()},
+                                               {z->As<T>(), 1, 1, z->desc->get()},
                                                small_}));
-  return Agree<T>(Held(), false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
+  return Agree<T>(*a, false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
 }
 
 template <typename T>
-Status Engine::Eigh(bool vectors, void* x, int* info) {
+Status Engine::Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info) {
   StepTimer timer("Eigh", stream_);
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
@@ -331,23 +345,23 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
     return JAXMG_ERROR("the eigensolver runs on a redistributed matrix");
   }
   const size_t es = sizeof(T);
-  const int64_t n = plan.engine_rows();
+  const int64_t n = a.rows;
+  *z = Matrix();
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
   // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
   // check): the solver is not run on it.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(a, false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
   void* w = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
-  nrhs_ = n;
-  rhs_local_cols_ = local_cols_;
-  if (!vectors && UseBandEigenvalues(plan.tile)) {
-    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(EngineMatrix(), w));
+  if (!vectors && UseBandEigenvalues(a.tile)) {
+    JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(BandSource{a.data, a.cols, a.tile, a.local_rows}, w));
   } else if (vectors && UseBandEigh()) {
-    JAXMG_RETURN_IF_ERROR(BandEigh<T>(w));
+    JAXMG_RETURN_IF_ERROR(BandEigh<T>(a, w, z));
   } else {
-    JAXMG_RETURN_IF_ERROR(LibraryEigh<T>(vectors, w));
+    JAXMG_RETURN_IF_ERROR(LibraryEigh<T>(a, vectors, w, z));
   }
+  if (!vectors) *z = Matrix();
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
   // x := the eigenvalues, in the real parts (the imaginary parts stay 0).
   JAXMG_CUDA(
@@ -356,27 +370,26 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
 }
 
 // cuSOLVERMp's Syevd (one-stage tridiagonal reduction): w := the eigenvalues and, with vectors,
-// local_b_ := the eigenvectors.
+// *z := the eigenvectors.
 template <typename T>
-Status Engine::LibraryEigh(bool vectors, void* w) {
-  const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lr = local_rows_;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * local_cols_, 1), &local_b_));
-  JAXMG_RETURN_IF_ERROR(
-      desc_b_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+Status Engine::LibraryEigh(const Matrix& a, bool vectors, void* w, Matrix* z) {
+  const int64_t n = a.rows;
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(a, z));
   return Call(vendor::MpSyevd<T>{ctx_.handle,
                                  vectors,
                                  CUBLAS_FILL_MODE_LOWER,
                                  n,
-                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                 {a.As<T>(), 1, 1, a.desc->get()},
                                  static_cast<RealOf<T>*>(w),
-                                 {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                 {z->As<T>(), 1, 1, z->desc->get()},
                                  small_});
 }
 
 template <typename T>
-Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
-                     int* info) {
+Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows,
+                     int64_t x_cols, Matrix* vt_out, int* info) {
   StepTimer timer("Gesvd", stream_);
+  *vt_out = Matrix();
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
   if (plan.strategy != layout::Strategy::kRedistribute) {
@@ -422,21 +435,26 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
   JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
                                static_cast<const char*>(s) + sizeof(R) * FirstRow(x_rows),
                                sizeof(R), sizeof(R), x_rows, cudaMemcpyDeviceToDevice, stream_));
-  if (vectors_u) work_ = u;  // the engine matrix := U
+  if (vectors_u) {  // the engine matrix := U (a's layout: the descriptor stays)
+    work_ = u;
+    a->data = u;
+  }
+  if (vectors_vt) *vt_out = SquareHeld();
   return Status();
 }
 
 template <typename T>
-Status Engine::Sygvd(bool vectors, void* x, int* info) {
+Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z_out,
+                     int* info) {
   StepTimer timer("Sygvd", stream_);
   using R = RealOf<T>;
-  const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t n = plan.engine_rows(), t = plan.tile, lr = local_rows_, lc = local_cols_;
+  const int64_t n = m.rows, t = m.tile, lr = m.local_rows, lc = m.local_cols;
+  *z_out = Matrix();
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
   // A non-finite A is agreed on first (the agreement's scan, no diagonal check); a non-finite
   // B ends as a failed factorization or non-finite eigenvalues.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(m, false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
   void *w = nullptr, *z = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
@@ -448,8 +466,8 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
                                  jobz,
                                  CUBLAS_FILL_MODE_LOWER,
                                  n,
-                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
-                                 {static_cast<T*>(local_b_), 1, 1, desc_b_.get()},
+                                 {m.As<T>(), 1, 1, m.desc->get()},
+                                 {k.As<T>(), 1, 1, k.desc->get()},
                                  static_cast<R*>(w),
                                  {static_cast<T*>(z), 1, 1, desc_z.get()},
                                  small_};
@@ -467,7 +485,10 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, failed, info));
   JAXMG_CUDA(
       cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
-  local_b_ = z;  // the eigenvectors, where VectorsOut reads them (desc_b_ is Z's layout too)
+  if (vectors) {  // the eigenvectors (k's descriptor describes z: the same layout)
+    *z_out = k;
+    z_out->data = z;
+  }
   return Status();
 }
 
@@ -557,25 +578,26 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
   return vendor::Run(trsm, work);
 }
 
-#define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
-  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);  \
-  template Status Engine::Potrf<T>(Matrix * a, int* info);                                   \
-  template Status Engine::Getrf<T>(Matrix * a, int* info);                                   \
-  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                        \
-  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);       \
-  template Status Engine::Geqrf<T>(int* info);                                               \
-  template Status Engine::QrSolve<T>(int* info);                                             \
-  template Status Engine::QrFactor<T>();                                                     \
-  template Status Engine::Orgqr<T>();                                                        \
-  template Status Engine::Gels<T>(int* info);                                                \
-  template Status Engine::Eigh<T>(bool vectors, void* x, int* info);                         \
-  template Status Engine::LibraryEigh<T>(bool vectors, void* w);                             \
-  template Status Engine::Gesvd<T>(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, \
-                                   int64_t x_cols, int* info);                               \
-  template Status Engine::Sygvd<T>(bool vectors, void* x, int* info);                        \
-  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,    \
-                                  Matrix* c);                                                \
-  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& a, \
+#define JAXMG_INSTANTIATE_VENDOR(T)                                                              \
+  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);      \
+  template Status Engine::Potrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::Getrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                            \
+  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);           \
+  template Status Engine::Geqrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::QrSolve<T>(const Matrix& rhs, int* info, void** solution);             \
+  template Status Engine::QrFactor<T>();                                                         \
+  template Status Engine::Orgqr<T>(Matrix * a);                                                  \
+  template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);            \
+  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info); \
+  template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z);     \
+  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,         \
+                                   int64_t x_rows, int64_t x_cols, Matrix* vt_out, int* info);   \
+  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x,      \
+                                   Matrix* z, int* info);                                        \
+  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,        \
+                                  Matrix* c);                                                    \
+  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& a,     \
                                   const Matrix& c, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_VENDOR)
 #undef JAXMG_INSTANTIATE_VENDOR

@@ -32,19 +32,20 @@ int64_t Engine::EigBand(int64_t t) const {
 }
 
 template <typename T>
-Status Engine::TwoStageEigh(bool vectors, RealOf<T>* w, int* info) {
+Status Engine::TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const Matrix& zm,
+                            int* info) {
   using R = RealOf<T>;
-  const int64_t n = plan_->engine_rows(), t = plan_->tile;
+  const int64_t n = a.rows, t = a.tile;
   algorithms::BandShape s;
   s.by_rows = grid_->npcol == 1 && grid_->nprow > 1;  // P x 1: rows are distributed
   s.procs = s.by_rows ? grid_->nprow : grid_->npcol;
   s.me = s.by_rows ? grid_->myrow : grid_->mycol;
-  s.n = n, s.t = t, s.lr = local_rows_, s.b = EigBand(t), s.rank = s.me;
+  s.n = n, s.t = t, s.lr = a.local_rows, s.b = EigBand(t), s.rank = s.me;
   s.held = CyclicAxis{t, s.procs, s.me}.Extent(n);  // local columns (rows)
   backend_ = std::make_unique<Backend>(*grid_);
   Backend& bk = *backend_;
   if (!vectors) {
-    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(bk, s, As<T>(work_), w));
+    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(bk, s, a.As<T>(), w));
   } else {
     // Q₂'s blocks of b sweeps, and one wave's W within 64 MiB.
     algorithms::EighTuning tune;
@@ -55,19 +56,19 @@ Status Engine::TwoStageEigh(bool vectors, RealOf<T>* w, int* info) {
     tune.fused_q2 = config_.eig_q2 == Choice::kOwn;
     T* z = nullptr;
     int64_t ldz = 0;
-    // Stedc's real vectors in local_b_ (distributed as the matrix), until the eigenvectors.
-    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(
-        bk, s, tune, As<T>(work_), w, reinterpret_cast<R*>(local_b_.data()), &z, &ldz));
-    // The eigenvectors in the engine's layout (local_b_, distributed as the matrix): this rank's
+    // Stedc's real vectors in zm (distributed as the matrix), until the eigenvectors.
+    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(bk, s, tune, a.As<T>(), w,
+                                                         reinterpret_cast<R*>(zm.data), &z, &ldz));
+    // The eigenvectors in the engine's layout (zm, distributed as the matrix): this rank's
     // columns of Z (1 x P), or on a P x 1 grid Z's rows: the rows of Zᴴ this rank holds are its
     // columns of Z, and one distributed transpose gives Z.
-    T* out = As<T>(local_b_.data());
+    T* out = zm.As<T>();
     if (!s.by_rows) {
       JAXMG_RETURN_IF_ERROR(bk.Copy(out, n, z, ldz, n, s.held));
     } else {
-      T* m = As<T>(work_);  // (the reduced matrix: no longer needed) := this rank's rows of Zᴴ
-      JAXMG_RETURN_IF_ERROR(bk.Adjoint(Backend::Lane{}, z, ldz, n, s.held, m, local_rows_));
-      JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(n, m, desc_a_, out, desc_b_));
+      T* m = a.As<T>();  // (the reduced matrix: no longer needed) := this rank's rows of Zᴴ
+      JAXMG_RETURN_IF_ERROR(bk.Adjoint(Backend::Lane{}, z, ldz, n, s.held, m, a.local_rows));
+      JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(n, m, *a.desc, out, *zm.desc));
     }
   }
   // The tridiagonal solve's status (?sterf's on process 0; p?stedc's), agreed.
@@ -75,8 +76,9 @@ Status Engine::TwoStageEigh(bool vectors, RealOf<T>* w, int* info) {
   return AllreduceMax(*grid_, info);
 }
 
-#define JAXMG_INSTANTIATE_TWO_STAGE(T) \
-  template Status Engine::TwoStageEigh<T>(bool vectors, RealOf<T>* w, int* info);
+#define JAXMG_INSTANTIATE_TWO_STAGE(T)                                                 \
+  template Status Engine::TwoStageEigh<T>(const Matrix& a, bool vectors, RealOf<T>* w, \
+                                          const Matrix& zm, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_TWO_STAGE)
 #undef JAXMG_INSTANTIATE_TWO_STAGE
 

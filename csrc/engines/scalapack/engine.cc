@@ -158,6 +158,16 @@ Engine::Matrix Engine::Held() const {
   return a;
 }
 
+Engine::Matrix Engine::SquareHeld() const {
+  Matrix s = Held();
+  s.data = const_cast<char*>(square_.data());
+  s.desc = &desc_square_;
+  s.rows = s.cols = plan_->cols.extent;
+  s.local_rows = square_rows_;
+  s.ld = std::max<int64_t>(square_rows_, 1);
+  return s;
+}
+
 template <typename T>
 Status Engine::NewLike(const Matrix& like, Matrix* out) {
   matrices_.emplace_back(
@@ -626,47 +636,53 @@ algorithms::Qr1DShape Engine::QrShapeOf() const {
 }
 
 template <typename T>
-Status Engine::Geqrf(int* info) {
+Status Engine::Geqrf(Matrix* a, int* info) {
   *info = 0;
+  a->factored = Factorization::kQr;
   if (UseOwnQr()) {
     // The 1-D QR with look-ahead (algorithms/qr_1d.h): the factors as p?geqrf leaves them, and
     // what its Q needs kept in the backend's buffers for Orgqr.
     backend_ = std::make_unique<Backend>(*grid_);
     algorithms::Qr1DFactors<T> f;
-    JAXMG_RETURN_IF_ERROR(algorithms::Qr1D(*backend_, QrShapeOf(), As<T>(work_), &f));
+    JAXMG_RETURN_IF_ERROR(algorithms::Qr1D(*backend_, QrShapeOf(), a->As<T>(), &f));
     own_qr_ = algorithms::Qr1DKept::Of(f);
     return AgreeQr<T>(/*rank_fails=*/false, info);
   }
-  tau_.assign(sizeof(T) * static_cast<size_t>(local_cols_ + plan_->tile), 0);
-  JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(plan_->engine_rows(), plan_->cols.extent, As<T>(work_),
-                                            desc_a_, As<T>(tau_.data()), info));
+  tau_.assign(sizeof(T) * static_cast<size_t>(a->local_cols + a->tile), 0);
+  JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(a->rows, plan_->cols.extent, a->As<T>(), *a->desc,
+                                            As<T>(tau_.data()), info));
   return AgreeQr<T>(/*rank_fails=*/false, info);
 }
 
 template <typename T>
-Status Engine::Orgqr() {
-  if (!own_qr_.empty()) {
-    return algorithms::Orgqr1D(*backend_, QrShapeOf(), As<T>(work_), own_qr_.As<T>());
+Status Engine::Orgqr(Matrix* a) {
+  if (a->factored != Factorization::kQr) {
+    return JAXMG_ERROR("Orgqr: the matrix handed holds no QR factorization");
+  }
+  a->factored = Factorization::kNone;
+  if (!own_qr_.empty()) {  // the 1-D QR's τ and T_k
+    return algorithms::Orgqr1D(*backend_, QrShapeOf(), a->As<T>(), own_qr_.As<T>());
   }
   int info = 0;
-  return scalapack::Orgqr<T>(plan_->engine_rows(), plan_->cols.extent, As<T>(work_), desc_a_,
-                             As<T>(tau_.data()), &info);
+  return scalapack::Orgqr<T>(a->rows, plan_->cols.extent, a->As<T>(), *a->desc, As<T>(tau_.data()),
+                             &info);
 }
 
 template <typename T>
-Status Engine::Gels(int* info) {
+Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
   *info = 0;
-  JAXMG_RETURN_IF_ERROR(scalapack::Gels<T>(plan_->engine_rows(), plan_->cols.extent, nrhs_,
-                                           As<T>(work_), desc_a_, As<T>(local_b_.data()), desc_b_,
-                                           info));
+  a->factored = Factorization::kQr;
+  *z = c;  // solved in place
+  JAXMG_RETURN_IF_ERROR(scalapack::Gels<T>(a->rows, plan_->cols.extent, c.cols, a->As<T>(),
+                                           *a->desc, c.As<T>(), *c.desc, info));
   return AgreeQr<T>(/*rank_fails=*/true, info);
 }
 
 template <typename T>
-Status Engine::LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows) {
-  const int64_t cols = from_matrix ? plan_->cols.extent : nrhs_;
-  return RowsOut<T>(from_matrix ? As<T>(work_) : As<T>(local_b_.data()), local_rows_,
-                    from_matrix ? local_cols_ : rhs_local_cols_, cols, x, x_rows, cols);
+Status Engine::LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows) {
+  // R: the factor's leading cols.extent columns; a solution: all its columns.
+  const int64_t cols = y.factored == Factorization::kQr ? plan_->cols.extent : y.cols;
+  return RowsOut<T>(y.As<T>(), y.local_rows, y.local_cols, cols, x, x_rows, cols);
 }
 
 template <typename T>
@@ -780,19 +796,21 @@ Status Engine::Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matr
 }
 
 template <typename T>
-Status Engine::Sygvd(bool vectors, void* x, int* info) {
+Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z,
+                     int* info) {
   using R = RealOf<T>;
-  const int64_t n = plan_->engine_rows(), lr = local_rows_, lc = local_cols_;
+  const int64_t n = m.rows, lr = m.local_rows, lc = m.local_cols;
+  *z = Matrix();
   std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
   T* out = As<T>(x);
   auto write = [&] {
     for (int64_t i = 0; i < n; ++i) out[i] = T(w[i]);
   };
   // Non-finite entries of either matrix are agreed on first: nothing is solved then.
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
-  const T* k = As<T>(local_b_.data());
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(m), INT32_MAX));
+  const T* kk = k.As<T>();
   for (int64_t i = 0; i < lr * lc && bad == 0; ++i) {
-    if (!std::isfinite(static_cast<double>(std::abs(k[i])))) bad = 1;
+    if (!std::isfinite(static_cast<double>(std::abs(kk[i])))) bad = 1;
   }
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   *info = bad;
@@ -802,7 +820,7 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
   }
   // K = L Lᴴ: a K that is not positive definite is status n + (the order of its minor).
   int kinfo = 0;
-  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(n, As<T>(local_b_.data()), desc_b_, &kinfo));
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(n, k.As<T>(), *k.desc, &kinfo));
   kinfo = kinfo > 0 ? static_cast<int>(std::min<int64_t>(n + kinfo, INT32_MAX)) : 0;
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &kinfo));
   *info = kinfo;
@@ -813,11 +831,12 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
   // M := L⁻¹ M L⁻ᴴ, its eigenpairs (y), and z = L⁻ᴴ y.
   R scale = 1;
   int sinfo = 0;
-  JAXMG_RETURN_IF_ERROR(scalapack::Sygst<T>(n, As<T>(work_), desc_a_, As<T>(local_b_.data()),
-                                            desc_b_, &scale, &sinfo));
-  std::vector<char> z(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
-  JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, As<T>(work_), desc_a_, w.data(),
-                                           As<T>(z.data()), desc_b_, info));
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Sygst<T>(n, m.As<T>(), *m.desc, k.As<T>(), *k.desc, &scale, &sinfo));
+  Matrix y;  // the eigenvectors of L⁻¹ M L⁻ᴴ, then z (distributed as k)
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(k, &y));
+  JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, m.As<T>(), *m.desc, w.data(),
+                                           y.As<T>(), *y.desc, info));
   for (int64_t i = 0; i < n && *info == 0; ++i) {
     if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
   }
@@ -826,50 +845,38 @@ Status Engine::Sygvd(bool vectors, void* x, int* info) {
   write();
   if (*info != 0 || !vectors) return Status();
   const char adjoint = Scalar<T>::kParts == 2 ? 'C' : 'T';
-  JAXMG_RETURN_IF_ERROR(scalapack::Trsm<T>('L', 'L', adjoint, 'N', n, n, T(1),
-                                           As<T>(local_b_.data()), desc_b_, As<T>(z.data()),
-                                           desc_b_));
-  local_b_.swap(z);  // the eigenvectors, where VectorsOut reads them
+  JAXMG_RETURN_IF_ERROR(scalapack::Trsm<T>('L', 'L', adjoint, 'N', n, n, T(1), k.As<T>(), *k.desc,
+                                           y.As<T>(), *y.desc));
+  *z = y;
   return Status();
 }
 
 template <typename T>
-Status Engine::SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols) {
-  const int64_t n = plan_->cols.extent;
-  return RowsOut<T>(As<T>(square_.data()), square_rows_, local_cols_, n, x, x_rows, x_cols);
+Status Engine::SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols) {
+  return RowsOut<T>(s.As<T>(), s.local_rows, s.local_cols, s.cols, x, x_rows, x_cols);
 }
 
 template <typename T>
-Status Engine::WorkOut(void* shard) {
-  // In place (a relabeled plan without padding; general plans permute no local tiles): the
-  // engine-local array is the shard.
-  if (work_ == shard) return Status();
-  return MatrixOut<T>(work_, desc_a_, shard);
-}
-
-template <typename T>
-Status Engine::Eigh(bool vectors, void* x, int* info) {
+Status Engine::Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info) {
   using R = RealOf<T>;
   const layout::Plan& plan = *plan_;
   if (plan.strategy != layout::Strategy::kRedistribute) {
     return JAXMG_ERROR("the eigensolver runs on a redistributed matrix");
   }
-  const int64_t n = plan.engine_rows(), lr = local_rows_, lc = local_cols_;
+  const int64_t n = a.rows, lr = a.local_rows, lc = a.local_cols;
   // A non-finite input is agreed on first: the solver is not run on it.
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(a), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
-  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
-  desc_b_ = desc_a_;
-  nrhs_ = n;
-  rhs_local_cols_ = lc;
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(a, z));  // the eigenvectors (also Stedc's scratch)
   *info = bad;
   if (bad == 0 && UseTwoStage(vectors)) {
-    JAXMG_RETURN_IF_ERROR(TwoStageEigh<T>(vectors, w.data(), info));
+    JAXMG_RETURN_IF_ERROR(TwoStageEigh<T>(a, vectors, w.data(), *z, info));
   } else if (bad == 0) {
-    JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, As<T>(work_), desc_a_, w.data(),
-                                             As<T>(local_b_.data()), desc_b_, info));
+    JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, a.As<T>(), *a.desc, w.data(),
+                                             z->As<T>(), *z->desc, info));
   }
+  if (!vectors) *z = Matrix();
   if (bad == 0) {
     for (int64_t i = 0; i < n && *info == 0; ++i) {
       if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
@@ -882,11 +889,15 @@ Status Engine::Eigh(bool vectors, void* x, int* info) {
 }
 
 template <typename T>
-Status Engine::VectorsOut(void* shard) {
-  // work_ (the redistributed copy, no longer needed) := Zᴴ, then back to the block layout.
-  JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(plan_->engine_rows(), As<T>(local_b_.data()), desc_b_,
-                                              As<T>(work_), desc_a_));
-  return MatrixOut<T>(work_, desc_a_, shard);
+Status Engine::VectorsOut(const Matrix& z, const Matrix& work, void* shard) {
+  // work := Zᴴ, then back to the block layout.
+  const void* from = z.data;
+  if (!z.adjoint) {
+    JAXMG_RETURN_IF_ERROR(
+        scalapack::Adjoint<T>(z.rows, z.As<T>(), *z.desc, work.As<T>(), *work.desc));
+    from = work.data;
+  }
+  return MatrixOut<T>(from, *work.desc, shard);
 }
 
 template <typename T>

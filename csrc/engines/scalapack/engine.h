@@ -79,21 +79,20 @@ class Engine {
   template <typename T>
   Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
   template <typename T>
-  Status Geqrf(int* info);
+  Status Geqrf(Matrix* a, int* info);
   template <typename T>
-  Status Orgqr();
+  Status Orgqr(Matrix* a);
   template <typename T>
-  Status Gels(int* info);
+  Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
   template <typename T>
-  Status LeadingRowsOut(bool from_matrix, void* x, int64_t x_rows);
+  Status LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows);
   template <typename T>
-  Status WorkOut(void* shard);
+  Status Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);
   template <typename T>
-  Status Eigh(bool vectors, void* x, int* info);
+  Status VectorsOut(const Matrix& z, const Matrix& work, void* shard);
   template <typename T>
-  Status VectorsOut(void* shard);
-  template <typename T>
-  Status Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols, int* info);
+  Status Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
+               Matrix* vt, int* info);
   template <typename T>
   Status PolarBegin(bool keep_a, double* lower, int* info);
   template <typename T>
@@ -101,9 +100,9 @@ class Engine {
   template <typename T>
   Status PolarCholesky(double c, double coef, double e, double* change);
   template <typename T>
-  Status PolarEnd(bool h, int* info);
+  Status PolarEnd(bool h, Matrix* hm, int* info);
   template <typename T>
-  Status PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info);
+  Status PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info);
   template <typename T>
   Status MatrixIn(const void* shard, Matrix* k);
   template <typename T>
@@ -116,9 +115,9 @@ class Engine {
   template <typename T>
   Status Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c);
   template <typename T>
-  Status Sygvd(bool vectors, void* x, int* info);
+  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z, int* info);
   template <typename T>
-  Status SquareRowsOut(void* x, int64_t x_rows, int64_t x_cols);
+  Status SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols);
   template <typename T>
   Status FillNan(void* x, int64_t count);
   Status WriteStatus(int info, int32_t* status);
@@ -140,6 +139,8 @@ class Engine {
   // The engine matrix (the registers work_, desc_a_ and the local extents) as a handle, for the
   // steps that still read the registers.
   Matrix Held() const;
+  // The square matrix (square_, desc_square_: Vᴴ, H) as a handle.
+  Matrix SquareHeld() const;
   // *out := a new zero matrix distributed like `like` (storage and descriptor owned by the
   // engine for the call).
   template <typename T>
@@ -155,10 +156,11 @@ class Engine {
   // The band's width for tile t (config.eig_band: the widest tried; 0: the two stages do not
   // apply).
   int64_t EigBand(int64_t t) const;
-  // w := the eigenvalues (ascending) and, with vectors, local_b_ := the eigenvectors (as the
-  // matrix is distributed); *info > 0 where the tridiagonal solve failed (agreed).
+  // w := the eigenvalues (ascending) of a (the engine matrix; overwritten) and, with vectors,
+  // z := the eigenvectors (distributed as a); *info > 0 where the tridiagonal solve failed
+  // (agreed).
   template <typename T>
-  Status TwoStageEigh(bool vectors, RealOf<T>* w, int* info);
+  Status TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const Matrix& z, int* info);
   // QDWH's buffers, allocated (a local outcome, for the caller's agreement), and its operands.
   template <typename T>
   Status PolarBuffers(bool keep_a);

@@ -18,8 +18,8 @@
 namespace jaxmg::scalapack {
 
 template <typename T>
-Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
-                     int* info) {
+Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows,
+                     int64_t x_cols, Matrix* vt, int* info) {
   using R = RealOf<T>;
   const layout::Plan& plan = *plan_;
   if (plan.strategy != layout::Strategy::kRedistribute) {
@@ -52,7 +52,9 @@ Status Engine::Gesvd(bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, i
   if (vectors_u) {  // the engine matrix := U
     owned_.swap(local_b_);
     work_ = owned_.data();
+    a->data = work_;
   }
+  *vt = vectors_vt ? SquareHeld() : Matrix();
   return Status();
 }
 
@@ -120,7 +122,8 @@ Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
 }
 
 template <typename T>
-Status Engine::PolarEnd(bool h, int* info) {
+Status Engine::PolarEnd(bool h, Matrix* hm, int* info) {
+  *hm = Matrix();
   const algorithms::QdwhWork<T> q = PolarWork<T>();
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(*backend_, q));
   int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
@@ -129,19 +132,20 @@ Status Engine::PolarEnd(bool h, int* info) {
   if (bad != 0 || !h) return Status();
   // H into the square matrix kept, distributed as Z.
   JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&square_, &desc_square_, &square_rows_));
-  algorithms::Tiled<T> hm = q.z;
-  hm.p = As<T>(square_.data());
-  return algorithms::QdwhHermitianFactor<T>(*backend_, q, hm);
+  algorithms::Tiled<T> h_tiles = q.z;
+  h_tiles.p = As<T>(square_.data());
+  JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(*backend_, q, h_tiles));
+  *hm = SquareHeld();
+  return Status();
 }
 
 template <typename T>
-Status Engine::PolarValues(void* x, int64_t x_rows, int64_t x_cols, int* info) {
+Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info) {
   using R = RealOf<T>;
   const int64_t n = plan_->cols.extent;
   std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
-  JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(false, n, square_rows_, local_cols_,
-                                           As<T>(square_.data()), desc_square_, w.data(),
-                                           As<T>(polar_z_), desc_z_, info));
+  JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(false, n, hm.local_rows, hm.local_cols, hm.As<T>(),
+                                           *hm.desc, w.data(), As<T>(polar_z_), desc_z_, info));
   for (int64_t i = 0; i < n && *info == 0; ++i) {
     if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
   }
