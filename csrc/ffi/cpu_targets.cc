@@ -6,19 +6,7 @@
 #include "engines/scalapack/engine.h"
 #include "ffi/dispatch.h"
 #include "ffi/solve.h"
-#include "routines/factor.h"
-#include "routines/gesvd.h"
-#include "routines/inv.h"
-#include "routines/lu_solve.h"
-#include "routines/matmul.h"
-#include "routines/polar.h"
-#include "routines/potri.h"
-#include "routines/potrs.h"
-#include "routines/qr.h"
-#include "routines/slogdet.h"
-#include "routines/solve_triangular.h"
-#include "routines/syevd.h"
-#include "routines/sygvd.h"
+#include "routines/targets.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jaxmg {
@@ -65,40 +53,19 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
 }  // namespace
 }  // namespace jaxmg
 
-// One target per routine: jaxmg_scalapack_<routine>.
-#define JAXMG_CPU_SOLVE_TARGET(name, routine) \
-  JAXMG_SOLVE_TARGET(name, routine, jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve, LuSolve)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potri, Potri)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_inv, Inv)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_inv_t, InvTransposed)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_slogdet, Slogdet)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_cho_factor, ChoFactor)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_cho_solve, ChoSolve)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_factor, LuFactor)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored, LuSolveFactored)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored_t, LuSolveFactoredTransposed)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_qr, Qr)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_least_squares, LeastSquares)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_syevd, Syevd)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_eigvalsh, Eigvalsh)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_sygvd, Sygvd)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_sygvd_values, SygvdValues)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_matmul_nn, MatmulNN)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_matmul_cn, MatmulCN)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_matmul_nc, MatmulNC)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd, Gesvd)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_u, GesvdU)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_vh, GesvdVh)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_values, GesvdValues)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_polar, Polar)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_polar_up, PolarUp)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_solve_triangular, SolveTriangular)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_solve_triangular_matrix, SolveTriangularMatrix)
+// One target per routine of the list (routines/targets.h): jaxmg_scalapack_<routine>.
+#define JAXMG_CPU_SOLVE_TARGET(name, routine, family) \
+  JAXMG_SOLVE_TARGET(jaxmg_scalapack_##name, routine, \
+                     jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
+JAXMG_ROUTINES(JAXMG_CPU_SOLVE_TARGET)
 #undef JAXMG_CPU_SOLVE_TARGET
 
 extern "C" {
+// The routines with a target here, "name family" lines (routines/targets.h), for
+// jaxmg/_core/native.py.
+__attribute__((visibility("default"))) const char* jaxmg_cpu_routines() {
+  return JAXMG_ROUTINE_LIST;
+}
 __attribute__((visibility("default"))) int jaxmg_mpi_init(char* err, int err_len) {
   auto lock = jaxmg::scalapack::EngineLock();
   jaxmg::Status s = jaxmg::scalapack::EnsureMpi();

@@ -16,19 +16,7 @@
 #include "engines/cusolvermp/engine.h"
 #include "ffi/dispatch.h"
 #include "ffi/solve.h"
-#include "routines/factor.h"
-#include "routines/gesvd.h"
-#include "routines/inv.h"
-#include "routines/lu_solve.h"
-#include "routines/matmul.h"
-#include "routines/polar.h"
-#include "routines/potri.h"
-#include "routines/potrs.h"
-#include "routines/qr.h"
-#include "routines/slogdet.h"
-#include "routines/solve_triangular.h"
-#include "routines/syevd.h"
-#include "routines/sygvd.h"
+#include "routines/targets.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jaxmg {
@@ -98,42 +86,15 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
 }  // namespace
 }  // namespace jaxmg
 
-// One target per routine: jaxmg_cusolvermp_<routine>.
-#define JAXMG_CUDA_SOLVE_TARGET(name, routine)                                                     \
-  JAXMG_SOLVE_TARGET(name, routine,                                                                \
+// One target per routine of the list (routines/targets.h): jaxmg_cusolvermp_<routine>.
+#define JAXMG_CUDA_SOLVE_TARGET(name, routine, family)                                             \
+  JAXMG_SOLVE_TARGET(jaxmg_cusolvermp_##name, routine,                                             \
                      jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                              \
                                                     .Ctx<xla::ffi::PlatformStream<cudaStream_t>>() \
                                                     .Ctx<xla::ffi::ScratchAllocator>()             \
                                                     .Ctx<xla::ffi::DeviceOrdinal>())               \
                          .Attr<int64_t>("context"));
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potrs, Potrs)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve, LuSolve)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potri, Potri)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_inv, Inv)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_inv_t, InvTransposed)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_slogdet, Slogdet)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_cho_factor, ChoFactor)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_cho_solve, ChoSolve)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_factor, LuFactor)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve_factored, LuSolveFactored)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve_factored_t, LuSolveFactoredTransposed)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_qr, Qr)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_least_squares, LeastSquares)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_syevd, Syevd)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_eigvalsh, Eigvalsh)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_sygvd, Sygvd)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_sygvd_values, SygvdValues)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_matmul_nn, MatmulNN)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_matmul_cn, MatmulCN)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_matmul_nc, MatmulNC)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd, Gesvd)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_u, GesvdU)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_vh, GesvdVh)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_values, GesvdValues)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_polar, Polar)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_polar_up, PolarUp)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_solve_triangular, SolveTriangular)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_solve_triangular_matrix, SolveTriangularMatrix)
+JAXMG_ROUTINES(JAXMG_CUDA_SOLVE_TARGET)
 #undef JAXMG_CUDA_SOLVE_TARGET
 
 namespace {
@@ -143,6 +104,12 @@ void WriteError(const jaxmg::Status& s, char* err, int err_len) {
 }  // namespace
 
 extern "C" {
+
+// The routines with a target here, "name family" lines (routines/targets.h), for
+// jaxmg/_core/native.py.
+__attribute__((visibility("default"))) const char* jaxmg_cuda_routines() {
+  return JAXMG_ROUTINE_LIST;
+}
 
 // NCCL unique id of a new communicator (128 bytes). Returns 0 on success.
 __attribute__((visibility("default"))) int jaxmg_nccl_get_unique_id(char* out) {
