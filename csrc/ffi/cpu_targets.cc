@@ -21,26 +21,21 @@ ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
                  ffi::Result<ffi::AnyBuffer> a_work, ffi::Result<ffi::AnyBuffer> x,
                  ffi::Result<ffi::AnyBuffer> logdet, ffi::Result<ffi::Buffer<ffi::S32>> status,
                  ffi::Result<ffi::AnyBuffer> sign, ffi::Result<ffi::Buffer<ffi::S32>> pivots_out,
-                 int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
-                 int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
-                 int64_t thread, int64_t check_symmetry, int64_t cols, ffi::Dictionary config,
-                 int64_t variant) {
+                 ffi_util::CallAttrs call) {
   SolveAttrs attrs;
   SolveIo io;
-  Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
-                                  sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
-                                  force_redistribute, transposed, ranks, thread, check_symmetry,
-                                  cols, ReadsFactor<R>::value, Rectangular<R>::value,
-                                  OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
-  if (s.ok()) s = ffi_util::DecodeConfig(target, config, &attrs.config);
+  Status s =
+      ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status, sign,
+                           pivots_out, call, ReadsFactor<R>::value, Rectangular<R>::value,
+                           OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
+  if (s.ok()) s = ffi_util::DecodeConfig(target, call.config, &attrs.config);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
-  attrs.variant = variant;
   attrs.u = position.typed_data()[0];  // host memory on the CPU
   attrs.v = position.typed_data()[1];
   layout::Plan plan;
-  s = layout::MakePlan(R::kSymmetry, n, cols, static_cast<int>(mesh_rows),
-                       static_cast<int>(mesh_cols), tile, attrs.pad, attrs.force_redistribute,
-                       &plan);
+  s = layout::MakePlan(R::kSymmetry, call.n, call.cols, static_cast<int>(call.mesh_rows),
+                       static_cast<int>(call.mesh_cols), call.tile, attrs.pad,
+                       attrs.force_redistribute, &plan);
   if (!s.ok()) return ffi_util::ToFfi(s);
   auto lock = sl::EngineLock();
   sl::Engine engine;

@@ -44,25 +44,19 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                  ffi::Buffer<ffi::S32> pivots_in, ffi::Result<ffi::AnyBuffer> a_work,
                  ffi::Result<ffi::AnyBuffer> x, ffi::Result<ffi::AnyBuffer> logdet,
                  ffi::Result<ffi::Buffer<ffi::S32>> status, ffi::Result<ffi::AnyBuffer> sign,
-                 ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, int64_t n, int64_t mesh_rows,
-                 int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
-                 int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
-                 int64_t check_symmetry, int64_t cols, ffi::Dictionary config, int64_t variant,
-                 int64_t context) {
+                 ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, ffi_util::CallAttrs call) {
   SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
   SolveIo io;
-  Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
-                                  sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
-                                  force_redistribute, transposed, ranks, thread, check_symmetry,
-                                  cols, ReadsFactor<R>::value, Rectangular<R>::value,
-                                  OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
-  if (s.ok()) s = ffi_util::DecodeConfig(target, config, &attrs.config);
+  Status s =
+      ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status, sign,
+                           pivots_out, call, ReadsFactor<R>::value, Rectangular<R>::value,
+                           OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
+  if (s.ok()) s = ffi_util::DecodeConfig(target, call.config, &attrs.config);
   if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
-  attrs.variant = variant;
   mp::Context* ctx = nullptr;
-  s = mp::FindContext(context, device, &ctx);  // this device's of the mesh's contexts
+  s = mp::FindContext(call.context, device, &ctx);  // this device's of the mesh's contexts
   if (!s.ok()) return ffi_util::ToFfi(s);
-  if (ctx->mesh_rows != mesh_rows || ctx->mesh_cols != mesh_cols) {
+  if (ctx->mesh_rows != call.mesh_rows || ctx->mesh_cols != call.mesh_cols) {
     return ffi::Error::InvalidArgument(std::string(target) + ": context made for another mesh");
   }
   attrs.u = ctx->mesh_u;  // checked against `position` in the first status agreement
@@ -75,7 +69,8 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
   }
   const mp::PlanState* state = nullptr;
   if (s.ok())
-    s = ctx->GetPlan(R::kSymmetry, n, cols, tile, attrs.pad, attrs.force_redistribute, &state);
+    s = ctx->GetPlan(R::kSymmetry, call.n, call.cols, call.tile, attrs.pad,
+                     attrs.force_redistribute, &state);
   if (!s.ok()) return ffi_util::ToFfi(s);
   XlaScratch source(scratch);
   mp::Engine engine(*ctx, *state, stream, source, position.typed_data(), attrs.transposed,
@@ -92,8 +87,7 @@ ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator 
                      jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                              \
                                                     .Ctx<xla::ffi::PlatformStream<cudaStream_t>>() \
                                                     .Ctx<xla::ffi::ScratchAllocator>()             \
-                                                    .Ctx<xla::ffi::DeviceOrdinal>())               \
-                         .Attr<int64_t>("context"));
+                                                    .Ctx<xla::ffi::DeviceOrdinal>()));
 JAXMG_ROUTINES(JAXMG_CUDA_SOLVE_TARGET)
 #undef JAXMG_CUDA_SOLVE_TARGET
 

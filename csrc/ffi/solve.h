@@ -25,6 +25,41 @@
 #include "routines/contract.h"
 #include "xla/ffi/api/ffi.h"
 
+namespace jaxmg::ffi_util {
+
+// The call's attributes, every target's the same, decoded as one struct from the keywords
+// jaxmg/_core/routine.py's _local passes (XLA_FFI_REGISTER_STRUCT_ATTR_DECODING below).
+struct CallAttrs {
+  int64_t n;     // rows of the matrix handed (its order for square routines)
+  int64_t cols;  // its columns (n for the square routines)
+  int64_t mesh_rows, mesh_cols;
+  int64_t tile;
+  int64_t pad;
+  int64_t force_redistribute;             // redistribute even where relabeling would do
+  int64_t transposed;                     // the JAX matrix handed is aᵀ (aᴴ)
+  ::xla::ffi::Span<const int64_t> ranks;  // MPI rank per mesh position, or empty
+  int64_t thread;                         // the calling Python thread's tag
+  int64_t check_symmetry;
+  ::xla::ffi::Dictionary config;  // jaxmg.config (ffi/config.h DecodeConfig)
+  int64_t variant;                // the routine's own (SolveAttrs::variant)
+  int64_t context;                // GPUs: the id of the mesh's NCCL/cuSOLVERMp context; CPUs: 0
+};
+
+}  // namespace jaxmg::ffi_util
+
+XLA_FFI_REGISTER_STRUCT_ATTR_DECODING(
+    ::jaxmg::ffi_util::CallAttrs, ::xla::ffi::StructMember<int64_t>("n"),
+    ::xla::ffi::StructMember<int64_t>("cols"), ::xla::ffi::StructMember<int64_t>("mesh_rows"),
+    ::xla::ffi::StructMember<int64_t>("mesh_cols"), ::xla::ffi::StructMember<int64_t>("tile"),
+    ::xla::ffi::StructMember<int64_t>("pad"),
+    ::xla::ffi::StructMember<int64_t>("force_redistribute"),
+    ::xla::ffi::StructMember<int64_t>("transposed"),
+    ::xla::ffi::StructMember<::xla::ffi::Span<const int64_t>>("ranks"),
+    ::xla::ffi::StructMember<int64_t>("thread"),
+    ::xla::ffi::StructMember<int64_t>("check_symmetry"),
+    ::xla::ffi::StructMember<::xla::ffi::Dictionary>("config"),
+    ::xla::ffi::StructMember<int64_t>("variant"), ::xla::ffi::StructMember<int64_t>("context"));
+
 namespace jaxmg {
 
 namespace ffi_util {
@@ -43,19 +78,7 @@ auto BindSolve(Binding binding) {
       .template Ret<ffi::Buffer<ffi::S32>>()  // status
       .template Ret<ffi::AnyBuffer>()         // sign of det (LU routines): scalar of a's dtype
       .template Ret<ffi::Buffer<ffi::S32>>()  // pivots out (LU factor; else one unused)
-      .template Attr<int64_t>("n")
-      .template Attr<int64_t>("mesh_rows")
-      .template Attr<int64_t>("mesh_cols")
-      .template Attr<int64_t>("tile")
-      .template Attr<int64_t>("pad")
-      .template Attr<int64_t>("force_redistribute")
-      .template Attr<int64_t>("transposed")
-      .template Attr<ffi::Span<const int64_t>>("ranks")  // MPI rank per mesh position, or empty
-      .template Attr<int64_t>("thread")
-      .template Attr<int64_t>("check_symmetry")
-      .template Attr<int64_t>("cols")  // columns of the matrix handed (rectangular routines)
-      .template Attr<ffi::Dictionary>("config")  // jaxmg.config (ffi/config.h DecodeConfig)
-      .template Attr<int64_t>("variant");        // the routine's own (SolveAttrs::variant)
+      .template Attrs<CallAttrs>();           // the call's attributes, as one struct
 }
 
 // Reads the attributes, checks the buffers against them and fills attrs/io (the mesh position
@@ -69,24 +92,22 @@ inline Status CheckSolve(const char* target, ::xla::ffi::AnyBuffer a, ::xla::ffi
                          ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> status,
                          ::xla::ffi::Result<::xla::ffi::AnyBuffer> sign,
                          ::xla::ffi::Result<::xla::ffi::Buffer<::xla::ffi::S32>> pivots_out,
-                         int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
-                         int64_t force_redistribute, int64_t transposed,
-                         ::xla::ffi::Span<const int64_t> ranks, int64_t thread,
-                         int64_t check_symmetry, int64_t cols, bool reads_factor, bool rectangular,
+                         const CallAttrs& call, bool reads_factor, bool rectangular,
                          bool own_solution, bool second_matrix, SolveAttrs* attrs, SolveIo* io) {
   namespace ffi = ::xla::ffi;
   const std::string name(target);
-  attrs->n = n;
-  attrs->cols = cols;
-  attrs->mesh_rows = mesh_rows;
-  attrs->mesh_cols = mesh_cols;
-  attrs->tile = tile;
-  attrs->pad = pad != 0;
-  attrs->force_redistribute = force_redistribute != 0;
-  attrs->transposed = transposed != 0;
-  attrs->ranks.assign(ranks.begin(), ranks.end());
-  attrs->thread = thread;
-  attrs->check_symmetry = check_symmetry != 0;
+  attrs->n = call.n;
+  attrs->cols = call.cols;
+  attrs->mesh_rows = call.mesh_rows;
+  attrs->mesh_cols = call.mesh_cols;
+  attrs->tile = call.tile;
+  attrs->pad = call.pad != 0;
+  attrs->force_redistribute = call.force_redistribute != 0;
+  attrs->transposed = call.transposed != 0;
+  attrs->ranks.assign(call.ranks.begin(), call.ranks.end());
+  attrs->thread = call.thread;
+  attrs->check_symmetry = call.check_symmetry != 0;
+  attrs->variant = call.variant;
   auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
   if (attrs->mesh_rows <= 0 || attrs->mesh_cols <= 0 || attrs->n < 0 || attrs->cols < 0 ||
       (!rectangular && attrs->cols != attrs->n)) {

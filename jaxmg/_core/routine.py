@@ -474,8 +474,6 @@ def _local(c: _Call):
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
     ranks = np.asarray(placement.process_ids or (), dtype=np.int64)
     target = _native.target(placement.platform, c.name)
-    # The GPU handlers take one more attribute: their context id.
-    extra_attrs = {} if c.context is None else {"context": np.int64(c.context)}
     # x: shaped like b, or n x solution_cols, its rows split like b's where they divide, else
     # whole on every device (_layout).
     transposed, _, x_spec, _ = _layout(c)
@@ -530,7 +528,7 @@ def _local(c: _Call):
             cols=np.int64(c.cols),
             config=_config.engine_attribute(c.config),
             variant=np.int64(c.variant),
-            **extra_attrs,
+            context=np.int64(c.context or 0),  # the GPU context's id (0 on CPUs)
         )
         return x, logdet, status, sign, piv_out, a_work
 
