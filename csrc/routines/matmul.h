@@ -27,7 +27,6 @@ struct MatmulOf {
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a));
     JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b));
     JAXMG_RETURN_IF_ERROR(e.template Gemm<T>(kOpB, kOpA));  // engine := op_b(Mb) op_a(Ma)
-    JAXMG_RETURN_IF_ERROR(e.WriteStatus(0, io.status));
     return e.template WorkOut<T>(io.a);
   }
 };

@@ -1,7 +1,7 @@
 // The routines that have an FFI target, declared once: JAXMG_ROUTINES(X) calls
 // X(name, Routine, family) for each, where `name` is the target's suffix (jaxmg_<engine>_<name>),
-// `Routine` the struct in jaxmg::routines that runs it, and `family` the kind of call it is (its
-// operands and results):
+// `Routine` the struct in jaxmg::routines that runs it, and `family` the binding its target takes
+// (ffi/families.h: its operands, results and their checks):
 //   solve    a, b, pivots -> work, x, logdet, status, sign, pivots  (solves, factors, inverses,
 //            determinants, QR, least squares, triangular solves)
 //   eigen    a, b -> w, vectors, status                              (syevd, sygvd)
