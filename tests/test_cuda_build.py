@@ -97,6 +97,12 @@ def test_gpu_engine_exports_its_ffi_targets_and_bootstrap(lib):
         "jaxmg_cuda_versions",
     ):
         assert name in symbols, f"{name} is not exported by {lib.name}"
+    # One target per routine of the one list (csrc/routines/targets.h), as the CPU engine's.
+    from jaxmg._core import native
+
+    targets = {s for s in symbols if s.startswith("jaxmg_cusolvermp_")}
+    assert targets == {native.target("cuda", r) for r in native.routines("cpu")}
+    assert "jaxmg_cuda_routines" in symbols
 
 
 @needs_nvcc

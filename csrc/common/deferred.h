@@ -55,7 +55,7 @@ inline const TestFailurePoint*& ActiveTestFailure() {
   return point;
 }
 
-// Installs a call's test_fail point on this thread for the scope's life (ffi/solve.h RunSolve).
+// Installs a call's test_fail point on this thread for the scope's life (ffi/families.h RunSolve).
 class TestFailureScope {
  public:
   explicit TestFailureScope(const char* setting)

@@ -1,24 +1,13 @@
-// The CPU engine's FFI targets: the solve skeleton (ffi/solve.h) over ScaLAPACK + MPI, one target
-// per routine, and the C entry points jaxmg/_core/native.py uses to start MPI.
+// The CPU engine's FFI targets: the families (ffi/families.h) over ScaLAPACK + MPI, one target
+// per routine of the list (routines/targets.h), and the C entry points jaxmg/_core/native.py uses
+// to start MPI.
 #include <cstdio>
 #include <utility>
 
 #include "engines/scalapack/engine.h"
 #include "ffi/dispatch.h"
-#include "ffi/solve.h"
-#include "routines/factor.h"
-#include "routines/gesvd.h"
-#include "routines/inv.h"
-#include "routines/lu_solve.h"
-#include "routines/matmul.h"
-#include "routines/polar.h"
-#include "routines/potri.h"
-#include "routines/potrs.h"
-#include "routines/qr.h"
-#include "routines/slogdet.h"
-#include "routines/solve_triangular.h"
-#include "routines/syevd.h"
-#include "routines/sygvd.h"
+#include "ffi/families.h"
+#include "routines/targets.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jaxmg {
@@ -27,78 +16,53 @@ namespace {
 namespace ffi = ::xla::ffi;
 namespace sl = ::jaxmg::scalapack;
 
-template <class R>
-ffi::Error Solve(const char* target, ffi::AnyBuffer a, ffi::AnyBuffer b,
-                 ffi::Buffer<ffi::S32> position, ffi::Buffer<ffi::S32> pivots_in,
-                 ffi::Result<ffi::AnyBuffer> a_work, ffi::Result<ffi::AnyBuffer> x,
-                 ffi::Result<ffi::AnyBuffer> logdet, ffi::Result<ffi::Buffer<ffi::S32>> status,
-                 ffi::Result<ffi::AnyBuffer> sign, ffi::Result<ffi::Buffer<ffi::S32>> pivots_out,
-                 int64_t n, int64_t mesh_rows, int64_t mesh_cols, int64_t tile, int64_t pad,
-                 int64_t force_redistribute, int64_t transposed, ffi::Span<const int64_t> ranks,
-                 int64_t thread, int64_t check_symmetry, int64_t cols, ffi::Dictionary config,
-                 int64_t variant) {
-  SolveAttrs attrs;
-  SolveIo io;
-  Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
-                                  sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
-                                  force_redistribute, transposed, ranks, thread, check_symmetry,
-                                  cols, ReadsFactor<R>::value, Rectangular<R>::value,
-                                  OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
-  if (s.ok()) s = ffi_util::DecodeConfig(target, config, &attrs.config);
-  if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
-  attrs.variant = variant;
-  attrs.u = position.typed_data()[0];  // host memory on the CPU
-  attrs.v = position.typed_data()[1];
-  layout::Plan plan;
-  s = layout::MakePlan(R::kSymmetry, n, cols, static_cast<int>(mesh_rows),
-                       static_cast<int>(mesh_cols), tile, attrs.pad, attrs.force_redistribute,
-                       &plan);
-  if (!s.ok()) return ffi_util::ToFfi(s);
-  auto lock = sl::EngineLock();
-  sl::Engine engine;
-  s = sl::Engine::Create(attrs, plan,
-                         Fingerprint(target, static_cast<int>(a.element_type()), attrs), &engine);
-  if (s.ok()) s = RunSolve<R>(engine, a.element_type(), target, attrs, io);
-  return ffi_util::ToFfi(s);
-}
+// The CPU engine's part of every handler (after the family's checks): the mesh position (host
+// memory), the layout plan, the engine for this call (its MPI grid), routine R.
+struct CpuEngine {
+  template <class R>
+  ffi::Error Run(const char* target, ffi::DataType dtype, ffi::Buffer<ffi::S32> position,
+                 const ffi_util::CallAttrs& call, SolveAttrs& attrs, const SolveIo& io) const {
+    attrs.u = position.typed_data()[0];
+    attrs.v = position.typed_data()[1];
+    layout::Plan plan;
+    Status s = layout::MakePlan(R::kSymmetry, call.n, call.cols, static_cast<int>(call.mesh_rows),
+                                static_cast<int>(call.mesh_cols), call.tile, attrs.pad,
+                                attrs.force_redistribute, &plan);
+    if (!s.ok()) return ffi_util::ToFfi(s);
+    auto lock = sl::EngineLock();
+    sl::Engine engine;
+    s = sl::Engine::Create(attrs, plan, Fingerprint(target, static_cast<int>(dtype), attrs),
+                           &engine);
+    if (s.ok()) s = RunSolve<R>(engine, dtype, target, attrs, io);
+    return ffi_util::ToFfi(s);
+  }
+};
 
 }  // namespace
 }  // namespace jaxmg
 
-// One target per routine: jaxmg_scalapack_<routine>.
-#define JAXMG_CPU_SOLVE_TARGET(name, routine) \
-  JAXMG_SOLVE_TARGET(name, routine, jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()));
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potrs, Potrs)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve, LuSolve)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_potri, Potri)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_inv, Inv)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_inv_t, InvTransposed)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_slogdet, Slogdet)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_cho_factor, ChoFactor)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_cho_solve, ChoSolve)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_factor, LuFactor)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored, LuSolveFactored)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_lu_solve_factored_t, LuSolveFactoredTransposed)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_qr, Qr)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_least_squares, LeastSquares)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_syevd, Syevd)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_eigvalsh, Eigvalsh)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_sygvd, Sygvd)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_sygvd_values, SygvdValues)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_matmul_nn, MatmulNN)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_matmul_cn, MatmulCN)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_matmul_nc, MatmulNC)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd, Gesvd)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_u, GesvdU)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_vh, GesvdVh)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_gesvd_values, GesvdValues)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_polar, Polar)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_polar_up, PolarUp)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_solve_triangular, SolveTriangular)
-JAXMG_CPU_SOLVE_TARGET(jaxmg_scalapack_solve_triangular_matrix, SolveTriangularMatrix)
-#undef JAXMG_CPU_SOLVE_TARGET
+// One target per routine of the list (routines/targets.h): jaxmg_scalapack_<routine>, bound and
+// checked as its family's (ffi/families.h); a C++ exception becomes the call's error.
+#define JAXMG_CPU_TARGET(name, routine, family)                                         \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                        \
+      jaxmg_scalapack_##name,                                                           \
+      [](auto&&... args) {                                                              \
+        return ::jaxmg::ffi_util::NoThrow("jaxmg_scalapack_" #name, [&] {               \
+          return ::jaxmg::ffi_util::families::family::Call<::jaxmg::routines::routine>( \
+              "jaxmg_scalapack_" #name, ::jaxmg::CpuEngine{},                           \
+              std::forward<decltype(args)>(args)...);                                   \
+        });                                                                             \
+      },                                                                                \
+      ::jaxmg::ffi_util::families::family::Bind(::xla::ffi::Ffi::Bind()));
+JAXMG_ROUTINES(JAXMG_CPU_TARGET)
+#undef JAXMG_CPU_TARGET
 
 extern "C" {
+// The routines with a target here, "name family" lines (routines/targets.h), for
+// jaxmg/_core/native.py.
+__attribute__((visibility("default"))) const char* jaxmg_cpu_routines() {
+  return JAXMG_ROUTINE_LIST;
+}
 __attribute__((visibility("default"))) int jaxmg_mpi_init(char* err, int err_len) {
   auto lock = jaxmg::scalapack::EngineLock();
   jaxmg::Status s = jaxmg::scalapack::EnsureMpi();

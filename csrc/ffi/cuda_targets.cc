@@ -1,6 +1,6 @@
-// The GPU engine's FFI targets: the solve skeleton (ffi/solve.h) over cuSOLVERMp + cuBLASMp +
-// NCCL, one target per routine, and the C entry points of the context bootstrap
-// (jaxmg/_core/gpu.py). The targets take the solve attributes plus `context`, the id of the
+// The GPU engine's FFI targets: the families (ffi/families.h) over cuSOLVERMp + cuBLASMp + NCCL,
+// one target per routine of the list (routines/targets.h), and the C entry points of the context
+// bootstrap (jaxmg/_core/gpu.py). The call's attributes carry `context`, the id of the
 // NCCL/cuSOLVERMp context made for this mesh and device.
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -15,20 +15,8 @@
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/engine.h"
 #include "ffi/dispatch.h"
-#include "ffi/solve.h"
-#include "routines/factor.h"
-#include "routines/gesvd.h"
-#include "routines/inv.h"
-#include "routines/lu_solve.h"
-#include "routines/matmul.h"
-#include "routines/polar.h"
-#include "routines/potri.h"
-#include "routines/potrs.h"
-#include "routines/qr.h"
-#include "routines/slogdet.h"
-#include "routines/solve_triangular.h"
-#include "routines/syevd.h"
-#include "routines/sygvd.h"
+#include "ffi/families.h"
+#include "routines/targets.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jaxmg {
@@ -50,91 +38,67 @@ class XlaScratch final : public ScratchSource {
   ffi::ScratchAllocator& scratch_;
 };
 
-template <class R>
-ffi::Error Solve(const char* target, cudaStream_t stream, ffi::ScratchAllocator scratch,
-                 int32_t device, ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Buffer<ffi::S32> position,
-                 ffi::Buffer<ffi::S32> pivots_in, ffi::Result<ffi::AnyBuffer> a_work,
-                 ffi::Result<ffi::AnyBuffer> x, ffi::Result<ffi::AnyBuffer> logdet,
-                 ffi::Result<ffi::Buffer<ffi::S32>> status, ffi::Result<ffi::AnyBuffer> sign,
-                 ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, int64_t n, int64_t mesh_rows,
-                 int64_t mesh_cols, int64_t tile, int64_t pad, int64_t force_redistribute,
-                 int64_t transposed, ffi::Span<const int64_t> ranks, int64_t thread,
-                 int64_t check_symmetry, int64_t cols, ffi::Dictionary config, int64_t variant,
-                 int64_t context) {
-  SolveAttrs attrs;  // on GPUs `ranks` is unused: the context's communicator fixes who is who
-  SolveIo io;
-  Status s = ffi_util::CheckSolve(target, a, b, position, pivots_in, a_work, x, logdet, status,
-                                  sign, pivots_out, n, mesh_rows, mesh_cols, tile, pad,
-                                  force_redistribute, transposed, ranks, thread, check_symmetry,
-                                  cols, ReadsFactor<R>::value, Rectangular<R>::value,
-                                  OwnSolution<R>::value, SecondMatrix<R>::value, &attrs, &io);
-  if (s.ok()) s = ffi_util::DecodeConfig(target, config, &attrs.config);
-  if (!s.ok()) return ffi::Error::InvalidArgument(s.message());
-  attrs.variant = variant;
-  mp::Context* ctx = nullptr;
-  s = mp::FindContext(context, device, &ctx);  // this device's of the mesh's contexts
-  if (!s.ok()) return ffi_util::ToFfi(s);
-  if (ctx->mesh_rows != mesh_rows || ctx->mesh_cols != mesh_cols) {
-    return ffi::Error::InvalidArgument(std::string(target) + ": context made for another mesh");
+// The GPU engine's part of every handler (after the family's checks): this device's context of
+// the mesh (call.context), the call agreement, the plan, the engine on XLA's stream and scratch
+// memory, routine R. On GPUs `ranks` is unused: the context's communicator fixes who is who.
+struct GpuEngine {
+  cudaStream_t stream;
+  ffi::ScratchAllocator* scratch;
+  int32_t device;
+
+  template <class R>
+  ffi::Error Run(const char* target, ffi::DataType dtype, ffi::Buffer<ffi::S32> position,
+                 const ffi_util::CallAttrs& call, SolveAttrs& attrs, const SolveIo& io) const {
+    mp::Context* ctx = nullptr;
+    Status s = mp::FindContext(call.context, device, &ctx);  // this device's of the mesh's
+    if (!s.ok()) return ffi_util::ToFfi(s);
+    if (ctx->mesh_rows != call.mesh_rows || ctx->mesh_cols != call.mesh_cols) {
+      return ffi::Error::InvalidArgument(std::string(target) + ": context made for another mesh");
+    }
+    attrs.u = ctx->mesh_u;  // checked against `position` in the first status agreement
+    attrs.v = ctx->mesh_v;
+    std::lock_guard<std::mutex> lock(ctx->mu);
+    s = mp::CudaCheck(cudaSetDevice(ctx->device), "cudaSetDevice");
+    if (s.ok()) {
+      const CallFingerprint fp = Fingerprint(target, static_cast<int>(dtype), attrs);
+      s = mp::AgreeOnCall(*ctx, fp.values, fp.names);
+    }
+    const mp::PlanState* state = nullptr;
+    if (s.ok()) {
+      s = ctx->GetPlan(R::kSymmetry, call.n, call.cols, call.tile, attrs.pad,
+                       attrs.force_redistribute, &state);
+    }
+    if (!s.ok()) return ffi_util::ToFfi(s);
+    XlaScratch source(*scratch);
+    mp::Engine engine(*ctx, *state, stream, source, position.typed_data(), attrs.transposed,
+                      attrs.config);
+    return ffi_util::ToFfi(RunSolve<R>(engine, dtype, target, attrs, io));
   }
-  attrs.u = ctx->mesh_u;  // checked against `position` in the first status agreement
-  attrs.v = ctx->mesh_v;
-  std::lock_guard<std::mutex> lock(ctx->mu);
-  s = mp::CudaCheck(cudaSetDevice(ctx->device), "cudaSetDevice");
-  if (s.ok()) {
-    const CallFingerprint fp = Fingerprint(target, static_cast<int>(a.element_type()), attrs);
-    s = mp::AgreeOnCall(*ctx, fp.values, fp.names);
-  }
-  const mp::PlanState* state = nullptr;
-  if (s.ok())
-    s = ctx->GetPlan(R::kSymmetry, n, cols, tile, attrs.pad, attrs.force_redistribute, &state);
-  if (!s.ok()) return ffi_util::ToFfi(s);
-  XlaScratch source(scratch);
-  mp::Engine engine(*ctx, *state, stream, source, position.typed_data(), attrs.transposed,
-                    attrs.config);
-  return ffi_util::ToFfi(RunSolve<R>(engine, a.element_type(), target, attrs, io));
-}
+};
 
 }  // namespace
 }  // namespace jaxmg
 
-// One target per routine: jaxmg_cusolvermp_<routine>.
-#define JAXMG_CUDA_SOLVE_TARGET(name, routine)                                                     \
-  JAXMG_SOLVE_TARGET(name, routine,                                                                \
-                     jaxmg::ffi_util::BindSolve(xla::ffi::Ffi::Bind()                              \
+// One target per routine of the list (routines/targets.h): jaxmg_cusolvermp_<routine>, bound and
+// checked as its family's (ffi/families.h) after the GPU's context (stream, scratch memory,
+// device); a C++ exception becomes the call's error.
+#define JAXMG_CUDA_TARGET(name, routine, family)                                                   \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                   \
+      jaxmg_cusolvermp_##name,                                                                     \
+      [](cudaStream_t stream, xla::ffi::ScratchAllocator scratch, int32_t device,                  \
+         auto&&... args) {                                                                         \
+        return ::jaxmg::ffi_util::NoThrow("jaxmg_cusolvermp_" #name, [&] {                         \
+          return ::jaxmg::ffi_util::families::family::Call<::jaxmg::routines::routine>(            \
+              "jaxmg_cusolvermp_" #name, ::jaxmg::GpuEngine{stream, &scratch, device},             \
+              std::forward<decltype(args)>(args)...);                                              \
+        });                                                                                        \
+      },                                                                                           \
+      ::jaxmg::ffi_util::families::family::Bind(xla::ffi::Ffi::Bind()                              \
                                                     .Ctx<xla::ffi::PlatformStream<cudaStream_t>>() \
                                                     .Ctx<xla::ffi::ScratchAllocator>()             \
-                                                    .Ctx<xla::ffi::DeviceOrdinal>())               \
-                         .Attr<int64_t>("context"));
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potrs, Potrs)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve, LuSolve)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_potri, Potri)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_inv, Inv)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_inv_t, InvTransposed)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_slogdet, Slogdet)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_cho_factor, ChoFactor)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_cho_solve, ChoSolve)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_factor, LuFactor)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve_factored, LuSolveFactored)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_lu_solve_factored_t, LuSolveFactoredTransposed)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_qr, Qr)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_least_squares, LeastSquares)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_syevd, Syevd)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_eigvalsh, Eigvalsh)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_sygvd, Sygvd)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_sygvd_values, SygvdValues)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_matmul_nn, MatmulNN)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_matmul_cn, MatmulCN)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_matmul_nc, MatmulNC)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd, Gesvd)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_u, GesvdU)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_vh, GesvdVh)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_gesvd_values, GesvdValues)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_polar, Polar)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_polar_up, PolarUp)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_solve_triangular, SolveTriangular)
-JAXMG_CUDA_SOLVE_TARGET(jaxmg_cusolvermp_solve_triangular_matrix, SolveTriangularMatrix)
-#undef JAXMG_CUDA_SOLVE_TARGET
+                                                    .Ctx<xla::ffi::DeviceOrdinal>()));
+JAXMG_ROUTINES(JAXMG_CUDA_TARGET)
+#undef JAXMG_CUDA_TARGET
 
 namespace {
 void WriteError(const jaxmg::Status& s, char* err, int err_len) {
@@ -143,6 +107,12 @@ void WriteError(const jaxmg::Status& s, char* err, int err_len) {
 }  // namespace
 
 extern "C" {
+
+// The routines with a target here, "name family" lines (routines/targets.h), for
+// jaxmg/_core/native.py.
+__attribute__((visibility("default"))) const char* jaxmg_cuda_routines() {
+  return JAXMG_ROUTINE_LIST;
+}
 
 // NCCL unique id of a new communicator (128 bytes). Returns 0 on success.
 __attribute__((visibility("default"))) int jaxmg_nccl_get_unique_id(char* out) {

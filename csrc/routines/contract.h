@@ -1,7 +1,7 @@
 // The contract between the routines (csrc/routines/) and the engines: a call's attributes and
 // buffers (SolveAttrs, SolveIo), what every rank agrees on before a collective
 // (CallFingerprint), the matrix handle the steps pass (DistributedMatrix), and the typed steps an
-// engine provides. No XLA here: the FFI layer (ffi/solve.h) fills these from its bindings, and the
+// engine provides. No XLA here: the FFI layer (ffi/families.h) fills these from its bindings, and the
 // engines and routines see only them.
 //
 // Matrices are handles (E::Matrix, a DistributedMatrix over the engine's descriptor): values that
@@ -239,7 +239,8 @@ struct DistributedMatrix {
   bool empty() const { return data == nullptr; }
 };
 
-// Attributes every solve target takes, in binding order (after the buffers).
+// The call's attributes, every target's (ffi/families.h decodes them), and what the family's
+// checks derive (nrhs).
 struct SolveAttrs {
   int64_t n = 0, mesh_rows = 1, mesh_cols = 1, tile = 1;
   int64_t cols = 0;  // the columns of the matrix handed (n for the square routines)
@@ -295,12 +296,18 @@ struct SolveIo {
   int32_t* status = nullptr;
   int64_t nrhs = 0;
   int64_t x_count = 0;   // elements of this shard of x
-  int64_t x_rows = 0;    // rows of this shard of x (b's, except for rectangular routines)
+  int64_t x_rows = 0;    // rows of this shard of x (b's, except for rectangular routines; the
+                         // svd family: of s and vh)
   int64_t a_count = 0;   // elements of this shard of a
   void* sign = nullptr;  // scalar of a's dtype
   const int32_t* pivots_in = nullptr;
   int32_t* pivots_out = nullptr;
   int64_t pivots_in_count = 0, pivots_out_count = 0;
+  // The singular value decomposition's (the svd family): s (x_rows of the n singular values)
+  // and vh (x_rows of Vᴴ's rows, vh_count elements; one unused element without Vᴴ).
+  void* s = nullptr;
+  void* vh = nullptr;
+  int64_t vh_count = 0;
 };
 
 }  // namespace jaxmg

@@ -7,8 +7,8 @@
 // plan's padded rows and columns would take part in the null space of a rank-deficient A.
 //   U (M x N) overwrites the engine matrix and comes back through the plan (ShardOut) in the
 //   layout of aᵀ, which the Python side transposes back.
-//   x holds N rows (split like b's, or whole): Vᴴ in columns 0..N-1 (SquareRowsOut) and the
-//   singular values in the last column (gesvd.py takes them apart).
+//   s and vh hold N rows (split like b's, or whole): the singular values, and Vᴴ
+//   (SquareRowsOut).
 #pragma once
 
 #include "routines/contract.h"
@@ -20,13 +20,13 @@ template <bool kU, bool kVt>
 struct GesvdOf {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
   static constexpr bool kRectangular = true;
+  static constexpr bool kWantsVh = kVt;  // vh holds Vᴴ (else one unused element)
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("gesvd runs on a redistributed matrix");
     }
-    const int64_t x_cols = io.x_count / io.x_rows;
     typename E::Matrix a, vt;  // the engine matrix (then U), Vᴴ
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     if (!kU && !kVt) {
@@ -36,20 +36,22 @@ struct GesvdOf {
       int info = 0;
       typename E::Matrix h;
       JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, /*h=*/true, &h, &info)));
-      if (info == 0)
-        JAXMG_RETURN_IF_ERROR(e.template PolarValues<T>(h, io.x, io.x_rows, x_cols, &info));
+      if (info == 0) JAXMG_RETURN_IF_ERROR(e.template PolarValues<T>(h, io.s, io.x_rows, 1, &info));
       JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
-      return info != 0 ? e.template FillNan<T>(io.x, io.x_count) : Status();
+      return info != 0 ? e.template FillNan<T>(io.s, io.x_rows) : Status();
     }
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(
-        e.template Gesvd<T>(&a, kU, kVt, io.x, io.x_rows, x_cols, &vt, &info));  // agreed
+    JAXMG_RETURN_IF_ERROR(e.template Gesvd<T>(&a, kU, kVt, io.s, io.x_rows, 1, &vt, &info));  // agreed
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
-      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
+      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.s, io.x_rows));
+      if (kVt) JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.vh, io.vh_count));
       return kU ? e.template FillNan<T>(io.a, io.a_count) : Status();
     }
-    if (kVt) JAXMG_RETURN_IF_ERROR(e.template SquareRowsOut<T>(vt, io.x, io.x_rows, x_cols));
+    if (kVt) {
+      JAXMG_RETURN_IF_ERROR(
+          e.template SquareRowsOut<T>(vt, io.vh, io.x_rows, io.vh_count / io.x_rows));
+    }
     return kU ? e.template ShardOut<T>(a, io.a) : Status();
   }
 };

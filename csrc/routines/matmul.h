@@ -28,7 +28,6 @@ struct MatmulOf {
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &ma));
     JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b, &mb));
     JAXMG_RETURN_IF_ERROR(e.template Gemm<T>(kOpB, mb, kOpA, ma, &c));  // c := op_b(Mb) op_a(Ma)
-    JAXMG_RETURN_IF_ERROR(e.WriteStatus(0, io.status));
     return e.template ShardOut<T>(c, io.a);
   }
 };

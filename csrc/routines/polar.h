@@ -108,6 +108,7 @@ template <bool kH>
 struct PolarOf {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
   static constexpr bool kRectangular = true;
+  static constexpr bool kWantsH = kH;  // x holds H's rows (else one unused element)
 
   template <class E, class T>
   static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {

@@ -23,38 +23,6 @@ _LIBRARIES = {
     "layout": "libjaxmg_layout_capi.so",
 }
 
-# Routines with an FFI target in every engine's library: jaxmg_<engine>_<routine>, which is also
-# the symbol's name.
-ROUTINES = (
-    "potrs",
-    "qr",
-    "least_squares",
-    "syevd",
-    "eigvalsh",
-    "sygvd",
-    "sygvd_values",
-    "matmul_nn",
-    "matmul_cn",
-    "matmul_nc",
-    "gesvd",
-    "gesvd_u",
-    "gesvd_vh",
-    "gesvd_values",
-    "polar",
-    "polar_up",
-    "lu_solve",
-    "potri",
-    "inv",
-    "inv_t",
-    "slogdet",
-    "cho_factor",
-    "cho_solve",
-    "lu_factor",
-    "lu_solve_factored",
-    "lu_solve_factored_t",
-    "solve_triangular",
-    "solve_triangular_matrix",
-)
 _ENGINE_NAMES = {"cpu": "scalapack", "cuda": "cusolvermp"}
 _PLATFORMS = {"cpu": "cpu", "cuda": "CUDA"}
 
@@ -130,11 +98,39 @@ def target(kind: str, routine: str) -> str:
     return f"jaxmg_{_ENGINE_NAMES[kind]}_{routine}"
 
 
+def _routine_list(lib: ctypes.CDLL, kind: str) -> dict[str, str]:
+    """{routine: family} of the routines with an FFI target in an engine's library: the one list
+    (csrc/routines/targets.h), which the library exports as "name family" lines."""
+    fn = getattr(lib, f"jaxmg_{kind}_routines")
+    fn.restype = ctypes.c_char_p
+    fn.argtypes = []
+    return dict(line.split() for line in fn().decode().splitlines() if line.strip())
+
+
+@functools.cache
+def routines(kind: str) -> dict[str, str]:
+    """{routine: family} of the engine for platform `kind` ("cpu" or "cuda"): the routines with
+    a target jaxmg_<engine>_<routine> (see `target`), and the family of each target's call
+    (csrc/routines/targets.h). Loads the library, without registering or initializing anything."""
+    return _routine_list(load(kind), kind)
+
+
+def family(kind: str, routine: str) -> str:
+    """The family of `routine`'s target (solve, eigen, svd, polar, product)."""
+    try:
+        return routines(kind)[routine]
+    except KeyError:
+        raise RuntimeError(
+            f"jaxmg's native library {_LIBRARIES[kind]} has no target for {routine}: the Python "
+            "package and the library come from different builds; reinstall jaxmg"
+        ) from None
+
+
 @functools.cache
 def engine(kind: str) -> ctypes.CDLL:
     """Loads an engine's library, registers its FFI targets and initializes it (once)."""
     lib = load(kind)
-    for routine in ROUTINES:
+    for routine in routines(kind):
         name = target(kind, routine)
         jax.ffi.register_ffi_target(
             name, jax.ffi.pycapsule(getattr(lib, name)), platform=_PLATFORMS[kind]

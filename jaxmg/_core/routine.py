@@ -102,6 +102,7 @@ class Result:
     status: object = None  # int32 scalar
     sign: object = None  # sign (phase) of det, a's dtype (LU routines)
     pivots: object = None  # int32 (engine rows,), replicated
+    s: object = None  # the singular values (svd family: x holds Vᴴ's rows), a's dtype, real
     placement: object = None  # the engine's placement (a factor keeps it)
     user: object = None  # the placement of a as given (and of b and x)
     tile: int = 0
@@ -300,15 +301,15 @@ def call(
     )
     fn = _build(c) if local_blocks is None else None
     if local_blocks is not None:
-        x, logdet, status, sign, piv_out, a_work = _on_blocks(c, *local_blocks)
+        x, logdet, status, sign, piv_out, a_work, s = _on_blocks(c, *local_blocks)
     elif ctx and traced(a, b, pivots):  # inside the caller's jit: no jit of jaxmg's own
-        x, logdet, status, sign, piv_out, a_work = _pipeline(c)(a, b, pivots)
+        x, logdet, status, sign, piv_out, a_work, s = _pipeline(c)(a, b, pivots)
     elif traced(a, b, pivots):
         with _mesh.mesh_scope(engine_placement.mesh):
-            x, logdet, status, sign, piv_out, a_work = _batchable(fn, a, b, pivots)
+            x, logdet, status, sign, piv_out, a_work, s = _batchable(fn, a, b, pivots)
     else:  # concrete arrays: no transformation to serve (saves ~0.2 ms a call)
         with _mesh.mesh_scope(engine_placement.mesh):
-            x, logdet, status, sign, piv_out, a_work = fn(a, b, pivots)
+            x, logdet, status, sign, piv_out, a_work, s = fn(a, b, pivots)
     return Result(
         x=x,
         matrix=a_work,
@@ -316,6 +317,7 @@ def call(
         status=status,
         sign=sign,
         pivots=piv_out,
+        s=s,
         placement=engine_placement,
         user=placement,
         tile=tile,
@@ -352,9 +354,9 @@ def _on_blocks(c: _Call, a_blk, b_blk):
         b_blk = jnp.zeros((c.cols // placement.mesh_rows, 1), a_blk.dtype)
     b2 = b_blk.reshape(-1, 1) if c.b_ndim == 1 else b_blk
     piv_in = jnp.zeros((max(c.pivots_in, 1),), jnp.int32)
-    x, logdet, status, sign, piv_out, a_work = _local(c)(a_blk, b2, piv_in)
+    x, logdet, status, sign, piv_out, a_work, s = _local(c)(a_blk, b2, piv_in)
     x = x.reshape(-1) if c.b_ndim == 1 else x
-    return x, logdet, status, sign, piv_out, a_work
+    return x, logdet, status, sign, piv_out, a_work, s
 
 
 def traced(*xs) -> bool:
@@ -467,26 +469,80 @@ class _Call:
 @functools.cache
 def _local(c: _Call):
     """The function one device runs on its blocks, (a_blk, b_blk, pivots) -> (x, logdet,
-    status, sign, pivots, a_work): one FFI call, where the mesh's axes are manual (inside
-    `_build`'s shard_map, or a caller's own)."""
+    status, sign, pivots, a_work, s): one FFI call, where the mesh's axes are manual (inside
+    `_build`'s shard_map, or a caller's own). The call is the routine's family's
+    (csrc/ffi/families.h; the family from the library's list, `_native.family`); the outputs a
+    family has not are None (eigen: x holds the eigenvalues, (n, 1); svd: x holds Vᴴ's rows and
+    s the singular values; polar: x holds H's rows)."""
     placement, n = c.placement, c.n
     # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
     ranks = np.asarray(placement.process_ids or (), dtype=np.int64)
     target = _native.target(placement.platform, c.name)
-    # The GPU handlers take one more attribute: their context id.
-    extra_attrs = {} if c.context is None else {"context": np.int64(c.context)}
+    family = _native.family(placement.platform, c.name)
     # x: shaped like b, or n x solution_cols, its rows split like b's where they divide, else
     # whole on every device (_layout).
     transposed, _, x_spec, _ = _layout(c)
     rhs_procs = placement.mesh_cols if transposed else placement.mesh_rows
     x_split = x_spec != P()
+    x_rows = n // rhs_procs if x_split else n
+    # The call's attributes (csrc/ffi/families.h CallAttrs), every family's the same.
+    attrs = dict(
+        n=np.int64(n),
+        mesh_rows=np.int64(placement.mesh_rows),
+        mesh_cols=np.int64(placement.mesh_cols),
+        tile=np.int64(c.tile),
+        pad=np.int64(c.pad),
+        force_redistribute=np.int64(c.redistribute),
+        transposed=np.int64(transposed),
+        ranks=ranks,
+        thread=np.int64(c.thread),
+        check_symmetry=np.int64(c.check_symmetry),
+        cols=np.int64(c.cols),
+        config=_config.engine_attribute(c.config),
+        variant=np.int64(c.variant),
+        context=np.int64(c.context or 0),  # the GPU context's id (0 on CPUs)
+    )
+
+    def ffi(*results, alias=0):
+        # The result that overwrites a (its index; None: none) aliases it (in place, or a copy
+        # XLA makes).
+        return jax.ffi.ffi_call(
+            target,
+            results,
+            has_side_effect=True,
+            input_output_aliases={} if alias is None else {0: alias},
+        )
 
     def local(a_blk, b_blk, piv_in):
         position = jnp.stack([_axis_index(placement.row_axis), _axis_index(placement.col_axis)])
-        real = jnp.finfo(a_blk.dtype).dtype
+        dtype = a_blk.dtype
+        like_a = jax.ShapeDtypeStruct(a_blk.shape, dtype)
+        status = jax.ShapeDtypeStruct((), jnp.int32)
         # No zero-sized buffers in the call (XLA:GPU's compiler crashed on them): an unused
-        # result or pivot array has one element.
+        # operand or result has one element.
+        one = jax.ShapeDtypeStruct((1, 1), dtype)
+        if family == "eigen":
+            b = b_blk if c.second_matrix else jnp.zeros((1,), dtype)
+            w, vectors, st = ffi(jax.ShapeDtypeStruct((n,), dtype), like_a, status, alias=1)(
+                a_blk, b, position, **attrs
+            )
+            return w.reshape(n, 1), None, st, None, None, vectors, None
+        if family == "svd":
+            # Vᴴ's rows when the routine has them (solution_cols: n), else one element.
+            vh = jax.ShapeDtypeStruct((x_rows, n), dtype) if c.solution_cols == n else one
+            u, s, vh, st = ffi(like_a, jax.ShapeDtypeStruct((x_rows,), dtype), vh, status)(
+                a_blk, position, **attrs
+            )
+            return vh, None, st, None, None, u, s
+        if family == "polar":
+            h = jax.ShapeDtypeStruct((x_rows, n), dtype) if c.solution_cols == n else one
+            u, h, st = ffi(like_a, h, status)(a_blk, position, **attrs)
+            return h, None, st, None, None, u, None
+        if family == "product":
+            (prod,) = ffi(like_a)(a_blk, b_blk, position, **attrs)
+            return None, None, None, None, None, prod, None
+        real = jnp.finfo(dtype).dtype
         if c.reads_factor:
             work_shape = (1,)
         elif c.factor_order:
@@ -498,41 +554,18 @@ def _local(c: _Call):
             work_shape = a_blk.shape
         x_shape = b_blk.shape
         if c.solution_cols:
-            x_shape = (n // rhs_procs if x_split else n, c.solution_cols)
-        call = jax.ffi.ffi_call(
-            target,
-            (
-                jax.ShapeDtypeStruct(work_shape, a_blk.dtype),
-                jax.ShapeDtypeStruct(x_shape, b_blk.dtype),
-                jax.ShapeDtypeStruct((), real),
-                jax.ShapeDtypeStruct((), jnp.int32),
-                jax.ShapeDtypeStruct((), a_blk.dtype),
-                jax.ShapeDtypeStruct((max(c.pivots_out, 1),), jnp.int32),
-            ),
-            has_side_effect=True,
-            input_output_aliases={0: 0} if work_shape == a_blk.shape else {},
+            x_shape = (x_rows, c.solution_cols)
+        call = ffi(
+            jax.ShapeDtypeStruct(work_shape, dtype),
+            jax.ShapeDtypeStruct(x_shape, b_blk.dtype),
+            jax.ShapeDtypeStruct((), real),
+            status,
+            jax.ShapeDtypeStruct((), dtype),
+            jax.ShapeDtypeStruct((max(c.pivots_out, 1),), jnp.int32),
+            alias=0 if work_shape == a_blk.shape else None,
         )
-        a_work, x, logdet, status, sign, piv_out = call(
-            a_blk,
-            b_blk,
-            position,
-            piv_in,
-            n=np.int64(n),
-            mesh_rows=np.int64(placement.mesh_rows),
-            mesh_cols=np.int64(placement.mesh_cols),
-            tile=np.int64(c.tile),
-            pad=np.int64(c.pad),
-            force_redistribute=np.int64(c.redistribute),
-            transposed=np.int64(transposed),
-            ranks=ranks,
-            thread=np.int64(c.thread),
-            check_symmetry=np.int64(c.check_symmetry),
-            cols=np.int64(c.cols),
-            config=_config.engine_attribute(c.config),
-            variant=np.int64(c.variant),
-            **extra_attrs,
-        )
-        return x, logdet, status, sign, piv_out, a_work
+        a_work, x, logdet, st, sign, piv_out = call(a_blk, b_blk, position, piv_in, **attrs)
+        return x, logdet, st, sign, piv_out, a_work, None
 
     return local
 
@@ -576,7 +609,7 @@ def _pipeline(c: _Call):
         local,
         mesh=placement.mesh,
         in_specs=(placement.matrix_spec, rhs_spec, P()),
-        out_specs=(x_spec, P(), P(), P(), P(), work_spec),
+        out_specs=(x_spec, P(), P(), P(), P(), work_spec, P(*tuple(x_spec)[:1])),
         check_vma=False,
     )
 
@@ -598,7 +631,7 @@ def _pipeline(c: _Call):
             a = jnp.conj(a.T) if c.symmetric and jnp.iscomplexobj(a) else a.T
             a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
         b2 = _mesh.constrain(b2, placement.mesh, rhs_spec)
-        x, logdet, status, sign, piv_out, a_work = call(a, b2, piv_in)
+        x, logdet, status, sign, piv_out, a_work, s = call(a, b2, piv_in)
         if c.rhs_like_a:
             x = _mesh.constrain(x, user.mesh, user.matrix_spec)
         elif x_spec == rhs_spec:
@@ -613,7 +646,7 @@ def _pipeline(c: _Call):
             a_work = _mesh.constrain(a_work, user.mesh, user.matrix_spec)
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
         keep = c.donate or c.returns_matrix or c.ctx
-        return x, logdet, status, sign, piv_out, (a_work if keep else None)
+        return x, logdet, status, sign, piv_out, (a_work if keep else None), s
 
     return run
 

@@ -18,8 +18,8 @@ from jaxmg.routines.qdwh import POLAR
 
 def _variant(name, u, vh):
     # The engine is handed aᵀ, so it holds A (M x N, M >= N), redistributed into tiles of its
-    # exact extents; U comes back in a's sharding, Vᴴ and the singular values in x: N rows,
-    # Vᴴ in columns 0..N-1 and s in the last (csrc/routines/gesvd.h).
+    # exact extents; U comes back in a's sharding, Vᴴ's N rows in x (solution_cols: N columns;
+    # 1: no Vᴴ, one unused element) and the singular values in s (csrc/ffi/families.h, svd).
     return _routine.SolveRoutine(
         name=name,
         symmetric=False,
@@ -28,7 +28,7 @@ def _variant(name, u, vh):
         takes_rhs=False,
         rectangular=True,
         redistribute=True,
-        solution_cols=(lambda n, nrhs: n + 1) if vh else (lambda n, nrhs: 1),
+        solution_cols=(lambda n, nrhs: n) if vh else (lambda n, nrhs: 1),
         solution_whole=not vh,  # s alone: whole on every device
     )
 
@@ -288,10 +288,10 @@ def _tall_primal(compute_u, compute_vh, opts, donate, a):
 
 def _outputs(r, compute_u, compute_vh, n):
     """The outputs present of a call's result: (U,) s (, Vh), status."""
-    s = _mesh.constrain(jnp.real(r.x[:, -1]), r.user.mesh, P())
+    s = _mesh.constrain(jnp.real(r.s), r.user.mesh, P())
     out = (r.matrix,) if compute_u else ()
     out += (s,)
-    out += (_place(r.x[:, :n], r.user, (n, n)),) if compute_vh else ()
+    out += (_place(r.x, r.user, (n, n)),) if compute_vh else ()
     return out + (r.status,)
 
 
