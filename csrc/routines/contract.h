@@ -1,8 +1,8 @@
 // The contract between the routines (csrc/routines/) and the engines: a call's attributes and
 // buffers (SolveAttrs, SolveIo), what every rank agrees on before a collective
 // (CallFingerprint), the matrix handle the steps pass (DistributedMatrix), and the typed steps an
-// engine provides. No XLA here: the FFI layer (ffi/families.h) fills these from its bindings, and the
-// engines and routines see only them.
+// engine provides. No XLA here: the FFI layer (ffi/families.h) fills these from its bindings, and
+// the engines and routines see only them.
 //
 // Matrices are handles (E::Matrix, a DistributedMatrix over the engine's descriptor): values that
 // say where a distributed matrix's local part is and how it is distributed. The engine makes them

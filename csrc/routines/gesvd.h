@@ -41,7 +41,8 @@ struct GesvdOf {
       return info != 0 ? e.template FillNan<T>(io.s, io.x_rows) : Status();
     }
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Gesvd<T>(&a, kU, kVt, io.s, io.x_rows, 1, &vt, &info));  // agreed
+    JAXMG_RETURN_IF_ERROR(
+        e.template Gesvd<T>(&a, kU, kVt, io.s, io.x_rows, 1, &vt, &info));  // agreed
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
       JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.s, io.x_rows));
