@@ -265,11 +265,9 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
   const int64_t lr = CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(rows);
   const Status copy = Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_);
   JAXMG_RETURN_IF_ERROR(Redistribute<T>(b, /*to_tiles=*/true, local_b_, copy, rows));
-  nrhs_ = plan.cols.extent;
-  rhs_local_cols_ = lc;
   JAXMG_RETURN_IF_ERROR(desc_b_.Create(ctx_, DataTypeOf<T>(), rows, plan.cols.extent, t, t,
                                        std::max<int64_t>(lr, 1)));
-  // The handle (still also the registers local_b_ and desc_b_, which Sygvd reads).
+  // The handle (local_b_ and desc_b_ hold the call's second matrix or right-hand side).
   *c = Matrix();
   c->data = local_b_;
   c->desc = &desc_b_;

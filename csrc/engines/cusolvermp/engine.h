@@ -307,9 +307,9 @@ class Engine {
   template <typename T>
   Status QrSolve(const Matrix& rhs, int* info, void** solution);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
-  // matrix's leading columns (from_matrix) or of the right-hand side, whole on every rank.
+  // engine matrix's leading cols.extent columns (R), whole on every rank.
   template <typename T>
-  Status LeadingRows(bool from_matrix, void** out);
+  Status LeadingRows(void** out);
   template <typename T>
   Status Lu1D(Matrix* a, int* info);
   Status EnginePivots(std::vector<int64_t>* out);
@@ -396,7 +396,8 @@ class Engine {
   int32_t* small_ = nullptr;  // [0..1]: agreement, [2]: solve info, [3]: diagonal check, then
                               // 16 bytes for a sum, [8]: first non-finite column
                               // of the factor, [9]: of the input (Getrf)
-  int64_t nrhs_ = 0, rhs_local_cols_ = 0;
+  // The storage of the call's right-hand side or second matrix (RhsIn, RhsMatrixIn, MatrixIn)
+  // and its descriptor.
   void* local_b_ = nullptr;
   Descriptor desc_b_;
   void* full_ = nullptr;    // n x nrhs, row-major: the whole right-hand side

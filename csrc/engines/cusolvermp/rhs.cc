@@ -34,9 +34,8 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   const int64_t block = rhs_by_cols_ ? ctx_.mesh_v : ctx_.mesh_u;
   const int64_t shard_rows = n / (rhs_by_cols_ ? plan.mesh_cols : plan.mesh_rows);
   const bool holder = (rhs_by_cols_ ? ctx_.mesh_u : ctx_.mesh_v) == 0;
-  nrhs_ = nrhs;
-  rhs_local_cols_ = CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(nrhs);
-  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * rhs_local_cols_, 1), &local_b_));
+  const int64_t lc = CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(nrhs);
+  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &local_b_));
   const size_t full_bytes = es * n * nrhs;
   JAXMG_RETURN_IF_ERROR(Scratch(full_bytes, &full_));
   // The whole right-hand side on every rank (it is small): the shards of mesh column 0, summed.
@@ -48,19 +47,17 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   const size_t reals = static_cast<size_t>(n * nrhs * Scalar<T>::kParts);
   JAXMG_NCCL(ncclAllReduce(full_, full_, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
   JAXMG_CUDA(cuda::GatherRhs(KernelType<T>(), full_, nrhs, state_.d_rhs_map[static_cast<int>(axis)],
-                             lr, rhs_local_cols_, t, ctx_.npcol, ctx_.mycol, conj, local_b_,
-                             stream_));
+                             lr, lc, t, ctx_.npcol, ctx_.mycol, conj, local_b_, stream_));
   JAXMG_RETURN_IF_ERROR(desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), nrhs, t, t,
                                        std::max<int64_t>(lr, 1)));
-  // The handle of the right-hand side (still also the registers local_b_ and desc_b_, which the
-  // steps that take no handles yet read).
+  // The handle (local_b_ and desc_b_ hold the call's right-hand side).
   *c = Matrix();
   c->data = local_b_;
   c->desc = &desc_b_;
   c->rows = plan.engine_rows();
   c->cols = nrhs;
   c->local_rows = lr;
-  c->local_cols = rhs_local_cols_;
+  c->local_cols = lc;
   c->ld = std::max<int64_t>(lr, 1);
   c->tile = t;
   return Status();
@@ -98,17 +95,15 @@ Status Engine::Identity(const Matrix& like, Matrix* out) {
 }
 
 template <typename T>
-Status Engine::LeadingRows(bool from_matrix, void** out) {
+Status Engine::LeadingRows(void** out) {
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t n = plan.cols.extent, cols = from_matrix ? n : nrhs_;
-  const int64_t lc = from_matrix ? local_cols_ : rhs_local_cols_;
+  const int64_t n = plan.cols.extent, cols = n, lc = local_cols_;
   // Every entry is held by one process: the sum over the grid assembles the n x cols rows.
   JAXMG_RETURN_IF_ERROR(Scratch(es * n * cols, out));
   JAXMG_CUDA(cudaMemsetAsync(*out, 0, es * n * cols, stream_));
-  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), from_matrix ? work_ : local_b_, cols,
-                              state_.d_rhs_map[2], local_rows_, lc, plan.tile, ctx_.npcol,
-                              ctx_.mycol, /*conj=*/false, *out, stream_));
+  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), work_, cols, state_.d_rhs_map[2], local_rows_, lc,
+                              plan.tile, ctx_.npcol, ctx_.mycol, /*conj=*/false, *out, stream_));
   const size_t reals = static_cast<size_t>(n * cols * Scalar<T>::kParts);
   JAXMG_NCCL(ncclAllReduce(*out, *out, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
   return Status();
@@ -234,7 +229,7 @@ Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
   template Status Engine::RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c); \
   template Status Engine::RhsOut<T>(const Matrix& z, void* x, Axis axis, bool conj);              \
   template Status Engine::Identity<T>(const Matrix& like, Matrix* out);                           \
-  template Status Engine::LeadingRows<T>(bool from_matrix, void** out);                           \
+  template Status Engine::LeadingRows<T>(void** out);                                             \
   template Status Engine::LeadingRowsOut<T>(const Matrix& y, void* x, int64_t x_rows);            \
   template Status Engine::RowsOut<T>(const void* local, int64_t ld, int64_t lc, int64_t cols,     \
                                      void* x, int64_t x_rows, int64_t x_cols);                    \

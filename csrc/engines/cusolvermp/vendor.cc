@@ -208,7 +208,7 @@ Status Engine::QrSolve(const Matrix& rhs, int* info, void** solution) {
   JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/n));  // zero on R's diagonal
   if (*info != 0) return Status();
   void* r = nullptr;
-  JAXMG_RETURN_IF_ERROR(LeadingRows<T>(/*from_matrix=*/true, &r));  // n x n, row-major
+  JAXMG_RETURN_IF_ERROR(LeadingRows<T>(&r));  // R: n x n, row-major
   Matrix q = Held();
   q.factored = Factorization::kQr;
   JAXMG_RETURN_IF_ERROR(Orgqr<T>(&q));

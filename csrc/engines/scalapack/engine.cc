@@ -353,25 +353,23 @@ template <typename T>
 Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c) {
   const layout::Plan& plan = *plan_;
   const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
-  nrhs_ = nrhs;
   // The whole right-hand side on every rank (it is small): the shards of one mesh column (one
   // mesh row when b is split over the mesh's columns), summed.
   const auto [block, rows, holder] = RhsBlock();
   std::vector<T> full(static_cast<size_t>(n * nrhs), T(0));
   if (holder) std::memcpy(full.data() + block * rows * nrhs, b, sizeof(T) * rows * nrhs);
   JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
-  rhs_local_cols_ = CyclicAxis{t, grid_->npcol, grid_->mycol}.Extent(nrhs);
-  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * rhs_local_cols_, 1)), 0);
+  const int64_t lc = CyclicAxis{t, grid_->npcol, grid_->mycol}.Extent(nrhs);
+  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, plan.engine_rows(), nrhs, t, t, lr, &desc_b_));
-  // The handle of the right-hand side (still also the registers local_b_ and desc_b_, which the
-  // steps that take no handles yet read).
+  // The handle (local_b_ and desc_b_ hold the call's right-hand side).
   *c = Matrix();
   c->data = local_b_.data();
   c->desc = &desc_b_;
   c->rows = plan.engine_rows();
   c->cols = nrhs;
   c->local_rows = lr;
-  c->local_cols = rhs_local_cols_;
+  c->local_cols = lc;
   c->ld = std::max<int64_t>(lr, 1);
   c->tile = t;
   T* local = c->As<T>();
@@ -739,10 +737,8 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
   const int64_t n = plan.cols.extent, t = plan.tile, block = rows / plan.mesh_cols;
   const int64_t lr = CyclicAxis{t, grid_->nprow, grid_->myrow}.Extent(rows);
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * local_cols_, 1)), 0);
-  nrhs_ = n;
-  rhs_local_cols_ = local_cols_;
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, n, t, t, lr, &desc_b_));
-  // The handle (still also the registers local_b_ and desc_b_, which Sygvd reads).
+  // The handle (local_b_ and desc_b_ hold the call's second matrix or right-hand side).
   *c = Matrix();
   c->data = local_b_.data();
   c->desc = &desc_b_;

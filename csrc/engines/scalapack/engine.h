@@ -205,8 +205,9 @@ class Engine {
   std::unique_ptr<Backend> backend_;  // the own algorithms' buffers, kept between steps
   algorithms::Qr1DKept own_qr_;       // the 1-D QR's τ and T_k (in backend_'s buffers)
   int64_t input_nonfinite_ = 0;       // FirstNonFiniteColumn of the matrix before Getrf
-  int64_t nrhs_ = 0, rhs_local_cols_ = 0;
-  std::vector<char> local_b_;  // its local rows x rhs_local_cols_, column-major
+  // The storage of the call's right-hand side or second matrix (RhsIn, RhsMatrixIn, MatrixIn),
+  // local rows x local columns, column-major, and its descriptor.
+  std::vector<char> local_b_;
   Descriptor desc_b_{};
   std::vector<char> square_;  // n x n: Vᴴ of an SVD, H of a polar decomposition
   // QDWH's operands (algorithms/qdwh.h: A kept for H, W, Z, the stacked Y and its τ, the sums) in
