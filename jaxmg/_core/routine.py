@@ -4,7 +4,7 @@ A routine module (jaxmg/routines/) declares a `SolveRoutine` (its name, whether 
 symmetric matrix, when the engine is handed aᵀ) and calls `solve`. This module owns everything
 else: argument checks, the mesh and process grid, the tile, the native engine and its GPU context,
 and the jitted `shard_map` + `ffi_call` with donation. One FFI call per device runs the native
-skeleton (csrc/ffi/solve.h) on that device's shard.
+handler of the routine's family (csrc/ffi/families.h) on that device's shard.
 """
 
 from __future__ import annotations
