@@ -86,24 +86,7 @@ def potrs_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(return_logdet=return_logdet, pad=pad, check_symmetry=check_symmetry)
-    _routine.check_operands(a, b)
-    r = _routine.call(
-        _potrs.ROUTINE,
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        check_symmetry=check_symmetry,
-        ctx=True,
-    )
-    x = _keep_rhs_sharding(r.x, b, r.user)
-    if return_logdet:
-        return r.matrix, x, r.logdet, r.status
-    return r.matrix, x, r.status
+    return _potrs.API.context(locals())
 
 
 @_scoped
@@ -134,20 +117,7 @@ def lu_solve_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(pad=pad)
-    _routine.check_operands(a, b)
-    r = _routine.call(
-        _lu.ROUTINE,
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        ctx=True,
-    )
-    return r.matrix, _keep_rhs_sharding(r.x, b, r.user), r.status
+    return _lu.API.context(locals())
 
 
 @_scoped
@@ -180,26 +150,7 @@ def syevd_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(
-        return_eigenvectors=return_eigenvectors, pad=pad, check_symmetry=check_symmetry
-    )
-    r = _syevd._call(
-        a,
-        T_A,
-        mesh,
-        matrix_specs,
-        in_specs,
-        return_eigenvectors,
-        pad,
-        False,
-        check_symmetry,
-        ctx=True,
-    )
-    w = jnp.real(r.x[:, 0])
-    if not return_eigenvectors:
-        return r.matrix, w, r.status
-    v = _replicated_like(r.matrix, a, r.user)
-    return r.matrix, w, v, r.status
+    return _syevd.API.context(locals())
 
 
 @_scoped
