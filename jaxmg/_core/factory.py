@@ -100,6 +100,8 @@ class Declaration:
     call_keywords(kw) -> the routine's keywords of `routine.call` (default: check_symmetry).
     check_operands: check a's and b's shapes and dtypes as given, before a transformation
       converts them (`routine.check_operands`).
+    context_work: the context form returns the work array first (False: an output takes a's
+      place, as qr's Q).
     """
 
     routine: object
@@ -113,6 +115,7 @@ class Declaration:
     prepare: Callable | None = None
     call_keywords: Callable = _always
     check_operands: bool = True
+    context_work: bool = True
 
 
 class Routine:
@@ -162,7 +165,7 @@ class Routine:
     def context(self, args: Mapping):
         """JAXMg 1.x's context form: the global arrays inside the caller's jit (no jit of
         jaxmg's own, a taken as it lies); (the work array in a's shape and sharding, the
-        outputs...)."""
+        outputs...), without the work array where an output takes its place."""
         d = self.d
         _mesh.check_flags(**_flags(args))
         kw = {**args, **(d.check(args) if d.check else {})}
@@ -172,6 +175,8 @@ class Routine:
         r = self._call(kw, ctx=True)
         outputs = self._unpacked(r, kw)
         out = self._returned(outputs, args, lambda m, how: _place(m, how, a, b, lambda: r.user))
+        if not d.context_work:
+            return out
         return (r.matrix,) + (out if isinstance(out, tuple) else (out,))
 
     def primal(self, kw: Mapping, donate, a, b=None):

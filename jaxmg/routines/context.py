@@ -26,7 +26,6 @@ import functools
 import inspect
 
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
@@ -179,21 +178,7 @@ def qr_shardmap_ctx(
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes, tiles or
         non-boolean flags, before any work.
     """
-    _mesh.check_flags(pad=pad)
-    r = _routine.call(
-        _qr.QR,
-        a,
-        None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        ctx=True,
-    )
-    q, upper = r.matrix, _qr._upper(r, a.shape[1])
-    q, upper = (_replicated_like(m, a, r.user) for m in (q, upper))
-    return q, upper, r.status
+    return _qr.QR_API.context(locals())
 
 
 @_scoped
@@ -323,34 +308,4 @@ def polar_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(compute_h=compute_h, pad=pad)
-    r = _routine.call(
-        _polar.POLAR if compute_h else _polar.POLAR_UP,
-        a,
-        None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        ctx=True,
-    )
-    up = _replicated_like(r.matrix, a, r.user)
-    if not compute_h:
-        return up, r.status
-    n = a.shape[1]
-    h = _replicated_like(_mesh.constrain_divisible(r.x, r.user, (n, n)), a, r.user)
-    return up, h, r.status
-
-
-def _replicated_like(m, a, placement):
-    """m replicated when a is known to be (JAXMg returns matrix results of a replicated a
-    replicated), else as it is."""
-    if _mesh.known_replicated(a):
-        return _mesh.constrain(m, placement.mesh, P())
-    return m
-
-
-def _keep_rhs_sharding(x, b, placement):
-    """x in b's own sharding where it is known (a replicated b gives a replicated x)."""
-    return _mesh.place_like(x, b, placement.mesh)
+    return _polar.API.context(locals())
