@@ -109,6 +109,12 @@ def syevd_blocks(
     return API.blocks(locals())
 
 
+def unpack(r, kw, b):
+    """(w[, V], status) of a call's result (the generalized problem's too)."""
+    vectors = (r.matrix,) if kw["return_eigenvectors"] else ()
+    return (jnp.real(r.x[:, 0]), *vectors, r.status)
+
+
 def _tangent(variant, opts, placement, primals, out, tangents):
     (a,), (da,) = primals, tangents
     vectors = variant["return_eigenvectors"]
@@ -129,11 +135,7 @@ API = _factory.Routine(
             _factory.Output("V", "return_eigenvectors", place="replicated", optional=True),
             _factory.Output("status", "return_status", status=True),
         ),
-        unpack=lambda r, kw, b: (
-            (jnp.real(r.x[:, 0]),)
-            + ((r.matrix,) if kw["return_eigenvectors"] else ())
-            + (r.status,)
-        ),
+        unpack=unpack,
         keywords=("check_symmetry",),
         variants=("return_eigenvectors",),
         tangent=_tangent,
