@@ -74,8 +74,9 @@ SOLVE_OUTPUTS = (
 )
 
 
-def _always(kw, name="check_symmetry"):
-    return {name: kw[name]} if name in kw else {}
+def _check_symmetry(kw) -> dict:
+    """The call's keywords of most routines: check_symmetry, where the routine takes it."""
+    return {"check_symmetry": kw["check_symmetry"]} if "check_symmetry" in kw else {}
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class Declaration:
       place, as qr's Q).
     """
 
-    routine: object
+    routine: _routine.SolveRoutine | Callable
     outputs: tuple[Output, ...]
     unpack: Callable
     keywords: tuple[str, ...] = ()
@@ -113,7 +114,7 @@ class Declaration:
     tangent: Callable | None = None
     check: Callable | None = None
     prepare: Callable | None = None
-    call_keywords: Callable = _always
+    call_keywords: Callable = _check_symmetry
     check_operands: bool = True
     context_work: bool = True
 
