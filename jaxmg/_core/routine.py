@@ -137,7 +137,42 @@ def solve(routine: SolveRoutine, a, b, **kwargs):
     return (r.matrix if routine.returns_matrix else r.x), r.logdet, r.status
 
 
-def call(
+@dataclass(frozen=True)
+class Plan:
+    """A routine call made ready (`plan`): the arrays it takes and everything its compiled
+    function depends on. Made before any work, identically on every process.
+
+    call: the frozen key of the compiled function (`_Call`), None for an empty matrix (N = 0),
+      whose results `run` makes directly.
+    a, b, pivots: the arrays handed to the engine's function (b None without a right-hand
+      side; pivots those of a kept LU factor, else None).
+    blocks: (a's block, b's block) for a call on blocks inside the caller's shard_map, else
+      None (a and b are then stand-ins of the global arrays).
+    ctx: the context form (inside the caller's jit, no jit of jaxmg's own).
+    placement: the engine's placement; user: the placement of a as given (and of b and x).
+    tile: the engine's tile.
+    """
+
+    call: _Call | None
+    a: object
+    b: object
+    pivots: object
+    blocks: tuple | None
+    ctx: bool
+    placement: _mesh.MatrixPlacement
+    user: _mesh.MatrixPlacement
+    tile: int = 0
+
+
+def call(routine: SolveRoutine, a, b, **kwargs) -> Result:
+    """Runs `routine` and returns every output it has (a `Result`): `plan`, `build`, `run`
+    (the keywords are `plan`'s)."""
+    p = plan(routine, a, b, **kwargs)
+    fn = build(p)
+    return run(p, fn, p.a, p.b, p.pivots)
+
+
+def plan(
     routine: SolveRoutine,
     a,
     b,
@@ -153,8 +188,11 @@ def call(
     blocks=False,
     ctx=False,
     variant=0,
-) -> Result:
-    """Runs `routine` and returns every output it has (a `Result`).
+) -> Plan:
+    """Checks the arguments of a call of `routine` and decides everything about it: the
+    placement, the tile, the engine and its placement, and the frozen key of its compiled
+    function. Raises ValueError/TypeError for bad arguments before any work, identically on
+    every process (nothing here depends on a process's data).
 
     blocks: a and b are this device's blocks, inside the caller's `jax.shard_map` over `mesh`
       with a sharded as `matrix_specs` (default: the mesh's first two axes) and b's rows like
@@ -214,18 +252,8 @@ def call(
                 f"b's {b.shape[1]} columns are not divisible by the {placement.mesh_cols} "
                 "devices over a's columns: b cannot be sharded like a (split only its rows)"
             )
-    real = np.finfo(dtype).dtype
     if n == 0:
-        return Result(
-            x=None if b is None else jnp.zeros(b.shape, dtype),
-            matrix=jnp.zeros((0, 0), dtype),
-            logdet=jnp.zeros((), real),
-            status=jnp.zeros((), jnp.int32),
-            sign=jnp.ones((), dtype),
-            pivots=jnp.zeros((0,), jnp.int32),
-            placement=placement,
-            user=placement,
-        )
+        return Plan(None, a, b, pivots, local_blocks, bool(ctx), placement, placement)
     # The test hook config.redistribute: redistribute even where relabeling would do.
     redistribute = routine.redistribute or config.redistribute
     if routine.rectangular:
@@ -299,17 +327,46 @@ def call(
         rhs_like_a=routine.rhs_like_a,
         variant=int(variant),
     )
-    fn = _build(c) if local_blocks is None else None
-    if local_blocks is not None:
-        x, logdet, status, sign, piv_out, a_work, s = _on_blocks(c, *local_blocks)
-    elif ctx and traced(a, b, pivots):  # inside the caller's jit: no jit of jaxmg's own
-        x, logdet, status, sign, piv_out, a_work, s = _pipeline(c)(a, b, pivots)
+    return Plan(c, a, b, pivots, local_blocks, bool(ctx), engine_placement, placement, tile)
+
+
+def build(p: Plan):
+    """The plan's compiled function (a donated with donate=True), cached by its `_Call`; None
+    for a call on blocks (traced into the caller's shard_map) and for an empty matrix."""
+    if p.call is None or p.blocks is not None:
+        return None
+    return _build(p.call)
+
+
+def run(p: Plan, fn, a, b, pivots) -> Result:
+    """Runs a plan's call on (a, b, pivots) (`fn`: `build(p)`) in the form the call takes: on
+    the caller's blocks, traced into the caller's jit (the context form), traced with a rule
+    for jax.vmap, or on concrete arrays."""
+    if p.call is None:  # an empty matrix: nothing to compute
+        dtype = np.dtype(a.dtype)
+        real = np.finfo(dtype).dtype
+        return Result(
+            x=None if b is None else jnp.zeros(b.shape, dtype),
+            matrix=jnp.zeros((0, 0), dtype),
+            logdet=jnp.zeros((), real),
+            status=jnp.zeros((), jnp.int32),
+            sign=jnp.ones((), dtype),
+            pivots=jnp.zeros((0,), jnp.int32),
+            placement=p.placement,
+            user=p.user,
+        )
+    c = p.call
+    if p.blocks is not None:
+        out = _on_blocks(c, *p.blocks)
+    elif p.ctx and traced(a, b, pivots):  # inside the caller's jit: no jit of jaxmg's own
+        out = _pipeline(c)(a, b, pivots)
     elif traced(a, b, pivots):
-        with _mesh.mesh_scope(engine_placement.mesh):
-            x, logdet, status, sign, piv_out, a_work, s = _batchable(fn, a, b, pivots)
+        with _mesh.mesh_scope(p.placement.mesh):
+            out = _batchable(fn, a, b, pivots)
     else:  # concrete arrays: no transformation to serve (saves ~0.2 ms a call)
-        with _mesh.mesh_scope(engine_placement.mesh):
-            x, logdet, status, sign, piv_out, a_work, s = fn(a, b, pivots)
+        with _mesh.mesh_scope(p.placement.mesh):
+            out = fn(a, b, pivots)
+    x, logdet, status, sign, piv_out, a_work, s = out
     return Result(
         x=x,
         matrix=a_work,
@@ -318,9 +375,9 @@ def call(
         sign=sign,
         pivots=piv_out,
         s=s,
-        placement=engine_placement,
-        user=placement,
-        tile=tile,
+        placement=p.placement,
+        user=p.user,
+        tile=p.tile,
     )
 
 

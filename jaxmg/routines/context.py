@@ -26,7 +26,6 @@ import functools
 import inspect
 
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
@@ -86,24 +85,7 @@ def potrs_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(return_logdet=return_logdet, pad=pad, check_symmetry=check_symmetry)
-    _routine.check_operands(a, b)
-    r = _routine.call(
-        _potrs.ROUTINE,
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        check_symmetry=check_symmetry,
-        ctx=True,
-    )
-    x = _keep_rhs_sharding(r.x, b, r.user)
-    if return_logdet:
-        return r.matrix, x, r.logdet, r.status
-    return r.matrix, x, r.status
+    return _potrs.API.context(locals())
 
 
 @_scoped
@@ -134,20 +116,7 @@ def lu_solve_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(pad=pad)
-    _routine.check_operands(a, b)
-    r = _routine.call(
-        _lu.ROUTINE,
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        ctx=True,
-    )
-    return r.matrix, _keep_rhs_sharding(r.x, b, r.user), r.status
+    return _lu.API.context(locals())
 
 
 @_scoped
@@ -180,26 +149,7 @@ def syevd_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(
-        return_eigenvectors=return_eigenvectors, pad=pad, check_symmetry=check_symmetry
-    )
-    r = _syevd._call(
-        a,
-        T_A,
-        mesh,
-        matrix_specs,
-        in_specs,
-        return_eigenvectors,
-        pad,
-        False,
-        check_symmetry,
-        ctx=True,
-    )
-    w = jnp.real(r.x[:, 0])
-    if not return_eigenvectors:
-        return r.matrix, w, r.status
-    v = _replicated_like(r.matrix, a, r.user)
-    return r.matrix, w, v, r.status
+    return _syevd.API.context(locals())
 
 
 @_scoped
@@ -228,21 +178,7 @@ def qr_shardmap_ctx(
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes, tiles or
         non-boolean flags, before any work.
     """
-    _mesh.check_flags(pad=pad)
-    r = _routine.call(
-        _qr.QR,
-        a,
-        None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        ctx=True,
-    )
-    q, upper = r.matrix, _qr._upper(r, a.shape[1])
-    q, upper = (_replicated_like(m, a, r.user) for m in (q, upper))
-    return q, upper, r.status
+    return _qr.QR_API.context(locals())
 
 
 @_scoped
@@ -372,34 +308,4 @@ def polar_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(compute_h=compute_h, pad=pad)
-    r = _routine.call(
-        _polar.POLAR if compute_h else _polar.POLAR_UP,
-        a,
-        None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        ctx=True,
-    )
-    up = _replicated_like(r.matrix, a, r.user)
-    if not compute_h:
-        return up, r.status
-    n = a.shape[1]
-    h = _replicated_like(_mesh.constrain_divisible(r.x, r.user, (n, n)), a, r.user)
-    return up, h, r.status
-
-
-def _replicated_like(m, a, placement):
-    """m replicated when a is known to be (JAXMg returns matrix results of a replicated a
-    replicated), else as it is."""
-    if _mesh.known_replicated(a):
-        return _mesh.constrain(m, placement.mesh, P())
-    return m
-
-
-def _keep_rhs_sharding(x, b, placement):
-    """x in b's own sharding where it is known (a replicated b gives a replicated x)."""
-    return _mesh.place_like(x, b, placement.mesh)
+    return _polar.API.context(locals())

@@ -306,8 +306,8 @@ def _polar_svd(compute_u, compute_vh, kw, donate, a):
     r = _routine.call(POLAR, a, None, donate=donate, **kw)
     pl = r.user
     h = _place(r.x, pl, (n, n))
-    eig = _syevd._call(-h, None, pl.mesh, None, None, True, True, True, False)
-    w, v, eig_status = _syevd._result(eig, True, True)
+    kw = dict(mesh=pl.mesh, check_symmetry=False, return_eigenvectors=True)
+    w, v, eig_status = _syevd.API.primal(kw, True, -h)  # (donated: -h is a temporary)
     s = _mesh.constrain(jnp.maximum(-w, 0).astype(w.dtype), pl.mesh, P())
     status = jnp.where(r.status != 0, r.status, eig_status).astype(r.status.dtype)
     out = (_rank_corrected(_full_product(pl, r.matrix, v), s, pl),) if compute_u else ()

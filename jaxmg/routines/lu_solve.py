@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-
-from jaxmg._core import placement as _mesh
+from jaxmg._core import factory as _factory
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import factor as _factor
 from jaxmg.routines import inv as _inv
-from jaxmg.routines import potrs as _potrs
 from jaxmg.routines.lu_policy import TRANSPOSE_PLATFORMS, TRANSPOSE_WIDE_MESHES  # noqa: F401
 
 # Where the engine is handed aᵀ: jaxmg/routines/lu_policy.py (shared with lu_factor).
@@ -77,18 +74,7 @@ def lu_solve(
                 "(its status and logabsdet are factor.status and factor.logabsdet)"
             )
         return _factor.lu_solve_factored(a, b)
-    _mesh.check_flags(
-        return_status=return_status, return_logdet=return_logdet, pad=pad, donate=donate
-    )
-    _routine.check_operands(a, b)
-    opts = _rules.options(
-        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
-    )
-    x, logdet, status = _differentiable(bool(return_logdet))(opts, bool(donate), a, b)
-    x = _potrs._keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs)
-    return _routine.assemble(
-        x, logdet, status, return_logdet=return_logdet, return_status=return_status
-    )
+    return API.public(locals())
 
 
 def lu_solve_blocks(
@@ -122,29 +108,23 @@ def lu_solve_blocks(
       ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
       TypeError: on bad dtypes or non-boolean flags.
     """
-    return _routine.solve_blocks(
-        ROUTINE,
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        return_logdet=return_logdet,
-        return_status=return_status,
-    )
+    return API.blocks(locals())
 
 
-@functools.cache
-def _differentiable(with_logdet: bool):
-    rule = _rules.SolveRule(
-        primal=lambda a, b, donate, **kw: _routine.solve(ROUTINE, a, b, donate=donate, **kw),
-        factor=_factor.lu_factor,
-        solve=_factor.lu_solve_factored,
-        solve_t=_factor.lu_solve_transposed,
-        logdet=lambda f: (f.logabsdet, f.status),
-        placement=lambda f: f.plan.user,
-        inverse_t=_inv.inverse_transposed,
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=ROUTINE,
+        outputs=_factory.SOLVE_OUTPUTS,
+        unpack=lambda r, kw, b: (r.x, r.logdet, r.status),
+        variants=("return_logdet",),
+        solve_rule=_rules.SolveRule(
+            primal=None,
+            factor=_factor.lu_factor,
+            solve=_factor.lu_solve_factored,
+            solve_t=_factor.lu_solve_transposed,
+            logdet=lambda f: (f.logabsdet, f.status),
+            placement=lambda f: f.plan.user,
+            inverse_t=_inv.inverse_transposed,
+        ),
     )
-    return _rules.differentiable_solve(rule, with_logdet)
+)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-
 import jax.numpy as jnp
 
+from jaxmg._core import factory as _factory
 from jaxmg._core import placement as _mesh
-from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import gesvd as _gesvd
-from jaxmg.routines import qr as _qr
 from jaxmg.routines import syevd as _syevd
 from jaxmg.routines.qdwh import POLAR, POLAR_UP
 
@@ -62,33 +59,17 @@ def polar(
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before any
         work.
     """
-    _mesh.check_flags(compute_h=compute_h, return_status=return_status, pad=pad, donate=donate)
-    opts = _rules.options(
-        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
-    )
-    out = _DIFFERENTIABLE[bool(compute_h)](opts, bool(donate), a)
-    out = _qr._replicate_if(a, out[:-1], mesh, matrix_specs, in_specs) + out[-1:]
-    out = out if return_status else out[:-1]
-    return out[0] if len(out) == 1 else out
+    return API.public(locals())
 
 
-def _primal(compute_h, opts, donate, a):
-    kw = opts.kwargs()
-    r = _routine.call(POLAR if compute_h else POLAR_UP, a, None, donate=donate, **kw)
-    out = (r.matrix,)
-    if compute_h:
-        n = a.shape[1]
-        out += (_place(r.x, r.user, (n, n)),)
-    return out + (r.status,)
-
-
-def _tangent(compute_h, opts, placement, primals, out, tangents):
+def _tangent(variant, opts, placement, primals, out, tangents):
     """From the SVD A = W S Vᴴ (Up = W Vᴴ, H = V S Vᴴ): with K = Wᴴ dA V,
     Ω_ij = (K_ij − conj(K_ji)) / (s_i + s_j) (skew-Hermitian), dUp = W Ω Vᴴ
     + (I − W Wᴴ) dA V S⁻¹ Vᴴ and dH = V (K − Ω S) Vᴴ. For a square A the SVD comes from the
     outputs: H = V S Vᴴ (syevd of H, which is N x N and needs no second polar decomposition or
     SVD) and W = Up V; a tall A takes gesvd."""
     (a,), (da,) = primals, tangents
+    compute_h = variant["compute_h"]
     pl = placement
     n, dtype = a.shape[1], a.dtype
 
@@ -143,7 +124,25 @@ def _tangent(compute_h, opts, placement, primals, out, tangents):
     return grads + (_rules.float0(),)
 
 
-_DIFFERENTIABLE = {
-    h: _rules.differentiable(functools.partial(_primal, h), functools.partial(_tangent, h))
-    for h in (True, False)
-}
+def _unpack(r, kw, b):
+    n = kw["a"].shape[1]
+    h = (_place(r.x, r.user, (n, n)),) if kw["compute_h"] else ()
+    return (r.matrix, *h, r.status)
+
+
+# Up and H, replicated when a is; the status.
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=lambda kw: POLAR if kw["compute_h"] else POLAR_UP,
+        outputs=(
+            _factory.Output("Up", place="replicated"),
+            _factory.Output("H", "compute_h", place="replicated", optional=True),
+            _factory.Output("status", "return_status", status=True),
+        ),
+        unpack=_unpack,
+        variants=("compute_h",),
+        tangent=_tangent,
+        check_operands=False,
+        context_work=False,  # Up takes a's place
+    )
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxmg._core import placement as _mesh
+from jaxmg._core import factory as _factory
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -57,32 +57,10 @@ def potri(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    _mesh.check_flags(
-        return_status=return_status,
-        return_logdet=return_logdet,
-        pad=pad,
-        donate=donate,
-        check_symmetry=check_symmetry,
-    )
-    opts = _rules.options(
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=bool(pad),
-        check_symmetry=bool(check_symmetry),
-    )
-    inverse, logdet, status = _DIFFERENTIABLE(opts, bool(donate), a)
-    return _routine.assemble(
-        inverse, logdet, status, return_logdet=return_logdet, return_status=return_status
-    )
+    return API.public(locals())
 
 
-def _primal(opts, donate, a):
-    return _routine.solve(ROUTINE, a, None, donate=donate, **opts.kwargs())
-
-
-def _tangent(opts, placement, primals, out, tangents):
+def _tangent(variant, opts, placement, primals, out, tangents):
     # tr(X dA) = Σ Xᵀ ⊙ dA, and Xᵀ = conj(X) for the Hermitian inverse X.
     (da,), (x, logdet, _) = tangents, out
     dx = -_rules.engine_product(placement, _rules.engine_product(placement, x, da), x)
@@ -90,4 +68,18 @@ def _tangent(opts, placement, primals, out, tangents):
     return dx, dlogdet, _rules.float0()
 
 
-_DIFFERENTIABLE = _rules.differentiable(_primal, _tangent)
+# The inverse in a's sharding, log det A and the status.
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=ROUTINE,
+        outputs=(
+            _factory.Output("inverse"),
+            _factory.Output("logdet", "return_logdet"),
+            _factory.Output("status", "return_status", status=True),
+        ),
+        unpack=lambda r, kw, b: (r.matrix, r.logdet, r.status),
+        keywords=("check_symmetry",),
+        tangent=_tangent,
+        check_operands=False,
+    )
+)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-
 import jax.numpy as jnp
 
-from jaxmg._core import placement as _mesh
+from jaxmg._core import factory as _factory
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import factor as _factor
@@ -19,7 +17,6 @@ from jaxmg.routines import potri as _potri
 # TRANSPOSE_PLATFORMS hands aᴴ on every mesh shape (the tests use it to drive that path).
 TRANSPOSE_TALL_MESHES = {"cuda"}
 TRANSPOSE_PLATFORMS: set[str] = set()
-
 
 ROUTINE = _routine.SolveRoutine(
     name="potrs",
@@ -90,27 +87,7 @@ def potrs(
       TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    _mesh.check_flags(
-        return_logdet=return_logdet,
-        return_status=return_status,
-        pad=pad,
-        donate=donate,
-        check_symmetry=check_symmetry,
-    )
-    _routine.check_operands(a, b)
-    opts = _rules.options(
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=bool(pad),
-        check_symmetry=bool(check_symmetry),
-    )
-    x, logdet, status = _differentiable(bool(return_logdet))(opts, bool(donate), a, b)
-    x = _keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs)
-    return _routine.assemble(
-        x, logdet, status, return_logdet=return_logdet, return_status=return_status
-    )
+    return API.public(locals())
 
 
 def potrs_blocks(
@@ -150,40 +127,25 @@ def potrs_blocks(
       ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
       TypeError: on bad dtypes or non-boolean flags.
     """
-    return _routine.solve_blocks(
-        ROUTINE,
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        check_symmetry=check_symmetry,
-        return_logdet=return_logdet,
-        return_status=return_status,
+    return API.blocks(locals())
+
+
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=ROUTINE,
+        outputs=_factory.SOLVE_OUTPUTS,
+        unpack=lambda r, kw, b: (r.x, r.logdet, r.status),
+        keywords=("check_symmetry",),
+        variants=("return_logdet",),
+        solve_rule=_rules.SolveRule(
+            primal=None,
+            factor=_factor.cho_factor,
+            solve=_factor.cho_solve,
+            # A⁻ᵀ = conj(A⁻¹) for Hermitian A.
+            solve_t=lambda f, r: jnp.conj(_factor.cho_solve(f, jnp.conj(r))),
+            logdet=lambda f: (f.logdet, f.status),
+            placement=lambda f: f.plan.user,
+            inverse_t=lambda a, **kw: jnp.conj(_potri.potri(a, **kw)),
+        ),
     )
-
-
-def _keep_rhs_sharding(x, a, b, mesh, matrix_specs, in_specs):
-    """x in b's own sharding where it is known (a replicated b: a replicated x), as JAXMg
-    returns it; else rows over a's row axis (the engine's)."""
-    if _mesh.known_spec(b) is None:
-        return x
-    placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
-    return _mesh.place_like(x, b, placement.mesh)
-
-
-@functools.cache
-def _differentiable(with_logdet: bool):
-    rule = _rules.SolveRule(
-        primal=lambda a, b, donate, **kw: _routine.solve(ROUTINE, a, b, donate=donate, **kw),
-        factor=_factor.cho_factor,
-        solve=_factor.cho_solve,
-        # A⁻ᵀ = conj(A⁻¹) for Hermitian A.
-        solve_t=lambda f, r: jnp.conj(_factor.cho_solve(f, jnp.conj(r))),
-        logdet=lambda f: (f.logdet, f.status),
-        placement=lambda f: f.plan.user,
-        inverse_t=lambda a, **kw: jnp.conj(_potri.potri(a, **kw)),
-    )
-    return _rules.differentiable_solve(rule, with_logdet)
+)

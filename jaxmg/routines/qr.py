@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import factory as _factory
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
@@ -71,27 +72,7 @@ def qr(
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before
         any work.
     """
-    _mesh.check_flags(return_status=return_status, pad=pad, donate=donate)
-    opts = _rules.options(
-        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
-    )
-    q, upper, status = _QR(opts, bool(donate), a)
-    q, upper = _replicate_if(a, (q, upper), mesh, matrix_specs, in_specs)
-    return (q, upper, status) if return_status else (q, upper)
-
-
-def _replicate_if(a, outputs, mesh, matrix_specs, in_specs):
-    """The matrix outputs replicated when a is known to be replicated (as JAXMg returns
-    them), else as they are."""
-    if not _mesh.known_replicated(a):
-        return outputs
-    placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
-    return tuple(None if m is None else _mesh.constrain(m, placement.mesh, P()) for m in outputs)
-
-
-def _qr_primal(opts, donate, a):
-    r = _routine.call(QR, a, None, donate=donate, **opts.kwargs())
-    return r.matrix, _upper(r, a.shape[1]), r.status
+    return QR_API.public(locals())
 
 
 def _upper(r, n):
@@ -130,7 +111,7 @@ def _right_solve(pl, r, m):
     return solve(r, m)
 
 
-def _qr_tangent(opts, pl, primals, out, tangents):
+def _qr_tangent(variant, opts, pl, primals, out, tangents):
     """As jax.numpy.linalg.qr's (M >= N): with C = Qᴴ dA R⁻¹ and Ω = L − Lᴴ (+ i Im diag C) for
     L its strictly lower part, dQ = Q (Ω − C) + dA R⁻¹ and dR = (C − Ω) R."""
     (da,), (q, r, _) = tangents, out
@@ -148,7 +129,20 @@ def _qr_tangent(opts, pl, primals, out, tangents):
     return dq, _place_r(dr, pl, n), _rules.float0()
 
 
-_QR = _rules.differentiable(_qr_primal, _qr_tangent)
+QR_API = _factory.Routine(
+    _factory.Declaration(
+        routine=QR,
+        outputs=(
+            _factory.Output("Q", place="replicated"),
+            _factory.Output("R", place="replicated"),
+            _factory.Output("status", "return_status", status=True),
+        ),
+        unpack=lambda r, kw, b: (r.matrix, _upper(r, kw["a"].shape[1]), r.status),
+        tangent=_qr_tangent,
+        check_operands=False,
+        context_work=False,  # Q takes a's place
+    )
+)
 
 
 def least_squares(
@@ -186,23 +180,10 @@ def least_squares(
       ValueError, TypeError: on bad shapes (M < N, b's rows not M), dtypes, specs, meshes or
         tiles, before any work.
     """
-    _mesh.check_flags(return_status=return_status, pad=pad, donate=donate)
-    opts = _rules.options(
-        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
-    )
-    x, status = _LEAST_SQUARES(opts, bool(donate), a, b)
-    if _mesh.known_spec(b) is not None:
-        placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
-        x = _place_x(x, b, placement)
-    return (x, status) if return_status else x
+    return LEAST_SQUARES_API.public(locals())
 
 
-def _lstsq_primal(opts, donate, a, b):
-    r = _routine.call(LEAST_SQUARES, a, b, donate=donate, **opts.kwargs())
-    return r.x, r.status
-
-
-def _lstsq_tangent(opts, pl, primals, out, tangents):
+def _lstsq_tangent(variant, opts, pl, primals, out, tangents):
     """x = (AᴴA)⁻¹ Aᴴ b: dx = R⁻¹ R⁻ᴴ (dAᴴ (b − A x) + Aᴴ (db − dA x)) with R of A's QR (one
     more distributed factorization), two triangular solves of N x K."""
     (a, b), (da, db), (x, _) = primals, tangents, out
@@ -210,7 +191,7 @@ def _lstsq_tangent(opts, pl, primals, out, tangents):
     vector = b.ndim == 1
     b2, db2, x2 = (m[:, None] if vector else m for m in (b, db, x))
     x2 = _mesh.constrain(x2, pl.mesh, rep)
-    _, r, _ = _QR(opts, False, a)
+    _, r, _ = QR_API.differentiable()(opts, False, a)
     r = _mesh.constrain(r, pl.mesh, rep)
     rows, spec, adj = (
         _rules.factor_rows_spec(pl),
@@ -233,4 +214,15 @@ def _lstsq_tangent(opts, pl, primals, out, tangents):
     return dx, _rules.float0()
 
 
-_LEAST_SQUARES = _rules.differentiable(_lstsq_primal, _lstsq_tangent)
+LEAST_SQUARES_API = _factory.Routine(
+    _factory.Declaration(
+        routine=LEAST_SQUARES,
+        outputs=(
+            _factory.Output("x", place="rhs"),
+            _factory.Output("status", "return_status", status=True),
+        ),
+        unpack=lambda r, kw, b: (r.x, r.status),
+        tangent=_lstsq_tangent,
+        check_operands=False,
+    )
+)

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import factory as _factory
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
@@ -81,27 +82,7 @@ def solve_triangular(
         before any work.
     """
     del overwrite_b, debug, check_finite
-    _mesh.check_flags(
-        lower=lower, unit_diagonal=unit_diagonal, return_status=return_status, pad=pad
-    )
-    op = _trans(trans)
-    _routine.check_operands(a, b)
-    spec = _routine._matrix_spec(matrix_specs, in_specs)
-    placement = _mesh.resolve_placement(a, mesh, spec)
-    matrix_rhs = _like_a(b, placement, in_specs)
-    opts = _rules.options(
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=bool(pad),
-        trans=op,
-        lower=bool(lower),
-        unit_diagonal=bool(unit_diagonal),
-        matrix_rhs=matrix_rhs,
-    )
-    x, _, status = _DIFFERENTIABLE(opts, False, a, b)
-    return (x, status) if return_status else x
+    return API.public(locals())
 
 
 def _trans(trans) -> int:
@@ -142,13 +123,10 @@ def _variant(trans, lower, unit_diagonal) -> int:
     return int(lower) | (trans << 1) | (int(unit_diagonal) << 3)
 
 
-def _solve(a, b, trans, lower, unit_diagonal, matrix_rhs, **kw):
+def _solve(a, b, trans, **kw):
     """The routine's call: (x, logdet (unused, 0), status), x in b's own sharding where it is
     known (on Explicit mesh axes the derivative rule's solves must give their input's type)."""
-    r = _routine.call(
-        MATRIX if matrix_rhs else ROWS, a, b, variant=_variant(trans, lower, unit_diagonal), **kw
-    )
-    return _mesh.place_like(r.x, b, r.user.mesh), r.logdet, r.status
+    return tuple(API.primal(dict(kw, trans=trans), False, a, b))
 
 
 @dataclass(frozen=True)
@@ -220,13 +198,37 @@ def _matvec(placement, m, v, *, tangent, trans, lower, unit_diagonal, matrix_rhs
     return _mesh.place_like(_rules.product(placement, t, v), v, placement.mesh)
 
 
-_RULE = _rules.SolveRule(
-    primal=lambda a, b, donate, **kw: _solve(a, b, **kw),
-    factor=_factor,
-    solve=lambda f, r: _solve(f.a, r, **f.kw)[0],
-    solve_t=_solve_t,
-    logdet=_status,
-    placement=lambda f: f.placement,
-    matvec=_matvec,
+def _like_b(r, kw, b):
+    return _mesh.place_like(r.x, b, r.user.mesh), r.logdet, r.status
+
+
+def _placed_b(kw):
+    placement = _mesh.resolve_placement(
+        kw["a"], kw["mesh"], _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
+    )
+    return dict(matrix_rhs=_like_a(kw["b"], placement, kw["in_specs"]))
+
+
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=lambda kw: MATRIX if kw["matrix_rhs"] else ROWS,
+        # x (placed by the call: the rule's solves need it), log det (unused), the status.
+        outputs=(_factory.Output("x"),) + _factory.SOLVE_OUTPUTS[1:],
+        unpack=_like_b,
+        keywords=("lower", "unit_diagonal"),
+        check=lambda kw: dict(trans=_trans(kw["trans"])),
+        prepare=_placed_b,
+        call_keywords=lambda kw: dict(
+            variant=_variant(kw["trans"], kw["lower"], kw["unit_diagonal"])
+        ),
+        solve_rule=_rules.SolveRule(
+            primal=None,
+            factor=_factor,
+            solve=lambda f, r: _solve(f.a, r, **f.kw)[0],
+            solve_t=_solve_t,
+            logdet=_status,
+            placement=lambda f: f.placement,
+            matvec=_matvec,
+        ),
+    )
 )
-_DIFFERENTIABLE = _rules.differentiable_solve(_RULE, with_logdet=False)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec as P
 
-from jaxmg._core import placement as _mesh
+from jaxmg._core import factory as _factory
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -76,28 +73,7 @@ def syevd(
       TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    _mesh.check_flags(
-        return_eigenvectors=return_eigenvectors,
-        return_status=return_status,
-        pad=pad,
-        donate=donate,
-        check_symmetry=check_symmetry,
-    )
-    vectors = bool(return_eigenvectors)
-    opts = _rules.options(
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=bool(pad),
-        check_symmetry=bool(check_symmetry),
-    )
-    out = _DIFFERENTIABLE[vectors](opts, bool(donate), a)
-    if vectors and _mesh.known_replicated(a):  # V replicated, as JAXMg returns it
-        placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
-        out = (out[0], _mesh.constrain(out[1], placement.mesh, P()), out[2])
-    out = out if return_status else out[:-1]
-    return out[0] if len(out) == 1 else out
+    return API.public(locals())
 
 
 def syevd_blocks(
@@ -130,85 +106,39 @@ def syevd_blocks(
       ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
       TypeError: on bad dtypes or non-boolean flags.
     """
-    r = _call(
-        a,
-        T_A,
-        mesh,
-        matrix_specs,
-        in_specs,
-        return_eigenvectors,
-        pad,
-        False,
-        check_symmetry,
-        blocks=True,
-    )
-    return _result(r, return_eigenvectors, return_status)
+    return API.blocks(locals())
 
 
-def _call(
-    a,
-    T_A,
-    mesh,
-    matrix_specs,
-    in_specs,
-    vectors,
-    pad,
-    donate,
-    check_symmetry,
-    blocks=False,
-    ctx=False,
-):
-    return _routine.call(
-        SYEVD if vectors else EIGVALSH,
-        a,
-        None,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        donate=donate,
-        check_symmetry=check_symmetry,
-        blocks=blocks,
-        ctx=ctx,
-    )
+def unpack(r, kw, b):
+    """(w[, V], status) of a call's result (the generalized problem's too)."""
+    vectors = (r.matrix,) if kw["return_eigenvectors"] else ()
+    return (jnp.real(r.x[:, 0]), *vectors, r.status)
 
 
-def _result(r, vectors, return_status):
-    w = jnp.real(r.x[:, 0])
-    out = (w, r.matrix) if vectors else (w,)
-    if return_status:
-        out += (r.status,)
-    return out[0] if len(out) == 1 else out
-
-
-def _primal(vectors, opts, donate, a):
-    kw = opts.kwargs()
-    r = _call(
-        a,
-        kw["T_A"],
-        kw["mesh"],
-        kw["matrix_specs"],
-        kw["in_specs"],
-        vectors,
-        kw["pad"],
-        donate,
-        kw["check_symmetry"],
-    )
-    return _result(r, vectors, True)
-
-
-def _tangent(vectors, opts, placement, primals, out, tangents):
+def _tangent(variant, opts, placement, primals, out, tangents):
     (a,), (da,) = primals, tangents
+    vectors = variant["return_eigenvectors"]
     if vectors:
         w, v, _ = out
     else:  # the values' derivative needs the vectors
-        w, v, _ = _DIFFERENTIABLE[True](opts, False, a)
+        w, v, _ = API.differentiable(return_eigenvectors=True)(opts, False, a)
     dw, dv = _rules.eigen_tangent(placement, w, v, da)
     return (dw, dv, _rules.float0()) if vectors else (dw, _rules.float0())
 
 
-_DIFFERENTIABLE = {
-    v: _rules.differentiable(functools.partial(_primal, v), functools.partial(_tangent, v))
-    for v in (True, False)
-}
+# w, V (replicated when a is) and the status; the matrix is checked by the call itself.
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=lambda kw: SYEVD if kw["return_eigenvectors"] else EIGVALSH,
+        outputs=(
+            _factory.Output("w"),
+            _factory.Output("V", "return_eigenvectors", place="replicated", optional=True),
+            _factory.Output("status", "return_status", status=True),
+        ),
+        unpack=unpack,
+        keywords=("check_symmetry",),
+        variants=("return_eigenvectors",),
+        tangent=_tangent,
+        check_operands=False,
+    )
+)

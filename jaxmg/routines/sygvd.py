@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-
-import jax.numpy as jnp
-
-from jaxmg._core import placement as _mesh
+from jaxmg._core import factory as _factory
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import syevd as _syevd
@@ -65,13 +61,6 @@ def eigh(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    _mesh.check_flags(
-        return_eigenvectors=return_eigenvectors,
-        return_status=return_status,
-        pad=pad,
-        donate=donate,
-        check_symmetry=check_symmetry,
-    )
     if b is None:
         return _syevd.syevd(
             a,
@@ -85,38 +74,40 @@ def eigh(
             donate=donate,
             check_symmetry=check_symmetry,
         )
+    return API.public(locals())
+
+
+def _check_b(kw):
+    a, b = kw["a"], kw["b"]
     if tuple(b.shape) != tuple(a.shape):
         raise ValueError(f"b must have a's shape {tuple(a.shape)}, got {tuple(b.shape)}")
-    opts = _rules.options(
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=bool(pad),
-        check_symmetry=bool(check_symmetry),
-    )
-    out = _DIFFERENTIABLE[bool(return_eigenvectors)](opts, bool(donate), a, b)
-    out = out if return_status else out[:-1]
-    return out[0] if len(out) == 1 else out
+    return {}
 
 
-def _primal(vectors, opts, donate, a, b):
-    r = _routine.call(SYGVD if vectors else SYGVD_VALUES, a, b, donate=donate, **opts.kwargs())
-    w = jnp.real(r.x[:, 0])
-    return ((w, r.matrix) if vectors else (w,)) + (r.status,)
-
-
-def _tangent(vectors, opts, pl, primals, out, tangents):
+def _tangent(variant, opts, pl, primals, out, tangents):
     (a, b), (da, db) = primals, tangents
+    vectors = variant["return_eigenvectors"]
     if vectors:
         w, v, _ = out
     else:  # the values' derivative needs the vectors
-        w, v, _ = _DIFFERENTIABLE[True](opts, False, a, b)
+        w, v, _ = API.differentiable(return_eigenvectors=True)(opts, False, a, b)
     dw, dv = _rules.eigen_tangent(pl, w, v, da, db)
     return (dw, dv, _rules.float0()) if vectors else (dw, _rules.float0())
 
 
-_DIFFERENTIABLE = {
-    vec: _rules.differentiable(functools.partial(_primal, vec), functools.partial(_tangent, vec))
-    for vec in (True, False)
-}
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=lambda kw: SYGVD if kw["return_eigenvectors"] else SYGVD_VALUES,
+        outputs=(
+            _factory.Output("w"),
+            _factory.Output("V", "return_eigenvectors", optional=True),
+            _factory.Output("status", "return_status", status=True),
+        ),
+        unpack=_syevd.unpack,
+        keywords=("check_symmetry",),
+        variants=("return_eigenvectors",),
+        tangent=_tangent,
+        check=_check_b,
+        check_operands=False,
+    )
+)

@@ -1,0 +1,259 @@
+"""The routine factory: one declaration per routine gives its public function, its per-block
+form, its JAXMg-1.x context form and its derivative rule (as JAX's `linalg_primitive` gives a
+primitive's rules from one declaration).
+
+A routine module declares `Routine(Declaration(...))` and writes its public signatures and
+docstrings, whose bodies hand the bound arguments over (`return API.public(locals())`); the
+factory owns what every routine repeats: the flag checks, the operand checks, the placement
+keywords (T_A, mesh, matrix_specs, in_specs, pad, donate), the derivative rule's static
+options, the call on blocks or in the caller's jit, the outputs' shardings (x in b's own
+sharding, matrices replicated when a is) and the return structure. What stays in the module is
+its own: which engine routine runs, how a call's `Result` gives its outputs, and its
+derivative's mathematics.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from jax.sharding import PartitionSpec as P
+
+from jaxmg._core import placement as _mesh
+from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
+
+# The boolean flags of the public signatures, checked where a form takes them (TypeError naming
+# the flag otherwise), in the order of the signature.
+FLAGS = (
+    "return_eigenvectors",
+    "compute_u",
+    "compute_vh",
+    "compute_h",
+    "full_matrices",
+    "lower",
+    "unit_diagonal",
+    "return_logdet",
+    "return_status",
+    "pad",
+    "donate",
+    "check_symmetry",
+)
+# The keywords every routine takes for its placement.
+PLACEMENT = ("T_A", "mesh", "matrix_specs", "in_specs")
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output of a routine, in the order returned.
+
+    flag: the keyword that returns it (None: always returned).
+    place: "rhs": in b's own sharding where it is known (a replicated b gives a replicated
+      output); "replicated": replicated when a is known to be (as JAXMg returns matrices);
+      None: as the routine gives it.
+    optional: computed only when its flag is set (eigenvectors); else always computed, and
+      returned with the flag (a log-determinant, a status).
+    status: returned by a form that does not take its flag (the status of the context forms,
+      which always return it).
+    """
+
+    name: str
+    flag: str | None = None
+    place: str | None = None
+    optional: bool = False
+    status: bool = False
+
+
+# A solve's outputs: x (in b's own sharding where it is known), log det A (log |det A|) and the
+# status.
+SOLVE_OUTPUTS = (
+    Output("x", place="rhs"),
+    Output("logdet", "return_logdet"),
+    Output("status", "return_status", status=True),
+)
+
+
+def _check_symmetry(kw) -> dict:
+    """The call's keywords of most routines: check_symmetry, where the routine takes it."""
+    return {"check_symmetry": kw["check_symmetry"]} if "check_symmetry" in kw else {}
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a routine declares.
+
+    routine: the engine's routine (`routine.SolveRoutine`), or a function of the keywords
+      giving it (syevd's with or without eigenvectors).
+    outputs: the outputs (`Output`), in the order returned, the status last.
+    unpack(r, kw, b) -> the computed outputs, in order, from a call's `routine.Result` (kw: the
+      keywords, with the variants and those made by `check` and `prepare`).
+    keywords: the routine's own boolean keywords, static options of its derivative rule and of
+      its call (check_symmetry, lower, ...).
+    variants: the keywords that change what is computed (one rule each); they are not options.
+    solve_rule: a solve routine's derivative (`rules.SolveRule` without its primal, which the
+      factory gives): x and log det through one factorization; logdet's derivative only with
+      return_logdet.
+    tangent(variant, opts, placement, primals, outputs, tangents): otherwise, the outputs'
+      tangents (`rules.differentiable`); variant: the variants' values by name.
+    check(kw) -> converted keywords: the routine's own argument checks, before the operands'.
+    prepare(kw) -> more keywords: after the operands' checks (they may read b's sharding).
+    call_keywords(kw) -> the routine's keywords of `routine.call` (default: check_symmetry).
+    check_operands: check a's and b's shapes and dtypes as given, before a transformation
+      converts them (`routine.check_operands`).
+    context_work: the context form returns the work array first (False: an output takes a's
+      place, as qr's Q).
+    """
+
+    routine: _routine.SolveRoutine | Callable
+    outputs: tuple[Output, ...]
+    unpack: Callable
+    keywords: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    solve_rule: _rules.SolveRule | None = None
+    tangent: Callable | None = None
+    check: Callable | None = None
+    prepare: Callable | None = None
+    call_keywords: Callable = _check_symmetry
+    check_operands: bool = True
+    context_work: bool = True
+
+
+class Routine:
+    """The forms of one declared routine; each takes the bound arguments of its public
+    signature (`locals()` at the top of the function)."""
+
+    def __init__(self, declaration: Declaration):
+        self.d = declaration
+        self._rule = functools.cache(self._make_rule)
+
+    # The forms.
+
+    def public(self, args: Mapping):
+        """The routine on the global arrays, differentiable, inside or outside jit."""
+        d = self.d
+        _mesh.check_flags(**_flags(args))
+        own = dict(d.check(args)) if d.check else {}
+        a, b, arrays = _arrays(args)
+        if d.check_operands:
+            _routine.check_operands(*arrays)
+        if d.prepare:
+            own.update(d.prepare({**args, **own}))
+        opts = _rules.options(
+            **{k: args[k] for k in PLACEMENT},
+            pad=bool(args["pad"]),
+            **{k: bool(args[k]) for k in d.keywords},
+            **own,
+        )
+        variant = tuple(bool(args[k]) for k in d.variants)
+        out = self._rule(variant)(opts, bool(args.get("donate", False)), *arrays)
+        outputs = dict(zip(self._computed(variant), out, strict=True))
+        placement = functools.cache(
+            lambda: _mesh.resolve_placement(
+                a, args["mesh"], _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
+            )
+        )
+        return self._returned(outputs, args, lambda m, how: _place(m, how, a, b, placement))
+
+    def blocks(self, args: Mapping):
+        """The routine on this device's blocks inside the caller's shard_map (not
+        differentiable; the outputs are blocks, as the engine leaves them)."""
+        kw = {**args, **(self.d.check(args) if self.d.check else {})}
+        r = self._call(kw, blocks=True)
+        outputs = self._unpacked(r, kw)
+        return self._returned(outputs, args, lambda m, how: m)
+
+    def context(self, args: Mapping):
+        """JAXMg 1.x's context form: the global arrays inside the caller's jit (no jit of
+        jaxmg's own, a taken as it lies); (the work array in a's shape and sharding, the
+        outputs...), without the work array where an output takes its place."""
+        d = self.d
+        _mesh.check_flags(**_flags(args))
+        kw = {**args, **(d.check(args) if d.check else {})}
+        a, b, arrays = _arrays(args)
+        if d.check_operands:
+            _routine.check_operands(*arrays)
+        r = self._call(kw, ctx=True)
+        outputs = self._unpacked(r, kw)
+        out = self._returned(outputs, args, lambda m, how: _place(m, how, a, b, lambda: r.user))
+        if not d.context_work:
+            return out
+        return (r.matrix,) + (out if isinstance(out, tuple) else (out,))
+
+    def primal(self, kw: Mapping, donate, a, b=None):
+        """The routine's call, as its derivative rule sees it: the computed outputs of
+        `routine.call` with the keywords kw (options and variants) on (a, b)."""
+        kw = {**kw, "a": a, "b": b}
+        return self._unpacked(self._call(kw, donate=donate), kw).values()
+
+    def differentiable(self, **variant):
+        """fn(opts, donate, *arrays) -> the computed outputs of the variant given by name
+        (every variant keyword), with the derivative rule."""
+        return self._rule(tuple(bool(variant[k]) for k in self.d.variants))
+
+    # The pieces.
+
+    def _call(self, kw, **how):
+        routine = self.d.routine
+        if callable(routine):
+            routine = routine(kw)
+        return _routine.call(
+            routine,
+            kw["a"],
+            kw.get("b"),
+            **{k: kw.get(k) for k in PLACEMENT},
+            pad=kw.get("pad", True),
+            **self.d.call_keywords(kw),
+            **how,
+        )
+
+    def _unpacked(self, r, kw) -> dict:
+        variant = tuple(bool(kw.get(k, False)) for k in self.d.variants)
+        out = self.d.unpack(r, kw, kw.get("b"))
+        return dict(zip(self._computed(variant), out, strict=True))
+
+    def _computed(self, variant) -> tuple[str, ...]:
+        on = dict(zip(self.d.variants, variant, strict=True))
+        return tuple(o.name for o in self.d.outputs if not o.optional or on.get(o.flag, True))
+
+    def _returned(self, outputs: dict, args: Mapping, place):
+        out = tuple(
+            place(outputs[o.name], o.place)
+            for o in self.d.outputs
+            if o.name in outputs
+            and (o.flag is None or (args[o.flag] if o.flag in args else o.status))
+        )
+        return out[0] if len(out) == 1 else out
+
+    def _make_rule(self, variant: tuple):
+        d = self.d
+        names = dict(zip(d.variants, variant, strict=True))
+        if d.solve_rule is not None:
+            rule = replace(
+                d.solve_rule,
+                primal=lambda a, b, donate, **kw: tuple(self.primal({**kw, **names}, donate, a, b)),
+            )
+            return _rules.differentiable_solve(rule, names.get("return_logdet", False))
+
+        def primal(opts, donate, *arrays):
+            return tuple(self.primal({**opts.kwargs(), **names}, donate, *arrays))
+
+        return _rules.differentiable(primal, functools.partial(d.tangent, names))
+
+
+def _flags(args: Mapping) -> dict:
+    return {k: args[k] for k in args if k in FLAGS}
+
+
+def _arrays(args: Mapping):
+    a, b = args["a"], args.get("b")
+    return a, b, ((a, b) if "b" in args else (a,))
+
+
+def _place(m, how, a, b, placement):
+    """An output placed as its declaration says (placement: a's, when needed)."""
+    if how == "rhs" and _mesh.known_spec(b) is not None:
+        return _mesh.place_like(m, b, placement().mesh)
+    if how == "replicated" and _mesh.known_replicated(a):
+        return _mesh.constrain(m, placement().mesh, P())
+    return m
