@@ -55,6 +55,22 @@ def test_bad_input_message(a, b, kwargs, error, message):
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "form, kwargs",
+    [
+        ("potrs_blocks", {"return_logdet": 1}),
+        ("lu_solve_blocks", {"return_status": "yes"}),
+        ("syevd_blocks", {"return_eigenvectors": None}),
+    ],
+)
+def test_blocks_forms_reject_flags_that_are_not_bools(form, kwargs):
+    """The per-block forms check their flags as the public functions do, before any work."""
+    a = np.eye(4)
+    args = (a,) if form == "syevd_blocks" else (a, np.ones(4))
+    with pytest.raises(TypeError, match=f"{next(iter(kwargs))} must be a Python bool"):
+        getattr(jaxmg, form)(*args, mesh=MESH, **kwargs)
+
+
 def test_no_mesh_anywhere():
     with pytest.raises(ValueError, match="jax.set_mesh"):
         jaxmg.potrs(spd(4), np.ones(4))

@@ -158,6 +158,7 @@ class Routine:
     def blocks(self, args: Mapping):
         """The routine on this device's blocks inside the caller's shard_map (not
         differentiable; the outputs are blocks, as the engine leaves them)."""
+        _mesh.check_flags(**_flags(args))
         kw = {**args, **(self.d.check(args) if self.d.check else {})}
         r = self._call(kw, blocks=True)
         outputs = self._unpacked(r, kw)
