@@ -237,6 +237,22 @@ struct DistributedMatrix {
     return static_cast<T*>(data);
   }
   bool empty() const { return data == nullptr; }
+
+  // The handle of a rows x cols matrix in tiles of `tile` whose local part, local_rows x
+  // local_cols column-major with leading dimension max(local_rows, 1), is at data.
+  static DistributedMatrix Of(void* data, const Descriptor* desc, int64_t rows, int64_t cols,
+                              int64_t local_rows, int64_t local_cols, int64_t tile) {
+    DistributedMatrix m;
+    m.data = data;
+    m.desc = desc;
+    m.rows = rows;
+    m.cols = cols;
+    m.local_rows = local_rows;
+    m.local_cols = local_cols;
+    m.ld = local_rows > 1 ? local_rows : 1;
+    m.tile = tile;
+    return m;
+  }
 };
 
 // The call's attributes, every target's (ffi/families.h decodes them), and what the family's

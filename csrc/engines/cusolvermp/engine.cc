@@ -161,16 +161,8 @@ Status Engine::Join(cudaStream_t from, cudaStream_t to, int event) {
 
 Engine::Matrix Engine::Held() const {
   const layout::Plan& plan = state_.plan;
-  Matrix a;
-  a.data = work_;
-  a.desc = &desc_a_;
-  a.rows = plan.engine_rows();
-  a.cols = plan.engine_cols();
-  a.local_rows = local_rows_;
-  a.local_cols = local_cols_;
-  a.ld = std::max<int64_t>(local_rows_, 1);
-  a.tile = plan.tile;
-  return a;
+  return Matrix::Of(work_, &desc_a_, plan.engine_rows(), plan.engine_cols(), local_rows_,
+                    local_cols_, plan.tile);
 }
 
 Engine::Matrix Engine::SquareHeld() const {
@@ -268,15 +260,7 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
   JAXMG_RETURN_IF_ERROR(desc_b_.Create(ctx_, DataTypeOf<T>(), rows, plan.cols.extent, t, t,
                                        std::max<int64_t>(lr, 1)));
   // The handle (local_b_ and desc_b_ hold the call's second matrix or right-hand side).
-  *c = Matrix();
-  c->data = local_b_;
-  c->desc = &desc_b_;
-  c->rows = rows;
-  c->cols = plan.cols.extent;
-  c->local_rows = lr;
-  c->local_cols = lc;
-  c->ld = std::max<int64_t>(lr, 1);
-  c->tile = t;
+  *c = Matrix::Of(local_b_, &desc_b_, rows, plan.cols.extent, lr, lc, t);
   return Status();
 }
 

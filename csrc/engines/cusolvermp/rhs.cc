@@ -51,15 +51,7 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   JAXMG_RETURN_IF_ERROR(desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), nrhs, t, t,
                                        std::max<int64_t>(lr, 1)));
   // The handle (local_b_ and desc_b_ hold the call's right-hand side).
-  *c = Matrix();
-  c->data = local_b_;
-  c->desc = &desc_b_;
-  c->rows = plan.engine_rows();
-  c->cols = nrhs;
-  c->local_rows = lr;
-  c->local_cols = lc;
-  c->ld = std::max<int64_t>(lr, 1);
-  c->tile = t;
+  *c = Matrix::Of(local_b_, &desc_b_, plan.engine_rows(), nrhs, lr, lc, t);
   return Status();
 }
 

@@ -146,16 +146,8 @@ Status Engine::Asymmetric(const void* shard, bool* out) {
 }
 
 Engine::Matrix Engine::Held() const {
-  Matrix a;
-  a.data = work_;
-  a.desc = &desc_a_;
-  a.rows = plan_->engine_rows();
-  a.cols = plan_->engine_cols();
-  a.local_rows = local_rows_;
-  a.local_cols = local_cols_;
-  a.ld = std::max<int64_t>(local_rows_, 1);
-  a.tile = plan_->tile;
-  return a;
+  return Matrix::Of(work_, &desc_a_, plan_->engine_rows(), plan_->engine_cols(), local_rows_,
+                    local_cols_, plan_->tile);
 }
 
 Engine::Matrix Engine::SquareHeld() const {
@@ -363,15 +355,7 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, plan.engine_rows(), nrhs, t, t, lr, &desc_b_));
   // The handle (local_b_ and desc_b_ hold the call's right-hand side).
-  *c = Matrix();
-  c->data = local_b_.data();
-  c->desc = &desc_b_;
-  c->rows = plan.engine_rows();
-  c->cols = nrhs;
-  c->local_rows = lr;
-  c->local_cols = lc;
-  c->ld = std::max<int64_t>(lr, 1);
-  c->tile = t;
+  *c = Matrix::Of(local_b_.data(), &desc_b_, plan.engine_rows(), nrhs, lr, lc, t);
   T* local = c->As<T>();
   ForEachRhsEntry(*c, axis,
                   [&](int64_t l, int64_t w) { local[l] = conj ? Conj(full[w]) : full[w]; });
@@ -739,15 +723,7 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
   local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * local_cols_, 1)), 0);
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, n, t, t, lr, &desc_b_));
   // The handle (local_b_ and desc_b_ hold the call's second matrix or right-hand side).
-  *c = Matrix();
-  c->data = local_b_.data();
-  c->desc = &desc_b_;
-  c->rows = rows;
-  c->cols = n;
-  c->local_rows = lr;
-  c->local_cols = local_cols_;
-  c->ld = std::max<int64_t>(lr, 1);
-  c->tile = t;
+  *c = Matrix::Of(local_b_.data(), &desc_b_, rows, n, lr, local_cols_, t);
   Descriptor src;
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, n, block, plan.cols.shard, block, &src));
   return Gemr2d<T>(rows, n, static_cast<const T*>(b), src, c->As<T>(), *c->desc, *grid_);
