@@ -35,7 +35,7 @@ struct GesvdOf {
       // cuSOLVERMp's, it goes through the polar decomposition and an eigensolver with vectors.
       int info = 0;
       typename E::Matrix h;
-      JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, /*h=*/true, &h, &info)));
+      JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, a, /*h=*/true, &h, &info)));
       if (info == 0) JAXMG_RETURN_IF_ERROR(e.template PolarValues<T>(h, io.s, io.x_rows, 1, &info));
       JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
       return info != 0 ? e.template FillNan<T>(io.s, io.x_rows) : Status();

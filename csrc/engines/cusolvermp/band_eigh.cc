@@ -1,6 +1,6 @@
 // The GPU engine's two-stage eigensolver (algorithms/band_eigh.h over the GPU backend) on 1 x P
 // and P x 1 grids: which calls take it, its shape and tuning, and its two entry points
-// (eigenvalues alone; with eigenvectors into local_b_).
+// (eigenvalues alone; with eigenvectors into a new matrix).
 #include "algorithms/band_eigh.h"
 
 #include <algorithm>

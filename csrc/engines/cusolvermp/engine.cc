@@ -159,20 +159,10 @@ Status Engine::Join(cudaStream_t from, cudaStream_t to, int event) {
   return Status();
 }
 
-Engine::Matrix Engine::Held() const {
+Engine::Matrix Engine::EngineMatrix() const {
   const layout::Plan& plan = state_.plan;
   return Matrix::Of(work_, &desc_a_, plan.engine_rows(), plan.engine_cols(), local_rows_,
                     local_cols_, plan.tile);
-}
-
-Engine::Matrix Engine::SquareHeld() const {
-  Matrix s = Held();
-  s.data = square_;
-  s.desc = &desc_square_;
-  s.rows = s.cols = state_.plan.cols.extent;
-  s.local_rows = square_rows_;
-  s.ld = std::max<int64_t>(square_rows_, 1);
-  return s;
 }
 
 template <typename T>
@@ -235,7 +225,7 @@ Status Engine::Prepare(void* shard, Matrix* a) {
   }
   JAXMG_RETURN_IF_ERROR(desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(),
                                        plan.engine_cols(), t, t, std::max<int64_t>(lr, 1)));
-  *a = Held();
+  *a = EngineMatrix();
   return Status();
 }
 
@@ -253,15 +243,9 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
   }
   // The shards of b read column-major: blocks of rows / mesh_cols x cols.shard of Bᵀ, block
   // (v, u) on mesh position (u, v), as the engine matrix's (Prepare).
-  const int64_t t = plan.tile, lc = local_cols_;
-  const int64_t lr = CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(rows);
-  const Status copy = Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &local_b_);
-  JAXMG_RETURN_IF_ERROR(Redistribute<T>(b, /*to_tiles=*/true, local_b_, copy, rows));
-  JAXMG_RETURN_IF_ERROR(desc_b_.Create(ctx_, DataTypeOf<T>(), rows, plan.cols.extent, t, t,
-                                       std::max<int64_t>(lr, 1)));
-  // The handle (local_b_ and desc_b_ hold the call's second matrix or right-hand side).
-  *c = Matrix::Of(local_b_, &desc_b_, rows, plan.cols.extent, lr, lc, t);
-  return Status();
+  // A local failure to allocate is agreed in the redistribution, before its collectives.
+  const Status allocated = NewMatrix<T>(rows, plan.cols.extent, c);
+  return Redistribute<T>(b, /*to_tiles=*/true, c->data, allocated, rows);
 }
 
 template <typename T>
@@ -271,13 +255,14 @@ Status Engine::RhsMatrixOut(const Matrix& c, void* x) {
 }
 
 template <typename T>
-Status Engine::SquareMatrix() {
-  const layout::Plan& plan = state_.plan;
-  const int64_t n = plan.cols.extent, t = plan.tile;
-  square_rows_ = layout::CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(n);
-  JAXMG_RETURN_IF_ERROR(
-      Scratch(sizeof(T) * std::max<int64_t>(square_rows_ * local_cols_, 1), &square_));
-  return desc_square_.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(square_rows_, 1));
+Status Engine::NewMatrix(int64_t rows, int64_t cols, Matrix* out) {
+  const int64_t t = state_.plan.tile;
+  const int64_t lr = layout::CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(rows);
+  const int64_t lc = layout::CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(cols);
+  Descriptor& desc = descriptors_.emplace_back();
+  *out = Matrix::Of(nullptr, &desc, rows, cols, lr, lc, t);
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &out->data));
+  return desc.Create(ctx_, DataTypeOf<T>(), rows, cols, t, t, out->ld);
 }
 
 template <typename T>
@@ -352,7 +337,7 @@ Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Mat
     JAXMG_RETURN_IF_ERROR(desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(),
                                          plan.engine_cols(), plan.tile, plan.tile,
                                          std::max<int64_t>(local_rows_, 1)));
-    *f = Held();
+    *f = EngineMatrix();
   } else {
     // Redistributed: Prepare reads the JAX layout and writes a copy of its own.
     if (count != plan.rows.shard * plan.cols.shard)
@@ -369,19 +354,18 @@ Status Engine::FillNan(void* x, int64_t count) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_ENGINE_CORE(T)                                                   \
-  template Status Engine::Prepare<T>(void* shard, Matrix* a);                              \
-  template Status Engine::NewLike<T>(const Matrix& like, Matrix* out);                     \
-  template Status Engine::MatrixIn<T>(const void* shard, Matrix* k);                       \
-  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c);          \
-  template Status Engine::RhsMatrixOut<T>(const Matrix& c, void* x);                       \
-  template Status Engine::SquareMatrix<T>();                                               \
-  template Status Engine::MatrixOut<T>(const void* from, void* shard);                     \
-  template Status Engine::ShardOut<T>(const Matrix& y, void* shard);                       \
-  template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);         \
-  template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds, \
-                                   Matrix* f);                                             \
-  template Status Engine::FillNan<T>(void* x, int64_t count);
+#define JAXMG_INSTANTIATE_ENGINE_CORE(T)                                         \
+  JAXMG_INSTANTIATE_STEP(Prepare, T)                                             \
+  template Status Engine::NewLike<T>(const Matrix& like, Matrix* out);           \
+  JAXMG_INSTANTIATE_STEP(MatrixIn, T)                                            \
+  JAXMG_INSTANTIATE_STEP(RhsMatrixIn, T)                                         \
+  JAXMG_INSTANTIATE_STEP(RhsMatrixOut, T)                                        \
+  template Status Engine::NewMatrix<T>(int64_t rows, int64_t cols, Matrix* out); \
+  template Status Engine::MatrixOut<T>(const void* from, void* shard);           \
+  JAXMG_INSTANTIATE_STEP(ShardOut, T)                                            \
+  JAXMG_INSTANTIATE_STEP(FactorOut, T)                                           \
+  JAXMG_INSTANTIATE_STEP(Adopt, T)                                               \
+  JAXMG_INSTANTIATE_STEP(FillNan, T)
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_ENGINE_CORE)
 #undef JAXMG_INSTANTIATE_ENGINE_CORE
 

@@ -21,6 +21,7 @@
 #include "engines/cusolvermp/vendor_wrappers.h"
 #include "layout/layout.h"
 #include "routines/contract.h"
+#include "routines/steps.h"
 
 namespace jaxmg::cusolvermp {
 
@@ -62,110 +63,22 @@ class Engine {
 
   const layout::Plan& plan() const { return state_.plan; }
 
-  template <typename T>
-  Status Asymmetric(const void* shard, bool* out);
-  // Asymmetric's products and sum, queued; the host compares at the next Agree (one all-reduce
-  // with the status), which sets asymmetric().
-  template <typename T>
-  Status CheckSymmetry(const void* shard);
+  // The steps (routines/steps.h).
+  JAXMG_DECLARE_ENGINE_STEPS
   bool asymmetric() const { return asymmetric_; }
-  template <typename T>
-  Status Prepare(void* shard, Matrix* a);
-  // After Potrf (B = L Lᴴ): *inverse := B⁻¹ = Wᴴ W with W = L⁻¹, a new matrix.
-  template <typename T>
-  Status CholeskyInverse(const Matrix& l, Matrix* inverse);
-  template <typename T>
-  Status Potrf(Matrix* a, int* info);
-  template <typename T>
-  Status Getrf(Matrix* a, int* info);
-  template <typename T>
-  Status Potrs(const Matrix& l, const Matrix& c);
-  template <typename T>
-  Status Getrs(const Matrix& lu, const Matrix& c, bool transpose);
-  template <typename T>
-  Status LogAbsDiag(const Matrix& a, double scale, bool ok, void* out);
-  template <typename T>
-  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c);
-  template <typename T>
-  Status RhsOut(const Matrix& z, void* x, Axis axis, bool conj);
-  template <typename T>
-  Status Identity(const Matrix& like, Matrix* out);
-  // After Getrf: M⁻¹ = U⁻¹ L⁻¹ Pᵀ from the two triangular inverses, their product by blocks and
-  // a column permutation (about 4N³/3 flops), and for M⁻ᵀ one distributed transpose (Geadd),
-  // into a new matrix.
-  template <typename T>
-  Status InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse);
-  // out[:, order[i]] = x[:, i] for the engine's columns (both distributed like the matrix).
-  template <typename T>
-  // Collective; local errors are kept in *failed.
-  Status PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order,
-                        Deferred* failed);
-  template <typename T>
-  Status ShardOut(const Matrix& y, void* shard);
-  template <typename T>
-  Status FactorOut(const Matrix& f, void* out, int64_t count);
-  template <typename T>
-  Status Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f);
-  Status PivotsOut(const Matrix& lu, int32_t* out);
-  Status PivotsIn(const int32_t* in, Matrix* lu);
-  template <typename T>
-  Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
-  template <typename T>
-  Status Geqrf(Matrix* a, int* info);
-  template <typename T>
-  Status Orgqr(Matrix* a);
-  template <typename T>
-  Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
-  template <typename T>
-  Status LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows);
-  template <typename T>
-  Status Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);
-  template <typename T>
-  Status VectorsOut(const Matrix& z, const Matrix& work, void* shard);
-  template <typename T>
-  Status Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
-               Matrix* vt, int* info);
-  template <typename T>
-  Status PolarBegin(bool keep_a, double* lower, int* info);
-  template <typename T>
-  Status PolarQr(double sqrt_c, double coef, double e);
-  template <typename T>
-  Status PolarCholesky(double c, double coef, double e, double* change);
-  template <typename T>
-  Status PolarEnd(bool h, Matrix* hm, int* info);
-  template <typename T>
-  Status PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info);
-  template <typename T>
-  Status MatrixIn(const void* shard, Matrix* k);
-  template <typename T>
-  Status RhsMatrixIn(const void* b, int64_t rows, Matrix* c);
-  template <typename T>
-  Status RhsMatrixOut(const Matrix& c, void* x);
-  // The status (Agree on the diagonal alone: the other triangle is not read), then cuBLASMp's
-  // Trsm (on one device, cuBLAS's).
-  template <typename T>
-  Status Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
-              int* info);
-  template <typename T>
-  Status Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c);
-  template <typename T>
-  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z, int* info);
-  template <typename T>
-  Status SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols);
-  template <typename T>
-  Status FillNan(void* x, int64_t count);
-  Status WriteStatus(int info, int32_t* status);
-  // NCCL collectives complete on the stream without the host: nothing left to progress.
-  Status Finish(const Status& result) { return result; }
 
  private:
+  // out[:, order[i]] = x[:, i] for the engine's columns (both distributed like the matrix).
+  // Collective; local errors are kept in *failed.
+  template <typename T>
+  Status PermuteColumns(const void* x, void* out, const std::vector<int64_t>& order,
+                        Deferred* failed);
+
   friend class Backend;  // the algorithms' backend (backend.h) uses the call's buffers and stream
   Status Scratch(size_t bytes, void** out);
-  // The engine matrix (the registers work_, desc_a_ and the local extents) as a handle, for the
-  // steps that still read the registers.
-  Matrix Held() const;
-  // The square matrix (square_, desc_square_: Vᴴ, H) as a handle.
-  Matrix SquareHeld() const;
+  // The handle of the engine matrix that Prepare or Adopt set up (work_, desc_a_ and the local
+  // extents): what they hand out. Every other step reads the matrices it is handed.
+  Matrix EngineMatrix() const;
   // *out := a new matrix (uninitialized scratch) distributed like `like`, with a descriptor of its
   // own (owned by the engine for the call).
   template <typename T>
@@ -227,9 +140,9 @@ class Engine {
   // c := op(B)⁻¹ c with the own LU's factors lu on one device (cusolverDnXgetrs).
   template <typename T>
   Status LocalGetrs(const Matrix& lu, const Matrix& c, bool transpose);
-  // Householder QR of the engine matrix's leading cols.extent columns (tau_), no agreement.
+  // Householder QR of a's leading cols.extent columns (tau_), in place, no agreement.
   template <typename T>
-  Status QrFactor();
+  Status QrFactor(const Matrix& a);
   bool UseOwnQr() const;
   // Eigenvalues in two stages on 1 x P and P x 1 grids (algorithms/band_eigh.h over the
   // backend; band_eigh.cc): the band reduction over the devices, then the bulge chase and
@@ -270,9 +183,9 @@ class Engine {
   Status LibraryEigh(const Matrix& a, bool vectors, void* w, Matrix* z);
   // The 1-D QR (1 x P grids) and its Q, formed in place (qr_1d.cc).
   template <typename T>
-  Status Qr1D();
+  Status Qr1D(const Matrix& a);
   template <typename T>
-  Status Orgqr1D();
+  Status Orgqr1D(const Matrix& a);
   // A stream with the single-GPU handles that run on it: the call's (the context's handles) or
   // the look-ahead's side stream (handles of its own).
   struct Lane {
@@ -305,11 +218,11 @@ class Engine {
                          int64_t ldf, bool adjoint, void* c, int64_t cols, int64_t ldc,
                          const QrWork& work);
   template <typename T>
-  Status QrSolve(const Matrix& rhs, int* info, void** solution);
+  Status QrSolve(const Matrix& a, const Matrix& rhs, int* info, void** solution);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
-  // engine matrix's leading cols.extent columns (R), whole on every rank.
+  // matrix a's leading cols.extent columns (R), whole on every rank.
   template <typename T>
-  Status LeadingRows(void** out);
+  Status LeadingRows(const Matrix& a, void** out);
   template <typename T>
   Status Lu1D(Matrix* a, int* info);
   Status EnginePivots(std::vector<int64_t>* out);
@@ -324,9 +237,11 @@ class Engine {
   // The status of a solver's real output values and info (status.cc), agreed.
   template <typename T>
   Status AgreeValues(const void* values, int64_t n, bool failed, int* info);
-  // The square matrix kept (cols.extent square, distributed like the engine matrix's columns).
+  // *out := a new rows x cols matrix (uninitialized scratch) in the engine's tiles over its grid,
+  // with a descriptor of its own (owned by the engine for the call). A failure is local: the
+  // caller agrees on it before the next collective.
   template <typename T>
-  Status SquareMatrix();
+  Status NewMatrix(int64_t rows, int64_t cols, Matrix* out);
   // The first of x's rows this shard holds (x_rows of the cols.extent, or all of them).
   int64_t FirstRow(int64_t x_rows) const;
   // The shard := engine matrix `from` in the JAX layout (undoing relabeling, padding or
@@ -373,12 +288,12 @@ class Engine {
   Status AgreedWorkspace(size_t bytes, size_t host_bytes, void** out);
   // Every buffer of QDWH's steps and the workspace of its QR steps.
   template <typename T>
-  Status PolarBuffers(bool keep_a);
+  Status PolarBuffers(const Matrix& u, bool keep_a);
   // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
   algorithms::Square Square(int64_t n, int64_t ld) const;
   // QDWH's operands (algorithms/qdwh.h) in this call's buffers (PolarBuffers).
   template <typename T>
-  algorithms::QdwhWork<T> PolarWork();
+  algorithms::QdwhWork<T> PolarWork(const Matrix& u);
   Context& ctx_;
   const PlanState& state_;
   cudaStream_t stream_;
@@ -393,22 +308,15 @@ class Engine {
   void* tau_ = nullptr;  // the Householder scalars of a QR factorization
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  int32_t* small_ = nullptr;  // [0..1]: agreement, [2]: solve info, [3]: diagonal check, then
-                              // 16 bytes for a sum, [8]: first non-finite column
-                              // of the factor, [9]: of the input (Getrf)
-  // The storage of the call's right-hand side or second matrix (RhsIn, RhsMatrixIn, MatrixIn)
-  // and its descriptor.
-  void* local_b_ = nullptr;
-  Descriptor desc_b_;
-  void* full_ = nullptr;    // n x nrhs, row-major: the whole right-hand side
-  void* square_ = nullptr;  // n x n: Vᴴ of an SVD, H of a polar decomposition
-  Descriptor desc_square_;
-  int64_t square_rows_ = 0;
+  int32_t* small_ = nullptr;     // [0..1]: agreement, [2]: solve info, [3]: diagonal check, then
+                                 // 16 bytes for a sum, [8]: first non-finite column
+                                 // of the factor, [9]: of the input (Getrf)
+  void* full_ = nullptr;         // n x nrhs, row-major: the whole right-hand side
   algorithms::Qr1DKept own_qr_;  // Qr1D's τ, T_k and scratch, for Orgqr1D
   int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
   std::vector<int64_t> own_pivots_;     // the global pivots of a kLuHostPivots factorization
-  std::deque<Descriptor> descriptors_;  // those of the matrices the steps made (NewLike)
+  std::deque<Descriptor> descriptors_;  // those of the matrices the steps made (NewLike, NewMatrix)
   // QDWH's buffers (routines/polar.h), allocated at first use in the call: A kept for H; the
   // stacked matrix [√c U; 0; I] of the QR steps and its Householder scalars; a copy of U; Z
   // (n x n, z_rows_ local rows); a device double for sums.

@@ -37,6 +37,7 @@ algorithms::Square Engine::Square(int64_t n, int64_t ld) const {
   return g;
 }
 
+// B = L Lᴴ: B⁻¹ = Wᴴ W with W = L⁻¹.
 template <typename T>
 Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
   // B⁻¹ = L⁻ᴴ L⁻¹ by blocks (algorithms/inverses.h): N³ flops against 7N³/3 for the solve with
@@ -62,6 +63,8 @@ Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
   return Status();
 }
 
+// M⁻¹ = U⁻¹ L⁻¹ Pᵀ from the two triangular inverses, their product by blocks and a column
+// permutation (about 4N³/3 flops), and for M⁻ᵀ one distributed transpose (Geadd).
 template <typename T>
 Status Engine::InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse) {
   // M = P L U: M⁻¹ = U⁻¹ L⁻¹ Pᵀ by blocks (algorithms/inverses.h LuInverse), 4N³/3 flops
@@ -122,9 +125,9 @@ Status Engine::InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_INVERSES(T)                                           \
-  template Status Engine::CholeskyInverse<T>(const Matrix& l, Matrix* inverse); \
-  template Status Engine::InverseSolve<T>(const Matrix& lu, bool transpose, Matrix* inverse);
+#define JAXMG_INSTANTIATE_INVERSES(T)        \
+  JAXMG_INSTANTIATE_STEP(CholeskyInverse, T) \
+  JAXMG_INSTANTIATE_STEP(InverseSolve, T)
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_INVERSES)
 #undef JAXMG_INSTANTIATE_INVERSES
 

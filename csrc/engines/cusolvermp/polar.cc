@@ -25,15 +25,15 @@
 namespace jaxmg::cusolvermp {
 
 template <typename T>
-algorithms::QdwhWork<T> Engine::PolarWork() {
+algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u) {
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
-  const int64_t lc = local_cols_, lu = local_rows_;
+  const int64_t lc = u.local_cols, lu = u.local_rows;
   const int64_t round = t * ctx_.nprow;
   algorithms::QdwhWork<T> q;
   q.mp = (m + round - 1) / round * round;
   q.top = q.mp / ctx_.nprow;
-  q.u = {static_cast<T*>(work_), m, n, lu, lc, t};
+  q.u = {u.As<T>(), m, n, lu, lc, t};
   q.a = {static_cast<T*>(polar_a_), m, n, lu, lc, t};
   q.w = {static_cast<T*>(polar_w_), m, n, lu, lc, t};
   q.z = {static_cast<T*>(polar_z_), n, n, z_rows_, lc, t};
@@ -46,25 +46,25 @@ algorithms::QdwhWork<T> Engine::PolarWork() {
 }
 
 template <typename T>
-Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
+Status Engine::PolarBegin(const Matrix& u, bool keep_a, double* lower, int* info) {
   StepTimer timer("PolarBegin", stream_);
   *lower = 0;
   // Every buffer of the iteration first, agreed: no rank leaves alone before a collective.
-  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(PolarBuffers<T>(keep_a)));
-  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));  // a non-finite input
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(PolarBuffers<T>(u, keep_a)));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(u, false, info, /*diag_limit=*/0));  // a non-finite input
   if (*info != 0) return Status();
   Backend backend(*this);
-  return algorithms::QdwhBounds<T>(backend, PolarWork<T>(), keep_a, lower);
+  return algorithms::QdwhBounds<T>(backend, PolarWork<T>(u), keep_a, lower);
 }
 
 template <typename T>
-Status Engine::PolarBuffers(bool keep_a) {
+Status Engine::PolarBuffers(const Matrix& u, bool keep_a) {
   // A kept, W (a copy of U), Z (n x n), two sums, the stacked matrix Y of the QR steps with its
   // Householder scalars, and the workspace of Y's QR (the largest of the steps').
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
-  const int64_t lc = local_cols_;
-  const size_t bytes = sizeof(T) * std::max<int64_t>(local_rows_ * lc, 1);
+  const int64_t lc = u.local_cols;
+  const size_t bytes = sizeof(T) * std::max<int64_t>(u.local_rows * lc, 1);
   if (keep_a) JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_a_));
   JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_w_));
   z_rows_ = CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(n);
@@ -94,35 +94,35 @@ Status Engine::PolarBuffers(bool keep_a) {
 }
 
 template <typename T>
-Status Engine::PolarQr(double sqrt_c, double coef, double e) {
+Status Engine::PolarQr(const Matrix& u, double sqrt_c, double coef, double e) {
   StepTimer timer("PolarQr", stream_);
   Backend backend(*this);
-  return algorithms::QdwhQrStep<T>(backend, PolarWork<T>(), sqrt_c, coef, e);
+  return algorithms::QdwhQrStep<T>(backend, PolarWork<T>(u), sqrt_c, coef, e);
 }
 
 template <typename T>
-Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
+Status Engine::PolarCholesky(const Matrix& u, double c, double coef, double e, double* change) {
   StepTimer timer("PolarCholesky", stream_);
   Backend backend(*this);
-  return algorithms::QdwhCholeskyStep<T>(backend, PolarWork<T>(), c, coef, e, change);
+  return algorithms::QdwhCholeskyStep<T>(backend, PolarWork<T>(u), c, coef, e, change);
 }
 
 template <typename T>
-Status Engine::PolarEnd(bool h, Matrix* h_out, int* info) {
+Status Engine::PolarEnd(const Matrix& u, bool h, Matrix* h_out, int* info) {
   StepTimer timer("PolarEnd", stream_);
   *h_out = Matrix();
   Backend backend(*this);
-  const algorithms::QdwhWork<T> q = PolarWork<T>();
+  const algorithms::QdwhWork<T> q = PolarWork<T>(u);
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(backend, q));
-  JAXMG_RETURN_IF_ERROR(
-      Agree<T>(Held(), false, info, /*diag_limit=*/0));  // a non-finite entry of U
+  JAXMG_RETURN_IF_ERROR(Agree<T>(u, false, info, /*diag_limit=*/0));  // a non-finite entry of U
   if (*info != 0 || !h) return Status();
-  // H into the square matrix kept, distributed as Z.
-  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(SquareMatrix<T>()));
-  algorithms::Tiled<T> hm = q.z;
-  hm.p = static_cast<T*>(square_);
-  JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(backend, q, hm));
-  *h_out = SquareHeld();
+  // H into a new n x n matrix, distributed as Z.
+  Matrix hm;
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(NewMatrix<T>(q.z.rows, q.z.cols, &hm)));
+  algorithms::Tiled<T> h_tiles = q.z;
+  h_tiles.p = hm.As<T>();
+  JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(backend, q, h_tiles));
+  *h_out = hm;
   return Status();
 }
 
@@ -186,15 +186,14 @@ Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_
   return SingularValuesOut<T>(w, n, x, x_rows, x_cols);
 }
 
-#define JAXMG_INSTANTIATE_POLAR(T)                                                           \
-  template algorithms::QdwhWork<T> Engine::PolarWork<T>();                                   \
-  template Status Engine::PolarBegin<T>(bool keep_a, double* lower, int* info);              \
-  template Status Engine::PolarBuffers<T>(bool keep_a);                                      \
-  template Status Engine::PolarQr<T>(double sqrt_c, double coef, double e);                  \
-  template Status Engine::PolarCholesky<T>(double c, double coef, double e, double* change); \
-  template Status Engine::PolarEnd<T>(bool h, Matrix* h_out, int* info);                     \
-  template Status Engine::PolarValues<T>(const Matrix& hm, void* x, int64_t x_rows,          \
-                                         int64_t x_cols, int* info);
+#define JAXMG_INSTANTIATE_POLAR(T)                                        \
+  template algorithms::QdwhWork<T> Engine::PolarWork<T>(const Matrix& u); \
+  JAXMG_INSTANTIATE_STEP(PolarBegin, T)                                   \
+  template Status Engine::PolarBuffers<T>(const Matrix& u, bool keep_a);  \
+  JAXMG_INSTANTIATE_STEP(PolarQr, T)                                      \
+  JAXMG_INSTANTIATE_STEP(PolarCholesky, T)                                \
+  JAXMG_INSTANTIATE_STEP(PolarEnd, T)                                     \
+  JAXMG_INSTANTIATE_STEP(PolarValues, T)
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_POLAR)
 #undef JAXMG_INSTANTIATE_POLAR
 

@@ -35,7 +35,7 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   const int64_t shard_rows = n / (rhs_by_cols_ ? plan.mesh_cols : plan.mesh_rows);
   const bool holder = (rhs_by_cols_ ? ctx_.mesh_u : ctx_.mesh_v) == 0;
   const int64_t lc = CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(nrhs);
-  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &local_b_));
+  JAXMG_RETURN_IF_ERROR(NewMatrix<T>(plan.engine_rows(), nrhs, c));
   const size_t full_bytes = es * n * nrhs;
   JAXMG_RETURN_IF_ERROR(Scratch(full_bytes, &full_));
   // The whole right-hand side on every rank (it is small): the shards of mesh column 0, summed.
@@ -47,11 +47,7 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   const size_t reals = static_cast<size_t>(n * nrhs * Scalar<T>::kParts);
   JAXMG_NCCL(ncclAllReduce(full_, full_, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
   JAXMG_CUDA(cuda::GatherRhs(KernelType<T>(), full_, nrhs, state_.d_rhs_map[static_cast<int>(axis)],
-                             lr, lc, t, ctx_.npcol, ctx_.mycol, conj, local_b_, stream_));
-  JAXMG_RETURN_IF_ERROR(desc_b_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(), nrhs, t, t,
-                                       std::max<int64_t>(lr, 1)));
-  // The handle (local_b_ and desc_b_ hold the call's right-hand side).
-  *c = Matrix::Of(local_b_, &desc_b_, plan.engine_rows(), nrhs, lr, lc, t);
+                             lr, lc, t, ctx_.npcol, ctx_.mycol, conj, c->data, stream_));
   return Status();
 }
 
@@ -87,14 +83,14 @@ Status Engine::Identity(const Matrix& like, Matrix* out) {
 }
 
 template <typename T>
-Status Engine::LeadingRows(void** out) {
+Status Engine::LeadingRows(const Matrix& a, void** out) {
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t n = plan.cols.extent, cols = n, lc = local_cols_;
+  const int64_t n = plan.cols.extent, cols = n, lc = a.local_cols;
   // Every entry is held by one process: the sum over the grid assembles the n x cols rows.
   JAXMG_RETURN_IF_ERROR(Scratch(es * n * cols, out));
   JAXMG_CUDA(cudaMemsetAsync(*out, 0, es * n * cols, stream_));
-  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), work_, cols, state_.d_rhs_map[2], local_rows_, lc,
+  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), a.data, cols, state_.d_rhs_map[2], a.local_rows, lc,
                               plan.tile, ctx_.npcol, ctx_.mycol, /*conj=*/false, *out, stream_));
   const size_t reals = static_cast<size_t>(n * cols * Scalar<T>::kParts);
   JAXMG_NCCL(ncclAllReduce(*out, *out, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
@@ -218,16 +214,15 @@ Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
 }
 
 #define JAXMG_INSTANTIATE_RHS(T)                                                                  \
-  template Status Engine::RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c); \
-  template Status Engine::RhsOut<T>(const Matrix& z, void* x, Axis axis, bool conj);              \
-  template Status Engine::Identity<T>(const Matrix& like, Matrix* out);                           \
-  template Status Engine::LeadingRows<T>(void** out);                                             \
-  template Status Engine::LeadingRowsOut<T>(const Matrix& y, void* x, int64_t x_rows);            \
+  JAXMG_INSTANTIATE_STEP(RhsIn, T)                                                                \
+  JAXMG_INSTANTIATE_STEP(RhsOut, T)                                                               \
+  JAXMG_INSTANTIATE_STEP(Identity, T)                                                             \
+  template Status Engine::LeadingRows<T>(const Matrix& a, void** out);                            \
+  JAXMG_INSTANTIATE_STEP(LeadingRowsOut, T)                                                       \
   template Status Engine::RowsOut<T>(const void* local, int64_t ld, int64_t lc, int64_t cols,     \
                                      void* x, int64_t x_rows, int64_t x_cols);                    \
-  template Status Engine::VectorsOut<T>(const Matrix& z, const Matrix& work, void* shard);        \
-  template Status Engine::SquareRowsOut<T>(const Matrix& s, void* x, int64_t x_rows,              \
-                                           int64_t x_cols);                                       \
+  JAXMG_INSTANTIATE_STEP(VectorsOut, T)                                                           \
+  JAXMG_INSTANTIATE_STEP(SquareRowsOut, T)                                                        \
   template Status Engine::SingularValuesOut<T>(const void* w, int64_t n, void* x, int64_t x_rows, \
                                                int64_t x_cols);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_RHS)

@@ -81,6 +81,8 @@ Status Engine::Asymmetric(const void* shard, bool* out) {
   return Small();  // the steps that report the outcome use it
 }
 
+// Asymmetric's products and sum, queued; the host compares at the next Agree (one all-reduce
+// with the status), which sets asymmetric().
 template <typename T>
 Status Engine::CheckSymmetry(const void* shard) {
   StepTimer timer("CheckSymmetry", stream_);
@@ -225,6 +227,9 @@ Status Engine::AgreedWorkspace(size_t bytes, size_t host_bytes, void** out) {
   return AgreeOnBuffers(Workspace(bytes, host_bytes, out));
 }
 
+// NCCL collectives complete on the stream without the host: nothing left to progress.
+Status Engine::Finish(const Status& result) { return result; }
+
 Status Engine::WriteStatus(int info, int32_t* status) {
   // From pageable memory: the copy has read `value` when cudaMemcpyAsync returns.
   const int32_t value = info;
@@ -287,14 +292,14 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
 
 #define JAXMG_INSTANTIATE_STATUS(T)                                                              \
   template Status Engine::SymmetryProducts<T>(const void* shard, void** y);                      \
-  template Status Engine::Asymmetric<T>(const void* shard, bool* out);                           \
-  template Status Engine::CheckSymmetry<T>(const void* shard);                                   \
+  JAXMG_INSTANTIATE_STEP(Asymmetric, T)                                                          \
+  JAXMG_INSTANTIATE_STEP(CheckSymmetry, T)                                                       \
   template Status Engine::NonFinite<T>(const Matrix& a, int32_t* column);                        \
   template Status Engine::Agree<T>(const Matrix& a, bool failed, int* info, int64_t diag_limit,  \
                                    bool scan);                                                   \
   template Status Engine::AgreeValues<T>(const void* values, int64_t n, bool failed, int* info); \
-  template Status Engine::LogAbsDiag<T>(const Matrix& a, double scale, bool ok, void* out);      \
-  template Status Engine::SignLogDet<T>(const Matrix& lu, void* sign, void* logabsdet);
+  JAXMG_INSTANTIATE_STEP(LogAbsDiag, T)                                                          \
+  JAXMG_INSTANTIATE_STEP(SignLogDet, T)
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_STATUS)
 #undef JAXMG_INSTANTIATE_STATUS
 

@@ -187,7 +187,7 @@ Status Engine::EnginePivots(std::vector<int64_t>* out) {
 template <typename T>
 Status Engine::Geqrf(Matrix* a, int* info) {
   StepTimer timer("Geqrf", stream_);
-  JAXMG_RETURN_IF_ERROR(QrFactor<T>());  // (of the engine matrix, a)
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>(*a));
   a->factored = Factorization::kQr;
   return Agree<T>(*a, false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
 }
@@ -198,18 +198,18 @@ Status Engine::Geqrf(Matrix* a, int* info) {
 // gemm; the n x nrhs sum over the grid); then R x = c on every rank (one local trsm, O(n² nrhs)).
 // The solution, whole on every rank (*solution), is what LeadingRowsOut then hands out.
 template <typename T>
-Status Engine::QrSolve(const Matrix& rhs, int* info, void** solution) {
+Status Engine::QrSolve(const Matrix& a, const Matrix& rhs, int* info, void** solution) {
   StepTimer timer("QrSolve", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
-  const int64_t n = plan.cols.extent, t = plan.tile, lr = local_rows_, lc = local_cols_;
+  const int64_t n = plan.cols.extent, t = plan.tile, lr = a.local_rows, lc = a.local_cols;
   const int64_t k = rhs.cols;
-  JAXMG_RETURN_IF_ERROR(QrFactor<T>());
-  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/n));  // zero on R's diagonal
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>(a));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(a, false, info, /*diag_limit=*/n));  // zero on R's diagonal
   if (*info != 0) return Status();
   void* r = nullptr;
-  JAXMG_RETURN_IF_ERROR(LeadingRows<T>(&r));  // R: n x n, row-major
-  Matrix q = Held();
+  JAXMG_RETURN_IF_ERROR(LeadingRows<T>(a, &r));  // R: n x n, row-major
+  Matrix q = a;                                  // Q, formed in a's place
   q.factored = Factorization::kQr;
   JAXMG_RETURN_IF_ERROR(Orgqr<T>(&q));
   // This rank's rows of b, all k columns: (lr x k) column-major.
@@ -231,7 +231,7 @@ Status Engine::QrSolve(const Matrix& rhs, int* info, void** solution) {
   const cublasOperation_t adjoint = AdjointOp<T>();
   if (lc > 0 && k > 0) {
     JAXMG_RETURN_IF_ERROR(CublasCheck(
-        lb->gemm[Scalar<T>::kIndex](blas, adjoint, CUBLAS_OP_N, ilc, ik, ilr, &one, work_,
+        lb->gemm[Scalar<T>::kIndex](blas, adjoint, CUBLAS_OP_N, ilc, ik, ilr, &one, q.data,
                                     std::max(ilr, 1), rows, std::max(ilr, 1), &zero, part, ilc),
         "cublas gemm (Qᴴ b)"));
   }
@@ -261,17 +261,13 @@ Status Engine::QrSolve(const Matrix& rhs, int* info, void** solution) {
 }
 
 template <typename T>
-Status Engine::QrFactor() {
-  if (UseOwnQr()) return Qr1D<T>();
+Status Engine::QrFactor(const Matrix& a) {
+  if (UseOwnQr()) return Qr1D<T>(a);
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (local_cols_ + plan.tile), &tau_));
-  return Call(vendor::MpGeqrf<T>{ctx_.handle,
-                                 m,
-                                 n,
-                                 {static_cast<T*>(work_), 1, 1, desc_a_.get()},
-                                 static_cast<T*>(tau_),
-                                 small_});
+  return Call(vendor::MpGeqrf<T>{
+      ctx_.handle, m, n, {a.As<T>(), 1, 1, a.desc->get()}, static_cast<T*>(tau_), small_});
 }
 
 template <typename T>
@@ -281,7 +277,7 @@ Status Engine::Orgqr(Matrix* a) {
     return JAXMG_ERROR("Orgqr: the matrix handed holds no QR factorization");
   }
   a->factored = Factorization::kNone;
-  if (!own_qr_.empty()) return Orgqr1D<T>();  // the 1-D QR's τ and T_k (of the engine matrix)
+  if (!own_qr_.empty()) return Orgqr1D<T>(*a);  // the 1-D QR's τ and T_k
   const int64_t m = a->rows, n = state_.plan.cols.extent;
   return Call(vendor::MpOrgqr<T>{ctx_.handle,
                                  m,
@@ -303,7 +299,7 @@ Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
     z->rows = n;
     z->cols = c.cols;
     z->replicated = true;
-    return QrSolve<T>(c, info, &z->data);
+    return QrSolve<T>(*a, c, info, &z->data);
   }
   *z = c;  // solved in place (in a wider copy where c is narrow)
   // Every process column holds at least one tile of the right-hand side: zero columns are
@@ -396,50 +392,41 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
     return JAXMG_ERROR("the SVD runs on a redistributed matrix");
   }
   const size_t es = sizeof(T);
-  const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
-  const int64_t lr = local_rows_, lc = local_cols_;
+  const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * x_rows * x_cols, stream_));
   // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
   // check): the solver is not run on it.
-  JAXMG_RETURN_IF_ERROR(Agree<T>(Held(), false, info, /*diag_limit=*/0));
+  JAXMG_RETURN_IF_ERROR(Agree<T>(*a, false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
-  void *s = nullptr, *u = nullptr;
+  void* s = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &s));
-  Descriptor desc_u;
-  if (vectors_u) {  // U (m x n) distributed like the matrix
-    JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &u));
-    JAXMG_RETURN_IF_ERROR(
-        desc_u.Create(ctx_, DataTypeOf<T>(), m, n, t, t, std::max<int64_t>(lr, 1)));
-  }
-  if (vectors_vt) JAXMG_RETURN_IF_ERROR(SquareMatrix<T>());
+  Matrix u, vt;  // U (m x n) distributed like the matrix; Vᴴ (n x n), its columns like a's
+  if (vectors_u) JAXMG_RETURN_IF_ERROR(NewLike<T>(*a, &u));
+  if (vectors_vt) JAXMG_RETURN_IF_ERROR(NewMatrix<T>(n, n, &vt));
   GesvdOptions options;
   JAXMG_SOLVER(cusolverMpGesvdDescriptorCreate(&options.d));
   const cusolverEigMode_t ju = vectors_u ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   const cusolverEigMode_t jvt = vectors_vt ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
-  cusolverMpMatrixDescriptor_t du = vectors_u ? desc_u.get() : nullptr;
-  cusolverMpMatrixDescriptor_t dvt = vectors_vt ? desc_square_.get() : nullptr;
-  void* vt = vectors_vt ? square_ : nullptr;
+  cusolverMpMatrixDescriptor_t du = vectors_u ? u.desc->get() : nullptr;
+  cusolverMpMatrixDescriptor_t dvt = vectors_vt ? vt.desc->get() : nullptr;
   JAXMG_RETURN_IF_ERROR(Call(vendor::MpGesvd<T>{ctx_.handle,
                                                 options.d,
                                                 ju,
                                                 jvt,
                                                 m,
                                                 n,
-                                                {static_cast<T*>(work_), 1, 1, desc_a_.get()},
+                                                {a->As<T>(), 1, 1, a->desc->get()},
                                                 static_cast<R*>(s),
-                                                {static_cast<T*>(u), 1, 1, du},
-                                                {static_cast<T*>(vt), 1, 1, dvt},
+                                                {u.As<T>(), 1, 1, du},
+                                                {vt.As<T>(), 1, 1, dvt},
                                                 small_}));
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(s, n, /*failed=*/false, info));
   // The singular values of x's rows into its last column (real parts).
   JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
                                static_cast<const char*>(s) + sizeof(R) * FirstRow(x_rows),
                                sizeof(R), sizeof(R), x_rows, cudaMemcpyDeviceToDevice, stream_));
-  if (vectors_u) {  // the engine matrix := U (a's layout: the descriptor stays)
-    work_ = u;
-    a->data = u;
-  }
-  if (vectors_vt) *vt_out = SquareHeld();
+  if (vectors_u) *a = u;
+  *vt_out = vt;
   return Status();
 }
 
@@ -524,6 +511,8 @@ Status Engine::Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matr
   return Status();
 }
 
+// The status (Agree on the diagonal alone: the other triangle is not read), then cuBLASMp's Trsm
+// (on one device, cuBLAS's).
 template <typename T>
 Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, const Matrix& c,
                     int* info) {
@@ -578,27 +567,24 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
   return vendor::Run(trsm, work);
 }
 
-#define JAXMG_INSTANTIATE_VENDOR(T)                                                              \
-  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);      \
-  template Status Engine::Potrf<T>(Matrix * a, int* info);                                       \
-  template Status Engine::Getrf<T>(Matrix * a, int* info);                                       \
-  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                            \
-  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);           \
-  template Status Engine::Geqrf<T>(Matrix * a, int* info);                                       \
-  template Status Engine::QrSolve<T>(const Matrix& rhs, int* info, void** solution);             \
-  template Status Engine::QrFactor<T>();                                                         \
-  template Status Engine::Orgqr<T>(Matrix * a);                                                  \
-  template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);            \
-  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info); \
-  template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z);     \
-  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,         \
-                                   int64_t x_rows, int64_t x_cols, Matrix* vt_out, int* info);   \
-  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x,      \
-                                   Matrix* z, int* info);                                        \
-  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,        \
-                                  Matrix* c);                                                    \
-  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& a,     \
-                                  const Matrix& c, int* info);
+#define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
+  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);  \
+  JAXMG_INSTANTIATE_STEP(Potrf, T)                                                           \
+  JAXMG_INSTANTIATE_STEP(Getrf, T)                                                           \
+  JAXMG_INSTANTIATE_STEP(Potrs, T)                                                           \
+  JAXMG_INSTANTIATE_STEP(Getrs, T)                                                           \
+  JAXMG_INSTANTIATE_STEP(Geqrf, T)                                                           \
+  template Status Engine::QrSolve<T>(const Matrix& a, const Matrix& rhs, int* info,          \
+                                     void** solution);                                       \
+  template Status Engine::QrFactor<T>(const Matrix& a);                                      \
+  JAXMG_INSTANTIATE_STEP(Orgqr, T)                                                           \
+  JAXMG_INSTANTIATE_STEP(Gels, T)                                                            \
+  JAXMG_INSTANTIATE_STEP(Eigh, T)                                                            \
+  template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z); \
+  JAXMG_INSTANTIATE_STEP(Gesvd, T)                                                           \
+  JAXMG_INSTANTIATE_STEP(Sygvd, T)                                                           \
+  JAXMG_INSTANTIATE_STEP(Gemm, T)                                                            \
+  JAXMG_INSTANTIATE_STEP(Trsm, T)
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_VENDOR)
 #undef JAXMG_INSTANTIATE_VENDOR
 

@@ -16,6 +16,7 @@
 #include "engines/scalapack/scalapack.h"
 #include "layout/layout.h"
 #include "routines/contract.h"
+#include "routines/steps.h"
 
 namespace jaxmg::scalapack {
 
@@ -32,96 +33,9 @@ class Engine {
 
   const layout::Plan& plan() const { return *plan_; }
 
-  template <typename T>
-  Status Asymmetric(const void* shard, bool* out);
-  // Asymmetric, decided at once (agreed); asymmetric() gives the verdict.
-  template <typename T>
-  Status CheckSymmetry(const void* shard) {
-    return Asymmetric<T>(shard, &asymmetric_);
-  }
+  // The steps (routines/steps.h).
+  JAXMG_DECLARE_ENGINE_STEPS
   bool asymmetric() const { return asymmetric_; }
-  template <typename T>
-  Status Prepare(void* shard, Matrix* a);
-  // After Potrf: *inverse := B⁻¹, a new matrix (the blocked inverses over PBLAS,
-  // algorithms/inverses.h; config.cpu_inverses = scalapack: p?potrs with the identity).
-  template <typename T>
-  Status CholeskyInverse(const Matrix& l, Matrix* inverse);
-  template <typename T>
-  Status Potrf(Matrix* a, int* info);
-  template <typename T>
-  Status Getrf(Matrix* a, int* info);
-  template <typename T>
-  Status Potrs(const Matrix& l, const Matrix& c);
-  template <typename T>
-  Status Getrs(const Matrix& lu, const Matrix& c, bool transpose);
-  template <typename T>
-  Status LogAbsDiag(const Matrix& a, double scale, bool ok, void* out);
-  template <typename T>
-  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c);
-  template <typename T>
-  Status RhsOut(const Matrix& z, void* x, Axis axis, bool conj);
-  template <typename T>
-  Status Identity(const Matrix& like, Matrix* out);
-  // M⁻¹ from the LU factors into a new matrix: p?getri (U⁻¹, then the solve with L and the
-  // column interchanges, in lu's place) or, with config.cpu_inverses = blocked, U⁻¹ L⁻¹ Pᵀ by
-  // blocks (algorithms/inverses.h LuInverse); both 4N³/3 flops against 2N³ for the solve with
-  // the identity. M⁻ᵀ by one distributed transpose.
-  template <typename T>
-  Status InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse);
-  template <typename T>
-  Status ShardOut(const Matrix& y, void* shard);
-  template <typename T>
-  Status FactorOut(const Matrix& f, void* out, int64_t count);
-  template <typename T>
-  Status Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f);
-  Status PivotsOut(const Matrix& lu, int32_t* out);
-  Status PivotsIn(const int32_t* in, Matrix* lu);
-  template <typename T>
-  Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
-  template <typename T>
-  Status Geqrf(Matrix* a, int* info);
-  template <typename T>
-  Status Orgqr(Matrix* a);
-  template <typename T>
-  Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
-  template <typename T>
-  Status LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows);
-  template <typename T>
-  Status Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);
-  template <typename T>
-  Status VectorsOut(const Matrix& z, const Matrix& work, void* shard);
-  template <typename T>
-  Status Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
-               Matrix* vt, int* info);
-  template <typename T>
-  Status PolarBegin(bool keep_a, double* lower, int* info);
-  template <typename T>
-  Status PolarQr(double sqrt_c, double coef, double e);
-  template <typename T>
-  Status PolarCholesky(double c, double coef, double e, double* change);
-  template <typename T>
-  Status PolarEnd(bool h, Matrix* hm, int* info);
-  template <typename T>
-  Status PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info);
-  template <typename T>
-  Status MatrixIn(const void* shard, Matrix* k);
-  template <typename T>
-  Status RhsMatrixIn(const void* b, int64_t rows, Matrix* c);
-  template <typename T>
-  Status RhsMatrixOut(const Matrix& c, void* x);
-  template <typename T>
-  Status Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
-              int* info);
-  template <typename T>
-  Status Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c);
-  template <typename T>
-  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z, int* info);
-  template <typename T>
-  Status SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols);
-  template <typename T>
-  Status FillNan(void* x, int64_t count);
-  Status WriteStatus(int info, int32_t* status);
-  Status Finish(const Status& result);
 
  private:
   bool asymmetric_ = false;
@@ -136,11 +50,9 @@ class Engine {
   bool UseOwnInverses(bool lu) const;
   // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
   algorithms::Square SquareOf(int64_t n, int64_t ld) const;
-  // The engine matrix (the registers work_, desc_a_ and the local extents) as a handle, for the
-  // steps that still read the registers.
-  Matrix Held() const;
-  // The square matrix (square_, desc_square_: Vᴴ, H) as a handle.
-  Matrix SquareHeld() const;
+  // The handle of the engine matrix that Prepare or Adopt set up (work_, desc_a_ and the local
+  // extents): what they hand out. Every other step reads the matrices it is handed.
+  Matrix EngineMatrix() const;
   // *out := a new zero matrix distributed like `like` (storage and descriptor owned by the
   // engine for the call).
   template <typename T>
@@ -163,13 +75,13 @@ class Engine {
   Status TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const Matrix& z, int* info);
   // QDWH's buffers, allocated (a local outcome, for the caller's agreement), and its operands.
   template <typename T>
-  Status PolarBuffers(bool keep_a);
+  Status PolarBuffers(const Matrix& u, bool keep_a);
   template <typename T>
-  algorithms::QdwhWork<T> PolarWork();
+  algorithms::QdwhWork<T> PolarWork(const Matrix& u);
   // The status of a QR factorization held: 1 + the first column with a non-finite entry or,
   // with rank_fails, an exactly zero diagonal entry of R; agreed (max).
   template <typename T>
-  Status AgreeQr(bool rank_fails, int* info);
+  Status AgreeQr(const Matrix& a, bool rank_fails, int* info);
   template <typename T, typename Fn>
   void ForEachLocalDiagonal(const Matrix& a, Fn&& fn) const;
   template <typename T>
@@ -183,10 +95,10 @@ class Engine {
   template <typename T>
   Status RowsOut(const T* local, int64_t ld, int64_t lc, int64_t cols, void* x, int64_t x_rows,
                  int64_t x_cols);
-  // A cols.extent-square matrix distributed like the engine matrix's columns (local rows
-  // `*rows`): storage and descriptor.
+  // *out := a new zero rows x cols matrix in the engine's tiles over its grid (storage and
+  // descriptor owned by the engine for the call).
   template <typename T>
-  Status SquareMatrix(std::vector<char>* storage, Descriptor* desc, int64_t* rows);
+  Status NewMatrix(int64_t rows, int64_t cols, Matrix* out);
   // The shard := engine matrix `from` (distributed as `desc`) in the JAX layout.
   template <typename T>
   Status MatrixOut(const void* from, const Descriptor& desc, void* shard);
@@ -205,11 +117,6 @@ class Engine {
   std::unique_ptr<Backend> backend_;  // the own algorithms' buffers, kept between steps
   algorithms::Qr1DKept own_qr_;       // the 1-D QR's τ and T_k (in backend_'s buffers)
   int64_t input_nonfinite_ = 0;       // FirstNonFiniteColumn of the matrix before Getrf
-  // The storage of the call's right-hand side or second matrix (RhsIn, RhsMatrixIn, MatrixIn),
-  // local rows x local columns, column-major, and its descriptor.
-  std::vector<char> local_b_;
-  Descriptor desc_b_{};
-  std::vector<char> square_;  // n x n: Vᴴ of an SVD, H of a polar decomposition
   // QDWH's operands (algorithms/qdwh.h: A kept for H, W, Z, the stacked Y and its τ, the sums) in
   // backend_'s buffers, Z's descriptor (also PolarValues' Z) and local rows, and its steps so far.
   void *polar_a_ = nullptr, *polar_w_ = nullptr, *polar_z_ = nullptr, *polar_y_ = nullptr;
@@ -218,8 +125,6 @@ class Engine {
   int64_t polar_steps_ = 0;
   Descriptor desc_z_{};
   int64_t z_rows_ = 0;
-  Descriptor desc_square_{};
-  int64_t square_rows_ = 0;
   // The matrices the steps made for the call (NewLike) and their descriptors; a deque keeps
   // the handles' pointers valid as it grows.
   std::deque<std::vector<char>> matrices_;

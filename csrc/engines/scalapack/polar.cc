@@ -27,19 +27,18 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
   }
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   // A non-finite input is agreed on first: the solver is not run on it.
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(*a), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   std::vector<R> s(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
-  // U (m x n) is distributed like the matrix; Vᴴ is n x n.
-  local_b_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(local_rows_ * local_cols_, 1)),
-                  0);
-  desc_b_ = desc_a_;
-  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&square_, &desc_square_, &square_rows_));
+  // U (m x n) is distributed like the matrix; Vᴴ is n x n, its columns distributed like a's.
+  Matrix u, v;
+  JAXMG_RETURN_IF_ERROR(NewLike<T>(*a, &u));
+  JAXMG_RETURN_IF_ERROR(NewMatrix<T>(n, n, &v));
   *info = bad;
   if (bad == 0) {
-    JAXMG_RETURN_IF_ERROR(scalapack::Gesvd<T>(vectors_u, vectors_vt, m, n, As<T>(work_), desc_a_,
-                                              s.data(), As<T>(local_b_.data()), desc_b_,
-                                              As<T>(square_.data()), desc_square_, info));
+    JAXMG_RETURN_IF_ERROR(scalapack::Gesvd<T>(vectors_u, vectors_vt, m, n, a->As<T>(), *a->desc,
+                                              s.data(), u.As<T>(), *u.desc, v.As<T>(), *v.desc,
+                                              info));
     for (int64_t i = 0; i < n && *info == 0; ++i) {
       if (!std::isfinite(s[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
     }
@@ -49,21 +48,17 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
   const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? v_ : u_);
   T* out = As<T>(x);
   for (int64_t i = 0; i < x_rows; ++i) out[i * x_cols + x_cols - 1] = T(s[first + i]);
-  if (vectors_u) {  // the engine matrix := U
-    owned_.swap(local_b_);
-    work_ = owned_.data();
-    a->data = work_;
-  }
-  *vt = vectors_vt ? SquareHeld() : Matrix();
+  if (vectors_u) *a = u;
+  *vt = vectors_vt ? v : Matrix();
   return Status();
 }
 
 template <typename T>
-Status Engine::PolarBuffers(bool keep_a) {
+Status Engine::PolarBuffers(const Matrix& u, bool keep_a) {
   // A kept, W (distributed as U), Z (n x n), the stacked Y of the QR steps with its Householder
   // scalars, and the sums; in the backend's buffers, kept for the call.
   const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
-  const int64_t count = local_rows_ * local_cols_, lc = local_cols_;
+  const int64_t count = u.local_rows * u.local_cols, lc = u.local_cols;
   const int64_t round = t * grid_->nprow, mp = (m + round - 1) / round * round;
   z_rows_ = CyclicAxis{t, grid_->nprow, grid_->myrow}.Extent(n);
   backend_ = std::make_unique<Backend>(*grid_);
@@ -80,14 +75,14 @@ Status Engine::PolarBuffers(bool keep_a) {
 }
 
 template <typename T>
-algorithms::QdwhWork<T> Engine::PolarWork() {
+algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u) {
   const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
-  const int64_t lc = local_cols_, lr = local_rows_;
+  const int64_t lc = u.local_cols, lr = u.local_rows;
   const int64_t round = t * grid_->nprow;
   algorithms::QdwhWork<T> q;
   q.mp = (m + round - 1) / round * round;
   q.top = q.mp / grid_->nprow;
-  q.u = {As<T>(work_), m, n, lr, lc, t};
+  q.u = {u.As<T>(), m, n, lr, lc, t};
   q.a = {As<T>(polar_a_), m, n, lr, lc, t};
   q.w = {As<T>(polar_w_), m, n, lr, lc, t};
   q.z = {As<T>(polar_z_), n, n, z_rows_, lc, t};
@@ -100,42 +95,41 @@ algorithms::QdwhWork<T> Engine::PolarWork() {
 }
 
 template <typename T>
-Status Engine::PolarBegin(bool keep_a, double* lower, int* info) {
+Status Engine::PolarBegin(const Matrix& u, bool keep_a, double* lower, int* info) {
   *lower = 0;
   // Every buffer of the iteration first, agreed: no rank leaves alone before a collective.
-  JAXMG_RETURN_IF_ERROR(AgreeOnFailure(*grid_, "buffers", PolarBuffers<T>(keep_a)));
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure(*grid_, "buffers", PolarBuffers<T>(u, keep_a)));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(u), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   *info = bad;
   if (bad != 0) return Status();
-  return algorithms::QdwhBounds<T>(*backend_, PolarWork<T>(), keep_a, lower);
+  return algorithms::QdwhBounds<T>(*backend_, PolarWork<T>(u), keep_a, lower);
 }
 
 template <typename T>
-Status Engine::PolarQr(double sqrt_c, double coef, double e) {
-  return algorithms::QdwhQrStep<T>(*backend_, PolarWork<T>(), sqrt_c, coef, e);
+Status Engine::PolarQr(const Matrix& u, double sqrt_c, double coef, double e) {
+  return algorithms::QdwhQrStep<T>(*backend_, PolarWork<T>(u), sqrt_c, coef, e);
 }
 
 template <typename T>
-Status Engine::PolarCholesky(double c, double coef, double e, double* change) {
-  return algorithms::QdwhCholeskyStep<T>(*backend_, PolarWork<T>(), c, coef, e, change);
+Status Engine::PolarCholesky(const Matrix& u, double c, double coef, double e, double* change) {
+  return algorithms::QdwhCholeskyStep<T>(*backend_, PolarWork<T>(u), c, coef, e, change);
 }
 
 template <typename T>
-Status Engine::PolarEnd(bool h, Matrix* hm, int* info) {
+Status Engine::PolarEnd(const Matrix& u, bool h, Matrix* hm, int* info) {
   *hm = Matrix();
-  const algorithms::QdwhWork<T> q = PolarWork<T>();
+  const algorithms::QdwhWork<T> q = PolarWork<T>(u);
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(*backend_, q));
-  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(Held()), INT32_MAX));
+  int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(u), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   *info = bad;
   if (bad != 0 || !h) return Status();
   // H into the square matrix kept, distributed as Z.
-  JAXMG_RETURN_IF_ERROR(SquareMatrix<T>(&square_, &desc_square_, &square_rows_));
+  JAXMG_RETURN_IF_ERROR(NewMatrix<T>(q.z.rows, q.z.cols, hm));
   algorithms::Tiled<T> h_tiles = q.z;
-  h_tiles.p = As<T>(square_.data());
+  h_tiles.p = hm->As<T>();
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(*backend_, q, h_tiles));
-  *hm = SquareHeld();
   return Status();
 }
 
@@ -159,7 +153,13 @@ Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_POLAR(T) JAXMG_INSTANTIATE_POLAR_STEPS(Engine, T)
+#define JAXMG_INSTANTIATE_POLAR(T)         \
+  JAXMG_INSTANTIATE_STEP(Gesvd, T)         \
+  JAXMG_INSTANTIATE_STEP(PolarBegin, T)    \
+  JAXMG_INSTANTIATE_STEP(PolarQr, T)       \
+  JAXMG_INSTANTIATE_STEP(PolarCholesky, T) \
+  JAXMG_INSTANTIATE_STEP(PolarEnd, T)      \
+  JAXMG_INSTANTIATE_STEP(PolarValues, T)
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_POLAR)
 #undef JAXMG_INSTANTIATE_POLAR
 
