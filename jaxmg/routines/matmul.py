@@ -3,13 +3,9 @@ cublasMpGemm)."""
 
 from __future__ import annotations
 
-import functools
-
+from jaxmg._core import factory as _factory
 from jaxmg._core import product as _product
-from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
-
-_VARIANTS = _product.VARIANTS  # the engine's products (jaxmg/_core/product.py)
 
 
 def matmul(
@@ -45,28 +41,35 @@ def matmul(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs or meshes, before any work.
     """
-    if adjoint_a and adjoint_b:
+    return API.public(locals())
+
+
+def _check(kw):
+    if kw["adjoint_a"] and kw["adjoint_b"]:
         raise ValueError("matmul takes one adjoint at most: (a @ b)ᴴ = bᴴ aᴴ")
+    a, b = kw["a"], kw["b"]
     if tuple(b.shape) != tuple(a.shape):
         raise ValueError(f"b must have a's shape {tuple(a.shape)}, got {tuple(b.shape)}")
-    opts = _rules.options(
-        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
-    )
-    return _DIFFERENTIABLE[(bool(adjoint_a), bool(adjoint_b))](opts, bool(donate), a, b)[0]
+    return {}
 
 
-def _primal(ops, opts, donate, a, b):
-    return (_routine.call(_VARIANTS[ops], a, b, donate=donate, **opts.kwargs()).matrix,)
-
-
-def _tangent(ops, opts, pl, primals, out, tangents):
+def _tangent(variant, opts, placement, primals, out, tangents):
     """d(op(A) op(B)) = op(dA) op(B) + op(A) op(dB), the engine's products."""
+    ops = (variant["adjoint_a"], variant["adjoint_b"])
     (a, b), (da, db) = primals, tangents
-    dc = _rules.engine_product(pl, da, b, *ops) + _rules.engine_product(pl, a, db, *ops)
-    return (dc,)
+    product = _rules.engine_product
+    return (product(placement, da, b, *ops) + product(placement, a, db, *ops),)
 
 
-_DIFFERENTIABLE = {
-    ops: _rules.differentiable(functools.partial(_primal, ops), functools.partial(_tangent, ops))
-    for ops in _VARIANTS
-}
+# C in a's sharding; the variants are the engine's products (jaxmg/_core/product.py).
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=lambda kw: _product.VARIANTS[(bool(kw["adjoint_a"]), bool(kw["adjoint_b"]))],
+        outputs=(_factory.Output("c"),),
+        unpack=lambda r, kw, b: (r.matrix,),
+        variants=("adjoint_a", "adjoint_b"),
+        tangent=_tangent,
+        check=_check,
+        call_keywords=lambda kw: {},
+    )
+)

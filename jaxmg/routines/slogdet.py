@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-
-import jax
 import jax.numpy as jnp
 
-from jaxmg._core import placement as _mesh
+from jaxmg._core import factory as _factory
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
+from jaxmg.routines import inv as _inv
 from jaxmg.routines import lu_solve as _lu
 
 # The determinant is that of aᵀ: the same engine paths as lu_solve (aᵀ on GPU meshes wider
@@ -58,41 +56,27 @@ def slogdet(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    _mesh.check_flags(return_status=return_status, pad=pad, donate=donate)
-    _routine.check_operands(a)
-    opts = _rules.options(
-        T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
+    return API.public(locals())
+
+
+def _tangent(variant, opts, placement, primals, out, tangents):
+    """With t = tr(A⁻¹ dA) = Σ A⁻ᵀ ⊙ dA: d logabsdet = Re t, d sign = i Im(t) sign."""
+    (a,), (da,), (sign, logabsdet, _) = primals, tangents, out
+    t = _rules.trace_inverse(_inv.inverse_transposed(a, **opts.kwargs()), da)
+    dsign = sign * 1j * jnp.imag(t) if jnp.iscomplexobj(a) else jnp.zeros_like(sign)
+    return dsign.astype(sign.dtype), jnp.real(t).astype(logabsdet.dtype), _rules.float0()
+
+
+# The sign, log |det A| and the status.
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=ROUTINE,
+        outputs=(
+            _factory.Output("sign"),
+            _factory.Output("logabsdet"),
+            _factory.Output("status", "return_status", status=True),
+        ),
+        unpack=lambda r, kw, b: (r.sign, r.logdet, r.status),
+        tangent=_tangent,
     )
-    if _routine.traced(a):
-        sign, logabsdet, status = _differentiable(opts, bool(donate), a)
-    else:  # concrete: nothing to differentiate
-        sign, logabsdet, status = _primal(opts, bool(donate), a)
-    return (sign, logabsdet, status) if return_status else (sign, logabsdet)
-
-
-def _primal(opts, donate, a):
-    r = _routine.call(ROUTINE, a, None, donate=donate, **opts.kwargs())
-    return r.sign, r.logdet, r.status
-
-
-_differentiable = jax.custom_jvp(_primal, nondiff_argnums=(0, 1))
-
-
-@_differentiable.defjvp
-def _jvp(opts, donate, primals, tangents):
-    return _jvp_rule(opts)(primals[0], tangents[0])
-
-
-@functools.cache
-def _jvp_rule(opts):
-    from jaxmg.routines import inv as _inv
-
-    @jax.jit
-    def rule(a, da):
-        sign, logabsdet, status = _primal(opts, False, a)
-        t = _rules.trace_inverse(_inv.inverse_transposed(a, **opts.kwargs()), da)
-        dsign = sign * 1j * jnp.imag(t) if jnp.iscomplexobj(a) else jnp.zeros_like(sign)
-        dlog = jnp.real(t).astype(logabsdet.dtype)
-        return (sign, logabsdet, status), (dsign.astype(sign.dtype), dlog, _rules.float0())
-
-    return rule
+)
