@@ -67,6 +67,7 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import factory as _factory
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg.routines import factor as _factor
@@ -197,20 +198,8 @@ def _public(fn):
     return called
 
 
-def _batched(fn, a, *rest):
-    """fn over the leading dimensions of a (and of the matching arrays in rest), stacked."""
-    if a.ndim == 2:
-        return fn(a, *rest)
-    outs = [_batched(fn, a[i], *(r[i] for r in rest)) for i in range(a.shape[0])]
-    if isinstance(outs[0], tuple):
-        return type(outs[0])(*(jnp.stack(parts) for parts in zip(*outs, strict=True)))
-    return jnp.stack(outs)
-
-
-def _check_matrix(a, what="a"):
-    if getattr(a, "ndim", 0) < 2:
-        shape = tuple(getattr(a, "shape", ()))
-        raise ValueError(f"{what} must be a matrix or a stack of matrices, got shape {shape}")
+_batched = _factory.batched
+_check_matrix = _factory.check_matrix
 
 
 def _explicit(mesh) -> bool:
@@ -384,17 +373,7 @@ def solve_triangular(
       TypeError: dtypes jaxmg does not support, b's dtype differing from a's, or a flag that is
         not a bool.
     """
-    del overwrite_b, debug, check_finite
-    _check_matrix(a)
-    kw = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-    kw.update(_options(T_A, mesh, matrix_specs, pad))
-
-    def one(m, v):
-        return _triangular.solve_triangular(m, v, **kw)
-
-    if getattr(b, "ndim", 0) == 1:  # one vector for every matrix of the stack
-        return _batched(lambda m: one(m, b), a)
-    return _batched(one, a, b)
+    return _triangular.API.linalg(locals())
 
 
 @_public
@@ -414,9 +393,7 @@ def inv(
     Raises:
       ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
     """
-    del overwrite_a, check_finite
-    _check_matrix(a)
-    return _batched(lambda m: _inv.inv(m, **_options(T_A, mesh, matrix_specs, pad)), a)
+    return _inv.API.linalg(locals())
 
 
 @_public
@@ -437,11 +414,7 @@ def slogdet(a, *, method=None, T_A=None, mesh=None, matrix_specs=None, pad=True)
       ValueError: an unknown method; shapes, specs or meshes jaxmg cannot take.
       TypeError: dtypes jaxmg does not support.
     """
-    if method not in (None, "lu", "qr"):
-        raise ValueError(f"method must be None, 'lu' or 'qr', got {method!r}")
-    _check_matrix(a)
-    opts = _options(T_A, mesh, matrix_specs, pad)
-    return _batched(lambda m: SlogdetResult(*_slogdet.slogdet(m, **opts)), a)
+    return SlogdetResult(*_slogdet.API.linalg(locals()))
 
 
 @_public
@@ -650,22 +623,8 @@ def qr(a, mode="reduced", *, T_A=None, mesh=None, matrix_specs=None, pad=True):
       ValueError: an unknown mode, a wide a; shapes, specs or meshes jaxmg cannot take.
       TypeError: dtypes jaxmg does not support.
     """
-    if mode not in ("reduced", "r", "complete", "raw"):
-        raise ValueError(f"mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}")
-    _check_matrix(a)
-    if mode == "raw" or (mode == "complete" and a.shape[-2] != a.shape[-1]):
-        raise NotImplementedError(
-            f"mode={mode!r} is not provided for a {a.shape[-2]} x {a.shape[-1]} matrix: use "
-            "mode='reduced' (Q with N orthonormal columns), or jax.numpy.linalg.qr on the "
-            "gathered matrix"
-        )
-    opts = _options(T_A, mesh, matrix_specs, pad)
-
-    def one(m):
-        q, r = _qr.qr(m, **opts)
-        return r if mode == "r" else QRResult(q, r)
-
-    return _batched(one, a)
+    out = _qr.QR_API.linalg(locals())
+    return out if mode == "r" else QRResult(*out)
 
 
 @_public

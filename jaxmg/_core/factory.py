@@ -18,6 +18,7 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import placement as _mesh
@@ -80,6 +81,27 @@ def _check_symmetry(kw) -> dict:
 
 
 @dataclass(frozen=True)
+class Alias:
+    """A routine's `jaxmg.linalg` function: JAX's name, signature and docstring are written in
+    jaxmg/linalg.py, whose body hands its bound arguments over (`return API.linalg(locals())`);
+    this says how they map onto the routine.
+
+    function: the routine's public function, called once per matrix of a stack.
+    keywords(args) -> its keywords from JAX's arguments (raising ValueError for a value JAX
+      refuses; JAX's arguments that mean nothing here are dropped), besides the placement
+      keywords T_A, mesh, matrix_specs and pad, which pass as they are.
+    result(out, args) -> JAX's return (a NamedTuple...) from the routine's.
+    operands: the arguments after a that are arrays: mapped over a stack's leading dimensions
+      with a, or shared by every matrix where they are vectors (one right-hand side).
+    """
+
+    function: Callable
+    keywords: Callable = lambda args: {}
+    result: Callable = lambda out, args: out
+    operands: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Declaration:
     """What a routine declares.
 
@@ -103,6 +125,7 @@ class Declaration:
       converts them (`routine.check_operands`).
     context_work: the context form returns the work array first (False: an output takes a's
       place, as qr's Q).
+    linalg: the routine under its `jax.numpy.linalg` / `jax.scipy.linalg` name (`Alias`).
     """
 
     routine: _routine.SolveRoutine | Callable
@@ -117,6 +140,7 @@ class Declaration:
     call_keywords: Callable = _check_symmetry
     check_operands: bool = True
     context_work: bool = True
+    linalg: Alias | None = None
 
 
 class Routine:
@@ -192,6 +216,23 @@ class Routine:
         (every variant keyword), with the derivative rule."""
         return self._rule(tuple(bool(variant[k]) for k in self.d.variants))
 
+    def linalg(self, args: Mapping):
+        """The routine under its `jaxmg.linalg` name, on JAX's bound arguments (`locals()`):
+        `a` (..., M, N) and its operands, one call per matrix of a stack."""
+        alias = self.d.linalg
+        a = args["a"]
+        check_matrix(a)
+        kw = {k: args[k] for k in ("T_A", "mesh", "matrix_specs", "pad")}
+        kw.update(alias.keywords(args))
+        shared = {k: args[k] for k in alias.operands if getattr(args[k], "ndim", 0) == 1}
+        mapped = [k for k in alias.operands if k not in shared]
+
+        def one(m, *rest):
+            out = alias.function(m, **shared, **dict(zip(mapped, rest, strict=True)), **kw)
+            return alias.result(out, args)
+
+        return batched(one, a, *(args[k] for k in mapped))
+
     # The pieces.
 
     def _call(self, kw, **how):
@@ -258,3 +299,21 @@ def _place(m, how, a, b, placement):
     if how == "replicated" and _mesh.known_replicated(a):
         return _mesh.constrain(m, placement().mesh, P())
     return m
+
+
+def check_matrix(a, what="a"):
+    """A ValueError unless `a` is a matrix or a stack of matrices."""
+    if getattr(a, "ndim", 0) < 2:
+        shape = tuple(getattr(a, "shape", ()))
+        raise ValueError(f"{what} must be a matrix or a stack of matrices, got shape {shape}")
+
+
+def batched(fn, a, *rest):
+    """fn over the leading dimensions of a (and of the matching arrays in rest), stacked."""
+    if a.ndim == 2:
+        return fn(a, *rest)
+    outs = [batched(fn, a[i], *(r[i] for r in rest)) for i in range(a.shape[0])]
+    if isinstance(outs[0], tuple):
+        parts = [jnp.stack(p) for p in zip(*outs, strict=True)]
+        return type(outs[0])(*parts) if hasattr(outs[0], "_fields") else tuple(parts)
+    return jnp.stack(outs)

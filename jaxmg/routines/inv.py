@@ -100,5 +100,6 @@ API = _factory.Routine(
         unpack=lambda r, kw, b: (r.matrix, r.logdet, r.status),
         tangent=_tangent,
         check_operands=False,
+        linalg=_factory.Alias(inv),  # jaxmg.linalg.inv: JAX's unused arguments dropped
     )
 )

@@ -129,6 +129,23 @@ def _qr_tangent(variant, opts, pl, primals, out, tangents):
     return dq, _place_r(dr, pl, n), _rules.float0()
 
 
+def _mode(args) -> dict:
+    mode, a = args["mode"], args["a"]
+    if mode not in ("reduced", "r", "complete", "raw"):
+        raise ValueError(f"mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}")
+    if mode == "raw" or (mode == "complete" and a.shape[-2] != a.shape[-1]):
+        raise NotImplementedError(
+            f"mode={mode!r} is not provided for a {a.shape[-2]} x {a.shape[-1]} matrix: use "
+            "mode='reduced' (Q with N orthonormal columns), or jax.numpy.linalg.qr on the "
+            "gathered matrix"
+        )
+    return {}
+
+
+def _by_mode(out, args):
+    return out[1] if args["mode"] == "r" else out
+
+
 QR_API = _factory.Routine(
     _factory.Declaration(
         routine=QR,
@@ -141,6 +158,8 @@ QR_API = _factory.Routine(
         tangent=_qr_tangent,
         check_operands=False,
         context_work=False,  # Q takes a's place
+        # jaxmg.linalg.qr: mode "reduced" (Q, R), "r" (R alone), "complete" for a square a.
+        linalg=_factory.Alias(qr, keywords=lambda args: _mode(args), result=_by_mode),
     )
 )
 

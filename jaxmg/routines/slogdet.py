@@ -78,5 +78,13 @@ API = _factory.Routine(
         ),
         unpack=lambda r, kw, b: (r.sign, r.logdet, r.status),
         tangent=_tangent,
+        linalg=_factory.Alias(slogdet, keywords=lambda args: _method(args["method"])),
     )
 )
+
+
+def _method(method) -> dict:
+    """jax.numpy.linalg.slogdet's method: LU ("qr" is accepted and computed by LU too)."""
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"method must be None, 'lu' or 'qr', got {method!r}")
+    return {}

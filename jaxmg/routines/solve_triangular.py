@@ -230,5 +230,12 @@ API = _factory.Routine(
             placement=lambda f: f.placement,
             matvec=_matvec,
         ),
+        # jaxmg.linalg.solve_triangular: the same arguments (b: one vector for a whole stack,
+        # or a stack of its own).
+        linalg=_factory.Alias(
+            solve_triangular,
+            keywords=lambda args: {k: args[k] for k in ("trans", "lower", "unit_diagonal")},
+            operands=("b",),
+        ),
     )
 )
