@@ -159,7 +159,7 @@ QR_API = _factory.Routine(
         check_operands=False,
         context_work=False,  # Q takes a's place
         # jaxmg.linalg.qr: mode "reduced" (Q, R), "r" (R alone), "complete" for a square a.
-        linalg=_factory.Alias(qr, keywords=lambda args: _mode(args), result=_by_mode),
+        linalg=_factory.Alias(qr, keywords=_mode, result=_by_mode),
     )
 )
 

@@ -398,11 +398,14 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
   // check): the solver is not run on it.
   JAXMG_RETURN_IF_ERROR(Agree<T>(*a, false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
+  // The values, U (m x n, distributed like the matrix) and Vᴴ (n x n, its columns like a's):
+  // a local allocation failure is agreed before the solver's collectives.
   void* s = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &s));
-  Matrix u, vt;  // U (m x n) distributed like the matrix; Vᴴ (n x n), its columns like a's
-  if (vectors_u) JAXMG_RETURN_IF_ERROR(NewLike<T>(*a, &u));
-  if (vectors_vt) JAXMG_RETURN_IF_ERROR(NewMatrix<T>(n, n, &vt));
+  Matrix u, vt;
+  Status allocated = Scratch(sizeof(R) * std::max<int64_t>(n, 1), &s);
+  if (allocated.ok() && vectors_u) allocated = NewLike<T>(*a, &u);
+  if (allocated.ok() && vectors_vt) allocated = NewMatrix<T>(n, n, &vt);
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(allocated));
   GesvdOptions options;
   JAXMG_SOLVER(cusolverMpGesvdDescriptorCreate(&options.d));
   const cusolverEigMode_t ju = vectors_u ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
