@@ -768,23 +768,6 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     return jnp.conj(_factor.lu_solve_transposed(factor, jnp.conj(b)))
 
 
-def _svd_tall(a, opts, compute_uv, full_matrices=False):
-    """gesvd of a, or through aᴴ for a wide a: (U, s, Vh) of a, or s."""
-    m, n = a.shape
-    if m >= n:
-        if not compute_uv:
-            return _gesvd.gesvd(a, compute_u=False, compute_vh=False, **opts)
-        return _gesvd.gesvd(a, full_matrices=full_matrices, **opts)
-    pl = _placement(a, opts["mesh"], opts["matrix_specs"])
-    spec = P(pl.col_axis, pl.row_axis)  # aᴴ's sharding: a transpose local to each device
-    ah = _mesh.constrain(_adjoint(a), pl.mesh, spec)
-    flipped = {**opts, "matrix_specs": None if opts["matrix_specs"] is None else spec}
-    if not compute_uv:
-        return _gesvd.gesvd(ah, compute_u=False, compute_vh=False, **flipped)
-    u, s, vh = _gesvd.gesvd(ah, full_matrices=full_matrices, **flipped)  # aᴴ = u s vh
-    return _place(_adjoint(vh), pl, pl.matrix_spec), s, _place(_adjoint(u), pl, pl.matrix_spec)
-
-
 @_public
 def svd(
     a,
@@ -818,20 +801,8 @@ def svd(
       NotImplementedError: subset_by_index.
       ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
     """
-    del hermitian
-    if subset_by_index is not None:
-        raise NotImplementedError(
-            "subset_by_index is not provided: compute all singular values and slice them"
-        )
-    _check_matrix(a)
-    opts = _options(T_A, mesh, matrix_specs, pad)
-
-    def one(m):
-        if not compute_uv:
-            return _svd_tall(m, opts, False)
-        return SVDResult(*_svd_tall(m, opts, True, full_matrices))
-
-    return _batched(one, a)
+    out = _gesvd.API.linalg(locals())
+    return SVDResult(*out) if compute_uv else out
 
 
 @_public
@@ -886,7 +857,7 @@ def pinv(
     def one(m):
         rows, cols = m.shape
         pl = _placement(m, mesh, matrix_specs)
-        u, s, vh = _svd_tall(m, opts, True)
+        u, s, vh = _gesvd.gesvd(m, **opts)
         cut = (10.0 * max(rows, cols) * jnp.finfo(s.dtype).eps) if rtol is None else rtol
         keep = s > jnp.asarray(cut, s.dtype) * s[0]
         inv_s = jnp.where(keep, 1 / jnp.where(keep, s, 1), 0).astype(m.dtype)
@@ -932,7 +903,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False, T_A=None, mesh=None, matrix_sp
     pl = _placement(a, mesh, matrix_specs)
     vector = b.ndim == 1
     b2 = b[:, None] if vector else b
-    u, s, vh = _svd_tall(a, _options(T_A, mesh, matrix_specs, pad), True)
+    u, s, vh = _gesvd.gesvd(a, **_options(T_A, mesh, matrix_specs, pad))
     if rcond is None:
         rcond = jnp.finfo(s.dtype).eps * max(m, n)
     keep = s > rcond * s[0]

@@ -20,8 +20,8 @@ def svd_name(routine, dtype_name, m, n, tile, variant=""):
 
 
 def _matrix(m, n, dtype, variant):
-    if variant == "wide":
-        return tall(n, m, dtype, m + n).T.copy()
+    if variant in ("wide", "context-wide"):
+        return tall(m, n, dtype, m + n).T.copy()
     zero = n // 2 if variant.endswith("rank-deficient") else None
     a = tall(m, n, dtype, m + n, zero_column=zero)
     if variant == "ill-conditioned":  # singular values from 1 down to 1e-10 (float64)
@@ -41,8 +41,9 @@ def _matrix(m, n, dtype, variant):
 
 def svd_case(mesh, routine, dtype_name, m, n, tile, variant=""):
     """gesvd variants: "values", "u", "vh" (what is computed), "jit", "donate", "wide" (an
-    n x m matrix), "rank-deficient" (a zero column), "values-rank-deficient", "clustered"; polar:
-    "", "up" (no H), "jit",
+    n x m matrix), "context-wide" (gesvd_shardmap_ctx of a wide matrix with full_matrices: the
+    work array in a's shape, Vh N x N orthonormal), "rank-deficient" (a zero column),
+    "values-rank-deficient", "clustered"; polar: "", "up" (no H), "jit",
     "rank-deficient" (H still positive semi-definite, Up H = A), "ill-conditioned" (κ = 1e10:
     no bound on the smallest singular value, QDWH's full schedule and Halley's steps)."""
     import jaxmg
@@ -74,7 +75,14 @@ def svd_case(mesh, routine, dtype_name, m, n, tile, variant=""):
                 donate=variant == "donate",
             )
 
-        out = list(jax.jit(fn)(ap) if variant == "jit" else fn(ap))
+        def context(x):  # the context form, full Vh of a wide matrix
+            return jaxmg.gesvd_shardmap_ctx(x, tile, full_matrices=True)
+
+        if variant == "context-wide":
+            work, *out = jax.jit(context)(ap)
+            rec["work_shape"] = list(work.shape)
+        else:
+            out = list(jax.jit(fn)(ap) if variant == "jit" else fn(ap))
         status = out.pop()
         u = out.pop(0) if cu else None
         s = out.pop(0)
@@ -98,8 +106,13 @@ def svd_case(mesh, routine, dtype_name, m, n, tile, variant=""):
                 ok = ok and rec["projection"] <= tol
         if cv:
             vg = gather(vh).astype(np.complex128)
+            rows = k
+            if variant == "context-wide":  # Vh: N x N, its first K rows those of a = U s Vh
+                rec["vh_full_orthogonality"] = float(np.linalg.norm(vg @ vg.conj().T - np.eye(nn)))
+                ok = ok and rec["work_shape"] == [mm, nn] and rec["vh_full_orthogonality"] <= tol
+                vg, rows = vg[:k], nn
             rec["vh_orthogonality"] = float(np.linalg.norm(vg @ vg.conj().T - np.eye(k)))
-            ok = ok and list(vh.shape) == [k, nn] and rec["vh_orthogonality"] <= tol
+            ok = ok and list(vh.shape) == [rows, nn] and rec["vh_orthogonality"] <= tol
         if cu and cv:
             rec["reconstruction"] = float(np.linalg.norm((ug * sg) @ vg - a64) / norm)
             ok = ok and rec["reconstruction"] <= tol
@@ -204,6 +217,7 @@ def svd_plan(m, tiles=(None, 4, 5)):
     for variant in ("values", "u", "vh", "wide", "rank-deficient", "clustered", "jit", "donate"):
         add("gesvd", "float64", m, n, 4, variant)
     add("gesvd", "complex128", m, n, 5, "wide")
+    add("gesvd", "complex128", m, n, 4, "context-wide")
     for variant in ("up", "jit", "rank-deficient", "ill-conditioned"):
         add("polar", "float64", m, n, 4, variant)
     for routine, kind in (("gesvd", "nan"), ("polar", "nan"), ("polar", "wide"), ("gesvd", "full")):

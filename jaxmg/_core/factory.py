@@ -14,6 +14,7 @@ derivative's mathematics.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -126,6 +127,14 @@ class Declaration:
     context_work: the context form returns the work array first (False: an output takes a's
       place, as qr's Q).
     linalg: the routine under its `jax.numpy.linalg` / `jax.scipy.linalg` name (`Alias`).
+    compute(kw, donate, *arrays) -> the computed outputs, where the routine is more than its
+      engine call (gesvd through the polar decomposition); it may call `Routine.engine` for
+      the call itself. Default: the engine call. The derivative rule's primal; the context
+      form always takes the engine call.
+    around(args) -> (args, finish): a reduction outside the derivative rule, in every form:
+      the routine runs on the arguments returned (a wide matrix's SVD as its adjoint's), and
+      finish(outputs) -> the outputs for the arguments given (a dict by name; the context
+      form's work array under "work"). The outputs are placed for the arguments given.
     """
 
     routine: _routine.SolveRoutine | Callable
@@ -141,6 +150,8 @@ class Declaration:
     check_operands: bool = True
     context_work: bool = True
     linalg: Alias | None = None
+    compute: Callable | None = None
+    around: Callable | None = None
 
 
 class Routine:
@@ -158,26 +169,23 @@ class Routine:
         d = self.d
         _mesh.check_flags(**_flags(args))
         own = dict(d.check(args)) if d.check else {}
-        a, b, arrays = _arrays(args)
-        if d.check_operands:
-            _routine.check_operands(*arrays)
-        if d.prepare:
-            own.update(d.prepare({**args, **own}))
-        opts = _rules.options(
-            **{k: args[k] for k in PLACEMENT},
-            pad=bool(args["pad"]),
-            **{k: bool(args[k]) for k in d.keywords},
-            **own,
-        )
-        variant = tuple(bool(args[k]) for k in d.variants)
-        out = self._rule(variant)(opts, bool(args.get("donate", False)), *arrays)
-        outputs = dict(zip(self._computed(variant), out, strict=True))
-        placement = functools.cache(
-            lambda: _mesh.resolve_placement(
-                a, args["mesh"], _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
+        with _scope(d, args):
+            given, (args, finish) = args, self._around(args)
+            a, b, arrays = _arrays(args)
+            if d.check_operands:
+                _routine.check_operands(*arrays)
+            if d.prepare:
+                own.update(d.prepare({**args, **own}))
+            opts = _rules.options(
+                **{k: args[k] for k in PLACEMENT},
+                pad=bool(args["pad"]),
+                **{k: bool(args[k]) for k in d.keywords},
+                **own,
             )
-        )
-        return self._returned(outputs, args, lambda m, how: _place(m, how, a, b, placement))
+            variant = tuple(bool(args[k]) for k in d.variants)
+            out = self._rule(variant)(opts, bool(args.get("donate", False)), *arrays)
+            outputs = finish(dict(zip(self._computed(variant), out, strict=True)))
+            return self._returned(outputs, given, _placer(given))
 
     def blocks(self, args: Mapping):
         """The routine on this device's blocks inside the caller's shard_map (not
@@ -194,22 +202,32 @@ class Routine:
         outputs...), without the work array where an output takes its place."""
         d = self.d
         _mesh.check_flags(**_flags(args))
-        kw = {**args, **(d.check(args) if d.check else {})}
-        a, b, arrays = _arrays(args)
+        own = dict(d.check(args)) if d.check else {}
+        given, (args, finish) = args, self._around(args)
+        kw = {**args, **own}
         if d.check_operands:
-            _routine.check_operands(*arrays)
+            _routine.check_operands(*_arrays(args)[2])
         r = self._call(kw, ctx=True)
-        outputs = self._unpacked(r, kw)
-        out = self._returned(outputs, args, lambda m, how: _place(m, how, a, b, lambda: r.user))
+        outputs = finish({**self._unpacked(r, kw), "work": r.matrix})
+        work = outputs.pop("work")
+        out = self._returned(outputs, given, _placer(given, r.user))
         if not d.context_work:
             return out
-        return (r.matrix,) + (out if isinstance(out, tuple) else (out,))
+        return (work,) + (out if isinstance(out, tuple) else (out,))
 
     def primal(self, kw: Mapping, donate, a, b=None):
-        """The routine's call, as its derivative rule sees it: the computed outputs of
-        `routine.call` with the keywords kw (options and variants) on (a, b)."""
+        """The routine's computation, as its derivative rule sees it: the computed outputs
+        with the keywords kw (options and variants) on (a, b) (`Declaration.compute`, else
+        the engine call)."""
+        if self.d.compute is not None:
+            return tuple(self.d.compute(kw, donate, a, *(() if b is None else (b,))))
+        return self.engine(kw, donate, a, b)
+
+    def engine(self, kw: Mapping, donate, a, b=None):
+        """The computed outputs of the engine's call (`routine.call`) with the keywords kw on
+        (a, b)."""
         kw = {**kw, "a": a, "b": b}
-        return self._unpacked(self._call(kw, donate=donate), kw).values()
+        return tuple(self._unpacked(self._call(kw, donate=donate), kw).values())
 
     def differentiable(self, **variant):
         """fn(opts, donate, *arrays) -> the computed outputs of the variant given by name
@@ -234,6 +252,11 @@ class Routine:
         return batched(one, a, *(args[k] for k in mapped))
 
     # The pieces.
+
+    def _around(self, args):
+        if self.d.around is None:
+            return args, lambda outputs: outputs
+        return self.d.around(args)
 
     def _call(self, kw, **how):
         routine = self.d.routine
@@ -290,6 +313,29 @@ def _flags(args: Mapping) -> dict:
 def _arrays(args: Mapping):
     a, b = args["a"], args.get("b")
     return a, b, ((a, b) if "b" in args else (a,))
+
+
+def _scope(d: Declaration, args: Mapping):
+    """a's mesh as the context mesh around a reduction (`Declaration.around`), whose own
+    operations run outside the derivative rule's scope."""
+    if d.around is None:
+        return contextlib.nullcontext()
+    return _mesh.scope_of(args["a"], args.get("mesh"))
+
+
+def _placer(args: Mapping, placement=None):
+    """place(m, how): an output placed for the arguments given (placement: a's, found when
+    first needed unless given)."""
+    a, b = args["a"], args.get("b")
+
+    @functools.cache
+    def found():
+        if placement is not None:
+            return placement
+        spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
+        return _mesh.resolve_placement(a, args["mesh"], spec)
+
+    return lambda m, how: _place(m, how, a, b, found)
 
 
 def _place(m, how, a, b, placement):

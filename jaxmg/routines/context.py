@@ -262,24 +262,7 @@ def gesvd_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(
-        compute_u=compute_u, compute_vh=compute_vh, full_matrices=full_matrices, pad=pad
-    )
-    u, s, vh, status, work = _gesvd._decompose(
-        a,
-        T_A,
-        mesh,
-        matrix_specs,
-        in_specs,
-        compute_u,
-        compute_vh,
-        full_matrices,
-        pad,
-        False,
-        ctx=True,
-    )
-    out = (work,) + ((u,) if compute_u else ()) + (s,) + ((vh,) if compute_vh else ())
-    return out + (status,)
+    return _gesvd.API.context(locals())
 
 
 @_scoped

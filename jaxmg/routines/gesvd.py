@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import factory as _factory
 from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
@@ -94,95 +95,67 @@ def gesvd(
       TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    _mesh.check_flags(
-        compute_u=compute_u,
-        compute_vh=compute_vh,
-        full_matrices=full_matrices,
-        return_status=return_status,
-        pad=pad,
-        donate=donate,
-    )
-    u, s, vh, status, _ = _decompose(
-        a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, full_matrices, pad, donate
-    )
-    out = (u,) if compute_u else ()
-    out += (s,)
-    out += (vh,) if compute_vh else ()
-    if return_status:
-        out += (status,)
-    return out[0] if len(out) == 1 else out
+    return API.public(locals())
 
 
-def _decompose(
-    a,
-    T_A,
-    mesh,
-    matrix_specs,
-    in_specs,
-    compute_u,
-    compute_vh,
-    full_matrices,
-    pad,
-    donate,
-    ctx=False,
-):
-    """(U or None, s, Vh or None, status, the work array in a's shape or None) of any a; the
-    full U (Vh) completed for a tall (wide) a with full_matrices; U and Vh replicated when a
-    is. ctx: the context form (not differentiable; the work array returned)."""
-    with _mesh.scope_of(a, mesh):
-        return _decompose_here(
-            a,
-            T_A,
-            mesh,
-            matrix_specs,
-            in_specs,
-            compute_u,
-            compute_vh,
-            full_matrices,
-            pad,
-            donate,
-            ctx,
+def _svd_keywords(args) -> dict:
+    if args["subset_by_index"] is not None:
+        raise NotImplementedError(
+            "subset_by_index is not provided: compute all singular values and slice them"
         )
+    if not args["compute_uv"]:
+        return {"compute_u": False, "compute_vh": False}
+    return {"full_matrices": bool(args["full_matrices"])}
 
 
-def _decompose_here(
-    a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, full_matrices, pad, donate, ctx
-):
-    shape = tuple(a.shape)
-    if len(shape) != 2:
-        raise ValueError(f"a must be a 2-D matrix, got shape {shape}")
-    m, n = shape
+def _check(args) -> dict:
+    a = args["a"]
+    if len(a.shape) != 2:
+        raise ValueError(f"a must be a 2-D matrix, got shape {tuple(a.shape)}")
     _mesh.check_dtype(a)
-    placement = _mesh.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
+    return {}
+
+
+def _around(args):
+    """A wide a (M < N) runs as its adjoint: Aᴴ = U' s Vh' gives U = Vh'ᴴ and Vh = U'ᴴ (and
+    the work array's adjoint); full_matrices completes U of a tall a (Vh of a wide one)."""
+    a = args["a"]
+    m, n = a.shape
+    spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
+    placement = _mesh.resolve_placement(a, args["mesh"], spec)
+    full = args["full_matrices"]
     if m >= n:
-        u, s, vh, status, work = _tall(
-            a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate, ctx
-        )
-        if full_matrices and u is not None and m > n:
-            u = _complete(u, placement)
-    else:  # A = (Aᴴ)ᴴ = (U' s Vh')ᴴ: U = Vh'ᴴ, Vh = U'ᴴ
-        spec = placement.matrix_spec
-        at = jnp.conj(a.T) if jnp.iscomplexobj(a) else a.T
-        u_t, s, vh_t, status, work_t = _tall(
-            at,
-            T_A,
-            placement.mesh,
-            P(spec[1], spec[0]),
-            None,
-            compute_vh,
-            compute_u,
-            pad,
-            donate,
-            ctx,
-        )
-        if full_matrices and u_t is not None:
+
+        def finish_tall(out):
+            if full and "U" in out and m > n:
+                out["U"] = _complete(out["U"], placement)
+            return out
+
+        return args, finish_tall
+    spec = placement.matrix_spec
+    flipped = {
+        **args,
+        "a": jnp.conj(a.T) if jnp.iscomplexobj(a) else a.T,
+        "mesh": placement.mesh,
+        "matrix_specs": P(spec[1], spec[0]),
+        "in_specs": None,
+        "compute_u": args["compute_vh"],
+        "compute_vh": args["compute_u"],
+    }
+
+    def finish_wide(out):
+        u_t, vh_t = out.pop("U", None), out.pop("Vh", None)
+        if full and u_t is not None:
             u_t = _complete(u_t, _mesh.transposed(placement))
-        u = None if vh_t is None else _adjoint(vh_t, placement, (m, m))
-        vh = None if u_t is None else _adjoint(u_t, placement, (u_t.shape[1], n))
-        work = None if work_t is None else _adjoint(work_t, placement, (m, n))
-    if _mesh.known_replicated(a):  # U and Vh replicated, as JAXMg returns them
-        u, vh = (None if x is None else _mesh.constrain(x, placement.mesh, P()) for x in (u, vh))
-    return u, s, vh, status, work
+        if vh_t is not None:
+            out["U"] = _adjoint(vh_t, placement, (m, m))
+        if u_t is not None:
+            out["Vh"] = _adjoint(u_t, placement, (u_t.shape[1], n))
+        if "work" in out:
+            out["work"] = _adjoint(out["work"], placement, (m, n))
+        return out
+
+    return flipped, finish_wide
 
 
 def _complete(u, placement):
@@ -228,70 +201,31 @@ def _adjoint(x, placement, shape):
 _place = _mesh.constrain_divisible
 
 
-def _tall(a, T_A, mesh, matrix_specs, in_specs, compute_u, compute_vh, pad, donate, ctx=False):
-    """(U or None, s, Vh or None, status, work) of a tall a: differentiable (work None), or
-    with ctx the context form's call (work: the work array in a's shape and sharding)."""
-    if ctx:
-        r = _routine.call(
-            _VARIANTS[(compute_u, compute_vh)],
-            a,
-            None,
-            T_A=T_A,
-            mesh=mesh,
-            matrix_specs=matrix_specs,
-            in_specs=in_specs,
-            pad=pad,
-            ctx=True,
-        )
-        out = list(_outputs(r, compute_u, compute_vh, a.shape[1]))
-        work = r.matrix
-    else:
-        opts = _rules.options(
-            T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=bool(pad)
-        )
-        out = list(_DIFFERENTIABLE[(compute_u, compute_vh)](opts, bool(donate), a))
-        work = None
-    u = out.pop(0) if compute_u else None
-    s = out.pop(0)
-    vh = out.pop(0) if compute_vh else None
-    return u, s, vh, out[0], work
-
-
 # Platforms where gesvd with vectors goes through the polar decomposition (measured faster than
 # the engine's SVD: docs/gpu.md, bench/results/gesvd_*): A = Up H (jaxmg's QDWH), H = V S Vᴴ
 # (jaxmg's syevd of -H, whose ascending eigenvalues are the singular values descending), U = Up V.
 POLAR_SVD_PLATFORMS = {"cuda", "cpu"}
 
 
-def _tall_primal(compute_u, compute_vh, opts, donate, a):
-    """The outputs present: (U,) s (, Vh), status."""
-    kw = opts.kwargs()
-    if compute_u or compute_vh:
+def _compute(kw, donate, a):
+    """The outputs computed, (U,) s (, Vh), status, of a tall a: through the polar
+    decomposition with vectors (POLAR_SVD_PLATFORMS), else the engine's SVD."""
+    if kw["compute_u"] or kw["compute_vh"]:
         placement = _mesh.resolve_placement(
             a, kw["mesh"], _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
         )
         if placement.platform in POLAR_SVD_PLATFORMS:
-            return _polar_svd(compute_u, compute_vh, kw, donate, a)
-    r = _routine.call(
-        _VARIANTS[(compute_u, compute_vh)],
-        a,
-        None,
-        T_A=kw["T_A"],
-        mesh=kw["mesh"],
-        matrix_specs=kw["matrix_specs"],
-        in_specs=kw["in_specs"],
-        pad=kw["pad"],
-        donate=donate,
-    )
-    return _outputs(r, compute_u, compute_vh, a.shape[1])
+            return _polar_svd(kw["compute_u"], kw["compute_vh"], kw, donate, a)
+    return API.engine(kw, donate, a)
 
 
-def _outputs(r, compute_u, compute_vh, n):
-    """The outputs present of a call's result: (U,) s (, Vh), status."""
+def _unpack(r, kw, b):
+    """The outputs computed, (U,) s (, Vh), status, of an engine call's result."""
     s = _mesh.constrain(jnp.real(r.s), r.user.mesh, P())
-    out = (r.matrix,) if compute_u else ()
+    out = (r.matrix,) if kw["compute_u"] else ()
     out += (s,)
-    out += (_place(r.x, r.user, (n, n)),) if compute_vh else ()
+    n = kw["a"].shape[1]
+    out += (_place(r.x, r.user, (n, n)),) if kw["compute_vh"] else ()
     return out + (r.status,)
 
 
@@ -303,7 +237,8 @@ def _polar_svd(compute_u, compute_vh, kw, donate, a):
     gathered. The singular values are H's eigenvalues, clipped at 0 (H is positive
     semi-definite; rounding can leave values of order ε‖A‖ below 0)."""
     n = a.shape[1]
-    r = _routine.call(POLAR, a, None, donate=donate, **kw)
+    call = {k: kw[k] for k in ("T_A", "mesh", "matrix_specs", "in_specs", "pad")}
+    r = _routine.call(POLAR, a, None, donate=donate, **call)
     pl = r.user
     h = _place(r.x, pl, (n, n))
     kw = dict(mesh=pl.mesh, check_symmetry=False, return_eigenvectors=True)
@@ -352,15 +287,16 @@ def _rank_corrected(u, s, placement):
     return _routine._batchable(corrected, u, s)
 
 
-def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents):
+def _tangent(variant, opts, placement, primals, out, tangents):
     """The thin SVD's derivative (M >= N; as jax.numpy.linalg.svd's): with dS = Uᴴ dA V,
     ds = Re diag(dS), dU = U (F ∘ (dS S + S dSᴴ) + i Im(diag dS) / S) + (I − U Uᴴ) dA V S⁻¹,
     dV = V (F ∘ (S dS + dSᴴ S)), F_ij = 1 / (s_j² − s_i²)."""
     (a,), (da,) = primals, tangents
+    compute_u, compute_vh = variant["compute_u"], variant["compute_vh"]
     if compute_u and compute_vh:
         u, s, vh, _ = out
     else:  # the derivative needs both
-        u, s, vh, _ = _DIFFERENTIABLE[(True, True)](opts, False, a)
+        u, s, vh, _ = API.differentiable(compute_u=True, compute_vh=True)(opts, False, a)
     pl = placement
 
     def mm(x, y, ax=False, ay=False):  # the engine's product for a square a (factor_product)
@@ -397,10 +333,25 @@ def _tall_tangent(compute_u, compute_vh, opts, placement, primals, out, tangents
     return grads + (_rules.float0(),)
 
 
-_DIFFERENTIABLE = {
-    (u, vh): _rules.differentiable(
-        functools.partial(_tall_primal, u, vh), functools.partial(_tall_tangent, u, vh)
+# U, s and Vh (U and Vh replicated when a is), the status; a tall a's, with a wide one's through
+# its adjoint and full_matrices' completion around them.
+API = _factory.Routine(
+    _factory.Declaration(
+        routine=lambda kw: _VARIANTS[(kw["compute_u"], kw["compute_vh"])],
+        outputs=(
+            _factory.Output("U", "compute_u", place="replicated", optional=True),
+            _factory.Output("s"),
+            _factory.Output("Vh", "compute_vh", place="replicated", optional=True),
+            _factory.Output("status", "return_status", status=True),
+        ),
+        unpack=_unpack,
+        variants=("compute_u", "compute_vh"),
+        tangent=_tangent,
+        check=_check,
+        check_operands=False,
+        compute=_compute,
+        around=_around,
+        # jaxmg.linalg.svd: compute_uv, full_matrices; subset_by_index refused.
+        linalg=_factory.Alias(gesvd, keywords=_svd_keywords),
     )
-    for u in (True, False)
-    for vh in (True, False)
-}
+)
