@@ -27,17 +27,6 @@ def pytest_configure(config):
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`-n 2 --dist loadgroup`, as scripts/test.sh runs the suite), the
-    tests that read the solve worker's results run in one xdist process, which starts each
-    mesh's worker once; the other tests are spread over the processes."""
-    group = pytest.mark.xdist_group("solve-workers")
-    for item in items:
-        if "results" in getattr(item, "fixturenames", ()):
-            item.add_marker(group)
-
-
 def _selected_cases(items):
     """The JAXMG_CASES expression for the collected tests that read results ("" for all)."""
     patterns = set()

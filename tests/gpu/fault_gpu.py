@@ -15,8 +15,9 @@ did not run the algorithm on that grid (another engine path: e.g. cuSOLVERMp's L
 grid) and is listed as "not on this path". (Internally: `fault_gpu.py cases MODE OUT_PREFIX`.)
 
 Each case: the routine (n = 256, tile 32: 8 tile columns, so that step 3 is in the middle) raises
-an error naming the injected failure on every process; then potrs (which none of the injected
-algorithms is part of) on the same mesh gives the right answer.
+an error naming the injected failure on every process; then potrs on the same mesh, without the
+hook, gives the right answer. The "buffers" hook fails a step's allocations on one rank at the
+engine's k-th agreement on them (before the step's collectives).
 """
 
 import json
@@ -29,12 +30,15 @@ from pathlib import Path
 N, TILE = 256, 32
 # routine -> the algorithms (hook names) it runs on the GPU engine and the step injected.
 CASES = {
-    "lu_solve": [("lu", 3), ("lu_solve", 1)],
-    "qr": [("qr", 3), ("orgqr", 3)],
+    # "buffers": the engine's k-th agreement on a step's allocations (AgreeOnBuffers).
+    "potrs": [("buffers", 0), ("buffers", 1)],
+    "lu_solve": [("lu", 3), ("lu_solve", 1), ("buffers", 0)],
+    "qr": [("qr", 3), ("orgqr", 3), ("buffers", 0)],
     "inv": [("inv", 3), ("inv_triangular", 3)],
     "potri": [("inv_cholesky", 3)],
     "polar": [("polar", 0), ("polar", 1), ("inv_triangular", 3)],
     "syevd": [
+        ("buffers", 0),
         ("band_reduce", 3),
         ("band_eigh", 0),
         ("band_eigh", 1),
@@ -59,6 +63,8 @@ def case_names(mode):
 
 
 def call(jaxmg, routine, a, b, mesh):
+    if routine == "potrs":
+        return jaxmg.potrs(a, b, TILE, mesh=mesh)
     if routine == "lu_solve":
         return jaxmg.lu_solve(a, b, TILE, mesh=mesh)
     if routine == "eigvalsh":

@@ -123,14 +123,18 @@ class Engine {
   Status Workspace(size_t bytes, size_t host_bytes, void** out);
   // The same, as a vendor call's workspace (vendor_wrappers.h).
   Status Workspace(size_t bytes, size_t host_bytes, vendor::Work* out);
-  // A vendor call (vendor_wrappers.h) with its workspace: the size query, the workspace, the
-  // call. (A collective call whose workspace must be agreed on first takes the three apart.)
+  // A vendor call (vendor_wrappers.h) with its workspace: the size query, the workspace (agreed
+  // for a collective call: AgreeOnBuffers), the call.
   template <class Op>
   Status Call(const Op& op) {
     size_t dev = 0, host = 0;
-    JAXMG_RETURN_IF_ERROR(vendor::Size(op, &dev, &host));
     vendor::Work work;
-    JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &work));
+    Status ready = vendor::Size(op, &dev, &host);
+    if (ready.ok()) ready = Workspace(dev, host, &work);
+    // A collective call's workspace is agreed on first: a rank short of it gives the same error
+    // on every rank instead of leaving its peers in the library's collectives.
+    if constexpr (vendor::kCollective<Op>) ready = AgreeOnBuffers(ready);
+    JAXMG_RETURN_IF_ERROR(ready);
     return vendor::Run(op, work);
   }
   bool UseOwnLu() const;
@@ -275,6 +279,8 @@ class Engine {
   Status AgreeOnValue(double* value);
   // The buffers a step allocated before its first collective (local: this rank's outcome),
   // agreed: an error on every rank where any rank failed, so that none waits for the others.
+  // The test hook "buffers:<rank>:<k>" (common/deferred.h) fails rank's k-th agreement of the
+  // call (counted from 0 over the call's steps).
   Status AgreeOnBuffers(const Status& local);
   // An algorithm's local outcome (common/deferred.h) agreed over the ranks at one of its
   // agreement points: ok on every rank, or on every rank the same error (the lowest failing
@@ -325,7 +331,8 @@ class Engine {
   int64_t z_rows_ = 0;
   double* polar_norms_ = nullptr;  // n column sums and m row sums of |A|
   double* polar_sum_ = nullptr;
-  int64_t polar_iteration_ = 0;  // QDWH's steps so far (the test hook's step)
+  int64_t polar_iteration_ = 0;    // QDWH's steps so far (the test hook's step)
+  int64_t buffer_agreements_ = 0;  // AgreeOnBuffers' calls so far (the test hook's step)
 };
 
 }  // namespace jaxmg::cusolvermp

@@ -35,9 +35,10 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   const int64_t shard_rows = n / (rhs_by_cols_ ? plan.mesh_cols : plan.mesh_rows);
   const bool holder = (rhs_by_cols_ ? ctx_.mesh_u : ctx_.mesh_v) == 0;
   const int64_t lc = CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(nrhs);
-  JAXMG_RETURN_IF_ERROR(NewMatrix<T>(plan.engine_rows(), nrhs, c));
   const size_t full_bytes = es * n * nrhs;
-  JAXMG_RETURN_IF_ERROR(Scratch(full_bytes, &full_));
+  Status buffers = NewMatrix<T>(plan.engine_rows(), nrhs, c);
+  if (buffers.ok()) buffers = Scratch(full_bytes, &full_);
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers));
   // The whole right-hand side on every rank (it is small): the shards of mesh column 0, summed.
   JAXMG_CUDA(cudaMemsetAsync(full_, 0, full_bytes, stream_));
   if (holder) {
@@ -88,7 +89,7 @@ Status Engine::LeadingRows(const Matrix& a, void** out) {
   const size_t es = sizeof(T);
   const int64_t n = plan.cols.extent, cols = n, lc = a.local_cols;
   // Every entry is held by one process: the sum over the grid assembles the n x cols rows.
-  JAXMG_RETURN_IF_ERROR(Scratch(es * n * cols, out));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(es * n * cols, out)));
   JAXMG_CUDA(cudaMemsetAsync(*out, 0, es * n * cols, stream_));
   JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), a.data, cols, state_.d_rhs_map[2], a.local_rows, lc,
                               plan.tile, ctx_.npcol, ctx_.mycol, /*conj=*/false, *out, stream_));
@@ -127,7 +128,7 @@ Status Engine::RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, 
   // (The leading-rows map d_rhs_map[2] is the cyclic map for the first ld <= local_rows_ rows.)
   const int64_t chunk = RowsPerChunk(kRowsOutChunkBytes, es * cols, n, config_.rows_per_chunk);
   void* part = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(es * chunk * cols, &part));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(es * chunk * cols, &part)));
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {
     const int64_t r1 = std::min(n, r0 + chunk);
     JAXMG_CUDA(cudaMemsetAsync(part, 0, es * (r1 - r0) * cols, stream_));

@@ -40,8 +40,9 @@ Status Engine::SymmetryProducts(const void* shard, void** y) {
     probes[sc + c] = symmetry::Probe<T>(0, col0 + c);  // u
   }
   void *d_probes = nullptr, *d_y = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(es * 2 * sc, &d_probes));
-  JAXMG_RETURN_IF_ERROR(Scratch(es * 2 * n, &d_y));
+  Status buffers = Scratch(es * 2 * sc, &d_probes);
+  if (buffers.ok()) buffers = Scratch(es * 2 * n, &d_y);
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers));
   JAXMG_CUDA(
       cudaMemcpyAsync(d_probes, probes.data(), es * 2 * sc, cudaMemcpyHostToDevice, stream_));
   JAXMG_CUDA(cudaMemsetAsync(d_y, 0, es * 2 * n, stream_));
@@ -201,7 +202,10 @@ Status Engine::AgreeOnValue(double* value) {
   return Status();
 }
 
-Status Engine::AgreeOnBuffers(const Status& local) { return AgreeOnFailure("buffers", local); }
+Status Engine::AgreeOnBuffers(const Status& local) {
+  const int64_t step = buffer_agreements_++;
+  return AgreeOnFailure("buffers", local.ok() ? TestFailure("buffers", ctx_.rank, step) : local);
+}
 
 Status Engine::AgreeOnFailure(const char* algorithm, const Status& local) {
   // Round one: the lowest failing rank (as nranks − rank; 0: none). Only when one failed, round
@@ -257,7 +261,7 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
   // one all-reduce); the pivots' and the relabeling's parities on the host.
   const layout::Plan& plan = state_.plan;
   void* sums = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(4 * sizeof(double), &sums));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(4 * sizeof(double), &sums)));
   JAXMG_CUDA(cuda::DiagSums(KernelType<T>(), lu.data, lu.local_rows, lu.local_cols, lu.tile,
                             ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol,
                             static_cast<double*>(sums), stream_));

@@ -74,9 +74,10 @@ Status Engine::Potrf(Matrix* a, int* info) {
   }
   const vendor::MpPotrf<T> potrf{
       ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, {a->As<T>(), 1, 1, a->desc->get()}, small_};
-  JAXMG_RETURN_IF_ERROR(vendor::Size(potrf, &dev, &host));
   vendor::Work work;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &work));
+  Status ready = vendor::Size(potrf, &dev, &host);
+  if (ready.ok()) ready = Workspace(dev, host, &work);
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(ready));
   const cusolverStatus_t s = potrf.Raw(work);
   const bool failed = s == CUSOLVER_STATUS_INTERNAL_ERROR || s == CUSOLVER_STATUS_EXECUTION_FAILED;
   if (!failed) JAXMG_RETURN_IF_ERROR(SolverCheck(s, vendor::MpPotrf<T>::kCall));
@@ -95,7 +96,7 @@ Status Engine::Getrf(Matrix* a, int* info) {
   const int64_t n = a->rows;
   void* p = nullptr;
   const size_t pivots = std::max(a->local_rows, a->local_cols) + a->tile;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * pivots, &p));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(sizeof(int64_t) * pivots, &p)));
   ipiv_ = static_cast<int64_t*>(p);
   JAXMG_CUDA(cudaMemsetAsync(ipiv_, 0, sizeof(int64_t) * pivots, stream_));
   JAXMG_RETURN_IF_ERROR(Call(
@@ -170,7 +171,7 @@ Status Engine::EnginePivots(std::vector<int64_t>* out) {
         local[c];
   }
   void* d_piv = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &d_piv));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(sizeof(int64_t) * n, &d_piv)));
   JAXMG_CUDA(
       cudaMemcpyAsync(d_piv, piv.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice, stream_));
   JAXMG_NCCL(ncclAllReduce(d_piv, d_piv, n, ncclInt64, ncclMax, ctx_.comm, stream_));
@@ -212,43 +213,58 @@ Status Engine::QrSolve(const Matrix& a, const Matrix& rhs, int* info, void** sol
   Matrix q = a;                                  // Q, formed in a's place
   q.factored = Factorization::kQr;
   JAXMG_RETURN_IF_ERROR(Orgqr<T>(&q));
-  // This rank's rows of b, all k columns: (lr x k) column-major.
-  void *rows = nullptr, *part = nullptr, *c = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * k, 1), &rows));
-  JAXMG_CUDA(cuda::GatherRhs(KernelType<T>(), full_, k, state_.d_rhs_map[0], lr, k, t, 1, 0,
-                             /*conj=*/false, rows, stream_));
-  // part (lc x k) = Q_localᴴ rows; row i of part is the engine column of local column i.
-  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lc * k, 1), &part));
-  const LocalBlas* lb = nullptr;
-  cublasHandle_t blas = nullptr;
-  JAXMG_RETURN_IF_ERROR(LocalHandle(&lb, &blas));
-  int ilr = 0, ilc = 0, ik = 0, in = 0;
-  JAXMG_RETURN_IF_ERROR(CheckedInt(lr, "local rows", &ilr));
-  JAXMG_RETURN_IF_ERROR(CheckedInt(lc, "local columns", &ilc));
-  JAXMG_RETURN_IF_ERROR(CheckedInt(k, "right-hand sides", &ik));
-  JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
-  const T one(1), zero(0);
-  const cublasOperation_t adjoint = AdjointOp<T>();
-  if (lc > 0 && k > 0) {
-    JAXMG_RETURN_IF_ERROR(CublasCheck(
-        lb->gemm[Scalar<T>::kIndex](blas, adjoint, CUBLAS_OP_N, ilc, ik, ilr, &one, q.data,
-                                    std::max(ilr, 1), rows, std::max(ilr, 1), &zero, part, ilc),
-        "cublas gemm (Qᴴ b)"));
-  }
+  // This rank's part of c = Qᴴ b, with its buffers: a local failure is kept and agreed on
+  // before the sum over the ranks.
   std::vector<int64_t> col_global(static_cast<size_t>(std::max<int64_t>(lc, 1)), -1);
   for (int64_t i = 0; i < lc; ++i) {
     const int64_t g =
         layout::CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Global(layout::LocalIndex{i}).value;
     col_global[i] = g < n ? g : -1;
   }
-  void* d_cols = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * col_global.size(), &d_cols));
-  JAXMG_CUDA(cudaMemcpyAsync(d_cols, col_global.data(), sizeof(int64_t) * col_global.size(),
-                             cudaMemcpyHostToDevice, stream_));
-  JAXMG_RETURN_IF_ERROR(Scratch(es * n * k, &c));  // c (n x k) row-major: cᵀ column-major
-  JAXMG_CUDA(cudaMemsetAsync(c, 0, es * n * k, stream_));
-  JAXMG_CUDA(cuda::ScatterRhs(KernelType<T>(), part, k, static_cast<const int64_t*>(d_cols), lc, k,
-                              t, 1, 0, /*conj=*/false, c, stream_));
+  void *rows = nullptr, *part = nullptr, *c = nullptr, *d_cols = nullptr;
+  Deferred local;
+  local.Run([&] { return Scratch(es * std::max<int64_t>(lr * k, 1), &rows); });
+  local.Run([&] { return Scratch(es * std::max<int64_t>(lc * k, 1), &part); });
+  local.Run([&] { return Scratch(sizeof(int64_t) * col_global.size(), &d_cols); });
+  local.Run([&] { return Scratch(es * n * k, &c); });  // c (n x k) row-major: cᵀ column-major
+  const LocalBlas* lb = nullptr;
+  cublasHandle_t blas = nullptr;
+  local.Run([&] { return LocalHandle(&lb, &blas); });
+  int ilr = 0, ilc = 0, ik = 0, in = 0;
+  local.Run([&] { return CheckedInt(lr, "local rows", &ilr); });
+  local.Run([&] { return CheckedInt(lc, "local columns", &ilc); });
+  local.Run([&] { return CheckedInt(k, "right-hand sides", &ik); });
+  local.Run([&] { return CheckedInt(n, "columns", &in); });
+  // This rank's rows of b, all k columns: (lr x k) column-major.
+  local.Run([&] {
+    return CudaCheck(cuda::GatherRhs(KernelType<T>(), full_, k, state_.d_rhs_map[0], lr, k, t, 1, 0,
+                                     /*conj=*/false, rows, stream_),
+                     "GatherRhs (b's rows)");
+  });
+  // part (lc x k) = Q_localᴴ rows; row i of part is the engine column of local column i.
+  const T one(1), zero(0);
+  const cublasOperation_t adjoint = AdjointOp<T>();
+  if (lc > 0 && k > 0) {
+    local.Run([&] {
+      return CublasCheck(
+          lb->gemm[Scalar<T>::kIndex](blas, adjoint, CUBLAS_OP_N, ilc, ik, ilr, &one, q.data,
+                                      std::max(ilr, 1), rows, std::max(ilr, 1), &zero, part, ilc),
+          "cublas gemm (Qᴴ b)");
+    });
+  }
+  local.Run([&] {
+    return CudaCheck(cudaMemcpyAsync(d_cols, col_global.data(), sizeof(int64_t) * col_global.size(),
+                                     cudaMemcpyHostToDevice, stream_),
+                     "cudaMemcpyAsync (columns)");
+  });
+  local.Run(
+      [&] { return CudaCheck(cudaMemsetAsync(c, 0, es * n * k, stream_), "cudaMemsetAsync"); });
+  local.Run([&] {
+    return CudaCheck(cuda::ScatterRhs(KernelType<T>(), part, k, static_cast<const int64_t*>(d_cols),
+                                      lc, k, t, 1, 0, /*conj=*/false, c, stream_),
+                     "ScatterRhs (Qᴴ b)");
+  });
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure("qr_solve", local));
   const size_t reals = static_cast<size_t>(n * k * Scalar<T>::kParts);
   JAXMG_NCCL(ncclAllReduce(c, c, reals, NcclRealOf<T>(), ncclSum, ctx_.comm, stream_));
   // R x = c  <=>  xᵀ = cᵀ R⁻ᵀ: with r read column-major (Rᵀ, lower), cᵀ := cᵀ (Rᵀ)⁻¹ in place.
@@ -308,7 +324,10 @@ Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
   if (held != c.cols) {
     const int64_t lc = CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(held);
     void* wide = nullptr;
-    JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &wide));
+    Descriptor& desc = descriptors_.emplace_back();
+    Status buffers = Scratch(es * std::max<int64_t>(lr * lc, 1), &wide);
+    if (buffers.ok()) buffers = desc.Create(ctx_, DataTypeOf<T>(), m, held, t, t, c.ld);
+    JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers));
     JAXMG_CUDA(cudaMemsetAsync(wide, 0, es * lr * lc, stream_));
     // Global column j keeps its local index: the cyclic map does not depend on the width.
     if (lr * c.local_cols > 0) {
@@ -317,8 +336,6 @@ Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
     }
     z->data = wide;
     z->local_cols = lc;
-    Descriptor& desc = descriptors_.emplace_back();
-    JAXMG_RETURN_IF_ERROR(desc.Create(ctx_, DataTypeOf<T>(), m, held, t, t, c.ld));
     z->desc = &desc;
   }
   JAXMG_RETURN_IF_ERROR(Call(vendor::MpGels<T>{ctx_.handle,
@@ -349,7 +366,7 @@ Status Engine::Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info
   JAXMG_RETURN_IF_ERROR(Agree<T>(a, false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
   void* w = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w)));
   if (!vectors && UseBandEigenvalues(a.tile)) {
     JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(BandSource{a.data, a.cols, a.tile, a.local_rows}, w));
   } else if (vectors && UseBandEigh()) {
@@ -370,7 +387,7 @@ Status Engine::Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info
 template <typename T>
 Status Engine::LibraryEigh(const Matrix& a, bool vectors, void* w, Matrix* z) {
   const int64_t n = a.rows;
-  JAXMG_RETURN_IF_ERROR(NewLike<T>(a, z));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(NewLike<T>(a, z)));
   return Call(vendor::MpSyevd<T>{ctx_.handle,
                                  vectors,
                                  CUBLAS_FILL_MODE_LOWER,
@@ -446,11 +463,14 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Ma
   // B ends as a failed factorization or non-finite eigenvalues.
   JAXMG_RETURN_IF_ERROR(Agree<T>(m, false, info, /*diag_limit=*/0));
   if (*info != 0) return Status();
+  // The values, the vectors, their descriptor and the workspace, agreed before the solver.
   void *w = nullptr, *z = nullptr;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w));
-  JAXMG_RETURN_IF_ERROR(Scratch(es * std::max<int64_t>(lr * lc, 1), &z));
+  Deferred buffers;
+  buffers.Run([&] { return Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w); });
+  buffers.Run([&] { return Scratch(es * std::max<int64_t>(lr * lc, 1), &z); });
   Descriptor desc_z;
-  JAXMG_RETURN_IF_ERROR(desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)));
+  buffers.Run(
+      [&] { return desc_z.Create(ctx_, DataTypeOf<T>(), n, n, t, t, std::max<int64_t>(lr, 1)); });
   const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   const vendor::MpSygvd<T> sygvd{ctx_.handle,
                                  jobz,
@@ -462,9 +482,10 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Ma
                                  {static_cast<T*>(z), 1, 1, desc_z.get()},
                                  small_};
   size_t dev = 0, host = 0;
-  JAXMG_RETURN_IF_ERROR(vendor::Size(sygvd, &dev, &host));
   vendor::Work work;
-  JAXMG_RETURN_IF_ERROR(Workspace(dev, host, &work));
+  buffers.Run([&] { return vendor::Size(sygvd, &dev, &host); });
+  buffers.Run([&] { return Workspace(dev, host, &work); });
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers.status()));
   // cuSOLVERMp 0.9.1 answers a B that is not positive definite (or holds NaN) with
   // INTERNAL_ERROR rather than an info (found on 2 H200s): status n + 1, agreed below.
   const cusolverStatus_t st = sygvd.Raw(work);
@@ -493,12 +514,15 @@ Status Engine::Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matr
   // c: new scratch distributed like m (m's descriptor describes it).
   *c = m;
   c->factored = Factorization::kNone;
-  JAXMG_RETURN_IF_ERROR(
-      Scratch(sizeof(T) * std::max<int64_t>(m.local_rows * m.local_cols, 1), &c->data));
+  Deferred buffers;  // c and the descriptors, agreed before the product
+  buffers.Run([&] {
+    return Scratch(sizeof(T) * std::max<int64_t>(m.local_rows * m.local_cols, 1), &c->data);
+  });
   BlasDescriptor da, db, dc;
-  JAXMG_RETURN_IF_ERROR(da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, m.ld));
-  JAXMG_RETURN_IF_ERROR(db.Create(ctx_, DataTypeOf<T>(), n, n, t, t, k.ld));
-  JAXMG_RETURN_IF_ERROR(dc.Create(ctx_, DataTypeOf<T>(), n, n, t, t, c->ld));
+  buffers.Run([&] { return da.Create(ctx_, DataTypeOf<T>(), n, n, t, t, m.ld); });
+  buffers.Run([&] { return db.Create(ctx_, DataTypeOf<T>(), n, n, t, t, k.ld); });
+  buffers.Run([&] { return dc.Create(ctx_, DataTypeOf<T>(), n, n, t, t, c->ld); });
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(buffers.status()));
   JAXMG_BLASMP(cublasMpSetStream(ctx_.blas, stream_));
   JAXMG_RETURN_IF_ERROR(Call(vendor::BlasMpGemm<T>{ctx_.blas,
                                                    op(op_b),

@@ -58,6 +58,19 @@ constexpr cublasComputeType_t ComputeOf() {
 inline Status Check(cusolverStatus_t s, const char* what) { return SolverCheck(s, what); }
 inline Status Check(cublasMpStatus_t s, const char* what) { return BlasMpCheck(s, what); }
 
+constexpr bool StartsWith(const char* s, const char* prefix) {
+  for (; *prefix != '\0'; ++s, ++prefix) {
+    if (*s != *prefix) return false;
+  }
+  return true;
+}
+
+// A call of cuSOLVERMp or cuBLASMp: collective over the grid, so that its workspace is agreed on
+// before it (Engine::Call); cusolverDn's calls are one device's.
+template <class Op>
+inline constexpr bool kCollective =
+    StartsWith(Op::kCall, "cusolverMp") || StartsWith(Op::kCall, "cublasMp");
+
 template <class Op>
 Status Size(const Op& op, size_t* dev, size_t* host) {
   *dev = 0, *host = 0;
