@@ -15,9 +15,12 @@ import pytest
 
 # The tests compile many small programs that run briefly: LLVM's optimization of XLA's CPU code
 # costs more time than it saves there (tests/test_grad.py's 1x1 solve gradients: 42 s against
-# 33 s). Every process the tests start inherits it.
+# 33 s), and so does splitting each program's code generation over threads when the tests' MPI
+# processes already outnumber the cores (the 3x2 solve worker: 91 s against 97 s). Every
+# process the tests start inherits them.
+_FAST_COMPILE = ("--xla_backend_optimization_level=0", "--xla_cpu_parallel_codegen_split_count=1")
 os.environ["XLA_FLAGS"] = " ".join(
-    f for f in (os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0") if f
+    f for f in (os.environ.get("XLA_FLAGS", ""), *_FAST_COMPILE) if f
 )
 
 

@@ -708,6 +708,7 @@ def _lstsq_context(env):
     a_work, b_work, x, status = fn(a_dev, b_dev)
     ok, rec = _lstsq_check(a, b, gather(x), np.float64)
     ok = ok and np.allclose(gather(b_work)[:n], gather(x)) and b_work.shape == b.shape
+    ok = ok and not np.any(gather(b_work)[n:]) and sharded_as(b_work, mesh, P("pr", None))
     ok = ok and a_work.shape == a.shape and bool(a_dev.is_deleted()) and scalar(status) == 0
     return check(ok and sharded_as(x, mesh, P("pr", None)), **rec)
 

@@ -280,10 +280,13 @@ def singular_case(mesh, routine, n, tile, path="default", nan=False):
 
 
 def run_named(plan, records, on_record=None):
-    """Runs an ordered {name: fn} plan; every record carries its plan name, also on error."""
+    """Runs an ordered {name: fn} plan; every record carries its plan name, also on error, and
+    its wall time in seconds."""
+    import time
     import traceback
 
     for name, fn in plan.items():
+        t0 = time.perf_counter()
         try:
             rec = fn()
         except Exception as e:  # noqa: BLE001 - reported to the test
@@ -291,6 +294,7 @@ def run_named(plan, records, on_record=None):
                 error=f"{type(e).__name__}: {e}"[:3000], trace=traceback.format_exc()[-3000:]
             )
         rec["case"] = name
+        rec["seconds"] = round(time.perf_counter() - t0, 3)
         rec.setdefault("ok", "error" not in rec)
         records.append(rec)
         if on_record is not None:

@@ -58,6 +58,8 @@ class Output:
       returned with the flag (a log-determinant, a status).
     status: returned by a form that does not take its flag (the status of the context forms,
       which always return it).
+    context: returned by the context form alone, made there by the declaration's `around`
+      (least_squares's b_work); never computed by the engine call or the derivative rule.
     """
 
     name: str
@@ -65,6 +67,7 @@ class Output:
     place: str | None = None
     optional: bool = False
     status: bool = False
+    context: bool = False
 
 
 # A solve's outputs: x (in b's own sharding where it is known), log det A (log |det A|) and the
@@ -279,7 +282,11 @@ class Routine:
 
     def _computed(self, variant) -> tuple[str, ...]:
         on = dict(zip(self.d.variants, variant, strict=True))
-        return tuple(o.name for o in self.d.outputs if not o.optional or on.get(o.flag, True))
+        return tuple(
+            o.name
+            for o in self.d.outputs
+            if not o.context and (not o.optional or on.get(o.flag, True))
+        )
 
     def _returned(self, outputs: dict, args: Mapping, place):
         out = tuple(

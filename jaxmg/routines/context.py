@@ -25,10 +25,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-import jax.numpy as jnp
-
 from jaxmg._core import placement as _mesh
-from jaxmg._core import routine as _routine
 from jaxmg.routines import gesvd as _gesvd
 from jaxmg.routines import lu_solve as _lu
 from jaxmg.routines import polar as _polar
@@ -212,23 +209,7 @@ def least_squares_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    _mesh.check_flags(pad=pad)
-    r = _routine.call(
-        _qr.LEAST_SQUARES,
-        a,
-        b,
-        T_A=T_A,
-        mesh=mesh,
-        matrix_specs=matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        ctx=True,
-    )
-    x = _qr._place_x(r.x, b, r.user)
-    m, n = a.shape
-    pad_rows = ((0, m - n),) + ((0, 0),) * (x.ndim - 1)
-    b_work = _qr._place_x(jnp.pad(x, pad_rows), b, r.user)
-    return r.matrix, b_work, x, r.status
+    return _qr.LEAST_SQUARES_API.context(locals())
 
 
 @_scoped

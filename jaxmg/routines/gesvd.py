@@ -240,17 +240,37 @@ def _polar_svd(compute_u, compute_vh, kw, donate, a):
     call = {k: kw[k] for k in ("T_A", "mesh", "matrix_specs", "in_specs", "pad")}
     r = _routine.call(POLAR, a, None, donate=donate, **call)
     pl = r.user
-    h = _place(r.x, pl, (n, n))
     kw = dict(mesh=pl.mesh, check_symmetry=False, return_eigenvectors=True)
-    w, v, eig_status = _syevd.API.primal(kw, True, -h)  # (donated: -h is a temporary)
-    s = _mesh.constrain(jnp.maximum(-w, 0).astype(w.dtype), pl.mesh, P())
-    status = jnp.where(r.status != 0, r.status, eig_status).astype(r.status.dtype)
-    out = (_rank_corrected(_full_product(pl, r.matrix, v), s, pl),) if compute_u else ()
-    out += (s,)
-    out += (
-        (_place(jnp.conj(v.T) if jnp.iscomplexobj(v) else v.T, pl, (n, n)),) if compute_vh else ()
-    )
-    return out + (status,)
+    # (donated: -h is a temporary)
+    w, v, eig_status = _syevd.API.primal(kw, True, _negated_h(pl, n)(r.x))
+    return _polar_finish(pl, n, compute_u, compute_vh)(r.matrix, w, v, r.status, eig_status)
+
+
+# The steps between and after the engine's calls, jitted once per placement: run eagerly, their
+# dozen small operations compiled one by one on every new shape.
+
+
+@functools.cache
+def _negated_h(pl, n):
+    """-H, from the polar call's x, placed as an N x N matrix."""
+    return jax.jit(lambda x: -_place(x, pl, (n, n)))
+
+
+@functools.cache
+def _polar_finish(pl, n, compute_u, compute_vh):
+    """(U,) s (, Vh), status from Up, -H's eigenvalues and eigenvectors and both statuses."""
+
+    @jax.jit
+    def finish(up, w, v, polar_status, eig_status):
+        s = _mesh.constrain(jnp.maximum(-w, 0).astype(w.dtype), pl.mesh, P())
+        status = jnp.where(polar_status != 0, polar_status, eig_status)
+        out = (_rank_corrected(_full_product(pl, up, v), s, pl),) if compute_u else ()
+        out += (s,)
+        if compute_vh:
+            out += (_place(jnp.conj(v.T) if jnp.iscomplexobj(v) else v.T, pl, (n, n)),)
+        return out + (status.astype(polar_status.dtype),)
+
+    return finish
 
 
 def _full_product(placement, up, v):
@@ -266,10 +286,15 @@ def _rank_corrected(u, s, placement):
     jaxmg's distributed QR of U, each column's sign that of R's diagonal: the columns of the
     nonzero singular values are kept, the others completed to an orthonormal set. Every
     process takes the same branch (s is the same everywhere)."""
-    from jaxmg.routines import qr as _qr
+    # Under jax.vmap one call per batch element (each with its own branch), as the routines.
+    return _routine._batchable(_corrector(placement), u, s)
 
-    n = s.shape[0]
-    eps = float(np.finfo(s.dtype).eps)
+
+@functools.cache
+def _corrector(placement):
+    """The jitted correction for one placement: an eager gesvd compiles its branches once
+    (a condition built anew per call compiled them on every call)."""
+    from jaxmg.routines import qr as _qr
 
     def orthonormalize(u):
         q, rr = _qr.qr(u, mesh=placement.mesh, matrix_specs=placement.matrix_spec)
@@ -279,12 +304,13 @@ def _rank_corrected(u, s, placement):
     def placed(fn):
         return lambda u: _place(fn(u), placement, u.shape)
 
+    @jax.jit
     def corrected(u, s):
+        n, eps = s.shape[0], float(np.finfo(s.dtype).eps)
         deficient = s[-1] <= n * eps * s[0]
         return jax.lax.cond(deficient, placed(orthonormalize), placed(lambda u: u), u)
 
-    # Under jax.vmap one call per batch element (each with its own branch), as the routines.
-    return _routine._batchable(corrected, u, s)
+    return corrected
 
 
 def _tangent(variant, opts, placement, primals, out, tangents):

@@ -84,11 +84,6 @@ def _upper(r, n):
     return _place_r(upper, r.user, n)
 
 
-def _place_x(x, b, placement):
-    """x in b's own sharding where it is known (placement.place_like)."""
-    return _mesh.place_like(x, b, placement.mesh)
-
-
 def _place_r(m, user, n):
     if n % user.mesh_rows == 0 and n % user.mesh_cols == 0:
         return _mesh.constrain(m, user.mesh, user.matrix_spec)
@@ -233,15 +228,31 @@ def _lstsq_tangent(variant, opts, pl, primals, out, tangents):
     return dx, _rules.float0()
 
 
+def _b_work(args):
+    """The context form's b_work (JAXMg 1.4.1's overwritten b): x in its first N rows, zeros
+    below, in b's shape and sharding."""
+    m, n = args["a"].shape
+
+    def finish(outputs):
+        if "work" in outputs:
+            x = outputs["x"]
+            outputs["b_work"] = jnp.pad(x, ((0, m - n),) + ((0, 0),) * (x.ndim - 1))
+        return outputs
+
+    return args, finish
+
+
 LEAST_SQUARES_API = _factory.Routine(
     _factory.Declaration(
         routine=LEAST_SQUARES,
         outputs=(
+            _factory.Output("b_work", place="rhs", context=True),
             _factory.Output("x", place="rhs"),
             _factory.Output("status", "return_status", status=True),
         ),
         unpack=lambda r, kw, b: (r.x, r.status),
         tangent=_lstsq_tangent,
         check_operands=False,
+        around=_b_work,
     )
 )
