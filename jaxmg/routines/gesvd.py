@@ -135,7 +135,7 @@ def _around(args):
     spec = placement.matrix_spec
     flipped = {
         **args,
-        "a": jnp.conj(a.T) if jnp.iscomplexobj(a) else a.T,
+        "a": _conj_transpose(a),
         "mesh": placement.mesh,
         "matrix_specs": P(spec[1], spec[0]),
         "in_specs": None,
@@ -193,9 +193,19 @@ def _completion(placement, m, k, dtype):
     return jax.jit(complete)
 
 
+@jax.jit
+def _conj_transpose(x):
+    return jnp.conj(x.T) if jnp.iscomplexobj(x) else x.T
+
+
 def _adjoint(x, placement, shape):
-    y = jnp.conj(x.T) if jnp.iscomplexobj(x) else x.T
-    return _place(y, placement, shape)
+    return _adjointer(placement, shape)(x)
+
+
+@functools.cache
+def _adjointer(placement, shape):
+    """xᴴ placed as an M x N matrix, jitted once per placement (as `_polar_finish`)."""
+    return jax.jit(lambda x: _place(_conj_transpose(x), placement, shape))
 
 
 _place = _mesh.constrain_divisible
