@@ -277,7 +277,7 @@ def _polar_finish(pl, n, compute_u, compute_vh):
         out = (_rank_corrected(_full_product(pl, up, v), s, pl),) if compute_u else ()
         out += (s,)
         if compute_vh:
-            out += (_place(jnp.conj(v.T) if jnp.iscomplexobj(v) else v.T, pl, (n, n)),)
+            out += (_place(_conj_transpose(v), pl, (n, n)),)
         return out + (status.astype(polar_status.dtype),)
 
     return finish
