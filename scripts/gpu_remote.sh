@@ -4,6 +4,7 @@
 #                                           localbench overhead mgbench bench qrbench spectral
 #                                           sweep reliability twostage launch fault onedevice
 #                                           regress jaxmg1 linalg1 svd1 ceiling eigsweep
+#                                           shared sharedtwostage sharedcases sharedfault
 #                                           (default: info multi readme single bench)
 # Needs, carried in .gpu/ (scripts/gpu_roundtrip.sh): .gpu/jaxmg/jaxmg-*.whl, the wheel that
 # `pip wheel .` built there (both engines, py3-none: any Python 3), and in .gpu/wheels the wheels
@@ -45,9 +46,13 @@ JAXMG_WHEEL=$(wheel 'jaxmg/jaxmg-*.whl') || exit 1
 # venv; --force-reinstall: a warm machine may hold an earlier build of the same version.
 echo "[remote] installing $(basename "$JAXMG_WHEEL"), $(basename "$CUSOLVERMP_WHEEL"),"
 echo "         $(basename "$CUBLASMP_WHEEL") and $(basename "$NCCL_WHEEL") into $PY's environment"
-"$PY" -m pip install -q --no-index --no-deps --upgrade "$NCCL_WHEEL" || exit 1
-"$PY" -m pip install -q --no-index --no-deps --force-reinstall "$CUSOLVERMP_WHEEL" \
-  "$CUBLASMP_WHEEL" "$JAXMG_WHEEL" || exit 1
+# JAXMG_SKIP_INSTALL=1: a later call of the same command on a warm machine keeps what the first
+# installed.
+if [ -z "${JAXMG_SKIP_INSTALL:-}" ]; then
+  "$PY" -m pip install -q --no-index --no-deps --upgrade "$NCCL_WHEEL" || exit 1
+  "$PY" -m pip install -q --no-index --no-deps --force-reinstall "$CUSOLVERMP_WHEEL" \
+    "$CUBLASMP_WHEEL" "$JAXMG_WHEEL" || exit 1
+fi
 SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 CUDA_LIB=$SITE/jaxmg/_lib/libjaxmg_cuda.so
 [ -f "$CUDA_LIB" ] || { echo "[remote] $(basename "$JAXMG_WHEEL") has no libjaxmg_cuda.so" >&2; exit 1; }
@@ -108,6 +113,17 @@ print("[libs] libcublasmp.so.0 cublasMpGetVersion:", loaded("libcublasmp.so.0", 
 PYEOF
 }
 
+# shared_launch P SECONDS SCRIPT ARGS...: SCRIPT on P ranks sharing GPU 0, under a time limit,
+# each rank with the crash tracer tests/gpu/segv_trace.c preloaded (a native stack on a crash).
+gcc -shared -fPIC -O1 -o /tmp/segv_trace.so tests/gpu/segv_trace.c 2>/dev/null || true
+shared_launch() {
+  local procs=$1 limit=$2
+  shift 2
+  LD_PRELOAD=$([ -f /tmp/segv_trace.so ] && echo /tmp/segv_trace.so) \
+    OPENBLAS_NUM_THREADS=$((16 / procs)) OMP_NUM_THREADS=$((16 / procs)) \
+    timeout $((limit + 30)) "$PY" -m jaxmg launch -n "$procs" --share-gpu --timeout "$limit" "$@"
+}
+
 for stage in $STAGES; do
   t0=$(date +%s)
   case $stage in  # the benchmarks: Python files from here (see the top)
@@ -116,7 +132,12 @@ for stage in $STAGES; do
   esac
   case $stage in
     info)
-      { lib_versions; timeout 30 "$PY" -m jaxmg info; } 2>&1 | tee "$OUT/info.log" ;;
+      { lib_versions; timeout 30 "$PY" -m jaxmg info
+        # Which library warns "NCCL library version is too old" (the header/runtime check)?
+        echo "[libs] libraries that carry NCCL's version warning:"
+        grep -rlI --include='*.so*' "NCCL library version is too old" "$SITE" 2>/dev/null
+        grep -rl --include='*.so*' "NCCL library version is too old" "$SITE" 2>/dev/null | head; } \
+        2>&1 | tee "$OUT/info.log" ;;
     multi)
       timeout $((T_MULTI + 20)) "$PY" -m jaxmg launch -n 2 --timeout $T_MULTI tests/gpu/solve_gpu.py multi "$OUT" ;;
     readme)
@@ -324,6 +345,38 @@ PYEOF
       # case with JAXMG_DEBUG=1).
       timeout $((${T_LAUNCH:-120} + 20)) "$PY" -m jaxmg launch -n 2 --timeout ${T_LAUNCH:-120} \
         "$LAUNCH_SCRIPT" ${LAUNCH_ARGS:-} ;;
+    shared)
+      # Ranks sharing the one GPU (python -m jaxmg launch --share-gpu: a host id per rank, NCCL
+      # over loopback sockets, JAX bound to GPU 0, 0.85/P of its memory each): the solve
+      # worker's cases on the meshes of each P of SHARED_PROCS (2: 2x1 1x2; 4: 4x1 1x4 2x2;
+      # 6: 3x2), into gpu_shared_p<P>.json; JAXMG_GPU_MESHES and JAXMG_GPU_CASES pick some.
+      for procs in ${SHARED_PROCS:-2 4 6}; do
+        shared_launch "$procs" "${T_SHARED:-400}" tests/gpu/solve_gpu.py shared "$OUT"
+      done ;;
+    sharedtwostage)
+      # The two-stage eigensolver (opt-in on several GPUs) on the 1 x P and P x 1 meshes of
+      # ranks sharing the GPU: the eigensolver's cases, into gpu_shared_p<P>-twostage.json.
+      for procs in ${SHARED_PROCS:-2 4}; do
+        (export JAXMG_GPU_EIGH=two-stage JAXMG_GPU_EIGVALS=two-stage JAXMG_GPU_TAG=-twostage
+        export JAXMG_GPU_CASES=${JAXMG_GPU_CASES:-'/(syevd|eigh)'}
+        export JAXMG_GPU_MESHES=${JAXMG_GPU_MESHES:-${procs}x1,1x${procs}}
+        shared_launch "$procs" "${T_SHARED:-400}" tests/gpu/solve_gpu.py shared "$OUT")
+      done ;;
+    sharedcases)
+      # The seed README example, JAXMg 1.4.1's cases and jaxmg.linalg's cases with ranks
+      # sharing the GPU, for each P of SHARED_PROCS.
+      for procs in ${SHARED_PROCS:-2 4}; do
+        shared_launch "$procs" 90 examples/readme_example.py 2>&1 | tee "$OUT/readme_shared_p$procs.log"
+        shared_launch "$procs" "${T_JAXMG1:-300}" tests/gpu/jaxmg1_gpu.py "$OUT/jaxmg1_shared_p$procs"
+        mesh=$([ "$procs" = 4 ] && echo "2 2" || echo "$procs 1")
+        shared_launch "$procs" "${T_LINALG:-300}" tests/mp/linalg_worker.py $mesh \
+          float32,float64,complex64,complex128 1 "$OUT/linalg_shared_p$procs.json"
+      done ;;
+    sharedfault)
+      # One rank's failure in the middle of each own algorithm with ranks sharing the GPU.
+      for procs in ${SHARED_PROCS:-2 4}; do
+        timeout ${T_FAULT:-480} "$PY" tests/gpu/fault_gpu.py "shared$procs" "$OUT"
+      done ;;
     reliability)
       # Agreement, bounded waits, threads, 1000-call soak, fuzz cases and a killed process, as
       # jobs of 2 processes (tests/gpu/reliability_gpu.py) -> $OUT/reliability.json.
@@ -337,7 +390,8 @@ done
 import json, os, sys
 out = sys.argv[1]
 res = {"stages": {}}
-for name in ("multi", "single", "local"):
+for name in ("multi", "single", "local") + tuple(
+        sorted(f[4:-5] for f in os.listdir(out) if f.startswith("gpu_shared_p"))):
     p = os.path.join(out, f"gpu_{name}.json")
     res["stages"][name] = json.load(open(p)) if os.path.exists(p) else None
 for name in ("readme", "readme_local", "info"):

@@ -54,6 +54,20 @@ def mesh_dependent(name: str) -> bool:
     return dtype_name == "float64" or (dtype_name == "complex128" and tile == "5")
 
 
+def shared_gpu_case(name: str) -> bool:
+    """On meshes of more than two ranks sharing one GPU (slow: NCCL over sockets), the cases
+    that run: of each routine's dtype x tile grid, float64 in every tile and one tile of each
+    other dtype (float32 and complex128 padding, complex64 dividing); every engine path, variant
+    and failure."""
+    m = _GRID_CASE.match(name)
+    if m is None:
+        return True
+    dtype_name, tile = m.group(1), m.group(2)
+    if dtype_name == "float64":
+        return True
+    return tile == ("8" if dtype_name == "complex64" else "5")
+
+
 def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     """[(case name, kind, parameters)] for the CPU engine on one mesh (with more than two
     processes, its cases that depend on the mesh: mesh_dependent)."""
@@ -180,8 +194,13 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     """[(case name, kind, parameters)] for the GPU engine on one mesh: every engine path
     (in place and transposed, hence P x 1 and 1 x P engine grids and row and column tile
     permutations; padding; redistribution) with residuals, for both routines."""
-    n = 64
-    piece = n // math.lcm(mesh_rows, mesh_cols)
+    lcm = math.lcm(mesh_rows, mesh_cols)
+    n = 64 if 64 % lcm == 0 else 48  # (48 on 3 x 2 meshes)
+    piece = n // lcm
+
+    def fit(order):  # a larger order, rounded up to the mesh's multiple
+        return -(-order // lcm) * lcm
+
     plan = []
 
     def solve(*args, **kwargs):
@@ -219,8 +238,8 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
         eigh_plan(
             n,
             tiles=(8, 5),
-            values=((640, 128), (500, 96), (300, 40)),
-            vectors=((640, 128), (300, 40)),
+            values=((fit(640), 128), (fit(500), 96), (fit(300), 40)),
+            vectors=((fit(640), 128), (fit(300), 40)),
         )
     )
     plan.extend(svd_plan(n, tiles=(8, 5)))

@@ -327,6 +327,116 @@ def test_launch_more_processes_than_gpus(tmp_path):
     assert "2 GPU" in out.stderr
 
 
+def fake_gpu_env(**extra: str) -> dict[str, str]:
+    """This environment with one GPU as launch counts them without nvidia-smi."""
+    return cpu_env(CUDA_VISIBLE_DEVICES="0", JAX_PLATFORMS="", **extra)
+
+
+@needs_mpirun
+def test_launch_share_gpu_command_line(tmp_path):
+    if shutil.which("nvidia-smi"):
+        pytest.skip("real GPUs here: the fake GPU count needs a machine without nvidia-smi")
+    env = fake_gpu_env()
+    env.pop("XLA_PYTHON_CLIENT_MEM_FRACTION", None)
+    # Without --share-gpu, more processes than GPUs is refused, and the message names the mode.
+    out = jaxmg(tmp_path, "launch", "-n", "4", "--dry-run", "s.py", env=env)
+    assert out.returncode == 2 and "--share-gpu" in out.stderr
+    out = jaxmg(tmp_path, "launch", "-n", "4", "--share-gpu", "--dry-run", "s.py", env=env)
+    assert out.returncode == 0, out.stderr
+    cmd = out.stdout.split()
+    assert cmd[cmd.index("-n") + 1] == "4"
+    assert cmd[cmd.index("--bind-to") + 1] == "none"
+    for name in (
+        "JAXMG_LAUNCH_SHARE_GPU",
+        "JAX_LOCAL_DEVICE_IDS",
+        "NCCL_SOCKET_IFNAME",
+        "NCCL_IB_DISABLE",
+        "XLA_PYTHON_CLIENT_MEM_FRACTION",
+        "NCCL_NVLS_ENABLE",
+    ):
+        assert f"-x {name}" in out.stdout, name
+    # --show-gloo still runs each process under the wrapper, which sets its host id.
+    out = jaxmg(
+        tmp_path, "launch", "-n", "2", "--share-gpu", "--show-gloo", "--dry-run", "s.py", env=env
+    )
+    assert out.stdout.split()[-3:] == [sys.executable, launch.RANK_OUTPUT, "s.py"]
+
+
+def test_launch_share_gpu_variables():
+    env = {"PATH": "/bin"}
+    shared, why = launch.shared_gpu_env(4, env)
+    assert why == ""
+    assert shared["JAX_LOCAL_DEVICE_IDS"] == "0"
+    assert shared["NCCL_SOCKET_IFNAME"] == "lo" and shared["NCCL_IB_DISABLE"] == "1"
+    assert float(shared["XLA_PYTHON_CLIENT_MEM_FRACTION"]) == pytest.approx(0.85 / 4, abs=1e-4)
+    # A fraction the user set is kept, and refused when the processes would ask for more than all.
+    shared, why = launch.shared_gpu_env(4, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.2"})
+    assert why == "" and shared["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.2"
+    shared, why = launch.shared_gpu_env(4, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"})
+    assert shared == {} and "2.00 of the GPU's memory" in why and "at most 0.250" in why
+    shared, why = launch.shared_gpu_env(2, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "half"})
+    assert shared == {} and "not a number" in why
+    # Without preallocation XLA takes what it needs: no fraction is set.
+    shared, _ = launch.shared_gpu_env(4, {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in shared
+    # The host id: one per rank, none outside a --share-gpu job.
+    from jaxmg.cli import rank_output
+
+    ids = {rank_output.rank_host_id({**shared, "OMPI_COMM_WORLD_RANK": str(r)}) for r in range(4)}
+    assert len(ids) == 4 and None not in ids
+    assert rank_output.rank_host_id({"OMPI_COMM_WORLD_RANK": "0"}) is None
+
+
+@needs_mpirun
+def test_launch_share_gpu_refusals(tmp_path):
+    # No GPU visible: nothing to share, and the message says what to change.
+    out = jaxmg(
+        tmp_path, "launch", "-n", "2", "--share-gpu", "x.py", env=cpu_env(JAX_PLATFORMS="cpu")
+    )
+    assert out.returncode == 2
+    assert "no GPU is visible" in out.stderr and "drop --share-gpu" in out.stderr
+    # srun starts processes on other nodes: the mode runs under mpirun on this machine.
+    out = jaxmg(
+        tmp_path, "launch", "-n", "2", "--share-gpu", "--launcher", "srun", "x.py", env=cpu_env()
+    )
+    assert out.returncode == 2 and "drop --launcher srun" in out.stderr
+    # A memory fraction that over-commits the GPU.
+    env = fake_gpu_env(XLA_PYTHON_CLIENT_MEM_FRACTION="0.75")
+    out = jaxmg(tmp_path, "launch", "-n", "2", "--share-gpu", "x.py", env=env)
+    assert out.returncode == 2 and "XLA_PYTHON_CLIENT_MEM_FRACTION" in out.stderr
+
+
+@needs_mpirun
+def test_launch_share_gpu_sets_each_process(tmp_path):
+    """A real job of 3 processes (the GPU is faked: the script imports no JAX): each process
+    gets a host id of its own and the shared settings."""
+    if shutil.which("nvidia-smi"):
+        pytest.skip("real GPUs here: the fake GPU count needs a machine without nvidia-smi")
+    write(
+        tmp_path,
+        "show.py",
+        """
+        import os
+        keys = ("NCCL_HOSTID", "JAX_LOCAL_DEVICE_IDS", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE",
+                "XLA_PYTHON_CLIENT_MEM_FRACTION")
+        print("env", os.environ["OMPI_COMM_WORLD_RANK"], *(os.environ.get(k) for k in keys))
+        """,
+    )
+    env = fake_gpu_env()
+    env.pop("XLA_PYTHON_CLIENT_MEM_FRACTION", None)
+    out = jaxmg(
+        tmp_path, "launch", "-n", "3", "--share-gpu", "--timeout", "120", "show.py", env=env
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = sorted(line.split()[1:] for line in out.stdout.splitlines() if line.startswith("env "))
+    assert [r[0] for r in rows] == ["0", "1", "2"]
+    assert len({r[1] for r in rows}) == 3  # a host id per process
+    for r in rows:
+        assert r[1].endswith(f"-jaxmg-rank{r[0]}")
+        assert r[2:5] == ["0", "lo", "1"]
+        assert float(r[5]) == pytest.approx(0.85 / 3, abs=1e-4)
+
+
 def test_launch_usage_errors(tmp_path):
     for args in (["launch"], ["launch", "-n", "0", "x.py"], ["launch", "-n", "2"]):
         out = jaxmg(tmp_path, *args, timeout=60)

@@ -7,6 +7,12 @@ detects Slurm from the SLURM_* variables and Open MPI from the OMPI_* variables 
 address, process count and index, and on GPUs the local device). The launcher prints the
 command it runs, and drops the "[Gloo] Rank r is connected to p peer ranks" line that
 jax.distributed's CPU collectives print per connection (`--show-gloo` keeps it).
+
+`--share-gpu` runs every process on one GPU (the first visible one), for correctness and
+debugging on a workstation: the launcher sets the variables of `shared_gpu_env` (JAX bound to
+that GPU in each process, loopback sockets for NCCL, a share of the GPU's memory each), and
+each process's wrapper (rank_output.py) gives its process a host id of its own, so that NCCL
+treats the processes as separate hosts instead of refusing two ranks on one GPU.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxmg.cli import rank_output
+
 DESCRIPTION = """\
 Runs N processes of this Python interpreter, one per device, so that
 jax.distributed.initialize() with no arguments works in each of them: under srun inside a Slurm
@@ -32,6 +40,8 @@ examples:
   python -m jaxmg launch -n 2 script.py --size 4096
   python -m jaxmg launch -n 4 --timeout 600 -m mypackage.train
   python -m jaxmg launch -n 2 --dry-run script.py      # print the command line only
+  python -m jaxmg launch -n 4 --share-gpu script.py    # 4 processes on one GPU (slow; for
+                                                       # correctness and debugging)
 
 The exit status is the job's: 0 when every process exits 0, otherwise the first failure's;
 124 after --timeout."""
@@ -42,6 +52,12 @@ MPI_FLAGS = ("--mca", "oob_tcp_if_include", "lo", "--mca", "btl", "self,vader")
 # Environment variables forwarded to every process with `mpirun -x` (exact names or prefixes).
 FORWARD_PREFIXES = ("NCCL_", "JAX_", "XLA_", "JAXMG_")
 FORWARD_NAMES = ("PYTHONPATH", "LD_LIBRARY_PATH")
+
+# --share-gpu: the part of the GPU's memory all processes' XLA pools take together (the rest is
+# for the CUDA contexts, NCCL's buffers and the engines' own workspace), and the variable that
+# tells each process's wrapper (rank_output.py) to give its process a host id of its own.
+SHARED_GPU_MEMORY = 0.85
+SHARE_GPU_VARIABLE = rank_output.SHARE_GPU_VARIABLE
 
 TIMEOUT_STATUS = 124
 MISSING_MPIRUN_STATUS = 2
@@ -74,6 +90,7 @@ class LaunchArgs:
         launcher: ``"auto"`` (srun inside a Slurm allocation, else mpirun), ``"mpirun"`` or
             ``"srun"``.
         quiet_gloo: Drop Gloo's "Rank r is connected to p peer ranks" lines from the output.
+        share_gpu: Run every process on the first visible GPU (`shared_gpu_env`).
         extra_env: Variables added to the processes' environment.
     """
 
@@ -83,6 +100,7 @@ class LaunchArgs:
     dry_run: bool = False
     launcher: str = "auto"
     quiet_gloo: bool = True
+    share_gpu: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -111,7 +129,7 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         type=_positive_int,
         required=True,
         metavar="N",
-        help="number of processes (on a GPU machine: at most one per GPU)",
+        help="number of processes (on a GPU machine: at most one per GPU, unless --share-gpu)",
     )
     p.add_argument(
         "--timeout",
@@ -128,6 +146,12 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the command line instead of running it"
+    )
+    p.add_argument(
+        "--share-gpu",
+        action="store_true",
+        help="run every process on one GPU (the first visible one): NCCL goes through loopback "
+        "sockets, so it is slow; for correctness and debugging of multi-GPU code on one GPU",
     )
     p.add_argument(
         "--show-gloo",
@@ -194,6 +218,7 @@ def from_namespace(ns: argparse.Namespace) -> LaunchArgs:
         dry_run=ns.dry_run,
         launcher=ns.launcher,
         quiet_gloo=ns.quiet_gloo,
+        share_gpu=ns.share_gpu,
     )
 
 
@@ -333,6 +358,53 @@ def forwarded_names(env: dict[str, str]) -> list[str]:
     return sorted(set(names))
 
 
+def shared_gpu_env(nprocs: int, env: dict[str, str]) -> tuple[dict[str, str], str]:
+    """The variables that put `nprocs` processes on one GPU, or a message saying why not.
+
+    Every process binds JAX to the first visible GPU (JAX_LOCAL_DEVICE_IDS=0, which
+    `jax.distributed.initialize()` reads), NCCL talks over loopback sockets (NCCL_SOCKET_IFNAME=lo,
+    NCCL_IB_DISABLE=1), and XLA's memory pool takes SHARED_GPU_MEMORY / nprocs of the GPU
+    (XLA_PYTHON_CLIENT_MEM_FRACTION, unless set). Each process's wrapper (rank_output.py) then sets
+    NCCL_HOSTID to a value of its own (`rank_host_id`).
+
+    Args:
+        nprocs: The number of processes.
+        env: The environment the processes start from.
+
+    Returns:
+        ``(variables, "")``, or ``({}, message)`` when the GPU cannot be shared that way.
+    """
+    set_fraction = env.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    if set_fraction is not None:
+        try:
+            fraction = float(set_fraction)
+        except ValueError:
+            return {}, (
+                f"jaxmg launch: XLA_PYTHON_CLIENT_MEM_FRACTION={set_fraction!r} is not a number; "
+                "unset it and --share-gpu gives each process its share of the GPU's memory."
+            )
+        if fraction * nprocs > 1:
+            return {}, (
+                f"jaxmg launch: --share-gpu with -n {nprocs}: XLA_PYTHON_CLIENT_MEM_FRACTION="
+                f"{set_fraction} per process asks for {fraction * nprocs:.2f} of the GPU's memory "
+                "in all; unset it (each process then takes "
+                f"{SHARED_GPU_MEMORY / nprocs:.3f}) or set it to at most {1 / nprocs:.3f}."
+            )
+    if env.get("XLA_PYTHON_CLIENT_PREALLOCATE", "").lower() in ("false", "0"):
+        fraction_note = {}
+    else:
+        fraction_note = {
+            "XLA_PYTHON_CLIENT_MEM_FRACTION": set_fraction or f"{SHARED_GPU_MEMORY / nprocs:.4f}"
+        }
+    return {
+        SHARE_GPU_VARIABLE: "1",
+        "JAX_LOCAL_DEVICE_IDS": "0",
+        "NCCL_SOCKET_IFNAME": env.get("NCCL_SOCKET_IFNAME", "lo"),
+        "NCCL_IB_DISABLE": "1",
+        **fraction_note,
+    }, ""
+
+
 def build_command(args: LaunchArgs, mpirun: str, env: dict[str, str]) -> list[str]:
     """The mpirun command line that starts ``args.nprocs`` copies of this interpreter.
 
@@ -349,6 +421,8 @@ def build_command(args: LaunchArgs, mpirun: str, env: dict[str, str]) -> list[st
         cmd.append("--allow-run-as-root")
     if args.nprocs > cpu_slots():
         cmd.append("--oversubscribe")
+    if args.share_gpu:  # the processes share the machine's cores, as they share the GPU
+        cmd += ["--bind-to", "none"]
     cmd += MPI_FLAGS
     for name in forwarded_names(env):
         cmd += ["-x", name]
@@ -357,8 +431,8 @@ def build_command(args: LaunchArgs, mpirun: str, env: dict[str, str]) -> list[st
 
 def python_command(args: LaunchArgs) -> list[str]:
     """What each process runs: this interpreter on the target, under rank_output.py unless
-    ``--show-gloo``."""
-    if args.quiet_gloo:
+    ``--show-gloo`` (with ``--share-gpu`` always: it sets the process's NCCL host id)."""
+    if args.quiet_gloo or args.share_gpu:
         return [sys.executable, RANK_OUTPUT, *args.target]
     return [sys.executable, *args.target]
 
@@ -454,10 +528,14 @@ def command_line(args: LaunchArgs, env: dict[str, str]) -> tuple[list[str] | Non
         env: The processes' environment.
 
     Returns:
-        ``(command, "")``, or ``(None, message)`` when the launcher is missing or the job asks
-        for more processes than there are GPUs.
+        ``(command, "")``, or ``(None, message)`` when the launcher is missing, the job asks
+        for more processes than there are GPUs, or --share-gpu finds no GPU to share.
     """
-    if choose_launcher(args, env) == "srun":
+    if args.share_gpu:
+        why = share_gpu_refusal(args, env)
+        if why:
+            return None, why
+    elif choose_launcher(args, env) == "srun":
         srun = find_srun()
         if srun is None:
             return None, "jaxmg launch: --launcher srun, but srun was not found on PATH."
@@ -466,13 +544,30 @@ def command_line(args: LaunchArgs, env: dict[str, str]) -> tuple[list[str] | Non
     if mpirun is None:
         return None, missing_mpirun_message()
     gpus = gpu_count()
-    if gpus and args.nprocs > gpus:
+    if gpus and args.nprocs > gpus and not args.share_gpu:
         return None, (
             f"jaxmg launch: -n {args.nprocs} asks for more processes than the {gpus} GPU(s) "
             "visible; each process drives one GPU: use -n "
-            f"{gpus} or fewer (or JAX_PLATFORMS=cpu to run on CPUs)."
+            f"{gpus} or fewer, --share-gpu to run them all on one GPU (slow: for correctness "
+            "and debugging), or JAX_PLATFORMS=cpu to run on CPUs."
         )
     return build_command(args, mpirun, env), ""
+
+
+def share_gpu_refusal(args: LaunchArgs, env: dict[str, str]) -> str:
+    """Why --share-gpu cannot run this job ("" when it can)."""
+    if args.launcher == "srun":
+        return (
+            "jaxmg launch: --share-gpu runs the processes on this machine under mpirun; "
+            "drop --launcher srun (inside a Slurm allocation, run it on one node)."
+        )
+    if gpu_count() == 0:
+        return (
+            "jaxmg launch: --share-gpu runs every process on one GPU, but no GPU is visible "
+            "(nvidia-smi lists none, or CUDA_VISIBLE_DEVICES or JAX_PLATFORMS hides them). On "
+            "CPUs every process has a device of its own already: drop --share-gpu."
+        )
+    return ""
 
 
 def run(args: LaunchArgs) -> int:
@@ -487,6 +582,12 @@ def run(args: LaunchArgs) -> int:
     """
     env = child_env()
     env.update(args.extra_env)
+    if args.share_gpu:
+        shared, why = shared_gpu_env(args.nprocs, env)
+        if why:
+            print(why, file=sys.stderr)
+            return USAGE_STATUS
+        env.update(shared)
     cmd, why = command_line(args, env)
     if cmd is None:
         print(why, file=sys.stderr)

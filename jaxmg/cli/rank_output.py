@@ -15,6 +15,11 @@ merges the streams, the pieces cannot interleave with another process's, so the 
 the whole line and nothing else. Whole-line writes also keep two processes' lines apart in the
 merged output. A partial line (a prompt, a progress bar) is passed on after a short pause.
 
+In a `jaxmg launch --share-gpu` job (JAXMG_LAUNCH_SHARE_GPU=1) it also sets the process's
+NCCL_HOSTID to one of its own (`rank_host_id`): NCCL refuses two ranks of one communicator on one
+GPU of one host, and with distinct host ids it treats them as separate hosts, talking over
+sockets.
+
 Signals the launcher sends (TERM, INT, HUP, QUIT, USR1, USR2) are forwarded to the process, the
 process dies with this one (PR_SET_PDEATHSIG), and this one exits with the process's status, or
 by the same signal. Kept free of jaxmg and jax imports: it starts in milliseconds.
@@ -46,6 +51,21 @@ FORWARDED_SIGNALS = (
     signal.SIGUSR2,
 )
 _PR_SET_PDEATHSIG = 1
+# Set by `jaxmg launch --share-gpu`: every process runs on one GPU.
+SHARE_GPU_VARIABLE = "JAXMG_LAUNCH_SHARE_GPU"
+# Where the launchers put a process's rank in the job.
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
+
+
+def rank_host_id(env) -> str | None:
+    """NCCL_HOSTID for this process of a --share-gpu job (None outside one): the machine's name
+    and the process's rank, so that NCCL sees each process as a host of its own."""
+    if env.get(SHARE_GPU_VARIABLE) != "1":
+        return None
+    rank = next((env[k] for k in RANK_VARIABLES if env.get(k)), None)
+    if rank is None:
+        return None
+    return f"{os.uname().nodename}-jaxmg-rank{rank}"
 
 
 def keep(line: bytes) -> bool:
@@ -95,8 +115,12 @@ def _child(argv: list[str], out_w: int, err_w: int, pipes: list[int]) -> None:
     os.dup2(err_w, 2)
     for fd in pipes:
         os.close(fd)
+    env = dict(os.environ)
+    host_id = rank_host_id(env)
+    if host_id is not None:
+        env["NCCL_HOSTID"] = host_id
     try:
-        os.execv(sys.executable, [sys.executable, *argv])
+        os.execve(sys.executable, [sys.executable, *argv], env)
     except OSError as e:
         os.write(2, f"jaxmg launch: cannot start {sys.executable}: {e}\n".encode())
         os._exit(127)

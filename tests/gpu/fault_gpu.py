@@ -8,6 +8,10 @@ Usage (on the GPU machine):
   python tests/gpu/fault_gpu.py single OUT_DIR   # 1 GPU: a 1x1 mesh, rank 0 fails
   python tests/gpu/fault_gpu.py local OUT_DIR    # 1 process, 2 GPUs: 1x2 and 2x1 meshes
   python tests/gpu/fault_gpu.py multi OUT_DIR    # 2 processes (python -m jaxmg launch -n 2)
+  python tests/gpu/fault_gpu.py shared2 OUT_DIR  # 2 ranks sharing one GPU (launch --share-gpu):
+                                                 # 1x2 and 2x1, each rank failing in turn
+  python tests/gpu/fault_gpu.py shared4 OUT_DIR  # 4 ranks sharing one GPU: 4x1, 1x4 and 2x2,
+                                                 # the last rank failing
 The cases of a mode run in one process (multi: one launched job of two), under a time limit; a
 hang ends it there. OUT_DIR/fault_<mode>.json gets each case's records and verdict; the exit
 status is 1 when a case failed or did not finish. A case whose routine succeeds on every process
@@ -50,9 +54,24 @@ CASES = {
 LIMIT = 420  # s for all the cases of a mode (a hang ends there)
 
 
+MESHES = {
+    "single": ["1x1"],
+    "local": ["1x2", "2x1"],
+    "multi": ["1x2", "2x1"],
+    "shared2": ["1x2", "2x1"],
+    "shared4": ["4x1", "1x4", "2x2"],
+}
+FAILING_RANKS = {"single": [0], "shared4": [3]}  # (the others: each rank in turn)
+
+
+def processes(mode):
+    """The mode's process count: shared<P> is P ranks on one GPU; multi is 2 processes."""
+    return int(mode[len("shared") :]) if mode.startswith("shared") else 2 if mode == "multi" else 1
+
+
 def case_names(mode):
-    meshes = {"single": ["1x1"], "local": ["1x2", "2x1"], "multi": ["1x2", "2x1"]}[mode]
-    ranks = [0] if mode == "single" else [0, 1]
+    meshes = MESHES[mode]
+    ranks = FAILING_RANKS.get(mode, [0, 1])
     return [
         (routine, algorithm, rank, step, mesh)
         for mesh in meshes
@@ -76,7 +95,7 @@ def run_cases(mode, prefix):
     """Every case of the mode in this process; writes PREFIX.<proc>.json after each case."""
     import jax
 
-    if mode == "multi":
+    if processes(mode) > 1:
         jax.distributed.initialize()
     jax.config.update("jax_enable_x64", True)
     import numpy as np
@@ -130,12 +149,13 @@ def agreed_part(message):
 
 def drive(mode, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
-    procs = 2 if mode == "multi" else 1
+    procs = processes(mode)
     prefix = out_dir / f"fault_{mode}_records"
     cmd = [sys.executable, __file__, "cases", mode, str(prefix)]
-    if mode == "multi":
-        cmd = [sys.executable, "-m", "jaxmg", "launch", "-n", "2", "--timeout", str(LIMIT)]
-        cmd += [__file__, "cases", mode, str(prefix)]
+    if procs > 1:
+        launch = ["launch", "-n", str(procs), "--timeout", str(LIMIT)]
+        launch += ["--share-gpu"] if mode.startswith("shared") else []
+        cmd = [sys.executable, "-m", "jaxmg", *launch, __file__, "cases", mode, str(prefix)]
     t0 = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT + 30, check=False)

@@ -5,6 +5,11 @@ Usage (see scripts/gpu_remote.sh):
   python tests/gpu/solve_gpu.py single OUT_DIR                        # 1 process, 1 GPU
   CUDA_VISIBLE_DEVICES=0,1 python tests/gpu/solve_gpu.py local OUT_DIR  # 1 process, 2 GPUs
 
+  python -m jaxmg launch -n P --share-gpu tests/gpu/solve_gpu.py shared OUT_DIR  # P ranks, 1 GPU
+
+shared: the multi cases with P ranks sharing one GPU (NCCL over loopback sockets), on the meshes
+of P (SHARED_MESHES; JAXMG_GPU_MESHES picks some, e.g. "4x1,2x2"); above two ranks the plan's
+cases of tests/solve_plan.py's shared_gpu_case. Process 0 writes OUT_DIR/gpu_shared_p<P>.json.
 multi: meshes 2x1 and 1x2, the cases of tests/solve_plan.py's gpu_plan (four dtypes, tiles that
 divide and pad, every engine path: in place, transposed, redistributed (Gemr2D), hence P x 1 and
 1 x P engine grids and row and column tile permutations), then 200 mixed calls with flat GPU
@@ -24,7 +29,7 @@ from pathlib import Path
 import jax
 
 mode, out_dir = sys.argv[1], sys.argv[2]
-if mode == "multi":  # (local: one process drives every local GPU, without jax.distributed)
+if mode in ("multi", "shared"):  # (local: one process drives every GPU, no jax.distributed)
     jax.distributed.initialize()
 jax.config.update("jax_enable_x64", True)
 
@@ -58,16 +63,21 @@ from linalg_cases import (  # noqa: E402
 )
 from matmul_cases import matmul_case  # noqa: E402
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
-from solve_plan import gpu_plan  # noqa: E402
+from solve_plan import gpu_plan, shared_gpu_case  # noqa: E402
 from svd_cases import svd_case, svd_failure_case  # noqa: E402
 from triangular_cases import triangular_kinds  # noqa: E402
 
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}
+# The meshes of each rank count in the shared mode: 1 x P, P x 1 and the 2-D grids.
+SHARED_MESHES = {2: ((2, 1), (1, 2)), 4: ((4, 1), (1, 4), (2, 2)), 6: ((3, 2),)}
+# JAXMG_GPU_TAG: a suffix of the output's name and the meshes' tags (e.g. "-twostage").
+TAG = os.environ.get("JAXMG_GPU_TAG", "")
+OUT_NAME = f"gpu_shared_p{jax.process_count()}{TAG}" if mode == "shared" else f"gpu_{mode}"
 
 
 def save():
     if jax.process_index() == 0:
-        with open(os.path.join(out_dir, f"gpu_{mode}.json"), "w") as f:
+        with open(os.path.join(out_dir, f"{OUT_NAME}.json"), "w") as f:
             json.dump(RESULTS, f, indent=1)
 
 
@@ -205,7 +215,7 @@ def run_plan(plan):
     run_named(plan, [], on_record=log_record)
 
 
-def mesh_plan(mesh, tag):
+def mesh_plan(mesh, tag, pick=None):
     kinds = {
         "solve": lambda **p: solve_case(mesh, **p),
         "inside-jit": lambda routine, n: inside_jit_case(mesh, routine, n, 8),
@@ -229,7 +239,22 @@ def mesh_plan(mesh, tag):
     return {
         f"{tag}/{name}": (lambda k=kind, p=params: kinds[k](**p))
         for name, kind, params in gpu_plan(*mesh.devices.shape)
+        if pick is None or pick(name)
     }
+
+
+def shared_meshes():
+    """The meshes of the shared mode for this job's rank count (JAXMG_GPU_MESHES: some)."""
+    count = jax.process_count()
+    if count not in SHARED_MESHES:
+        raise SystemExit(f"shared: {count} ranks; run 2, 4 or 6 ({sorted(SHARED_MESHES)})")
+    meshes = SHARED_MESHES[count]
+    if os.environ.get("JAXMG_GPU_MESHES"):
+        picked = [
+            tuple(int(x) for x in m.split("x")) for m in os.environ["JAXMG_GPU_MESHES"].split(",")
+        ]
+        meshes = tuple(m for m in meshes if m in picked)
+    return meshes
 
 
 def main():
@@ -254,6 +279,21 @@ def main():
         run_plan({"mesh2x1/mixed-repeated": lambda: case_repeated(mesh)})
         mesh = jax.make_mesh((1, 2), ("pr", "pc"))
         run_plan({"mesh1x2/eigh-repeated": lambda: case_repeated_eigh(mesh)})
+    elif mode == "shared":
+        # Ranks sharing one GPU: every mesh of the rank count (above two ranks, the cases of
+        # shared_gpu_case), then the repeated calls on the first mesh, shorter above two ranks.
+        pick = None if jax.process_count() <= 2 else shared_gpu_case
+        meshes = shared_meshes()
+        for shape in meshes:
+            mesh = jax.make_mesh(shape, ("pr", "pc"))
+            run_plan(mesh_plan(mesh, f"mesh{shape[0]}x{shape[1]}{TAG}", pick))
+        calls = 200 if jax.process_count() <= 2 else 40
+        if meshes and not TAG:
+            shape = meshes[0]
+            mesh = jax.make_mesh(shape, ("pr", "pc"))
+            tag = f"mesh{shape[0]}x{shape[1]}"
+            run_plan({f"{tag}/mixed-repeated": lambda: case_repeated(mesh, calls)})
+            run_plan({f"{tag}/eigh-repeated": lambda: case_repeated_eigh(mesh, calls)})
     elif mode == "local":
         assert jax.process_count() == 1 and jax.device_count() >= 2, jax.devices()
         for shape in ((2, 1), (1, 2)):
