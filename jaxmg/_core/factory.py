@@ -202,9 +202,12 @@ class Routine:
     def context(self, args: Mapping):
         """JAXMg 1.x's context form: the global arrays inside the caller's jit (no jit of
         jaxmg's own, a taken as it lies); (the work array in a's shape and sharding, the
-        outputs...), without the work array where an output takes its place."""
+        outputs...), without the work array where an output takes its place. Inside the
+        caller's shard_map, on this device's blocks (`_context_blocks`)."""
         d = self.d
         _mesh.check_flags(**_flags(args))
+        if _mesh.manual_mesh() is not None:
+            return self._context_blocks(args)
         own = dict(d.check(args)) if d.check else {}
         given, (args, finish) = args, self._around(args)
         kw = {**args, **own}
@@ -217,6 +220,29 @@ class Routine:
         if not d.context_work:
             return out
         return (work,) + (out if isinstance(out, tuple) else (out,))
+
+    def _context_blocks(self, args: Mapping):
+        """The context form inside the caller's `jax.shard_map`, as JAXMg's later
+        `potrs_shardmap_ctx` is called: a and b are this device's blocks (a sharded as
+        `matrix_specs` over the shard_map's mesh, b's rows like a's), the checks those of the
+        global arrays the blocks make up, and the results blocks too, as the per-block form
+        gives them: (the work array's block, the outputs...), the status an int32 vector of
+        one element, the same on every device (an out_spec over the mesh's axes concatenates
+        one per device, as JAXMg's per-device status vectors; P() gives one). mesh= defaults
+        to the shard_map's (the context mesh)."""
+        d = self.d
+        kw = {**args, **(d.check(args) if d.check else {})}
+        if kw.get("mesh") is None:
+            kw["mesh"] = _mesh.manual_mesh()
+        r = self._call(kw, blocks=True)
+        outputs = self._unpacked(r, kw)
+        for o in d.outputs:
+            if o.status and o.name in outputs:
+                outputs[o.name] = outputs[o.name].reshape(1)
+        out = self._returned(outputs, args, lambda m, how: m)
+        if not d.context_work:
+            return out
+        return (r.matrix,) + (out if isinstance(out, tuple) else (out,))
 
     def primal(self, kw: Mapping, donate, a, b=None):
         """The routine's computation, as its derivative rule sees it: the computed outputs
