@@ -1005,6 +1005,48 @@ def _polar_replicated(env):
     return check(ok and all(sharded_as(x, mesh, P()) for x in (up, h, up2, h2)), **rec)
 
 
+def _explicit_context_example(env, routine):
+    """JAXMg's context examples for qr and polar, re-expressed: jax.make_mesh's mesh (Explicit
+    axes, two columns where the process count is even) as the context mesh, a jit that builds
+    A = [diag(d); 0] (d from 1 to 2) already sharded P('pr', 'pc') and decomposes it, and the
+    example's checks with JAX's own operators on the results: Qᴴ Q = I and diag(R) = d (Upᴴ Up
+    = I and diag(H) = d). On Explicit axes those operators need unsharded operands, so both
+    results come back replicated."""
+    cols = 2 if env.devices % 2 == 0 else 1
+    rows = env.devices // cols
+    n = env.tile * 2 * math.lcm(rows, cols)
+    mesh = jax.make_mesh((rows, cols), ("pr", "pc"))
+    spec = P("pr", "pc")
+    fn = jaxmg.qr_shardmap_ctx if routine == "qr" else jaxmg.polar_shardmap_ctx
+
+    @jax.jit
+    def build_and_decompose():
+        d = jnp.linspace(1.0, 2.0, n, dtype=jnp.float64)
+        a = jnp.zeros((2 * n, n), jnp.float64).at[jnp.arange(n), jnp.arange(n)].set(d)
+        a = jax.reshard(a, NamedSharding(mesh, spec))
+        first, second, status = fn(a, T_A=env.tile, mesh=mesh, matrix_specs=spec)
+        return first, second, status, d
+
+    with jax.set_mesh(mesh):
+        first, second, status, d = build_and_decompose()
+        gram = first.conj().T @ first
+        passed = (
+            jnp.all(status == 0)
+            & jnp.allclose(gram, jnp.eye(n, dtype=jnp.float64))
+            & jnp.allclose(jnp.diag(second), d)
+        )
+        passed = bool(passed)
+    specs = [str(x.sharding.spec) for x in (first, second)]
+    ok = passed and all(sharded_as(x, mesh, P()) for x in (first, second))
+    return check(ok, n=n, grid=[rows, cols], specs=specs)
+
+
+for _routine in ("qr", "polar"):
+    case(f"{_routine}:context_explicit_mesh_example")(
+        functools.partial(_explicit_context_example, routine=_routine)
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # A foreign context mesh: every routine called while another mesh is the context mesh
 

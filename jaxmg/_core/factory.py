@@ -129,6 +129,10 @@ class Declaration:
       converts them (`routine.check_operands`).
     context_work: the context form returns the work array first (False: an output takes a's
       place, as qr's Q).
+    context_replicated: the context form returns the outputs placed "replicated" replicated
+      also where a's mesh axes are Explicit (qr's Q and R, polar's Up and H): there the
+      sharding is part of the type, and JAX's operators refuse Qᴴ Q (contracting sharded
+      rows) or diag(R) on sharded operands, which JAXMg's context examples compute.
     linalg: the routine under its `jax.numpy.linalg` / `jax.scipy.linalg` name (`Alias`).
     compute(kw, donate, *arrays) -> the computed outputs, where the routine is more than its
       engine call (gesvd through the polar decomposition); it may call `Routine.engine` for
@@ -152,6 +156,7 @@ class Declaration:
     call_keywords: Callable = _check_symmetry
     check_operands: bool = True
     context_work: bool = True
+    context_replicated: bool = False
     linalg: Alias | None = None
     compute: Callable | None = None
     around: Callable | None = None
@@ -216,7 +221,8 @@ class Routine:
         r = self._call(kw, ctx=True)
         outputs = finish({**self._unpacked(r, kw), "work": r.matrix})
         work = outputs.pop("work")
-        out = self._returned(outputs, given, _placer(given, r.user))
+        place = _placer(given, r.user, explicit_replicated=d.context_replicated)
+        out = self._returned(outputs, given, place)
         if not d.context_work:
             return out
         return (work,) + (out if isinstance(out, tuple) else (out,))
@@ -356,9 +362,10 @@ def _scope(d: Declaration, args: Mapping):
     return _mesh.scope_of(args["a"], args.get("mesh"))
 
 
-def _placer(args: Mapping, placement=None):
+def _placer(args: Mapping, placement=None, explicit_replicated=False):
     """place(m, how): an output placed for the arguments given (placement: a's, found when
-    first needed unless given)."""
+    first needed unless given; explicit_replicated: "replicated" outputs replicated on
+    Explicit mesh axes too, `Declaration.context_replicated`)."""
     a, b = args["a"], args.get("b")
 
     @functools.cache
@@ -368,14 +375,16 @@ def _placer(args: Mapping, placement=None):
         spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
         return _mesh.resolve_placement(a, args["mesh"], spec)
 
-    return lambda m, how: _place(m, how, a, b, found)
+    return lambda m, how: _place(m, how, a, b, found, explicit_replicated)
 
 
-def _place(m, how, a, b, placement):
+def _place(m, how, a, b, placement, explicit_replicated=False):
     """An output placed as its declaration says (placement: a's, when needed)."""
     if how == "rhs" and _mesh.known_spec(b) is not None:
         return _mesh.place_like(m, b, placement().mesh)
-    if how == "replicated" and _mesh.known_replicated(a):
+    if how == "replicated" and (
+        _mesh.known_replicated(a) or (explicit_replicated and _mesh.explicit_axes(placement()))
+    ):
         return _mesh.constrain(m, placement().mesh, P())
     return m
 

@@ -286,6 +286,14 @@ def manual_mesh() -> AbstractMesh | None:
     return None
 
 
+def explicit_axes(placement: MatrixPlacement) -> bool:
+    """Whether the matrix's mesh axes are Explicit: its sharding is then part of the type of
+    the arrays placed over them, inside jit too."""
+    types = dict(zip(placement.mesh.axis_names, placement.mesh.axis_types, strict=True))
+    axes = [x for x in (placement.row_axis, placement.col_axis) if x is not None]
+    return bool(axes) and all(types[x] == AxisType.Explicit for x in axes)
+
+
 def scope_of(a, mesh=None):
     """`mesh_scope` of a's mesh (`mesh`, else its sharding's, else the context's), or a
     no-op where none can be found (the routine's own checks then say what is missing)."""

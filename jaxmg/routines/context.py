@@ -182,8 +182,11 @@ def qr_shardmap_ctx(
 
     Returns:
       (Q, R, status): Q (M x N, orthonormal columns) in a's sharding, R (N x N, upper
-      triangular) in a's matrix spec where N divides over the mesh (both replicated when a
-      is), status an int32 scalar.
+      triangular) in a's matrix spec where N divides over the mesh, status an int32 scalar.
+      Q and R are replicated when a is, and when a's mesh axes are Explicit (jax.make_mesh's
+      default): the sharding is then part of the type, and JAX's operators apply to them
+      only unsharded (Qᴴ Q contracts Q's rows; diag(R)), as JAXMg's context example computes.
+      On Auto axes (Mesh(...)'s default) Q reuses a donated a's buffer.
 
     Raises:
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes, tiles or
@@ -280,7 +283,9 @@ def polar_shardmap_ctx(
 
     Returns:
       (Up, H, status), or (Up, status) without compute_h: as `jaxmg.polar` returns them
-      (replicated when a is), status an int32 scalar.
+      (replicated when a is), status an int32 scalar; replicated also when a's mesh axes are
+      Explicit, as `qr_shardmap_ctx`'s Q and R (JAXMg's context example computes Upᴴ Up and
+      diag(H)). On Auto axes Up reuses a donated a's buffer.
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
