@@ -2,10 +2,12 @@
 
     python -m jaxmg launch -n 2 examples/run_polar_context_example.py
 
-The context form of the polar decomposition returns (Up, H, status): Up has a's shape and
-sharding, so a jit that donates a lets XLA reuse a's buffer for Up. Here a jit scales the
-matrix and decomposes it in the same compilation, donating the caller's array. Rank 0 prints
-whether Up H = A with orthonormal Up and symmetric H.
+The context form of the polar decomposition returns (Up, H, status). On Auto mesh axes, used
+here, Up has a's shape and sharding, so a jit that donates a lets XLA reuse a's buffer for Up;
+on Explicit axes (jax.make_mesh's default) Up and H come back replicated, so that JAX's
+operators apply to them (Upᴴ Up, diag(H)). Here a jit scales the matrix and decomposes it in
+the same compilation, donating the caller's array. Rank 0 prints whether Up H = A with
+orthonormal Up and symmetric H.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import functools
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import jaxmg
@@ -37,7 +39,7 @@ def run() -> dict:
     """Decomposes 2 A; returns {"ok", "residual", "orthogonality", "donated"}."""
     rows, cols = grid(jax.process_count())
     n = T_A * 2 * rows * cols
-    mesh = jax.make_mesh((rows, cols), ("pr", "pc"))
+    mesh = jax.make_mesh((rows, cols), ("pr", "pc"), axis_types=(AxisType.Auto,) * 2)
     a = np.random.default_rng(5).standard_normal((2 * n, n))
 
     @functools.partial(jax.jit, donate_argnums=0)

@@ -2,10 +2,12 @@
 
     python -m jaxmg launch -n 2 examples/run_qr_context_example.py
 
-The context form of QR returns (Q, R, status): Q has a's shape and sharding, so a jit that
-donates a lets XLA reuse a's buffer for Q. Here the jit draws a Gaussian 2N x N matrix where
-it lies and factors it in the same compilation; a second jit donates a placed matrix. Rank 0
-prints whether Q R = A with orthonormal Q in both.
+The context form of QR returns (Q, R, status). On Auto mesh axes Q has a's shape and
+sharding, so a jit that donates a lets XLA reuse a's buffer for Q; on Explicit axes
+(jax.make_mesh's default) Q and R come back replicated, so that JAX's operators apply to them
+(Qᴴ Q, diag(R)). Here a jit draws a Gaussian 2N x N matrix where it lies, on Explicit axes,
+and factors it in the same compilation; a second jit donates a placed matrix on Auto axes
+over the same devices. Rank 0 prints whether Q R = A with orthonormal Q in both.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import functools
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import jaxmg
@@ -50,11 +52,14 @@ def run() -> dict:
         a, q, r, status = build_and_factor(jax.random.key(0))
     a_host = host(a)
 
+    # Auto axes: Q keeps a's sharding, so XLA reuses the donated buffer for it.
+    auto = jax.make_mesh((rows, cols), ("pr", "pc"), axis_types=(AxisType.Auto,) * 2)
+
     @functools.partial(jax.jit, donate_argnums=0)
     def factor(a):
-        return jaxmg.qr_shardmap_ctx(a, T_A=T_A, mesh=mesh, matrix_specs=P("pr", "pc"))
+        return jaxmg.qr_shardmap_ctx(a, T_A=T_A, mesh=auto, matrix_specs=P("pr", "pc"))
 
-    placed = jax.device_put(a_host, sharding)
+    placed = jax.device_put(a_host, NamedSharding(auto, P("pr", "pc")))
     q2, r2, status2 = factor(placed)
     residual = orthogonality = 0.0
     for qq, rr in ((q, r), (q2, r2)):

@@ -507,6 +507,115 @@ def _any_order(env):
     return check(resid <= tol, residual=resid, tol=tol)
 
 
+def _per_device_status(status, env):
+    """A status out of the caller's shard_map with out_spec over the mesh's axes: one entry per
+    device (JAXMg's per-device status vectors), every one 0."""
+    values = gather(status)
+    return values.shape == (env.devices,) and not np.any(values), values.tolist()
+
+
+@case("potrs:shardmap_ctx:in_caller_shard_map")
+def _potrs_ctx_blocks(env):
+    """potrs_shardmap_ctx called in the body of the caller's own jax.shard_map (type-checked,
+    inside a jit that donates a and b), as JAXMg's later tests call it: the body sees this
+    device's blocks, so the shapes checked are those of the global arrays the blocks make up.
+    A column grid of Auto axes with log det A (JAXMg's column_grid_no_padding) and a balanced
+    grid of Explicit axes; x's blocks keep b's row sharding, the status comes back one entry
+    per device. A b split over a's column axis is refused before any work."""
+    spec, rhs_spec, status_spec = P("pr", "pc"), P("pr", None), P(("pr", "pc"))
+    rows, cols = balanced(env.devices)
+    ok, out = True, {}
+    for grid, (r, c), explicit, logdet in (
+        ("column", (env.devices, 1), False, True),
+        ("balanced", (rows, cols), True, False),
+    ):
+        mesh = mesh_of(r, c, explicit=explicit)
+        n = first_n(env, r, c, env.tile, False)
+        a, b = spd(n, np.float64, 31), rhs(n, 3, np.float64)
+        body = functools.partial(
+            jaxmg.potrs_shardmap_ctx, T_A=env.tile, matrix_specs=spec, return_logdet=logdet
+        )
+        outs = (spec, rhs_spec, *((P(),) if logdet else ()), status_spec)
+        solve = jax.jit(
+            jax.shard_map(body, mesh=mesh, in_specs=(spec, rhs_spec), out_specs=outs),
+            donate_argnums=(0, 1),
+        )
+        a_dev, b_dev = owned(place(a, mesh, spec)), owned(place(b, mesh, rhs_spec))
+        before = pointer(a_dev)
+        a_work, x, *rest = solve(a_dev, b_dev)
+        resid, tol = solve_error(a, gather(x), b)
+        good_status, statuses = _per_device_status(rest[-1], env)
+        donated = bool(a_dev.is_deleted()) and pointer(a_work) == before
+        good = resid <= tol and good_status and donated and sharded_as(x, mesh, rhs_spec)
+        good = good and a_work.shape == a.shape and x.shape == b.shape
+        rec = dict(n=n, residual=resid, tol=tol, statuses=statuses, donated=donated)
+        if logdet:
+            ref = float(np.linalg.slogdet(a)[1])
+            rec["logdet_error"] = abs(scalar(rest[0]) - ref)
+            good = good and rec["logdet_error"] <= 20 * n * eps(np.float64) * abs(ref)
+        out[grid] = rec
+        ok = ok and good
+    if env.devices > 1:  # b split over the columns of a 1 x P grid
+        mesh = mesh_of(1, env.devices)
+        n = first_n(env, 1, env.devices, env.tile, False)
+        bad = jax.jit(
+            jax.shard_map(
+                functools.partial(jaxmg.potrs_shardmap_ctx, T_A=env.tile),
+                mesh=mesh,
+                in_specs=(spec, spec),
+                out_specs=(spec, spec, status_spec),
+            )
+        )
+        args = (
+            place(spd(n, np.float64, 32), mesh, spec),
+            place(rhs(n, env.devices, np.float64), mesh, spec),
+        )
+        try:
+            jax.eval_shape(bad, *args)
+            out["b_split_over_columns"] = "accepted"
+            ok = False
+        except ValueError as e:
+            out["b_split_over_columns"] = str(e)[:120]
+            ok = ok and "column axis" in str(e)
+    return check(ok, grids=out)
+
+
+@case("shardmap_ctx:lu_solve_and_syevd:in_caller_shard_map")
+def _ctx_blocks_others(env):
+    """lu_solve_shardmap_ctx and syevd_shardmap_ctx in the body of the caller's shard_map
+    (types checked), as potrs_shardmap_ctx: the solution's and V's blocks, the eigenvalues
+    and the status the same on every device."""
+    rows, cols = balanced(env.devices)
+    mesh = mesh_of(rows, cols, order="column_major")
+    spec, rhs_spec = P("pr", "pc"), P("pr", None)
+    n = first_n(env, rows, cols, env.tile, False)
+    g, h, b = general(n, np.float64, 33), hermitian(n, np.float64, 34), rhs(n, 2, np.float64)
+    solve = jax.jit(
+        jax.shard_map(
+            lambda m, v: jaxmg.lu_solve_shardmap_ctx(m, v, env.tile),
+            mesh=mesh,
+            in_specs=(spec, rhs_spec),
+            out_specs=(spec, rhs_spec, P()),
+        )
+    )
+    _, x, status = solve(place(g, mesh, spec), place(b, mesh, rhs_spec))
+    resid, tol = solve_error(g, gather(x), b)
+    eig = jax.jit(
+        jax.shard_map(
+            lambda m: jaxmg.syevd_shardmap_ctx(m, env.tile),
+            mesh=mesh,
+            in_specs=spec,
+            out_specs=(spec, P(), spec, P(("pr", "pc"))),
+        )
+    )
+    _, w, v, eig_status = eig(place(h, mesh, spec))
+    good_eig, rec = _eig_check(h, gather(w), gather(v), np.float64)
+    good_status, statuses = _per_device_status(eig_status, env)
+    ok = resid <= tol and gather(status).tolist() == [0] and good_eig and good_status
+    ok = ok and sharded_as(x, mesh, rhs_spec) and sharded_as(v, mesh, spec)
+    return check(ok, solve_residual=resid, solve_tol=tol, eig_statuses=statuses, **rec)
+
+
 # ---------------------------------------------------------------------------------------------
 # Decompositions: syevd, qr, least_squares, gesvd, polar
 
@@ -894,6 +1003,48 @@ def _polar_replicated(env):
     up2, h2, _ = jax.jit(lambda m: jaxmg.polar_shardmap_ctx(m, env.tile))(a_dev)
     ok, rec = _polar_check(a, gather(up), gather(h), np.float64)
     return check(ok and all(sharded_as(x, mesh, P()) for x in (up, h, up2, h2)), **rec)
+
+
+def _explicit_context_example(env, routine):
+    """JAXMg's context examples for qr and polar, re-expressed: jax.make_mesh's mesh (Explicit
+    axes, two columns where the process count is even) as the context mesh, a jit that builds
+    A = [diag(d); 0] (d from 1 to 2) already sharded P('pr', 'pc') and decomposes it, and the
+    example's checks with JAX's own operators on the results: Qᴴ Q = I and diag(R) = d (Upᴴ Up
+    = I and diag(H) = d). On Explicit axes those operators need unsharded operands, so both
+    results come back replicated."""
+    cols = 2 if env.devices % 2 == 0 else 1
+    rows = env.devices // cols
+    n = env.tile * 2 * math.lcm(rows, cols)
+    mesh = jax.make_mesh((rows, cols), ("pr", "pc"))
+    spec = P("pr", "pc")
+    fn = jaxmg.qr_shardmap_ctx if routine == "qr" else jaxmg.polar_shardmap_ctx
+
+    @jax.jit
+    def build_and_decompose():
+        d = jnp.linspace(1.0, 2.0, n, dtype=jnp.float64)
+        a = jnp.zeros((2 * n, n), jnp.float64).at[jnp.arange(n), jnp.arange(n)].set(d)
+        a = jax.reshard(a, NamedSharding(mesh, spec))
+        first, second, status = fn(a, T_A=env.tile, mesh=mesh, matrix_specs=spec)
+        return first, second, status, d
+
+    with jax.set_mesh(mesh):
+        first, second, status, d = build_and_decompose()
+        gram = first.conj().T @ first
+        passed = (
+            jnp.all(status == 0)
+            & jnp.allclose(gram, jnp.eye(n, dtype=jnp.float64))
+            & jnp.allclose(jnp.diag(second), d)
+        )
+        passed = bool(passed)
+    specs = [str(x.sharding.spec) for x in (first, second)]
+    ok = passed and all(sharded_as(x, mesh, P()) for x in (first, second))
+    return check(ok, n=n, grid=[rows, cols], specs=specs)
+
+
+for _routine in ("qr", "polar"):
+    case(f"{_routine}:context_explicit_mesh_example")(
+        functools.partial(_explicit_context_example, routine=_routine)
+    )
 
 
 # ---------------------------------------------------------------------------------------------

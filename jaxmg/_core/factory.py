@@ -129,6 +129,10 @@ class Declaration:
       converts them (`routine.check_operands`).
     context_work: the context form returns the work array first (False: an output takes a's
       place, as qr's Q).
+    context_replicated: the context form returns the outputs placed "replicated" replicated
+      also where a's mesh axes are Explicit (qr's Q and R, polar's Up and H): there the
+      sharding is part of the type, and JAX's operators refuse Qᴴ Q (contracting sharded
+      rows) or diag(R) on sharded operands, which JAXMg's context examples compute.
     linalg: the routine under its `jax.numpy.linalg` / `jax.scipy.linalg` name (`Alias`).
     compute(kw, donate, *arrays) -> the computed outputs, where the routine is more than its
       engine call (gesvd through the polar decomposition); it may call `Routine.engine` for
@@ -152,6 +156,7 @@ class Declaration:
     call_keywords: Callable = _check_symmetry
     check_operands: bool = True
     context_work: bool = True
+    context_replicated: bool = False
     linalg: Alias | None = None
     compute: Callable | None = None
     around: Callable | None = None
@@ -202,9 +207,12 @@ class Routine:
     def context(self, args: Mapping):
         """JAXMg 1.x's context form: the global arrays inside the caller's jit (no jit of
         jaxmg's own, a taken as it lies); (the work array in a's shape and sharding, the
-        outputs...), without the work array where an output takes its place."""
+        outputs...), without the work array where an output takes its place. Inside the
+        caller's shard_map, on this device's blocks (`_context_blocks`)."""
         d = self.d
         _mesh.check_flags(**_flags(args))
+        if _mesh.manual_mesh() is not None:
+            return self._context_blocks(args)
         own = dict(d.check(args)) if d.check else {}
         given, (args, finish) = args, self._around(args)
         kw = {**args, **own}
@@ -213,10 +221,34 @@ class Routine:
         r = self._call(kw, ctx=True)
         outputs = finish({**self._unpacked(r, kw), "work": r.matrix})
         work = outputs.pop("work")
-        out = self._returned(outputs, given, _placer(given, r.user))
+        place = _placer(given, r.user, explicit_replicated=d.context_replicated)
+        out = self._returned(outputs, given, place)
         if not d.context_work:
             return out
         return (work,) + (out if isinstance(out, tuple) else (out,))
+
+    def _context_blocks(self, args: Mapping):
+        """The context form inside the caller's `jax.shard_map`, as JAXMg's later
+        `potrs_shardmap_ctx` is called: a and b are this device's blocks (a sharded as
+        `matrix_specs` over the shard_map's mesh, b's rows like a's), the checks those of the
+        global arrays the blocks make up, and the results blocks too, as the per-block form
+        gives them: (the work array's block, the outputs...), the status an int32 vector of
+        one element, the same on every device (an out_spec over the mesh's axes concatenates
+        one per device, as JAXMg's per-device status vectors; P() gives one). mesh= defaults
+        to the shard_map's (the context mesh)."""
+        d = self.d
+        kw = {**args, **(d.check(args) if d.check else {})}
+        if kw.get("mesh") is None:
+            kw["mesh"] = _mesh.manual_mesh()
+        r = self._call(kw, blocks=True)
+        outputs = self._unpacked(r, kw)
+        for o in d.outputs:
+            if o.status and o.name in outputs:
+                outputs[o.name] = outputs[o.name].reshape(1)
+        out = self._returned(outputs, args, lambda m, how: m)
+        if not d.context_work:
+            return out
+        return (r.matrix,) + (out if isinstance(out, tuple) else (out,))
 
     def primal(self, kw: Mapping, donate, a, b=None):
         """The routine's computation, as its derivative rule sees it: the computed outputs
@@ -330,9 +362,10 @@ def _scope(d: Declaration, args: Mapping):
     return _mesh.scope_of(args["a"], args.get("mesh"))
 
 
-def _placer(args: Mapping, placement=None):
+def _placer(args: Mapping, placement=None, explicit_replicated=False):
     """place(m, how): an output placed for the arguments given (placement: a's, found when
-    first needed unless given)."""
+    first needed unless given; explicit_replicated: "replicated" outputs replicated on
+    Explicit mesh axes too, `Declaration.context_replicated`)."""
     a, b = args["a"], args.get("b")
 
     @functools.cache
@@ -342,14 +375,16 @@ def _placer(args: Mapping, placement=None):
         spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
         return _mesh.resolve_placement(a, args["mesh"], spec)
 
-    return lambda m, how: _place(m, how, a, b, found)
+    return lambda m, how: _place(m, how, a, b, found, explicit_replicated)
 
 
-def _place(m, how, a, b, placement):
+def _place(m, how, a, b, placement, explicit_replicated=False):
     """An output placed as its declaration says (placement: a's, when needed)."""
     if how == "rhs" and _mesh.known_spec(b) is not None:
         return _mesh.place_like(m, b, placement().mesh)
-    if how == "replicated" and _mesh.known_replicated(a):
+    if how == "replicated" and (
+        _mesh.known_replicated(a) or (explicit_replicated and _mesh.explicit_axes(placement()))
+    ):
         return _mesh.constrain(m, placement().mesh, P())
     return m
 

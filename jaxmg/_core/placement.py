@@ -254,10 +254,11 @@ def mesh_scope(mesh):
     """Makes `mesh` (its abstract mesh) the context mesh while jaxmg traces its own shard_map
     and placements, where the caller's context mesh is another one (`jax.set_mesh(other)`,
     `jax.sharding.use_abstract_mesh(...)`): JAX requires a shard_map's mesh to match the
-    context mesh. A no-op where no context mesh is set or it is this one."""
+    context mesh. A no-op where no context mesh is set or it is this one, and inside the
+    caller's shard_map (`manual_mesh`), whose manual axes the call on blocks names."""
     abstract = mesh if isinstance(mesh, AbstractMesh) else mesh.abstract_mesh
     current = jax.sharding.get_abstract_mesh()
-    if current is None or current.empty or current == abstract:
+    if current is None or current.empty or current == abstract or manual_mesh() is not None:
         yield
         return
     setter = None
@@ -272,6 +273,25 @@ def mesh_scope(mesh):
         return
     with jax.sharding.use_abstract_mesh(abstract):
         yield
+
+
+def manual_mesh() -> AbstractMesh | None:
+    """The context mesh inside the caller's `jax.shard_map` (some of its axes Manual: the arrays
+    there are this device's blocks), else None."""
+    mesh = jax.sharding.get_abstract_mesh()
+    if mesh is None or mesh.empty:
+        return None
+    if any(t == AxisType.Manual for t in mesh.axis_types):
+        return mesh
+    return None
+
+
+def explicit_axes(placement: MatrixPlacement) -> bool:
+    """Whether the matrix's mesh axes are Explicit: its sharding is then part of the type of
+    the arrays placed over them, inside jit too."""
+    types = dict(zip(placement.mesh.axis_names, placement.mesh.axis_types, strict=True))
+    axes = [x for x in (placement.row_axis, placement.col_axis) if x is not None]
+    return bool(axes) and all(types[x] == AxisType.Explicit for x in axes)
 
 
 def scope_of(a, mesh=None):

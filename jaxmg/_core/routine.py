@@ -405,15 +405,85 @@ def _global_standins(a_blk, b_blk, mesh, spec):
 
 
 def _on_blocks(c: _Call, a_blk, b_blk):
-    """The call on this device's blocks, inside the caller's shard_map."""
+    """The call on this device's blocks, inside the caller's shard_map.
+
+    Where that shard_map checks its types (check_vma=True: the blocks vary over manual axes),
+    the engine's results, which the FFI call types alike on every device, are marked varying
+    where they differ: the work array (V) like a, x's rows like b's; the scalars and the
+    eigenvalues are the same on every device."""
     placement = c.placement
+    a_axes = _vma(a_blk)
+    b_axes = frozenset() if b_blk is None else _vma(b_blk)
+    # a's axes of more than one device: the block's own (what its row and column mean).
+    sized = frozenset(
+        axis
+        for axis, count in (
+            (placement.row_axis, placement.mesh_rows),
+            (placement.col_axis, placement.mesh_cols),
+        )
+        if axis is not None and count > 1
+    )
+    if a_axes or b_axes:
+        _check_block_axes(c, a_axes, b_axes, sized)
     if b_blk is None:  # an unused right-hand side of one column
         b_blk = jnp.zeros((c.cols // placement.mesh_rows, 1), a_blk.dtype)
     b2 = b_blk.reshape(-1, 1) if c.b_ndim == 1 else b_blk
     piv_in = jnp.zeros((max(c.pivots_in, 1),), jnp.int32)
     x, logdet, status, sign, piv_out, a_work, s = _local(c)(a_blk, b2, piv_in)
+    if a_axes or b_axes:
+        like_a = a_axes | sized
+        a_work = None if a_work is None else _vary(a_work, like_a)
+        if x is not None and c.rhs_like_a:
+            x = _vary(x, like_a)
+        elif x is not None and _layout(c)[2] != P():  # rows like b's
+            x = _vary(x, b_axes | (sized & {placement.row_axis}))
     x = x.reshape(-1) if c.b_ndim == 1 else x
     return x, logdet, status, sign, piv_out, a_work, s
+
+
+def _check_block_axes(c: _Call, a_axes, b_axes, sized) -> None:
+    """The blocks' manual axes (where the caller's shard_map checks types) against the call's:
+    a must differ along each axis of its spec (of more than one device), and b (rows like a's,
+    columns whole) must not differ along a's column axis, unless the routine takes b sharded
+    like a. ValueError otherwise: the engine would read wrong blocks."""
+    placement = c.placement
+    missing = sorted(sized - a_axes)
+    if missing:
+        raise ValueError(
+            f"a's block is the same on every device along mesh axis {missing[0]!r}, which its "
+            f"spec {placement.matrix_spec} shards: pass a to the shard_map with in_specs "
+            f"{placement.matrix_spec}"
+        )
+    col = placement.col_axis
+    if not (c.rhs_like_a or c.second_matrix) and col in sized and col in b_axes:
+        raise ValueError(
+            f"b's block differs along a's column axis {col!r}: the engine takes b's rows split "
+            f"like a's rows and its columns whole on every device; pass b to the shard_map "
+            f"replicated over {col!r}, e.g. in_specs P({placement.row_axis!r}, None)"
+        )
+
+
+def _vma(x) -> frozenset:
+    """The manual mesh axes x varies over (empty outside a shard_map checking types)."""
+    aval = jax.typeof(x)
+    manual = getattr(aval, "mat", None)  # (JAX 0.10; earlier: manual_axis_type, or vma)
+    if manual is None:
+        manual = getattr(aval, "manual_axis_type", None)
+    axes = getattr(aval, "vma", ()) if manual is None else manual.varying
+    return frozenset(axes or ())
+
+
+def _vary(x, axes):
+    """x typed as varying over the manual axes `axes` too (`jax.lax.pcast`; no data moves)."""
+    missing = tuple(sorted(frozenset(axes) - _vma(x)))
+    return jax.lax.pcast(x, missing, to="varying") if missing else x
+
+
+def _same_vma(*xs):
+    """The FFI call's operands typed as varying over the same manual axes, as a shard_map that
+    checks types requires of a primitive's operands (a no-op where none varies)."""
+    axes = frozenset().union(*(_vma(x) for x in xs))
+    return tuple(_vary(x, axes) for x in xs) if axes else xs
 
 
 def traced(*xs) -> bool:
@@ -564,12 +634,13 @@ def _local(c: _Call):
     def ffi(*results, alias=0):
         # The result that overwrites a (its index; None: none) aliases it (in place, or a copy
         # XLA makes).
-        return jax.ffi.ffi_call(
+        call = jax.ffi.ffi_call(
             target,
             results,
             has_side_effect=True,
             input_output_aliases={} if alias is None else {0: alias},
         )
+        return lambda *operands, **kw: call(*_same_vma(*operands), **kw)
 
     def local(a_blk, b_blk, piv_in):
         position = jnp.stack([_axis_index(placement.row_axis), _axis_index(placement.col_axis)])

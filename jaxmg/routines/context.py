@@ -17,7 +17,17 @@ int32 scalar, the same on every device. The context forms are not differentiable
 routines themselves are). Outside jit they run in a jit of their own without donation.
 
 The per-block forms (`jaxmg.potrs_blocks`, `lu_solve_blocks`, `syevd_blocks`) take this
-device's blocks inside the caller's own shard_map instead.
+device's blocks inside the caller's own shard_map instead. Called in the body of the caller's
+`jax.shard_map`, as JAXMg's later `potrs_shardmap_ctx` is, `potrs_shardmap_ctx`,
+`lu_solve_shardmap_ctx` and `syevd_shardmap_ctx` act on the blocks too: a sharded as
+`matrix_specs` over the shard_map's mesh (the default mesh), b's rows like a's and its columns
+whole (b replicated over a's column axis), the shapes checked those of the global arrays the
+blocks make up; the results are blocks (the work array's, x's, V's), the scalars and
+eigenvalues the same on every device, the status an int32 vector of one element (an out_spec
+over the mesh's axes gives one per device, as JAXMg's per-device status; P() gives one). With
+the shard_map's type checks (check_vma=True) the blocks are typed as varying where they
+differ. The routines of tall matrices (qr, least_squares, gesvd, polar) hand the engine aᵀ,
+which moves blocks between devices: they have no form there (ValueError).
 """
 
 from __future__ import annotations
@@ -77,6 +87,8 @@ def potrs_shardmap_ctx(
       shape, dtype and sharding, so a donated a's buffer is reused for it; x: b's shape, rows
       sharded like b's; logdet: a real scalar; status: int32 scalar (0, k > 0 not positive
       definite, -1 not symmetric), the same on every device. On failure x and logdet are NaN.
+      Inside the caller's jax.shard_map a and b are this device's blocks (see the module's
+      docstring), and so are a_work and x; the status is then an int32 vector of one element.
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
@@ -107,7 +119,8 @@ def lu_solve_shardmap_ctx(
     Returns:
       (a_work, x, status): a_work, the engine's LU factors in its ordering (opaque), with a's
       shape, dtype and sharding; x with b's shape, rows sharded like b's; status an int32
-      scalar (0, or k > 0 when U[k-1, k-1] is exactly zero: x is NaN then).
+      scalar (0, or k > 0 when U[k-1, k-1] is exactly zero: x is NaN then). Inside the
+      caller's jax.shard_map: on blocks, as `potrs_shardmap_ctx`.
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
@@ -140,7 +153,8 @@ def syevd_shardmap_ctx(
       (a_work, w, V, status), or (a_work, w, status) without eigenvectors. a_work: the
       work array in a's shape and matrix spec (with eigenvectors it holds V); w: (N,) real
       ascending eigenvalues, replicated; V: the eigenvectors in its columns, in a's
-      sharding (replicated when a is); status: int32 scalar.
+      sharding (replicated when a is); status: int32 scalar. Inside the caller's
+      jax.shard_map: on blocks, as `potrs_shardmap_ctx` (a_work and V the block of V).
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
@@ -168,8 +182,11 @@ def qr_shardmap_ctx(
 
     Returns:
       (Q, R, status): Q (M x N, orthonormal columns) in a's sharding, R (N x N, upper
-      triangular) in a's matrix spec where N divides over the mesh (both replicated when a
-      is), status an int32 scalar.
+      triangular) in a's matrix spec where N divides over the mesh, status an int32 scalar.
+      Q and R are replicated when a is, and when a's mesh axes are Explicit (jax.make_mesh's
+      default): the sharding is then part of the type, and JAX's operators apply to them
+      only unsharded (Qᴴ Q contracts Q's rows; diag(R)), as JAXMg's context example computes.
+      On Auto axes (Mesh(...)'s default) Q reuses a donated a's buffer.
 
     Raises:
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes, tiles or
@@ -266,7 +283,9 @@ def polar_shardmap_ctx(
 
     Returns:
       (Up, H, status), or (Up, status) without compute_h: as `jaxmg.polar` returns them
-      (replicated when a is), status an int32 scalar.
+      (replicated when a is), status an int32 scalar; replicated also when a's mesh axes are
+      Explicit, as `qr_shardmap_ctx`'s Q and R (JAXMg's context example computes Upᴴ Up and
+      diag(H)). On Auto axes Up reuses a donated a's buffer.
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean

@@ -144,5 +144,6 @@ API = _factory.Routine(
         tangent=_tangent,
         check_operands=False,
         context_work=False,  # Up takes a's place
+        context_replicated=True,  # on Explicit axes (JAXMg's example: Upᴴ Up, diag(H))
     )
 )

@@ -153,6 +153,7 @@ QR_API = _factory.Routine(
         tangent=_qr_tangent,
         check_operands=False,
         context_work=False,  # Q takes a's place
+        context_replicated=True,  # on Explicit axes: JAXMg's examples' Qᴴ Q, diag(R)
         # jaxmg.linalg.qr: mode "reduced" (Q, R), "r" (R alone), "complete" for a square a.
         linalg=_factory.Alias(qr, keywords=_mode, result=_by_mode),
     )
