@@ -26,6 +26,24 @@ def test_jaxmg1_cases(tmp_path, procs):
     assert not failed, failed
 
 
+# On four processes (2 x 2 and 4 x 1 grids), the cases of the context forms and JAXMg's context
+# examples, which place their outputs for the caller's mesh (the whole worker: 91 cases in 77 s).
+FOUR_PROCESS_CASES = "context|ctx"
+
+
+@pytest.mark.skipif(not mpirun_available(), reason="needs Open MPI (scripts/setup.sh)")
+def test_jaxmg1_context_cases_on_four_processes(tmp_path):
+    import jaxmg1_cases
+
+    out = run_cases(4, WORKER, [FOUR_PROCESS_CASES], tmp_path, 900)
+    records = out["records"]
+    parts = FOUR_PROCESS_CASES.split("|")
+    expected = [name for name, _ in jaxmg1_cases.CASES if any(p in name for p in parts)]
+    assert [r["case"] for r in records] == expected and len(expected) >= 20
+    failed = [r for r in records if not r["ok"]]
+    assert not failed, failed
+
+
 def _has_cuda_driver() -> bool:
     try:
         ctypes.CDLL("libcuda.so.1")
