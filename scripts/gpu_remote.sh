@@ -114,12 +114,13 @@ PYEOF
 }
 
 # shared_launch P SECONDS SCRIPT ARGS...: SCRIPT on P ranks sharing GPU 0, under a time limit,
-# each rank with the crash tracer tests/gpu/segv_trace.c preloaded (a native stack on a crash).
+# each rank with the crash tracer tests/gpu/segv_trace.c preloaded (a native stack on a crash)
+# and the launcher's share of the GPU's memory (not this script's XLA_PYTHON_CLIENT_MEM_FRACTION).
 gcc -shared -fPIC -O1 -o /tmp/segv_trace.so tests/gpu/segv_trace.c 2>/dev/null || true
 shared_launch() {
   local procs=$1 limit=$2
   shift 2
-  LD_PRELOAD=$([ -f /tmp/segv_trace.so ] && echo /tmp/segv_trace.so) \
+  env -u XLA_PYTHON_CLIENT_MEM_FRACTION LD_PRELOAD=$([ -f /tmp/segv_trace.so ] && echo /tmp/segv_trace.so) \
     OPENBLAS_NUM_THREADS=$((16 / procs)) OMP_NUM_THREADS=$((16 / procs)) \
     timeout $((limit + 30)) "$PY" -m jaxmg launch -n "$procs" --share-gpu --timeout "$limit" "$@"
 }

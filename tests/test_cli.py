@@ -373,7 +373,9 @@ def test_launch_share_gpu_variables():
     shared, why = launch.shared_gpu_env(4, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.2"})
     assert why == "" and shared["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.2"
     shared, why = launch.shared_gpu_env(4, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"})
-    assert shared == {} and "2.00 of the GPU's memory" in why and "at most 0.250" in why
+    assert shared == {} and "2.00 of the GPU's memory" in why and "at most 0.237" in why
+    shared, why = launch.shared_gpu_env(2, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"})
+    assert shared == {} and "1.00 of the GPU's memory" in why
     shared, why = launch.shared_gpu_env(2, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "half"})
     assert shared == {} and "not a number" in why
     # Without preallocation XLA takes what it needs: no fraction is set.
