@@ -42,11 +42,15 @@ from scikit_build_core.build import (  # noqa: F401  (re-exported hooks)
 # Every build: the XLA FFI headers (jaxlib/include; CMakeLists.txt finds them). Asked for here,
 # not in pyproject.toml's [build-system], so that the decision below comes first.
 BUILD_REQUIRES = ["jaxlib>=0.10"]
-# The versions pyproject.toml's `cuda13` extra installs at run time (keep the two in step).
+# The versions pyproject.toml's `cuda13` extra installs at run time (keep the two in step), but
+# NCCL: the build takes the oldest NCCL headers the engine runs with (2.29, which cuBLASMp 0.10
+# needs and libjaxmg_cuda checks for at start-up), so that the library asks the NCCL it finds at
+# run time, the same or newer, for nothing it lacks (a communicator's configuration from newer
+# headers makes an older libnccl warn "NCCL library version is too old").
 CUDA_BUILD_REQUIRES = [
     "nvidia-cusolvermp-cu13==0.9.1.9318.post1",
     "nvidia-cublasmp-cu13==0.10.0.3695",
-    "nvidia-nccl-cu13>=2.29.2",
+    "nvidia-nccl-cu13>=2.29.2,<2.30",
 ]
 CUDA_MAJOR = 13  # the CUDA release of those wheels; nvcc must be 13.x
 
