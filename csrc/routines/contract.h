@@ -10,8 +10,7 @@
 // reads and writes the matrices it is handed, and hands back the ones it makes, so that a routine
 // shows which matrix goes where. A factorization's kind travels with its handle (factored).
 //
-// The steps an engine provides, their parameters and meanings, are declared once in
-// routines/steps.h.
+// The steps an engine provides, their parameters and meanings: routines/steps.h (EngineSteps).
 #pragma once
 
 #include <cstdint>
