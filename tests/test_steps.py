@@ -1,7 +1,8 @@
-"""The engine steps: one list (csrc/routines/steps.h) from which both engines' declarations are
-generated. These checks hold the rest to it: every listed step has its parameters and an
-instantiation in each engine, the routines call nothing else, and the CPU library holds each
-step for the four element types."""
+"""The engine steps: the contract is csrc/routines/steps.h (EngineSteps, plain declarations), and
+each engine's engine.cc asserts at compile time that its steps have the contract's types
+(StepsMatch). These checks cover what the compiler does not: every step of the contract has its
+assertion, the engines declare the steps in the contract's order, the routines call nothing else,
+and the CPU library holds every step for the four element types."""
 
 from __future__ import annotations
 
@@ -17,49 +18,34 @@ CSRC = Path(__file__).resolve().parents[1] / "csrc"
 STEPS_H = (CSRC / "routines" / "steps.h").read_text()
 ENGINES = ("scalapack", "cusolvermp")
 SCALARS = ("float", "double", "std::complex<float>", "std::complex<double>")
+DECLARATION = re.compile(r"^ *(template <typename T>\n *)?Status (\w+)\(", re.M)
 
 
-def _list(macro: str) -> list[str]:
-    body = re.search(rf"#define {macro}\(X\)(.*?)(?:\n(?!.*\\$)|$)", STEPS_H, re.S)
-    assert body, macro
-    text = STEPS_H[body.start() :].split("\n")
-    lines = [text[0]]
-    for line in text[1:]:
-        if not lines[-1].rstrip().endswith("\\"):
-            break
-        lines.append(line)
-    return re.findall(r"X\((\w+)\)", "\n".join(lines))
+def _class_body(text: str, head: str) -> str:
+    start = text.index(head)
+    return text[start : text.index("\n};", start)]
 
 
-TEMPLATED = _list("JAXMG_ENGINE_STEPS")
-PLAIN = _list("JAXMG_ENGINE_PLAIN_STEPS")
+CONTRACT = DECLARATION.findall(_class_body(STEPS_H, "class EngineSteps {"))
+STEPS = [name for _, name in CONTRACT]
+TEMPLATED = [name for template, name in CONTRACT if template]
+PLAIN = [name for template, name in CONTRACT if not template]
 
 
-def test_each_step_is_listed_once_with_its_parameters():
-    steps = TEMPLATED + PLAIN
+def test_each_step_is_declared_once_and_asserted():
     assert len(TEMPLATED) >= 35 and len(PLAIN) == 4, (TEMPLATED, PLAIN)
-    assert len(set(steps)) == len(steps), "a step is listed twice"
-    with_params = set(re.findall(r"#define JAXMG_STEP_(\w+)\b", STEPS_H))
-    assert with_params == set(steps), (
-        f"parameters without a listed step: {sorted(with_params - set(steps))}; "
-        f"listed steps without parameters: {sorted(set(steps) - with_params)}"
-    )
+    assert len(set(STEPS)) == len(STEPS), "a step is declared twice"
+    asserted = re.findall(r"static_assert\(\s*kSame<decltype\(&E::(?:template )?(\w+)", STEPS_H)
+    assert asserted == ["plan", "asymmetric", *STEPS], "StepsMatchFor and EngineSteps differ"
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_each_engine_declares_the_list_and_instantiates_each_step_once(engine):
+def test_each_engine_declares_the_steps_in_the_contracts_order(engine):
     folder = CSRC / "engines" / engine
-    header = (folder / "engine.h").read_text()
-    assert "JAXMG_DECLARE_ENGINE_STEPS" in header
-    sources = "\n".join(p.read_text() for p in sorted(folder.glob("*.cc")))
-    instantiated = re.findall(r"JAXMG_INSTANTIATE_STEP\((\w+), T\)", sources)
-    counts = {s: instantiated.count(s) for s in TEMPLATED}
-    assert all(c == 1 for c in counts.values()), {s: c for s, c in counts.items() if c != 1}
-    assert set(instantiated) <= set(TEMPLATED)
-    # No step is also declared or instantiated by hand.
-    for step in TEMPLATED + PLAIN:
-        assert not re.search(rf"template Status Engine::{step}<", sources), (engine, step)
-        assert not re.search(rf"\n\s*Status {step}\(", header), (engine, step)
+    header = _class_body((folder / "engine.h").read_text(), "class Engine {")
+    declared = [name for _, name in DECLARATION.findall(header) if name in STEPS]
+    assert declared == STEPS
+    assert "static_assert(StepsMatch<Engine>());" in (folder / "engine.cc").read_text()
 
 
 def test_routines_call_only_listed_steps():
@@ -67,18 +53,28 @@ def test_routines_call_only_listed_steps():
     for path in (CSRC / "routines").glob("*.h"):
         called |= set(re.findall(r"\be\.(?:template )?([A-Z]\w*)\b", path.read_text()))
     assert called, "no step calls found in csrc/routines"
-    assert called <= set(TEMPLATED + PLAIN), sorted(called - set(TEMPLATED + PLAIN))
+    assert called <= set(STEPS), sorted(called - set(STEPS))
 
 
-def test_the_cpu_library_holds_every_step_for_every_element_type():
+def _nm(*args: str) -> str:
     lib = native.find_library("cpu")
     if lib is None:
         pytest.skip("no CPU engine built")
-    out = subprocess.run(
-        ["nm", "-D", "-C", "--defined-only", str(lib)], capture_output=True, text=True, check=True
+    return subprocess.run(
+        ["nm", "-D", "-C", *args, str(lib)], capture_output=True, text=True, check=True
     ).stdout
+
+
+def test_the_cpu_library_holds_every_step_for_every_element_type():
+    out = _nm("--defined-only")
     have = set(re.findall(r"jaxmg::scalapack::Engine::(\w+)<([^()]*?)\s*>\(", out))
     missing = [(s, t) for s in TEMPLATED for t in SCALARS if (s, t) not in have]
     assert not missing, missing
     plain = set(re.findall(r"jaxmg::scalapack::Engine::(\w+)\(", out))
     assert set(PLAIN) <= plain, sorted(set(PLAIN) - plain)
+
+
+def test_the_cpu_library_needs_nothing_of_jaxmg_from_outside():
+    """An explicit instantiation left out is an undefined symbol of the library."""
+    undefined = [line for line in _nm("--undefined-only").splitlines() if "jaxmg::" in line]
+    assert not undefined, undefined

@@ -71,43 +71,13 @@ XLA_FFI_REGISTER_STRUCT_ATTR_DECODING(
 
 namespace jaxmg {
 
-// Whether routine R reads a kept factor as `a` (R::kReadsFactor, false when absent).
-template <class R, class = void>
-struct ReadsFactor : std::false_type {};
-template <class R>
-struct ReadsFactor<R, std::void_t<decltype(R::kReadsFactor)>>
-    : std::bool_constant<R::kReadsFactor> {};
-
-// Whether routine R takes a rectangular matrix (R::kRectangular, false when absent): the matrix
-// handed is n x cols and its results have n rows.
-template <class R, class = void>
-struct Rectangular : std::false_type {};
-template <class R>
-struct Rectangular<R, std::void_t<decltype(R::kRectangular)>>
-    : std::bool_constant<R::kRectangular> {};
-
-// Whether routine R's x is its own (R::kOwnSolution, or a rectangular routine): n rows split
-// like b's or whole on every device, not b's shape (R, least-squares solutions).
-template <class R, class = void>
-struct OwnSolution : Rectangular<R> {};
-template <class R>
-struct OwnSolution<R, std::void_t<decltype(R::kOwnSolution)>>
-    : std::bool_constant<R::kOwnSolution || Rectangular<R>::value> {};
-
-// Whether routine R takes a second matrix as b (R::kSecondMatrix, false when absent): b is a
-// shard of an n x cols matrix sharded like a (MatrixIn), not a right-hand side.
-template <class R, class = void>
-struct SecondMatrix : std::false_type {};
-template <class R>
-struct SecondMatrix<R, std::void_t<decltype(R::kSecondMatrix)>>
-    : std::bool_constant<R::kSecondMatrix> {};
-
-// Runs routine R (a struct with `static constexpr layout::Symmetry kSymmetry` and
-// `template <class E, class T> static Status Run(E&, const SolveAttrs&, const SolveIo&)`) on
-// engine E, for the dtype of the call.
+// Runs routine R (a struct deriving from RoutineTraits, with `static constexpr layout::Symmetry
+// kSymmetry` and `template <class E, class T> static Status Run(E&, const SolveAttrs&, const
+// SolveIo&)`) on engine E, for the dtype of the call.
 template <class R, class E>
 Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, const SolveAttrs& attrs,
                 const SolveIo& io) {
+  static_assert(std::is_base_of_v<RoutineTraits, R>, "a routine derives from RoutineTraits");
   const TestFailureScope hook(attrs.config.test_fail);  // the test hook, for this call's steps
   return engine.Finish(ffi_util::DispatchFloating(dtype, routine, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -237,12 +207,13 @@ struct solve {
     SolveAttrs attrs;
     SolveIo io;
     const std::string name(target);
-    Status s = DecodeCall(target, call, Rectangular<R>::value, &attrs);
+    // x is the routine's own, or a rectangular routine's (RoutineTraits).
+    constexpr bool kOwnSolution = R::kOwnSolution || R::kRectangular;
+    Status s = DecodeCall(target, call, R::kRectangular, &attrs);
+    if (s.ok()) s = CheckCommon(name, attrs, a, position, status->element_count(), R::kReadsFactor);
     if (s.ok())
-      s = CheckCommon(name, attrs, a, position, status->element_count(), ReadsFactor<R>::value);
-    if (s.ok())
-      s = Check(name, OwnSolution<R>::value, a, b, pivots_in, work, x, logdet, sign, pivots_out,
-                &attrs, &io);
+      s = Check(name, kOwnSolution, a, b, pivots_in, work, x, logdet, sign, pivots_out, &attrs,
+                &io);
     if (!s.ok()) return Invalid(s);
     io.status = status->typed_data();
     return engine.template Run<R>(target, a.element_type(), position, call, attrs, io);
@@ -335,13 +306,13 @@ struct eigen {
         (w->dimensions().size() != 1 || static_cast<int64_t>(w->element_count()) != attrs.n))
       s = Status::Error(name + ": w must be (n,)");
     const auto a_dims = a.dimensions(), b_dims = b.dimensions();
-    if (s.ok() && SecondMatrix<R>::value &&
+    if (s.ok() && R::kSecondMatrix &&
         (b_dims.size() != 2 || b_dims[0] != a_dims[0] || b_dims[1] != a_dims[1]))
       s = Status::Error(name + ": b must be a second matrix shard, (n/mesh_rows, n/mesh_cols)");
-    if (s.ok() && !SecondMatrix<R>::value && b.element_count() != 1)
+    if (s.ok() && !R::kSecondMatrix && b.element_count() != 1)
       s = Status::Error(name + ": b must have one element (unused)");
     if (!s.ok()) return Invalid(s);
-    attrs.nrhs = SecondMatrix<R>::value ? b_dims[1] : 0;
+    attrs.nrhs = R::kSecondMatrix ? b_dims[1] : 0;
     io.b = b.untyped_data();
     io.x = w->untyped_data();  // the routines write the eigenvalues into x
     io.x_rows = io.x_count = attrs.n;

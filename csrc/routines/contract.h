@@ -10,8 +10,8 @@
 // reads and writes the matrices it is handed, and hands back the ones it makes, so that a routine
 // shows which matrix goes where. A factorization's kind travels with its handle (factored).
 //
-// The steps an engine provides, their parameters and meanings, are declared once in
-// routines/steps.h.
+// The steps an engine provides, their parameters and meanings: routines/steps.h (EngineSteps).
+// What a routine tells the FFI layer besides: RoutineTraits (below).
 #pragma once
 
 #include <cstdint>
@@ -149,6 +149,22 @@ struct SolveIo {
   void* s = nullptr;
   void* vh = nullptr;
   int64_t vh_count = 0;
+};
+
+// What the FFI layer (ffi/families.h) needs to know of a routine besides its kSymmetry and Run:
+// every routine struct derives from RoutineTraits and sets those that differ.
+struct RoutineTraits {
+  // a is a kept factor, read only (cho_solve, lu_solve with a kept factor).
+  static constexpr bool kReadsFactor = false;
+  // The matrix handed is n x cols (not square) and the results have n rows.
+  static constexpr bool kRectangular = false;
+  // x is the routine's own: n rows split like b's or whole on every device, not b's shape
+  // (eigenvalues, products); a rectangular routine's x is its own too (R, least-squares
+  // solutions), kOwnSolution or not.
+  static constexpr bool kOwnSolution = false;
+  // b is a second matrix: a shard of an n x cols matrix sharded like a (MatrixIn), not a
+  // right-hand side.
+  static constexpr bool kSecondMatrix = false;
 };
 
 }  // namespace jaxmg

@@ -15,7 +15,7 @@
 
 namespace jaxmg::routines {
 
-struct ChoFactor {
+struct ChoFactor : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
 
   template <class E, class T>
@@ -27,7 +27,7 @@ struct ChoFactor {
   }
 };
 
-struct ChoSolve {
+struct ChoSolve : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
   static constexpr bool kReadsFactor = true;
 
@@ -39,7 +39,7 @@ struct ChoSolve {
   }
 };
 
-struct LuFactor {
+struct LuFactor : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>
@@ -61,7 +61,7 @@ struct LuFactor {
 // The solve with a kept LU factor: A x = b, or Aᵀ x = b (kTranspose: the transposed solve a
 // derivative rule needs).
 template <bool kTranspose>
-struct LuSolveKept {
+struct LuSolveKept : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
   static constexpr bool kReadsFactor = true;
 

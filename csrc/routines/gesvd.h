@@ -17,7 +17,7 @@
 namespace jaxmg::routines {
 
 template <bool kU, bool kVt>
-struct GesvdOf {
+struct GesvdOf : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
   static constexpr bool kRectangular = true;
   static constexpr bool kWantsVh = kVt;  // vh holds Vᴴ (else one unused element)

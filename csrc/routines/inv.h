@@ -16,7 +16,7 @@ namespace jaxmg::routines {
 // kTranspose: the transpose of the inverse, A⁻ᵀ (M Y = I solved as Mᵀ Y = I), which the
 // derivative of log |det A| needs elementwise against dA, in a's sharding.
 template <bool kTranspose>
-struct InvOf {
+struct InvOf : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>

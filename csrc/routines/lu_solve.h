@@ -11,7 +11,7 @@
 
 namespace jaxmg::routines {
 
-struct LuSolve {
+struct LuSolve : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   // *lu := the engine matrix from the shard, factored by pivoted LU; the status written,

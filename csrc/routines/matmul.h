@@ -14,7 +14,7 @@
 namespace jaxmg::routines {
 
 template <char kOpA, char kOpB>
-struct MatmulOf {
+struct MatmulOf : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
   static constexpr bool kOwnSolution = true;
   static constexpr bool kSecondMatrix = true;

@@ -105,7 +105,7 @@ Status Qdwh(E& e, const typename E::Matrix& u, bool h, typename E::Matrix* hm, i
 }
 
 template <bool kH>
-struct PolarOf {
+struct PolarOf : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
   static constexpr bool kRectangular = true;
   static constexpr bool kWantsH = kH;  // x holds H's rows (else one unused element)

@@ -13,7 +13,7 @@
 
 namespace jaxmg::routines {
 
-struct Potri {
+struct Potri : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
 
   template <class E, class T>

@@ -9,7 +9,7 @@
 
 namespace jaxmg::routines {
 
-struct Potrs {
+struct Potrs : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
   static constexpr int kNotSymmetric = -1;  // the status of a matrix that is not Hermitian
 

@@ -17,7 +17,7 @@
 
 namespace jaxmg::routines {
 
-struct Qr {
+struct Qr : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
   static constexpr bool kRectangular = true;
 
@@ -38,7 +38,7 @@ struct Qr {
   }
 };
 
-struct LeastSquares {
+struct LeastSquares : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kOrderedColumns;
   static constexpr bool kRectangular = true;
 

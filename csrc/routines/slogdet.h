@@ -11,7 +11,7 @@
 
 namespace jaxmg::routines {
 
-struct Slogdet {
+struct Slogdet : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>

@@ -22,7 +22,7 @@
 namespace jaxmg::routines {
 
 template <bool kMatrixRhs>
-struct SolveTriangularOf {
+struct SolveTriangularOf : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>

@@ -16,7 +16,7 @@ namespace jaxmg::routines {
 // kGeneralized: the problem M z = λ K z with the second matrix K (b, sharded like a; see
 // routines/sygvd.h).
 template <bool kVectors, bool kGeneralized = false>
-struct SyevdOf {
+struct SyevdOf : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
   static constexpr bool kOwnSolution = true;
   static constexpr bool kSecondMatrix = kGeneralized;

@@ -23,8 +23,12 @@
 #include "engines/cusolvermp/engine_internal.h"
 #include "engines/cusolvermp/engine_util.h"
 #include "engines/cusolvermp/local_blas.h"
+#include "routines/steps.h"
 
 namespace jaxmg::cusolvermp {
+
+// The steps Engine declares are the contract's, for every element type (routines/steps.h).
+static_assert(StepsMatch<Engine>());
 
 Descriptor::~Descriptor() {
   if (desc_) cusolverMpDestroyMatrixDesc(desc_);
@@ -354,18 +358,19 @@ Status Engine::FillNan(void* x, int64_t count) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_ENGINE_CORE(T)                                         \
-  JAXMG_INSTANTIATE_STEP(Prepare, T)                                             \
-  template Status Engine::NewLike<T>(const Matrix& like, Matrix* out);           \
-  JAXMG_INSTANTIATE_STEP(MatrixIn, T)                                            \
-  JAXMG_INSTANTIATE_STEP(RhsMatrixIn, T)                                         \
-  JAXMG_INSTANTIATE_STEP(RhsMatrixOut, T)                                        \
-  template Status Engine::NewMatrix<T>(int64_t rows, int64_t cols, Matrix* out); \
-  template Status Engine::MatrixOut<T>(const void* from, void* shard);           \
-  JAXMG_INSTANTIATE_STEP(ShardOut, T)                                            \
-  JAXMG_INSTANTIATE_STEP(FactorOut, T)                                           \
-  JAXMG_INSTANTIATE_STEP(Adopt, T)                                               \
-  JAXMG_INSTANTIATE_STEP(FillNan, T)
+#define JAXMG_INSTANTIATE_ENGINE_CORE(T)                                                   \
+  template Status Engine::Prepare<T>(void* shard, Matrix* a);                              \
+  template Status Engine::NewLike<T>(const Matrix& like, Matrix* out);                     \
+  template Status Engine::MatrixIn<T>(const void* shard, Matrix* k);                       \
+  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c);          \
+  template Status Engine::RhsMatrixOut<T>(const Matrix& c, void* x);                       \
+  template Status Engine::NewMatrix<T>(int64_t rows, int64_t cols, Matrix* out);           \
+  template Status Engine::MatrixOut<T>(const void* from, void* shard);                     \
+  template Status Engine::ShardOut<T>(const Matrix& y, void* shard);                       \
+  template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);         \
+  template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds, \
+                                   Matrix* f);                                             \
+  template Status Engine::FillNan<T>(void* x, int64_t count);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_ENGINE_CORE)
 #undef JAXMG_INSTANTIATE_ENGINE_CORE
 

@@ -125,9 +125,9 @@ Status Engine::InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_INVERSES(T)        \
-  JAXMG_INSTANTIATE_STEP(CholeskyInverse, T) \
-  JAXMG_INSTANTIATE_STEP(InverseSolve, T)
+#define JAXMG_INSTANTIATE_INVERSES(T)                                           \
+  template Status Engine::CholeskyInverse<T>(const Matrix& l, Matrix* inverse); \
+  template Status Engine::InverseSolve<T>(const Matrix& lu, bool transpose, Matrix* inverse);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_INVERSES)
 #undef JAXMG_INSTANTIATE_INVERSES
 

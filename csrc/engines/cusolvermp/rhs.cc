@@ -215,15 +215,16 @@ Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
 }
 
 #define JAXMG_INSTANTIATE_RHS(T)                                                                  \
-  JAXMG_INSTANTIATE_STEP(RhsIn, T)                                                                \
-  JAXMG_INSTANTIATE_STEP(RhsOut, T)                                                               \
-  JAXMG_INSTANTIATE_STEP(Identity, T)                                                             \
+  template Status Engine::RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c); \
+  template Status Engine::RhsOut<T>(const Matrix& z, void* x, Axis axis, bool conj);              \
+  template Status Engine::Identity<T>(const Matrix& like, Matrix* out);                           \
   template Status Engine::LeadingRows<T>(const Matrix& a, void** out);                            \
-  JAXMG_INSTANTIATE_STEP(LeadingRowsOut, T)                                                       \
+  template Status Engine::LeadingRowsOut<T>(const Matrix& y, void* x, int64_t x_rows);            \
   template Status Engine::RowsOut<T>(const void* local, int64_t ld, int64_t lc, int64_t cols,     \
                                      void* x, int64_t x_rows, int64_t x_cols);                    \
-  JAXMG_INSTANTIATE_STEP(VectorsOut, T)                                                           \
-  JAXMG_INSTANTIATE_STEP(SquareRowsOut, T)                                                        \
+  template Status Engine::VectorsOut<T>(const Matrix& z, const Matrix& work, void* shard);        \
+  template Status Engine::SquareRowsOut<T>(const Matrix& s, void* x, int64_t x_rows,              \
+                                           int64_t x_cols);                                       \
   template Status Engine::SingularValuesOut<T>(const void* w, int64_t n, void* x, int64_t x_rows, \
                                                int64_t x_cols);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_RHS)

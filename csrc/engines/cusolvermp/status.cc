@@ -296,14 +296,14 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
 
 #define JAXMG_INSTANTIATE_STATUS(T)                                                              \
   template Status Engine::SymmetryProducts<T>(const void* shard, void** y);                      \
-  JAXMG_INSTANTIATE_STEP(Asymmetric, T)                                                          \
-  JAXMG_INSTANTIATE_STEP(CheckSymmetry, T)                                                       \
+  template Status Engine::Asymmetric<T>(const void* shard, bool* out);                           \
+  template Status Engine::CheckSymmetry<T>(const void* shard);                                   \
   template Status Engine::NonFinite<T>(const Matrix& a, int32_t* column);                        \
   template Status Engine::Agree<T>(const Matrix& a, bool failed, int* info, int64_t diag_limit,  \
                                    bool scan);                                                   \
   template Status Engine::AgreeValues<T>(const void* values, int64_t n, bool failed, int* info); \
-  JAXMG_INSTANTIATE_STEP(LogAbsDiag, T)                                                          \
-  JAXMG_INSTANTIATE_STEP(SignLogDet, T)
+  template Status Engine::LogAbsDiag<T>(const Matrix& a, double scale, bool ok, void* out);      \
+  template Status Engine::SignLogDet<T>(const Matrix& lu, void* sign, void* logabsdet);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_STATUS)
 #undef JAXMG_INSTANTIATE_STATUS
 

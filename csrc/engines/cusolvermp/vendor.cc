@@ -594,24 +594,28 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
   return vendor::Run(trsm, work);
 }
 
-#define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
-  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);  \
-  JAXMG_INSTANTIATE_STEP(Potrf, T)                                                           \
-  JAXMG_INSTANTIATE_STEP(Getrf, T)                                                           \
-  JAXMG_INSTANTIATE_STEP(Potrs, T)                                                           \
-  JAXMG_INSTANTIATE_STEP(Getrs, T)                                                           \
-  JAXMG_INSTANTIATE_STEP(Geqrf, T)                                                           \
-  template Status Engine::QrSolve<T>(const Matrix& a, const Matrix& rhs, int* info,          \
-                                     void** solution);                                       \
-  template Status Engine::QrFactor<T>(const Matrix& a);                                      \
-  JAXMG_INSTANTIATE_STEP(Orgqr, T)                                                           \
-  JAXMG_INSTANTIATE_STEP(Gels, T)                                                            \
-  JAXMG_INSTANTIATE_STEP(Eigh, T)                                                            \
-  template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z); \
-  JAXMG_INSTANTIATE_STEP(Gesvd, T)                                                           \
-  JAXMG_INSTANTIATE_STEP(Sygvd, T)                                                           \
-  JAXMG_INSTANTIATE_STEP(Gemm, T)                                                            \
-  JAXMG_INSTANTIATE_STEP(Trsm, T)
+#define JAXMG_INSTANTIATE_VENDOR(T)                                                              \
+  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);      \
+  template Status Engine::Potrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::Getrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                            \
+  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);           \
+  template Status Engine::Geqrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::QrSolve<T>(const Matrix& a, const Matrix& rhs, int* info,              \
+                                     void** solution);                                           \
+  template Status Engine::QrFactor<T>(const Matrix& a);                                          \
+  template Status Engine::Orgqr<T>(Matrix * a);                                                  \
+  template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);            \
+  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info); \
+  template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z);     \
+  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,         \
+                                   int64_t x_rows, int64_t x_cols, Matrix* vt, int* info);       \
+  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x,      \
+                                   Matrix* z, int* info);                                        \
+  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,        \
+                                  Matrix* c);                                                    \
+  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& m,     \
+                                  const Matrix& c, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_VENDOR)
 #undef JAXMG_INSTANTIATE_VENDOR
 

@@ -16,8 +16,13 @@
 #include "common/symmetry.h"
 #include "engines/scalapack/backend.h"
 #include "engines/scalapack/engine_util.h"
+#include "routines/steps.h"
 
 namespace jaxmg::scalapack {
+
+// The steps Engine declares are the contract's, for every element type (routines/steps.h).
+static_assert(StepsMatch<Engine>());
+
 namespace {
 
 const layout::AxisPlan& AxisOf(const layout::Plan& plan, Axis axis) {
@@ -891,39 +896,44 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_ENGINE_STEPS(T)                                \
-  JAXMG_INSTANTIATE_STEP(Asymmetric, T)                                  \
-  JAXMG_INSTANTIATE_STEP(CheckSymmetry, T)                               \
-  JAXMG_INSTANTIATE_STEP(Prepare, T)                                     \
-  JAXMG_INSTANTIATE_STEP(RhsIn, T)                                       \
-  JAXMG_INSTANTIATE_STEP(RhsOut, T)                                      \
-  JAXMG_INSTANTIATE_STEP(Identity, T)                                    \
-  JAXMG_INSTANTIATE_STEP(MatrixIn, T)                                    \
-  JAXMG_INSTANTIATE_STEP(RhsMatrixIn, T)                                 \
-  JAXMG_INSTANTIATE_STEP(RhsMatrixOut, T)                                \
-  JAXMG_INSTANTIATE_STEP(Potrf, T)                                       \
-  JAXMG_INSTANTIATE_STEP(Getrf, T)                                       \
-  JAXMG_INSTANTIATE_STEP(Potrs, T)                                       \
-  JAXMG_INSTANTIATE_STEP(Getrs, T)                                       \
-  JAXMG_INSTANTIATE_STEP(CholeskyInverse, T)                             \
-  JAXMG_INSTANTIATE_STEP(InverseSolve, T)                                \
-  JAXMG_INSTANTIATE_STEP(Trsm, T)                                        \
-  JAXMG_INSTANTIATE_STEP(Gemm, T)                                        \
-  JAXMG_INSTANTIATE_STEP(LogAbsDiag, T)                                  \
-  JAXMG_INSTANTIATE_STEP(SignLogDet, T)                                  \
-  JAXMG_INSTANTIATE_STEP(FactorOut, T)                                   \
-  JAXMG_INSTANTIATE_STEP(Adopt, T)                                       \
-  JAXMG_INSTANTIATE_STEP(Geqrf, T)                                       \
-  JAXMG_INSTANTIATE_STEP(Orgqr, T)                                       \
-  JAXMG_INSTANTIATE_STEP(Gels, T)                                        \
-  JAXMG_INSTANTIATE_STEP(Eigh, T)                                        \
-  JAXMG_INSTANTIATE_STEP(Sygvd, T)                                       \
-  JAXMG_INSTANTIATE_STEP(ShardOut, T)                                    \
-  JAXMG_INSTANTIATE_STEP(LeadingRowsOut, T)                              \
-  JAXMG_INSTANTIATE_STEP(VectorsOut, T)                                  \
-  JAXMG_INSTANTIATE_STEP(SquareRowsOut, T)                               \
-  JAXMG_INSTANTIATE_STEP(FillNan, T)                                     \
-  template int64_t Engine::FirstNonFiniteColumn<T>(const Matrix&) const; \
+#define JAXMG_INSTANTIATE_ENGINE_STEPS(T)                                                         \
+  template Status Engine::Asymmetric<T>(const void* shard, bool* out);                            \
+  template Status Engine::CheckSymmetry<T>(const void* shard);                                    \
+  template Status Engine::Prepare<T>(void* shard, Matrix* a);                                     \
+  template Status Engine::RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c); \
+  template Status Engine::RhsOut<T>(const Matrix& z, void* x, Axis axis, bool conj);              \
+  template Status Engine::Identity<T>(const Matrix& like, Matrix* out);                           \
+  template Status Engine::MatrixIn<T>(const void* shard, Matrix* k);                              \
+  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c);                 \
+  template Status Engine::RhsMatrixOut<T>(const Matrix& c, void* x);                              \
+  template Status Engine::Potrf<T>(Matrix * a, int* info);                                        \
+  template Status Engine::Getrf<T>(Matrix * a, int* info);                                        \
+  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                             \
+  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);            \
+  template Status Engine::CholeskyInverse<T>(const Matrix& l, Matrix* inverse);                   \
+  template Status Engine::InverseSolve<T>(const Matrix& lu, bool transpose, Matrix* inverse);     \
+  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& m,      \
+                                  const Matrix& c, int* info);                                    \
+  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,         \
+                                  Matrix* c);                                                     \
+  template Status Engine::LogAbsDiag<T>(const Matrix& a, double scale, bool ok, void* out);       \
+  template Status Engine::SignLogDet<T>(const Matrix& lu, void* sign, void* logabsdet);           \
+  template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);                \
+  template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds,        \
+                                   Matrix* f);                                                    \
+  template Status Engine::Geqrf<T>(Matrix * a, int* info);                                        \
+  template Status Engine::Orgqr<T>(Matrix * a);                                                   \
+  template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);             \
+  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);  \
+  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x,       \
+                                   Matrix* z, int* info);                                         \
+  template Status Engine::ShardOut<T>(const Matrix& y, void* shard);                              \
+  template Status Engine::LeadingRowsOut<T>(const Matrix& y, void* x, int64_t x_rows);            \
+  template Status Engine::VectorsOut<T>(const Matrix& z, const Matrix& work, void* shard);        \
+  template Status Engine::SquareRowsOut<T>(const Matrix& s, void* x, int64_t x_rows,              \
+                                           int64_t x_cols);                                       \
+  template Status Engine::FillNan<T>(void* x, int64_t count);                                     \
+  template int64_t Engine::FirstNonFiniteColumn<T>(const Matrix&) const;                          \
   template Status Engine::NewMatrix<T>(int64_t, int64_t, Matrix*);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_ENGINE_STEPS)
 #undef JAXMG_INSTANTIATE_ENGINE_STEPS

@@ -16,7 +16,6 @@
 #include "engines/scalapack/scalapack.h"
 #include "layout/layout.h"
 #include "routines/contract.h"
-#include "routines/steps.h"
 
 namespace jaxmg::scalapack {
 
@@ -32,10 +31,150 @@ class Engine {
                        const CallFingerprint& fingerprint, Engine* out);
 
   const layout::Plan& plan() const { return *plan_; }
-
-  // The steps (routines/steps.h).
-  JAXMG_DECLARE_ENGINE_STEPS
+  // CheckSymmetry's verdict, agreed.
   bool asymmetric() const { return asymmetric_; }
+
+  // The steps, each under its meaning in short: routines/steps.h holds the contract (EngineSteps:
+  // the same declarations, each under its full meaning), and engine.cc asserts these match it.
+
+  // ---- Checks on the input ----
+  // *out := whether the matrix is not symmetric (Hermitian), from the shards; agreed.
+  template <typename T>
+  Status Asymmetric(const void* shard, bool* out);
+  // Asymmetric's check; its verdict comes with the next agreement (Potrf's), as asymmetric().
+  template <typename T>
+  Status CheckSymmetry(const void* shard);
+
+  // ---- The engine matrix, right-hand sides and second matrices ----
+  // *a := the engine matrix B from the shard (in place where it can be).
+  template <typename T>
+  Status Prepare(void* shard, Matrix* a);
+  // *c := a new engine_rows x nrhs matrix, rows like B's: c[i] = conj?(b[orig(i)]).
+  template <typename T>
+  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c);
+  // x[orig(i)] = conj?(z[i]) for this shard's rows (z as RhsIn makes it).
+  template <typename T>
+  Status RhsOut(const Matrix& z, void* x, Axis axis, bool conj);
+  // *out := a new identity distributed like `like` (square).
+  template <typename T>
+  Status Identity(const Matrix& like, Matrix* out);
+  // (redistributed plans) *k := the second matrix b in the engine's tiles, like B.
+  template <typename T>
+  Status MatrixIn(const void* shard, Matrix* k);
+  // (redistributed plans) *c := Bᵀ, b's shards read column-major, in the engine's tiles.
+  template <typename T>
+  Status RhsMatrixIn(const void* b, int64_t rows, Matrix* c);
+  // x (sharded as b) := c in the JAX layout (RhsMatrixIn's inverse).
+  template <typename T>
+  Status RhsMatrixOut(const Matrix& c, void* x);
+
+  // ---- Factorizations and solves ----
+  // a's lower triangle := L, a = L Lᴴ (a->factored := kCholesky); info agreed (max).
+  template <typename T>
+  Status Potrf(Matrix* a, int* info);
+  // a := its pivoted LU factors (a->factored := kLu or kLuHostPivots); info agreed (max).
+  template <typename T>
+  Status Getrf(Matrix* a, int* info);
+  // c := B⁻¹ c for the Cholesky factor l of B.
+  template <typename T>
+  Status Potrs(const Matrix& l, const Matrix& c);
+  // c := op(B)⁻¹ c for the LU factors lu of B, op = transpose ? Bᵀ : B.
+  template <typename T>
+  Status Getrs(const Matrix& lu, const Matrix& c, bool transpose);
+  // (l from Potrf) *inverse := B⁻¹, a new matrix distributed like B.
+  template <typename T>
+  Status CholeskyInverse(const Matrix& l, Matrix* inverse);
+  // (lu from Getrf) *inverse := M⁻¹, or M⁻ᵀ with transpose, a new matrix like M.
+  template <typename T>
+  Status InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse);
+  // c := op(m)⁻¹ c ('L') or c op(m)⁻¹ ('R'), m's triangle uplo; info agreed first.
+  template <typename T>
+  Status Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
+              int* info);
+  // (redistributed plans, n x n) *c := op_b(k) op_a(m), a new matrix distributed like m.
+  template <typename T>
+  Status Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c);
+
+  // ---- Determinants ----
+  // out = scale * Σ log|diag a|, NaN if !ok.
+  template <typename T>
+  Status LogAbsDiag(const Matrix& a, double scale, bool ok, void* out);
+  // (lu from Getrf) det B's phase and log |det B|, the relabeling's parity included.
+  template <typename T>
+  Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
+
+  // ---- Kept factors ----
+  // out := the factored engine matrix f, kept for later solves.
+  template <typename T>
+  Status FactorOut(const Matrix& f, void* out, int64_t count);
+  // *f := the engine matrix from a factor FactorOut wrote (read only; count checked).
+  template <typename T>
+  Status Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f);
+  // lu's pivots, global and 1-based (engine order), the same on every rank.
+  Status PivotsOut(const Matrix& lu, int32_t* out);
+  // The pivots of a kept LU factor (lu->factored := the kind the engine now holds).
+  Status PivotsIn(const int32_t* in, Matrix* lu);
+
+  // ---- QR and least squares ----
+  // QR of a's leading cols.extent columns, in place (a->factored := kQr); info agreed.
+  template <typename T>
+  Status Geqrf(Matrix* a, int* info);
+  // (a from Geqrf) a := Q of that factorization (its leading cols.extent columns).
+  template <typename T>
+  Status Orgqr(Matrix* a);
+  // Least squares min ‖B z − c‖ (a factored in place, c overwritten); *z := the solution.
+  template <typename T>
+  Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
+
+  // ---- Eigenvalues and singular values ----
+  // (Hermitian a; overwritten) its eigenvalues, ascending, into x; *z := its eigenvectors.
+  template <typename T>
+  Status Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);
+  // M z = λ K z for m (Hermitian) and k (positive definite), both overwritten; as Eigh.
+  template <typename T>
+  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z, int* info);
+  // (m x n a, m >= n; overwritten) singular values, descending, into x; *a := U, *vt := Vᴴ.
+  template <typename T>
+  Status Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
+               Matrix* vt, int* info);
+
+  // ---- QDWH (routines/polar.h), on u, which holds U in place throughout ----
+  // info agreed; U := A / (‖A‖₁ ‖A‖∞)^½ and *lower := 1 / ‖L⁻¹‖_F for UᴴU = L Lᴴ.
+  template <typename T>
+  Status PolarBegin(const Matrix& u, bool keep_a, double* lower, int* info);
+  // U := e U + coef Q₁ Q₂ᴴ, [sqrt_c U; I] = [Q₁; Q₂] R.
+  template <typename T>
+  Status PolarQr(const Matrix& u, double sqrt_c, double coef, double e);
+  // U := e U + coef U Z⁻¹, Z = I + c UᴴU; *change := ‖U − U_prev‖_F, agreed.
+  template <typename T>
+  Status PolarCholesky(const Matrix& u, double c, double coef, double e, double* change);
+  // U := (3U − U UᴴU) / 2; with h, *hm := H = ½ (UᴴA + AᴴU), a new n x n matrix; info agreed.
+  template <typename T>
+  Status PolarEnd(const Matrix& u, bool h, Matrix* hm, int* info);
+  // (hm from PolarEnd; overwritten) H's eigenvalues, descending, >= 0, into x.
+  template <typename T>
+  Status PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info);
+
+  // ---- Results ----
+  // The shard := its part of y (distributed like the engine matrix) in the JAX layout.
+  template <typename T>
+  Status ShardOut(const Matrix& y, void* shard);
+  // x (row-major) := this shard's x_rows of the first cols.extent rows of R (Geqrf) or z (Gels).
+  template <typename T>
+  Status LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows);
+  // The shard := its part of the eigenvector matrix z in the JAX layout (work overwritten).
+  template <typename T>
+  Status VectorsOut(const Matrix& z, const Matrix& work, void* shard);
+  // Columns 0..n-1 of x := this shard's x_rows of the n x n matrix s (Vᴴ, H).
+  template <typename T>
+  Status SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols);
+  // (local) x[0..count) := NaN.
+  template <typename T>
+  Status FillNan(void* x, int64_t count);
+  // (local) *status := info.
+  Status WriteStatus(int info, int32_t* status);
+  // The end of every call, reached by every rank that ran it (agrees on a local failure).
+  Status Finish(const Status& result);
 
  private:
   bool asymmetric_ = false;

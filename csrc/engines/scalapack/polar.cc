@@ -153,13 +153,16 @@ Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_POLAR(T)         \
-  JAXMG_INSTANTIATE_STEP(Gesvd, T)         \
-  JAXMG_INSTANTIATE_STEP(PolarBegin, T)    \
-  JAXMG_INSTANTIATE_STEP(PolarQr, T)       \
-  JAXMG_INSTANTIATE_STEP(PolarCholesky, T) \
-  JAXMG_INSTANTIATE_STEP(PolarEnd, T)      \
-  JAXMG_INSTANTIATE_STEP(PolarValues, T)
+#define JAXMG_INSTANTIATE_POLAR(T)                                                               \
+  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,         \
+                                   int64_t x_rows, int64_t x_cols, Matrix* vt, int* info);       \
+  template Status Engine::PolarBegin<T>(const Matrix& u, bool keep_a, double* lower, int* info); \
+  template Status Engine::PolarQr<T>(const Matrix& u, double sqrt_c, double coef, double e);     \
+  template Status Engine::PolarCholesky<T>(const Matrix& u, double c, double coef, double e,     \
+                                           double* change);                                      \
+  template Status Engine::PolarEnd<T>(const Matrix& u, bool h, Matrix* hm, int* info);           \
+  template Status Engine::PolarValues<T>(const Matrix& hm, void* x, int64_t x_rows,              \
+                                         int64_t x_cols, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_POLAR)
 #undef JAXMG_INSTANTIATE_POLAR
 
