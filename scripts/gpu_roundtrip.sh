@@ -51,6 +51,33 @@ PYEOF
   exit 0
 fi
 
+# `scripts/gpu_roundtrip.sh collect-shared FILES_AT/gpu_shared_p<P>.json COMMIT`: the results of
+# ranks sharing one GPU into bench/results/gpu_shared_p<P>_h200x1_<commit>.json.gz, with the
+# commit the carried wheel was built from (.gpu/jaxmg/COMMIT at the run), the process count and
+# the meshes and cases that did not run (a stage stopped at its time limit).
+if [ "${1:-}" = collect-shared ]; then
+  python3 - "$2" "$3" <<'PYEOF'
+import gzip, json, os, sys
+src, commit = sys.argv[1:]
+res = json.load(open(src))
+procs = res["processes"]
+names = [r["case"] for r in res["records"]]
+out = {"commit": commit, "processes": procs, "gpus": 1, "mode": "ranks sharing one H200",
+       "cases": len(names), "passed": sum(bool(r.get("ok")) for r in res["records"]),
+       "failed": [r["case"] for r in res["records"] if not r.get("ok")],
+       "not_run": sorted(set(res.get("expected", [])) - set(names)),
+       "meshes_run": sorted({n.split("/")[0] for n in names}),
+       "meshes_not_reached": [f"mesh{m}" for m in
+                              {2: ["2x1", "1x2"], 4: ["4x1", "1x4", "2x2"], 6: ["3x2"]}[procs]
+                              if not any(n.startswith(f"mesh{m}/") for n in names)], **res}
+dst = f"bench/results/gpu_shared_p{procs}_h200x1_{commit.split('-')[0][:7]}.json.gz"
+with gzip.open(dst, "wt") as f:
+    json.dump(out, f, indent=1)
+print("[gpu] wrote", dst, f"{out['passed']}/{out['cases']} passed, {len(out['not_run'])} not run")
+PYEOF
+  exit 0
+fi
+
 NCCL_WHEEL=${JAXMG_NCCL_WHEEL:-$(ls "$ROOT"/../shared/wheels/nvidia_nccl_cu13-2.29.*.whl 2>/dev/null | head -1 || true)}
 if [ -z "$NCCL_WHEEL" ] || [ ! -f "$NCCL_WHEEL" ]; then
   echo "[gpu] needs an NCCL 2.29 wheel small enough to carry: ../shared/wheels/nvidia_nccl_cu13-2.29.*.whl" >&2

@@ -179,6 +179,7 @@ def factor_failure_case(mesh, routine, kind, n, tile):
         sign, logabsdet, status = jaxmg.slogdet(ap, T_A=tile, return_status=True)
         scalars = local_scalars(sign, logabsdet, status)
         s, ld = scalars[0][0], np.real(scalars[0][1])
+        rec.update(sign=str(s), logabsdet=str(ld))
         if kind == "singular":
             rec["numpy_convention"] = bool(s == 0 and ld == -np.inf)
         else:

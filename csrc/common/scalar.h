@@ -67,6 +67,15 @@ T SignOf(double arg_sum, int parity, bool zero, bool nonfinite) {
   }
 }
 
+// Whether slogdet's result is NaN rather than NumPy's (0, -inf) or a number: a non-finite entry
+// of the input, or of the LU factor when no pivot was exactly zero. After an exactly zero pivot
+// of a finite input the determinant is exactly 0, whatever the factorization left in the columns
+// after it (cuSOLVERMp's Getrf may go on through the zero pivot and fill them with Inf or NaN;
+// ScaLAPACK's stops scaling there).
+inline bool SlogdetNonFinite(bool input_nonfinite, bool factor_nonfinite, bool zero_pivot) {
+  return input_nonfinite || (factor_nonfinite && !zero_pivot);
+}
+
 // M(T) for each of the four element types (explicit instantiations).
 #define JAXMG_FOR_EACH_SCALAR(M) \
   M(float)                       \

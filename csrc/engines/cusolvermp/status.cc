@@ -257,11 +257,12 @@ template <typename T>
 Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
   using R = RealOf<T>;
   JAXMG_RETURN_IF_ERROR(CheckLu(lu, "SignLogDet"));
-  // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries (one kernel,
-  // one all-reduce); the pivots' and the relabeling's parities on the host.
+  // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries (one kernel),
+  // then whether the input held a non-finite entry (one all-reduce of the five); the pivots' and
+  // the relabeling's parities on the host.
   const layout::Plan& plan = state_.plan;
   void* sums = nullptr;
-  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(4 * sizeof(double), &sums)));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(5 * sizeof(double), &sums)));
   JAXMG_CUDA(cuda::DiagSums(KernelType<T>(), lu.data, lu.local_rows, lu.local_cols, lu.tile,
                             ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol,
                             static_cast<double*>(sums), stream_));
@@ -271,13 +272,17 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
   JAXMG_CUDA(
       cudaMemcpyAsync(columns, small_ + 8, sizeof(columns), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  if (columns[0] != kNoColumn || columns[1] != kNoColumn) {
-    const double one = 1.0;  // pageable: read when cudaMemcpyAsync returns
-    JAXMG_CUDA(cudaMemcpyAsync(static_cast<double*>(sums) + 3, &one, sizeof(double),
+  // Pageable: each copy has read its source when cudaMemcpyAsync returns.
+  const double factor_nonfinite = columns[0] != kNoColumn ? 1.0 : 0.0;
+  const double input_nonfinite = columns[1] != kNoColumn ? 1.0 : 0.0;
+  if (factor_nonfinite > 0) {
+    JAXMG_CUDA(cudaMemcpyAsync(static_cast<double*>(sums) + 3, &factor_nonfinite, sizeof(double),
                                cudaMemcpyHostToDevice, stream_));
   }
-  JAXMG_NCCL(ncclAllReduce(sums, sums, 4, ncclDouble, ncclSum, ctx_.comm, stream_));
-  double host[4];
+  JAXMG_CUDA(cudaMemcpyAsync(static_cast<double*>(sums) + 4, &input_nonfinite, sizeof(double),
+                             cudaMemcpyHostToDevice, stream_));
+  JAXMG_NCCL(ncclAllReduce(sums, sums, 5, ncclDouble, ncclSum, ctx_.comm, stream_));
+  double host[5];
   JAXMG_CUDA(cudaMemcpyAsync(host, sums, sizeof(host), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   std::vector<int64_t> piv;
@@ -285,10 +290,10 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
   int64_t swaps = 0;
   for (size_t i = 0; i < piv.size(); ++i) swaps += piv[i] != static_cast<int64_t>(i) + 1;
   const int parity = static_cast<int>((swaps + layout::RelabelParity(plan)) % 2);
-  const T s = SignOf<T>(host[1], parity, host[2] > 0, host[3] > 0);
+  const bool nonfinite = SlogdetNonFinite(host[4] > 0, host[3] > 0, host[2] > 0);
+  const T s = SignOf<T>(host[1], parity, host[2] > 0, nonfinite);
   const R nan = std::numeric_limits<R>::quiet_NaN(), inf = std::numeric_limits<R>::infinity();
-  const R l = host[3] > 0 ? nan : host[2] > 0 ? -inf : static_cast<R>(host[0]);
-  // Pageable: each copy has read its source when cudaMemcpyAsync returns.
+  const R l = nonfinite ? nan : host[2] > 0 ? -inf : static_cast<R>(host[0]);
   JAXMG_CUDA(cudaMemcpyAsync(sign, &s, sizeof(T), cudaMemcpyHostToDevice, stream_));
   JAXMG_CUDA(cudaMemcpyAsync(logabsdet, &l, sizeof(R), cudaMemcpyHostToDevice, stream_));
   return Status();

@@ -559,7 +559,7 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
   // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries; and the row
   // interchanges of this process's rows (process column 0 only).
   const int64_t t = lu.tile, n = lu.rows;
-  double sums[5] = {0, 0, 0, 0, 0};
+  double sums[6] = {0, 0, 0, 0, 0, 0};  // (and [5]: the input held a non-finite entry)
   ForEachLocalDiagonal<T>(lu, [&](int64_t, const T& d) {
     const double m = static_cast<double>(std::abs(d));
     if (!std::isfinite(m)) {
@@ -571,20 +571,22 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
       sums[1] += Arg(d);
     }
   });
-  // Anywhere in the factor or the input, not only on the diagonal.
-  if (FirstNonFiniteColumn<T>(lu) > 0 || input_nonfinite_ > 0) sums[3] += 1;
+  // Anywhere in the factor, not only on the diagonal; and in the input.
+  if (FirstNonFiniteColumn<T>(lu) > 0) sums[3] += 1;
+  if (input_nonfinite_ > 0) sums[5] += 1;
   if (grid_->mycol == 0) {
     for (int64_t r = 0; r < lu.local_rows; ++r) {
       const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
       if (g < n && ipiv_[r] != g + 1) sums[4] += 1;
     }
   }
-  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(*grid_, sums, 5));
+  JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(*grid_, sums, 6));
   const int parity =
       (static_cast<int64_t>(std::llround(sums[4])) + layout::RelabelParity(*plan_)) % 2;
-  *As<T>(sign) = SignOf<T>(sums[1], parity, sums[2] > 0, sums[3] > 0);
+  const bool nonfinite = SlogdetNonFinite(sums[5] > 0, sums[3] > 0, sums[2] > 0);
+  *As<T>(sign) = SignOf<T>(sums[1], parity, sums[2] > 0, nonfinite);
   const R nan = std::numeric_limits<R>::quiet_NaN(), inf = std::numeric_limits<R>::infinity();
-  *As<R>(logabsdet) = sums[3] > 0 ? nan : sums[2] > 0 ? -inf : static_cast<R>(sums[0]);
+  *As<R>(logabsdet) = nonfinite ? nan : sums[2] > 0 ? -inf : static_cast<R>(sums[0]);
   return Status();
 }
 
