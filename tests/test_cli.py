@@ -588,6 +588,34 @@ def test_bench_argument_forms():
         p.parse_args(["--matrix", "hilbert"])
 
 
+def test_bench_compares_with_jax_at_its_fastest():
+    """The baseline times every documented JAX option and keeps the fastest: the SVD's polar
+    algorithm (cuSOLVER's gesvdp; not on CPUs, recorded as such) beside its default."""
+    import argparse
+
+    import jax
+    import numpy as np
+
+    from jaxmg.cli import bench
+
+    for routine in ("gesvd", "gesvd_values", "polar"):
+        assert "svd-polar" in bench.jax_options(routine)
+    a = jax.numpy.asarray(np.diag(np.arange(1.0, 17.0)) + 0.01)
+    args = argparse.Namespace(routine="gesvd_values", jax_option=None, repeats=1)
+    rec = {}
+    times, check = bench._fastest_option(args, rec, lambda: a, None, "t")
+    assert set(rec["jax_options_s"]) == {"svd-polar", "svd-default"}
+    assert rec["jax_option"] == "svd-default"  # the polar SVD is GPU-only in JAX
+    assert "not implemented on CPU" in rec["jax_options_s"]["svd-polar"]
+    assert (
+        len(times) == 2
+        and abs(float(check) - float(np.linalg.svd(a, compute_uv=False).sum())) < 1e-3
+    )
+    args.jax_option = ["eigh"]
+    with pytest.raises(ValueError, match="not one of"):
+        bench._fastest_option(args, {}, lambda: a, None, "t")
+
+
 def test_bench_stage_times_and_plot_kinds(tmp_path, monkeypatch):
     from jaxmg.cli import bench
 

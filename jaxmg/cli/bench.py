@@ -5,9 +5,10 @@
 (against `jnp.linalg.slogdet`), `cho_solve` (the solve with a kept factor and `--nrhs`
 right-hand sides, against JAX's `cho_solve` with its kept factor; the factorization's time is
 recorded beside it), `syevd` / `eigvalsh` (against `jnp.linalg.eigh` / `eigvalsh`; checked by
-Σ w = tr A = N), `gesvd` / `gesvd_values` (against `jnp.linalg.svd` with and without vectors;
-Σ s = tr A = N for this symmetric positive definite A), `polar` (against
-`jax.scipy.linalg.polar`, QDWH; tr H = tr A = N), `qr` (against `jnp.linalg.qr`) or
+Σ w = tr A = N), `gesvd` / `gesvd_values` (against `jax.lax.linalg.svd` with and without
+vectors, by its polar algorithm and its default, the faster kept; Σ s = tr A = N for this
+symmetric positive definite A), `polar` (against `jax.scipy.linalg.polar`'s QDWH and the polar
+SVD's U Vh, the faster kept; tr H = tr A = N), `qr` (against `jnp.linalg.qr`) or
 `least_squares` (against JAX's QR, Qᴴb and the triangular solve), on N x `--cols` matrices
 (default square). `--peer` also times JAXMg 1.x, from the folder JAXMG_PEER_PATH, on the same
 devices (bench/peer_jaxmg1.py).
@@ -159,6 +160,13 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument("--no-baseline", dest="baseline", action="store_false", help="do not time JAX")
     p.add_argument("--baseline-max", type=int, default=None, help="largest N for the baseline")
+    p.add_argument(
+        "--jax-option",
+        type=_list_of(str, "option"),
+        action="append",
+        default=None,
+        help="JAX's options to time (default: every option of jax_options; the fastest is kept)",
+    )
     p.add_argument("--out", default="bench/results/potrs.json", help="the JSON file to write")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per part of the run")
     p.add_argument(
@@ -183,6 +191,7 @@ def run_namespace(args: argparse.Namespace) -> int:
     args.sizes = _flatten(args.sizes)
     args.dtypes = _flatten(args.dtypes)
     args.tiles = _flatten(args.tile) or [None]
+    args.jax_option = _flatten(args.jax_option)
     return _run(args)
 
 
@@ -552,11 +561,107 @@ def _run_jaxmg(args) -> list[dict]:
     return records if jax.process_index() == 0 else []
 
 
+def jax_options(routine: str) -> dict:
+    """JAX's documented ways to compute `routine` on one device, by name, fastest known first.
+
+    The baseline times each (or those named by `--jax-option`) and reports the fastest, with every
+    option's time in the record's `jax_options_s`, so that jaxmg is compared with JAX at its best:
+    for the SVD, `jax.lax.linalg.svd(..., algorithm=SvdAlgorithm.POLAR)` (cuSOLVER's gesvdp on
+    GPUs) beside the default; JAX's eigh has no faster option than its default (its Jacobi is
+    several times slower on GPUs). Each function takes (a, b) and returns (output, a scalar check).
+
+    Args:
+        routine: The bench's `--routine`.
+
+    Returns:
+        Option name -> function.
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
+
+    def svd(algorithm):
+        def run(a, b):
+            if routine == "gesvd_values":
+                sv = jax.lax.linalg.svd(
+                    a, full_matrices=False, compute_uv=False, algorithm=algorithm
+                )
+                return sv, jnp.sum(sv)
+            u, sv, vh = jax.lax.linalg.svd(a, full_matrices=False, algorithm=algorithm)
+            if routine == "polar":  # Up = U Vh, H = V diag(s) Vh
+                return u @ vh, jnp.sum(sv)
+            return vh, jnp.sum(sv)
+
+        return run
+
+    def polar_qdwh(a, b):
+        up, h = jax.scipy.linalg.polar(a, method="qdwh")
+        return up, jnp.trace(h)
+
+    def eigh(a, b):
+        w, v = jnp.linalg.eigh(a)
+        return (v, jnp.sum(w)) if routine == "syevd" else (w, jnp.sum(w))
+
+    def inv(a, b):
+        x = jnp.linalg.inv(a)
+        return x, jnp.zeros((), x.real.dtype)
+
+    def slogdet(a, b):
+        return jnp.linalg.slogdet(a)
+
+    def lu(a, b):
+        f = lu_factor(a)
+        return lu_solve(f, b), jnp.sum(jnp.log(jnp.abs(jnp.diagonal(f[0]))))
+
+    def cholesky(a, b):
+        c = cho_factor(a, lower=True)
+        if routine == "potri":  # the inverse: the solve with the identity
+            b = jnp.eye(a.shape[0], dtype=a.dtype)
+        return cho_solve(c, b), 2 * jnp.sum(jnp.log(jnp.diagonal(c[0])))
+
+    polar_svd = jax.lax.linalg.SvdAlgorithm.POLAR
+    options = {
+        "gesvd": {"svd-polar": svd(polar_svd), "svd-default": svd(None)},
+        "gesvd_values": {"svd-polar": svd(polar_svd), "svd-default": svd(None)},
+        "polar": {"polar-qdwh": polar_qdwh, "svd-polar": svd(polar_svd)},
+        "syevd": {"eigh": eigh},
+        "eigvalsh": {"eigh": eigh},
+        "inv": {"inv": inv},
+        "slogdet": {"slogdet": slogdet},
+        "lu_solve": {"lu_factor-lu_solve": lu},
+    }
+    return options.get(routine, {"cho_factor-cho_solve": cholesky})
+
+
+def _fastest_option(args, rec, gen, b, name):
+    """Times each of JAX's options for the routine (jax_options) and keeps the fastest: its times
+    and check are returned, rec gets every option's best time (or error) and the winner's name."""
+    import jax
+
+    options = jax_options(args.routine)
+    if args.jax_option:
+        unknown = sorted(set(args.jax_option) - set(options))
+        if unknown:
+            raise ValueError(f"--jax-option {unknown} is not one of {sorted(options)}")
+        options = {k: v for k, v in options.items() if k in args.jax_option}
+    results, errors = {}, {}
+    for option, fn in options.items():
+        try:
+            results[option] = _time_calls(gen, jax.jit(fn), b, args.repeats, f"{name}-{option}")
+        except Exception as e:  # noqa: BLE001 - an option this platform lacks is a result too
+            errors[option] = f"{type(e).__name__}: {str(e)[:200]}"
+    rec["jax_options_s"] = {k: min(t[1:]) for k, (t, _) in results.items()} | errors
+    if not results:
+        raise RuntimeError(f"no JAX option ran: {errors}")
+    rec["jax_option"] = min(results, key=lambda k: min(results[k][0][1:]))
+    return results[rec["jax_option"]]
+
+
 def _run_baseline(args) -> list[dict]:
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from jax.scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
+    from jax.scipy.linalg import cho_factor, cho_solve
 
     _enable_x64(args)
     device = jax.devices()[0]
@@ -591,37 +696,6 @@ def _run_baseline(args) -> list[dict]:
                 gen = _matrix(args, n, dtype, sharding)
                 b = jax.device_put(jnp.ones((n, args.nrhs), dtype), device)
 
-                @jax.jit
-                def solve(a, b):
-                    if args.routine == "inv":
-                        x = jnp.linalg.inv(a)
-                        return x, jnp.zeros((), x.real.dtype)
-                    if args.routine == "syevd":
-                        w, v = jnp.linalg.eigh(a)
-                        return v, jnp.sum(w)
-                    if args.routine == "eigvalsh":
-                        w = jnp.linalg.eigvalsh(a)
-                        return w, jnp.sum(w)
-                    if args.routine == "gesvd":
-                        u, sv, vh = jnp.linalg.svd(a, full_matrices=False)
-                        return vh, jnp.sum(sv)
-                    if args.routine == "gesvd_values":
-                        sv = jnp.linalg.svd(a, compute_uv=False)
-                        return sv, jnp.sum(sv)
-                    if args.routine == "polar":
-                        up, h = jax.scipy.linalg.polar(a)
-                        return up, jnp.trace(h)
-                    if args.routine == "slogdet":
-                        sign, logdet = jnp.linalg.slogdet(a)
-                        return sign, logdet
-                    if args.routine == "lu_solve":
-                        f = lu_factor(a)
-                        return lu_solve(f, b), jnp.sum(jnp.log(jnp.abs(jnp.diagonal(f[0]))))
-                    c = cho_factor(a, lower=True)
-                    if args.routine == "potri":  # the inverse: the solve with the identity
-                        b = jnp.eye(a.shape[0], dtype=a.dtype)
-                    return cho_solve(c, b), 2 * jnp.sum(jnp.log(jnp.diagonal(c[0])))
-
                 name = f"{n}-{dtype_name}"
                 if args.routine == "cho_solve":
                     factor = jax.jit(lambda a: cho_factor(a, lower=True)[0])
@@ -640,7 +714,7 @@ def _run_baseline(args) -> list[dict]:
                     logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(kept)))
                     rec["nrhs"] = args.nrhs
                 else:
-                    times, logdet = _time_calls(gen, solve, b, args.repeats, name)
+                    times, logdet = _fastest_option(args, rec, gen, b, name)
                 if args.routine in EIGEN:  # the trace of the eigenvalues
                     rec["check_rel_err"] = abs(float(logdet) - n) / n
                     logdet = _exact_logdet(n)
@@ -699,6 +773,8 @@ def table(records: list[dict]) -> str:
         b = base.get((r["dtype"], r["n"]), {})
         bt = b.get("seconds")
         bs = f"{bt:.4f}" if bt else (b.get("error", "—")[:40] if b else "—")
+        if bt and len(b.get("jax_options_s", {})) > 1:  # which of JAX's options was fastest
+            bs += f" ({b['jax_option']})"
         ratio = f"{r['seconds'] / bt:.2f}" if bt else "—"
         rows.append(
             f"{head} {r['seconds']:.4f} | {r['tflops']:.2f} | {bs} | {ratio} | "
@@ -967,6 +1043,8 @@ def _run(args) -> int:
             part.unlink(missing_ok=True)
             env = dict(os.environ, JAXMG_BENCH_PART=str(part), PYTHONUNBUFFERED="1")
             inner = [sys.executable, "-m", "jaxmg", "bench", *passthrough, "--role", role]
+            if role == "baseline" and args.jax_option:
+                inner += ["--jax-option", ",".join(args.jax_option)]
             if role == "peer":
                 inner = [sys.executable, str(_peer_script()), *passthrough]
             if role == "jaxmg" and args.single_process:
