@@ -67,6 +67,13 @@ def test_site_builds_strictly_with_every_link_resolving(tmp_path):
     assert 'id="jaxmg.potrs"' in api and 'id="jaxmg.lu_solve"' in api
     potrs = (site / "routines" / "potrs.html").read_text()
     assert "jaxmg.potrs" in potrs and "return_logdet" in potrs and "gather" in potrs
+    # Returns blocks are whole (no opening parenthesis lost), code spans hold no backticks, and
+    # private base classes are not shown.
+    assert "(w, V) or w, the status appended" in api
+    for page in ("api/jaxmg", "api/linalg", "routines/cho_factor", "routines/lu_factor"):
+        text = (site / f"{page}.html").read_text()
+        assert not re.search(r"<code>[^<]*`[^<]*</code>", text), page
+        assert "_Unpacks" not in text, page
     # Offline: no font or script is fetched from the web.
     index = (site / "index.html").read_text()
     assert "fonts.googleapis.com" not in index
@@ -78,6 +85,18 @@ def test_every_example_is_shown_and_every_snippet_exists():
     files = {p.stem for p in EXAMPLES.glob("*.py")}
     assert files <= included, f"examples not shown on any page: {sorted(files - included)}"
     assert included <= files, f"pages include missing examples: {sorted(included - files)}"
+
+
+def test_returns_blocks_and_bases_render_as_written():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import docstrings
+    finally:
+        sys.path.pop(0)
+    doc = "Solves.\n\nArgs:\n  a: x.\n\nReturns:\n  (w, V) or w: w, ascending;\n    V the vectors.\n\nRaises:\n  ValueError: no.\n"
+    assert docstrings.returns_block(doc) == "(w, V) or w: w, ascending;\n  V the vectors."
+    assert docstrings.returns_block("No sections.") is None
+    assert docstrings.public_bases(["jaxmg.routines.factor._Unpacks", "object"]) == ["object"]
 
 
 @needs_matplotlib
