@@ -87,6 +87,15 @@ def test_every_example_is_shown_and_every_snippet_exists():
     assert included <= files, f"pages include missing examples: {sorted(included - files)}"
 
 
+def test_routine_examples_are_whole_programs():
+    # A routine page shows its example whole (set-up included), so it runs as shown.
+    for page in sorted((DOCS / "routines").glob("*.md")):
+        for name, section in re.findall(r'--8<-- "(\w+)\.py(:\w+)?"', page.read_text()):
+            assert not section, (page.name, name, section)
+    for example in EXAMPLES.glob("*.py"):
+        assert "jax.distributed.initialize()" in example.read_text(), example.name
+
+
 def test_returns_blocks_and_bases_render_as_written():
     sys.path.insert(0, str(DOCS / "_ext"))
     try:

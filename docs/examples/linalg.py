@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 256
 G = np.random.default_rng(15).standard_normal((n, n))
 A = G @ G.T + n * np.eye(n)
@@ -32,4 +29,3 @@ c = linalg.cho_factor(a)  # SciPy's (c, lower) shape
 y = linalg.cho_solve(c, b)
 assert np.abs(gather(x) - np.linalg.solve(A, np.ones(n))).max() < 1e-12
 assert np.abs(gather(y) - gather(x)).max() < 1e-12 and float(sign) == 1.0
-# --8<-- [end:example]
