@@ -96,6 +96,16 @@ def test_routine_examples_are_whole_programs():
         assert "jax.distributed.initialize()" in example.read_text(), example.name
 
 
+def test_the_linalg_page_lists_every_public_name():
+    import jaxmg.linalg
+
+    page = (DOCS / "routines" / "linalg.md").read_text()
+    table = page[page.index("| jaxmg.linalg |") :]
+    missing = [n for n in jaxmg.linalg.__all__ if not re.search(rf"`{n}\b", table)]
+    assert not missing, missing
+    assert "square matrices only" not in page
+
+
 def test_returns_blocks_and_bases_render_as_written():
     sys.path.insert(0, str(DOCS / "_ext"))
     try:
