@@ -74,6 +74,10 @@ def test_site_builds_strictly_with_every_link_resolving(tmp_path):
         text = (site / f"{page}.html").read_text()
         assert not re.search(r"<code>[^<]*`[^<]*</code>", text), page
         assert "_Unpacks" not in text, page
+    # Measured numbers are filled in from bench/results, and each page lists its files once.
+    perf = (site / "performance.html").read_text()
+    assert "{{" not in perf and 'id="data"' in perf and "potrs_h200x2_largest_4082e48.json" in perf
+    assert perf.count("potrs_h200x2_mesh1x2_donate_015400a.json") == 1
     # Offline: no font or script is fetched from the web.
     index = (site / "index.html").read_text()
     assert "fonts.googleapis.com" not in index
@@ -116,6 +120,40 @@ def test_returns_blocks_and_bases_render_as_written():
     assert docstrings.returns_block(doc) == "(w, V) or w: w, ascending;\n  V the vectors."
     assert docstrings.returns_block("No sections.") is None
     assert docstrings.public_bases(["jaxmg.routines.factor._Unpacks", "object"]) == ["object"]
+
+
+def _bench_hook():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import bench
+    finally:
+        sys.path.pop(0)
+    return bench
+
+
+@needs_mkdocs
+def test_measured_numbers_come_from_bench_results():
+    bench = _bench_hook()
+    stem = "potrs_h200x2_mesh1x2_donate_015400a"
+    assert bench.value(stem, "seconds", n=65536, engine="jaxmg") == "1.012 s"
+    assert bench.value(stem, "seconds", n=65536, mesh="1x2", engine="jaxmg") == "1.012 s"
+    text, used = bench.expand('{{ bench("%s", "seconds", n=65536, engine="jax") }}' % stem)
+    assert text == "1.695 s" and used == [stem]
+    with pytest.raises(Exception, match="match"):
+        bench.value(stem, "seconds", n=65536)  # two records: ambiguous
+    assert "potrs_h200x2_e81b98d.json" in bench.data_section(["potrs_h200x2_e81b98d"])
+    # The potrs times at N = 65536 are read from their files, never typed.
+    for page in DOCS.rglob("*.md"):
+        source = page.read_text()
+        for typed in ("1.012 s", "1.022 s", "1.153 s", "1.143 s", "49.9 ms"):
+            assert typed not in source, (page.name, typed)
+    # The performance page names no commit and no result file in its text: they are listed
+    # once, in its Data section (its front matter and its bench(...) calls).
+    perf = (DOCS / "performance.md").read_text().split("---\n", 2)[2]
+    perf = re.sub(r"\{\{.*?\}\}", "", perf, flags=re.S)
+    assert not re.findall(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7}\b", perf)
+    assert not re.findall(r"_[0-9a-f]{7}\.(?:json|log)", perf)
+    assert "cuSOLVERMp 0.8 " not in perf
 
 
 @needs_matplotlib
