@@ -60,6 +60,10 @@ def test_site_builds_strictly_with_every_link_resolving(tmp_path):
         "cli",
         "api/jaxmg",
         "api/linalg",
+        "guide",
+        "memory",
+        "faq",
+        "glossary",
     ):
         assert (site / f"{page}.html").is_file(), page
     # The reference is generated from the docstrings, and each routine page holds its example.
