@@ -205,6 +205,7 @@ def test_readme_is_a_front_page():
         "docs/figures/routines_vs_jax.svg",
         "srun",
         "notebook",
+        "./scripts/docs.sh serve",
     ):
         assert needed in readme, needed
     # Measured tables and result files live on the performance page, not here.
