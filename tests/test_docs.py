@@ -120,7 +120,10 @@ def test_returns_blocks_and_bases_render_as_written():
         import docstrings
     finally:
         sys.path.pop(0)
-    doc = "Solves.\n\nArgs:\n  a: x.\n\nReturns:\n  (w, V) or w: w, ascending;\n    V the vectors.\n\nRaises:\n  ValueError: no.\n"
+    doc = (
+        "Solves.\n\nArgs:\n  a: x.\n\nReturns:\n  (w, V) or w: w, ascending;\n"
+        "    V the vectors.\n\nRaises:\n  ValueError: no.\n"
+    )
     assert docstrings.returns_block(doc) == "(w, V) or w: w, ascending;\n  V the vectors."
     assert docstrings.returns_block("No sections.") is None
     assert docstrings.public_bases(["jaxmg.routines.factor._Unpacks", "object"]) == ["object"]
@@ -141,7 +144,7 @@ def test_measured_numbers_come_from_bench_results():
     stem = "potrs_h200x2_mesh1x2_donate_015400a"
     assert bench.value(stem, "seconds", n=65536, engine="jaxmg") == "1.012 s"
     assert bench.value(stem, "seconds", n=65536, mesh="1x2", engine="jaxmg") == "1.012 s"
-    text, used = bench.expand('{{ bench("%s", "seconds", n=65536, engine="jax") }}' % stem)
+    text, used = bench.expand('{{ bench("' + stem + '", "seconds", n=65536, engine="jax") }}')
     assert text == "1.695 s" and used == [stem]
     with pytest.raises(Exception, match="match"):
         bench.value(stem, "seconds", n=65536)  # two records: ambiguous

@@ -1,8 +1,8 @@
 """An MkDocs hook: measured numbers come from bench/results, not from the pages' text.
 
-A page writes `{{ bench("potrs_h200x2_mesh1x2_donate_015400a", "seconds", n=65536, engine="jaxmg") }}`:
-the record of that JSON file whose fields match the keywords (exactly one, or the build fails),
-its field formatted. `mesh="1x2"` matches the record's mesh [1, 2]. Options: `fmt` (a format
+A page writes `{{ bench("FILE", "seconds", n=65536, engine="jaxmg") }}`: the record of
+bench/results/FILE.json whose fields match the keywords (exactly one, or the build fails), its
+field formatted. `mesh="1x2"` matches the record's mesh [1, 2]. Options: `fmt` (a format
 spec, default ".3f" for seconds, else "g"), `unit` (default " s" for seconds, " ms" with
 `scale=1000`), `scale` (a factor applied first).
 
@@ -82,7 +82,11 @@ def names(entry: str) -> list[str]:
     glob with `{a,b}` alternatives; none is an error."""
     m = re.search(r"\{([^}]*)\}", entry)
     if m:
-        return [n for alt in m.group(1).split(",") for n in names(entry[: m.start()] + alt + entry[m.end() :])]
+        return [
+            n
+            for alt in m.group(1).split(",")
+            for n in names(entry[: m.start()] + alt + entry[m.end() :])
+        ]
     if "*" in entry:
         found = sorted(p.name for p in RESULTS.glob(entry))
     else:

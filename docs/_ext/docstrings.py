@@ -72,5 +72,7 @@ class PlainBrackets(griffe.Extension):
         sections = doc.parse()
         for section in sections:
             if section.kind is griffe.DocstringSectionKind.returns:
-                section.value = [griffe.DocstringReturn(name="", annotation=None, description=block)]
+                section.value = [
+                    griffe.DocstringReturn(name="", annotation=None, description=block)
+                ]
         doc.__dict__["parsed"] = sections  # what the templates read (a cached property)
