@@ -4,14 +4,17 @@
 # of the built pages. Offline: no fonts or assets are fetched. Run after ./scripts/setup.sh.
 #   ./scripts/docs.sh          build into site/ and check
 #   ./scripts/docs.sh DIR      build into DIR and check
-#   ./scripts/docs.sh serve    preview at http://127.0.0.1:8000
+#   ./scripts/docs.sh serve    read the site at http://127.0.0.1:8000, search included (opened
+#                              from disk, site/index.html has no search box); more arguments
+#                              go to mkdocs serve (--dev-addr 0.0.0.0:8000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NO_MKDOCS_2_WARNING=1  # the theme's notice about its successor, printed on every build
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 if [ "${1:-}" = "serve" ]; then
-  exec "$PY" -m mkdocs serve
+  shift
+  exec "$PY" -m mkdocs serve "$@"
 fi
 SITE=${1:-site}
 "$PY" -m mkdocs build --strict --clean --site-dir "$SITE"

@@ -60,6 +60,10 @@ def test_site_builds_strictly_with_every_link_resolving(tmp_path):
         "cli",
         "api/jaxmg",
         "api/linalg",
+        "guide",
+        "memory",
+        "faq",
+        "glossary",
     ):
         assert (site / f"{page}.html").is_file(), page
     # The reference is generated from the docstrings, and each routine page holds its example.
@@ -67,6 +71,17 @@ def test_site_builds_strictly_with_every_link_resolving(tmp_path):
     assert 'id="jaxmg.potrs"' in api and 'id="jaxmg.lu_solve"' in api
     potrs = (site / "routines" / "potrs.html").read_text()
     assert "jaxmg.potrs" in potrs and "return_logdet" in potrs and "gather" in potrs
+    # Returns blocks are whole (no opening parenthesis lost), code spans hold no backticks, and
+    # private base classes are not shown.
+    assert "(w, V) or w, the status appended" in api
+    for page in ("api/jaxmg", "api/linalg", "routines/cho_factor", "routines/lu_factor"):
+        text = (site / f"{page}.html").read_text()
+        assert not re.search(r"<code>[^<]*`[^<]*</code>", text), page
+        assert "_Unpacks" not in text, page
+    # Measured numbers are filled in from bench/results, and each page lists its files once.
+    perf = (site / "performance.html").read_text()
+    assert "{{" not in perf and 'id="data"' in perf and "potrs_h200x2_largest_4082e48.json" in perf
+    assert perf.count("potrs_h200x2_mesh1x2_donate_015400a.json") == 1
     # Offline: no font or script is fetched from the web.
     index = (site / "index.html").read_text()
     assert "fonts.googleapis.com" not in index
@@ -78,6 +93,74 @@ def test_every_example_is_shown_and_every_snippet_exists():
     files = {p.stem for p in EXAMPLES.glob("*.py")}
     assert files <= included, f"examples not shown on any page: {sorted(files - included)}"
     assert included <= files, f"pages include missing examples: {sorted(included - files)}"
+
+
+def test_routine_examples_are_whole_programs():
+    # A routine page shows its example whole (set-up included), so it runs as shown.
+    for page in sorted((DOCS / "routines").glob("*.md")):
+        for name, section in re.findall(r'--8<-- "(\w+)\.py(:\w+)?"', page.read_text()):
+            assert not section, (page.name, name, section)
+    for example in EXAMPLES.glob("*.py"):
+        assert "jax.distributed.initialize()" in example.read_text(), example.name
+
+
+def test_the_linalg_page_lists_every_public_name():
+    import jaxmg.linalg
+
+    page = (DOCS / "routines" / "linalg.md").read_text()
+    table = page[page.index("| jaxmg.linalg |") :]
+    missing = [n for n in jaxmg.linalg.__all__ if not re.search(rf"`{n}\b", table)]
+    assert not missing, missing
+    assert "square matrices only" not in page
+
+
+def test_returns_blocks_and_bases_render_as_written():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import docstrings
+    finally:
+        sys.path.pop(0)
+    doc = (
+        "Solves.\n\nArgs:\n  a: x.\n\nReturns:\n  (w, V) or w: w, ascending;\n"
+        "    V the vectors.\n\nRaises:\n  ValueError: no.\n"
+    )
+    assert docstrings.returns_block(doc) == "(w, V) or w: w, ascending;\n  V the vectors."
+    assert docstrings.returns_block("No sections.") is None
+    assert docstrings.public_bases(["jaxmg.routines.factor._Unpacks", "object"]) == ["object"]
+
+
+def _bench_hook():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import bench
+    finally:
+        sys.path.pop(0)
+    return bench
+
+
+@needs_mkdocs
+def test_measured_numbers_come_from_bench_results():
+    bench = _bench_hook()
+    stem = "potrs_h200x2_mesh1x2_donate_015400a"
+    assert bench.value(stem, "seconds", n=65536, engine="jaxmg") == "1.012 s"
+    assert bench.value(stem, "seconds", n=65536, mesh="1x2", engine="jaxmg") == "1.012 s"
+    text, used = bench.expand('{{ bench("' + stem + '", "seconds", n=65536, engine="jax") }}')
+    assert text == "1.695 s" and used == [stem]
+    with pytest.raises(Exception, match="match"):
+        bench.value(stem, "seconds", n=65536)  # two records: ambiguous
+    assert "potrs_h200x2_e81b98d.json" in bench.data_section(["potrs_h200x2_e81b98d"])
+    # The potrs times at N = 65536 are read from their files, never typed.
+    for page in DOCS.rglob("*.md"):
+        source = page.read_text()
+        for typed in ("1.012 s", "1.022 s", "1.153 s", "1.143 s", "49.9 ms"):
+            assert typed not in source, (page.name, typed)
+    # The performance page names no commit and no result file in its text: they are listed
+    # once, in its Data section (its front matter and its bench(...) calls).
+    perf = (DOCS / "performance.md").read_text().split("---\n", 2)[2]
+    perf = re.sub(r"\{\{.*?\}\}", "", perf, flags=re.S)
+    assert not re.findall(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7}\b", perf)
+    assert not re.findall(r"_[0-9a-f]{7}\.(?:json|log)", perf)
+    assert "cuSOLVERMp 0.8 " not in perf
 
 
 @needs_matplotlib
@@ -125,6 +208,7 @@ def test_readme_is_a_front_page():
         "docs/figures/routines_vs_jax.svg",
         "srun",
         "notebook",
+        "./scripts/docs.sh serve",
     ):
         assert needed in readme, needed
     # Measured tables and result files live on the performance page, not here.

@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 G = np.random.default_rng(2).standard_normal((n, n))
 A = G @ G.T + n * np.eye(n)
@@ -42,4 +39,3 @@ for k in range(3):
     x = solve(f, jax.device_put(B, rows))
     assert np.abs(gather(x) - np.linalg.solve(A, B)).max() < 1e-12
 assert int(f.status) == 0 and abs(float(f.logdet) - np.linalg.slogdet(A)[1]) < 1e-8
-# --8<-- [end:example]

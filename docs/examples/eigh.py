@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 256
 rng = np.random.default_rng(10)
 S, G = rng.standard_normal((n, n)), rng.standard_normal((n, n))
@@ -30,4 +27,3 @@ w, v = jaxmg.eigh(jax.device_put(A, grid), jax.device_put(B, grid))  # A v = λ 
 V, w = gather(v), np.asarray(w)
 assert np.abs(A @ V - (B @ V) * w).max() < 1e-9
 assert np.abs(V.T @ B @ V - np.eye(n)).max() < 1e-9
-# --8<-- [end:example]

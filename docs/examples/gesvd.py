@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 m, n = 512, 256
 A = np.random.default_rng(11).standard_normal((m, n))
 a = jax.device_put(A, grid)
@@ -30,4 +27,3 @@ assert np.abs(s - np.linalg.svd(A, compute_uv=False)).max() < 1e-10
 assert np.abs((gather(u) * s) @ gather(vh) - A).max() < 1e-10
 s_only = jaxmg.gesvd(a, compute_u=False, compute_vh=False)  # the values alone: faster
 assert np.abs(np.asarray(s_only) - s).max() < 1e-10
-# --8<-- [end:example]

@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 A = np.random.default_rng(5).standard_normal((n, n)) + n**0.5 * np.eye(n)
 a = jax.device_put(A, grid)
@@ -28,4 +25,3 @@ a_inv, logdet = jaxmg.inv(a, return_logdet=True)
 assert a_inv.sharding == a.sharding
 assert np.abs(gather(a_inv) - np.linalg.inv(A)).max() < 1e-10
 assert abs(float(logdet) - np.linalg.slogdet(A)[1]) < 1e-8
-# --8<-- [end:example]

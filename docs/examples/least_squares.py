@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 m, n = 1024, 128
 rng = np.random.default_rng(8)
 A, B = rng.standard_normal((m, n)), rng.standard_normal((m, 3))
@@ -27,4 +24,3 @@ A, B = rng.standard_normal((m, n)), rng.standard_normal((m, 3))
 x = jaxmg.least_squares(jax.device_put(A, grid), jax.device_put(B, rows))  # argmin |Ax - b|
 assert x.shape == (n, 3)
 assert np.abs(gather(x) - np.linalg.lstsq(A, B, rcond=None)[0]).max() < 1e-10
-# --8<-- [end:example]

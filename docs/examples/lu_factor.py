@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 A = np.random.default_rng(3).standard_normal((n, n))
 f = jaxmg.lu_factor(jax.device_put(A, grid))  # the factor, pivots, sign, log|det|, status
@@ -30,4 +27,3 @@ for k in range(2):
     assert np.abs(gather(x) - np.linalg.solve(A, B)).max() < 1e-9
 sign, logabsdet = np.linalg.slogdet(A)
 assert float(f.sign) == sign and abs(float(f.logabsdet) - logabsdet) < 1e-8
-# --8<-- [end:example]

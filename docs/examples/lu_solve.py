@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 A = np.random.default_rng(1).standard_normal((n, n))  # general, nonsingular
 B = np.ones((n, 2))
@@ -33,4 +30,3 @@ assert np.abs(gather(x) - np.linalg.solve(A, B)).max() < 1e-9
 s = jax.device_put(np.ones((n, n)), grid)
 x, status = jax.jit(lambda a, b: jaxmg.lu_solve(a, b, return_status=True))(s, b)
 assert int(status) > 0 and np.isnan(gather(x)).all()
-# --8<-- [end:example]

@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 rng = np.random.default_rng(13)
 X, Y = rng.standard_normal((n, n)), rng.standard_normal((n, n))
@@ -28,4 +25,3 @@ a, b = jax.device_put(X, grid), jax.device_put(Y, grid)
 c = jaxmg.matmul(a, b, adjoint_a=True)  # aᴴ b by the engine's distributed product
 assert c.sharding == a.sharding
 assert np.abs(gather(c) - X.T @ Y).max() < 1e-10
-# --8<-- [end:example]

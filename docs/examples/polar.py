@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 A = np.random.default_rng(12).standard_normal((n, n))
 
@@ -28,4 +25,3 @@ Up, H = gather(up), gather(h)
 assert np.abs(Up @ H - A).max() < 1e-10
 assert np.abs(Up.T @ Up - np.eye(n)).max() < 1e-10
 assert np.linalg.eigvalsh((H + H.T) / 2).min() > -1e-10
-# --8<-- [end:example]

@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 G = np.random.default_rng(4).standard_normal((n, n))
 A = G @ G.T + n * np.eye(n)
@@ -28,4 +25,3 @@ a = jax.device_put(A, grid)
 a_inv, status = jaxmg.potri(a, return_status=True)
 assert int(status) == 0 and a_inv.sharding == a.sharding  # the inverse lies like a
 assert np.abs(gather(a_inv) - np.linalg.inv(A)).max() < 1e-12
-# --8<-- [end:example]

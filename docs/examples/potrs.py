@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 G = np.random.default_rng(0).standard_normal((n, n))
 A = G @ G.T + n * np.eye(n)  # symmetric positive definite
@@ -39,4 +36,3 @@ def loss(a, b):  # derivatives: jax.grad through the solve and the log-determina
 
 da, db = jax.grad(loss, argnums=(0, 1))(a, b)
 assert da.sharding.spec == a.sharding.spec  # the gradient lies like a
-# --8<-- [end:example]

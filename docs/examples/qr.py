@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 m, n = 1024, 256  # tall: M >= N
 A = np.random.default_rng(7).standard_normal((m, n))
 q, r = jaxmg.qr(jax.device_put(A, grid))  # Q: M x N in a's sharding; R: N x N upper triangular
@@ -28,4 +25,3 @@ Q, R = gather(q), gather(r)
 assert np.abs(Q @ R - A).max() < 1e-12
 assert np.abs(Q.T @ Q - np.eye(n)).max() < 1e-12
 assert (np.tril(R, -1) == 0).all()
-# --8<-- [end:example]

@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 G = np.random.default_rng(14).standard_normal((n, n))
 A = G @ G.T + n * np.eye(n)
@@ -40,4 +37,3 @@ solve = jax.shard_map(
 x, status = jax.jit(solve)(jax.device_put(A, grid), jax.device_put(B, rows))
 assert int(status) == 0
 assert np.abs(gather(x) - np.linalg.solve(A, B)).max() < 1e-12
-# --8<-- [end:example]

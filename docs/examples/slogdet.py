@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 A = np.random.default_rng(6).standard_normal((n, n))
 a = jax.device_put(A, grid)
@@ -30,4 +27,3 @@ assert float(sign) == ref_sign and abs(float(logabsdet) - ref_logabsdet) < 1e-8
 
 g = jax.grad(lambda a: jaxmg.slogdet(a)[1])(a)  # d log|det A| / dA = A⁻ᵀ, in a's sharding
 assert np.abs(gather(g) - np.linalg.inv(A).T).max() < 1e-10
-# --8<-- [end:example]

@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 rng = np.random.default_rng(17)
 L = np.tril(rng.standard_normal((n, n))) / n**0.5 + 2 * np.eye(n)  # lower triangular
@@ -37,4 +34,3 @@ assert np.abs(L.conj().T @ gather(y) - B).max() < 1e-12
 C = rng.standard_normal((n, n))
 z = jaxmg.solve_triangular(a, jax.device_put(C, grid), lower=True)
 assert z.sharding == grid and np.abs(L @ gather(z) - C).max() < 1e-12
-# --8<-- [end:example]

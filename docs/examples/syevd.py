@@ -1,4 +1,3 @@
-# --8<-- [start:setup]
 import jax
 import numpy as np
 from jax.experimental.multihost_utils import process_allgather
@@ -18,8 +17,6 @@ def gather(x):  # the whole array, as NumPy, on every process
     return process_allgather(x, tiled=True)
 
 
-# --8<-- [end:setup]
-# --8<-- [start:example]
 n = 512
 S = np.random.default_rng(9).standard_normal((n, n))
 A = (S + S.T) / 2  # symmetric
@@ -31,4 +28,3 @@ assert np.abs(np.asarray(w) - np.linalg.eigvalsh(A)).max() < 1e-10
 assert np.abs(A @ V - V * np.asarray(w)).max() < 1e-10
 w_only = jaxmg.syevd(a, return_eigenvectors=False)
 assert np.abs(np.asarray(w_only) - np.asarray(w)).max() < 1e-10
-# --8<-- [end:example]
