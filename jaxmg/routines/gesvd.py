@@ -178,6 +178,12 @@ def _completion(placement, m, k, dtype):
     from jaxmg.routines import qr as _qr  # (it builds on this module's neighbours)
 
     spec = placement.matrix_spec
+    # Columns joined: the operands split by rows alone, alike (or whole where m does not divide).
+    rows = P(spec[0], None) if m % placement.mesh_rows == 0 else P()
+
+    def join(x, y):  # (on Explicit axes, concatenate wants operands sharded alike)
+        rows_of = functools.partial(_mesh.constrain, mesh=placement.mesh, spec=rows)
+        return jnp.concatenate([rows_of(x), rows_of(y)], axis=1)
 
     def complete(u):
         real = np.finfo(dtype).dtype
@@ -185,10 +191,9 @@ def _completion(placement, m, k, dtype):
         g = jax.random.normal(key, (m, m - k), real)
         if np.issubdtype(dtype, np.complexfloating):
             g = g + 1j * jax.random.normal(jax.random.fold_in(key, 1), (m, m - k), real)
-        c = jnp.concatenate([u, g.astype(dtype)], axis=1)
-        c = _mesh.constrain(c, placement.mesh, spec)
+        c = _mesh.constrain(join(u, g.astype(dtype)), placement.mesh, spec)
         q, _ = _qr.qr(c, mesh=placement.mesh, matrix_specs=spec)
-        return _place(jnp.concatenate([u, q[:, k:]], axis=1), placement, (m, m))
+        return _place(join(u, q[:, k:]), placement, (m, m))
 
     return jax.jit(complete)
 
