@@ -3,7 +3,7 @@
 # build of the GPU engine when the CUDA toolchain is present, and the test suite (real MPI jobs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+./scripts/setup.sh --dev
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 echo "[test] ruff"
 .venv/bin/ruff check .
