@@ -15,8 +15,9 @@ from packaging.version import Version
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 VERSION = Version(PYPROJECT["project"]["version"])
-# The releases of JAXMg on the package index that pip could pick instead of this project.
-JAXMG_RELEASES = ["0.0.9", "1.0.0", "1.4.1", "1.99.99", "1.9999.post9"]
+# JAXMg releases on the package index (1.1.1 is the newest for Python 3.11, 1.4.1 for 3.12+),
+# and a 1.x that may come.
+JAXMG_RELEASES = ["0.0.9", "1.0.0", "1.1.1", "1.1.1rc1", "1.4.1", "1.4.1rc1", "1.99.99.post9"]
 
 
 def source_version() -> str:
