@@ -5,7 +5,7 @@ the layout diagrams from the relabeling rule of docs/layout.md. Everything is wr
 into docs/figures/ (`--out DIR` elsewhere; `--check` redraws into a temporary folder and fails
 when a committed figure differs, which the docs test runs).
 
-Needs matplotlib (`pip install 'jaxmg[bench]'`).
+Needs matplotlib (`pip install matplotlib`, the bench extra).
 """
 
 from __future__ import annotations
@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        print("bench/figures.py needs matplotlib: pip install 'jaxmg[bench]'", file=sys.stderr)
+        print("bench/figures.py needs matplotlib: pip install matplotlib", file=sys.stderr)
         return 2
     if not args.check:
         for path in draw_all(args.out):

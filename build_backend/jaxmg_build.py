@@ -19,6 +19,12 @@ cmake/cuda_engine.cmake finds them in the build environment's site-packages, and
 own headers win over the wheels'. Each hook runs in its own process, so every hook makes the
 decision again from the same inputs. The decision and its reason are printed (`pip install -v .`
 shows them) and handed to CMake, which prints them with the configure summary.
+
+CMake's build tree is one per engine configuration: build/cpu, build/gpu or build/both (unless
+`-C build-dir=...` names another), so that switching the GPU engine on or off never reconfigures
+another configuration's tree. A build without isolation (scripts/setup.sh, which names its own
+build/dev-<engines>) then recompiles only what changed; scikit-build-core starts a tree afresh
+in each new isolated environment (plain `pip install .`).
 """
 
 from __future__ import annotations
@@ -184,8 +190,27 @@ def build_cuda(config_settings: dict | None = None) -> bool:
     return decide(config_settings).cuda
 
 
-def _prepare_environment(config_settings: dict | None) -> None:
-    """Hands the decision to CMake (pyproject.toml maps JAXMG_CUDA to -DJAXMG_CUDA)."""
+def engines(d: Decision) -> str:
+    """The engine configuration's name: cpu, gpu, both or none (layout core alone)."""
+    return {(True, False): "cpu", (False, True): "gpu", (True, True): "both"}.get(
+        (d.cpu, d.cuda), "none"
+    )
+
+
+def with_build_dir(config_settings: dict | None, d: Decision) -> dict:
+    """CMake's build tree is build/<engines> (build/cpu, build/gpu, build/both) unless the caller
+    names one (`-C build-dir=...`, or SKBUILD_BUILD_DIR): one tree per engine configuration, so
+    that a build with the GPU engine on and one with it off never reconfigure each other's
+    cache."""
+    settings = dict(config_settings or {})
+    if "build-dir" not in settings and not os.environ.get("SKBUILD_BUILD_DIR"):
+        settings["build-dir"] = f"build/{engines(d)}"
+    return settings
+
+
+def _prepare_environment(config_settings: dict | None) -> dict:
+    """Hands the decision to CMake (pyproject.toml maps JAXMG_CUDA to -DJAXMG_CUDA); returns the
+    config settings with the build tree of this engine configuration."""
     d = _decide_or_exit(config_settings)
     _say(d)
     os.environ["JAXMG_CPU_REASON"] = d.cpu_reason
@@ -193,6 +218,7 @@ def _prepare_environment(config_settings: dict | None) -> None:
     os.environ["JAXMG_CUDA"] = "ON" if d.cuda else "OFF"
     if d.cuda and not os.environ.get("CUDACXX") and not shutil.which("nvcc"):
         os.environ["CUDACXX"] = d.nvcc  # e.g. /usr/local/cuda/bin, not on PATH
+    return with_build_dir(config_settings, d)
 
 
 def get_requires_for_build_wheel(config_settings: dict | None = None) -> list[str]:
@@ -210,10 +236,10 @@ def get_requires_for_build_editable(config_settings: dict | None = None) -> list
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    _prepare_environment(config_settings)
-    return _skbuild.build_wheel(wheel_directory, config_settings, metadata_directory)
+    settings = _prepare_environment(config_settings)
+    return _skbuild.build_wheel(wheel_directory, settings, metadata_directory)
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    _prepare_environment(config_settings)
-    return _skbuild.build_editable(wheel_directory, config_settings, metadata_directory)
+    settings = _prepare_environment(config_settings)
+    return _skbuild.build_editable(wheel_directory, settings, metadata_directory)

@@ -66,4 +66,4 @@ __all__ = [
     "syevd_blocks",
     "syevd_shardmap_ctx",
 ]
-__version__ = "0.1.0"
+__version__ = "2.0.0"

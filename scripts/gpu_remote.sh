@@ -13,7 +13,7 @@
 # /opt/torch/.venv, and no cuSOLVERMp or cuBLASMp. So, before any stage, all four are installed
 # into the image's venv with `pip install --no-index --no-deps` (the NCCL wheel replacing its
 # NCCL, so that XLA and jaxmg load the same libnccl.so.2): the layout a user's
-# `pip install 'jaxmg[cuda13]'` makes, where libjaxmg_cuda.so finds the NVIDIA libraries through
+# `pip install '<whl>[cuda13]'` makes, where libjaxmg_cuda.so finds the NVIDIA libraries through
 # its RUNPATH. The stages import that installed jaxmg (PYTHONSAFEPATH: not this folder's jaxmg/),
 # but the benchmark stages, which take the Python files from here (same commit) because
 # `jaxmg bench` finds bench/peer_jaxmg1.py beside its package; the native libraries are the

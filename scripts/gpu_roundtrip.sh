@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU round trip, the part that runs HERE (no GPU needed): build the wheel a user's `pip install .`
-# builds (scripts/build_cuda.sh: `pip wheel .`, both engines), put it and the wheels the GPU
-# machine needs into .gpu/, and print the device-tool call that runs scripts/gpu_remote.sh on the
+# builds (`scripts/build_wheels.sh both`: `pip wheel .`, both engines), put it and the wheels the
+# GPU machine needs into .gpu/, and print the device-tool call that runs scripts/gpu_remote.sh on the
 # GPU machine, which installs them with `pip install --no-deps` into its image's venv. So every
 # GPU run tests the file a user installs. The device tool is called by the agent, not by this
 # script.
@@ -101,7 +101,7 @@ download .gpu/wheels nvidia-cusolvermp-cu13==0.9.1.9318.post1 nvidia-cublasmp-cu
 cp "$NCCL_WHEEL" .gpu/wheels/
 
 # The wheel, as `pip wheel .` builds it (the one CUDA build path).
-WHEEL=$(PYTHON=$PY scripts/build_cuda.sh)
+WHEEL=$(PYTHON=$PY scripts/build_wheels.sh both)
 cp "$WHEEL" .gpu/jaxmg/
 # The commit it was built from (bench/regress.py's "after" records it), "-dirty" if the tree was.
 commit=$(git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)

@@ -1,7 +1,7 @@
 """The GPU engine compiles and links wherever nvcc exists: checked inside the wheel that
-`pip wheel .` builds (scripts/build_cuda.sh, which scripts/test.sh runs first), the file a user's
-`pip install .` installs and the GPU round trip ships. Also the build backend's decision (which
-engines, and why), without building anything.
+`pip wheel .` builds (`scripts/build_wheels.sh both`, which scripts/test.sh runs first), the
+file a user's `pip install .` installs and the GPU round trip ships. Also the build backend's
+decision (which engines, and why), without building anything.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ needs_nvcc = pytest.mark.skipif(
 
 
 def built_wheel() -> Path | None:
-    """JAXMG_WHEEL, else the one wheel in build/wheelhouse/ (scripts/build_cuda.sh)."""
+    """JAXMG_WHEEL, else the one wheel in dist/both/ (`scripts/build_wheels.sh both`)."""
     if env := os.environ.get("JAXMG_WHEEL"):
         return Path(env)
-    found = sorted((REPO / "build" / "wheelhouse").glob("jaxmg-*.whl"))
+    found = sorted((REPO / "dist" / "both").glob("jaxmg-*.whl"))
     return found[-1] if found else None
 
 
@@ -43,7 +43,9 @@ def built_wheel() -> Path | None:
 def wheel() -> Path:
     path = built_wheel()
     if path is None or not path.is_file():
-        pytest.fail("no wheel: run scripts/build_cuda.sh (scripts/test.sh does it where nvcc is)")
+        pytest.fail(
+            "no wheel: run `scripts/build_wheels.sh both` (scripts/test.sh does it where nvcc is)"
+        )
     return path
 
 
@@ -71,7 +73,7 @@ def test_the_wheel_has_both_engines_and_the_package(wheel):
     sources = [p for d in ("csrc", "cmake") for p in (REPO / d).rglob("*") if p.is_file()]
     newest = max(p.stat().st_mtime for p in sources)
     assert wheel.stat().st_mtime >= newest, (
-        f"{wheel.name} is older than the sources: run scripts/build_cuda.sh again"
+        f"{wheel.name} is older than the sources: run `scripts/build_wheels.sh both` again"
     )
 
 
@@ -116,6 +118,21 @@ def test_gpu_engine_links_the_wheels_libraries_by_soname(lib):
 
 
 @needs_nvcc
+def test_the_wheel_needs_no_compiler_no_apt_and_leaks_no_build_path(wheel):
+    """scripts/check_wheel.py, as scripts/build_wheels.sh ran it: RUNPATH relative to the
+    package ($ORIGIN only), no absolute path of the build inside any library, and the GPU
+    engine's NEEDED libraries all from NVIDIA's wheels, the C runtime or the driver."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "check_wheel.py"), str(wheel), "both"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runpath = next(ln for ln in proc.stdout.splitlines() if "libjaxmg_cuda.so: RUNPATH" in ln)
+    assert "$ORIGIN/../../nvidia/cu13/lib" in runpath and "/tmp" not in runpath, runpath
+
+
+@needs_nvcc
 def test_missing_gpu_libraries_give_a_clear_message(lib, tmp_path):
     """Where cuSOLVERMp is not installed, loading the GPU engine says what to install."""
     script = (
@@ -139,7 +156,8 @@ def test_missing_gpu_libraries_give_a_clear_message(lib, tmp_path):
     if out == "LOADED":
         pytest.skip("this machine has the GPU libraries")
     assert out.startswith("ERROR"), proc.stderr[-2000:]
-    assert "jaxmg[cuda13]" in out and "libjaxmg_cuda.so" in out
+    assert "pip install nvidia-cusolvermp-cu13==0.9.1.9318.post1" in out, out
+    assert "libjaxmg_cuda.so" in out and "jaxmg[" not in out, out
 
 
 # The build backend's decision, without building: build_backend/jaxmg_build.py.
@@ -203,6 +221,19 @@ def test_backend_jaxmg_cuda_off_wins_over_nvcc(backend, tmp_path, monkeypatch):
     assert not backend.decide().cpu
 
 
+def test_backend_keeps_one_build_tree_per_engine_configuration(backend, tmp_path, monkeypatch):
+    """build/cpu, build/both, build/gpu: switching the GPU engine never reconfigures the CPU
+    engine's tree; a build-dir the caller names wins."""
+    monkeypatch.delenv("SKBUILD_BUILD_DIR", raising=False)
+    assert backend.with_build_dir(None, backend.decide())["build-dir"] == "build/cpu"
+    _fake_nvcc(tmp_path, "13.0")
+    assert backend.with_build_dir({}, backend.decide())["build-dir"] == "build/both"
+    monkeypatch.setenv("JAXMG_CPU", "OFF")
+    assert backend.with_build_dir({}, backend.decide())["build-dir"] == "build/gpu"
+    named = {"build-dir": "build/dev-cpu"}
+    assert backend.with_build_dir(named, backend.decide())["build-dir"] == "build/dev-cpu"
+
+
 @pytest.mark.parametrize("release", ["12.4", "14.0"])
 def test_backend_refuses_an_nvcc_that_is_not_cuda_13(backend, tmp_path, release, capsys):
     _fake_nvcc(tmp_path, release)
@@ -256,3 +287,40 @@ def test_cmake_stops_at_configure_when_no_cuda_compiler_works(tmp_path):
     assert proc.returncode != 0, out[-3000:]
     assert "no working CUDA compiler found" in out, out[-3000:]
     assert "JAXMG_CUDA=OFF" in out, out[-3000:]
+
+
+# scripts/check_wheel.py, the check every built wheel passes, finds what it looks for.
+
+
+def test_check_wheel_finds_a_leaked_build_path_and_missing_engines(tmp_path):
+    """A wheel whose library holds the source tree's absolute path, with the GPU engine missing
+    from a `both` wheel: both reported, and the checker fails."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import check_wheel
+    finally:
+        sys.path.pop(0)
+    lib = next(
+        Path(sys.prefix).glob("lib/python3*/site-packages/jaxmg/_lib/libjaxmg_layout_capi.so"), None
+    )
+    if lib is None:
+        pytest.skip("jaxmg is not installed in this environment (scripts/setup.sh)")
+    version = check_wheel.tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    wheel = tmp_path / f"jaxmg-{version}-py3-none-linux_x86_64.whl"
+    info = f"jaxmg-{version}.dist-info"
+    leaked = lib.read_bytes() + f"{REPO}/csrc/layout/layout.cc\0".encode()
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("jaxmg/_lib/libjaxmg_layout_capi.so", leaked)
+        z.writestr("jaxmg/_lib/libjaxmg_cpu.so", lib.read_bytes())
+        z.writestr("jaxmg/__init__.py", f'__version__ = "{version}"\n')
+        z.writestr(f"{info}/METADATA", f"Name: jaxmg\nVersion: {version}\n")
+        z.writestr(f"{info}/licenses/LICENSE", "Apache License")
+    _, problems = check_wheel.check(wheel, "both", REPO)
+    assert any("a both wheel has" in p for p in problems), problems
+    assert any("libjaxmg_layout_capi.so: holds the build's absolute paths" in p for p in problems)
+    assert not any("libjaxmg_cpu.so: holds" in p for p in problems), problems
+    assert check_wheel.main([str(wheel), "both"]) == 1
+    _, problems = check_wheel.check(wheel, "cpu", REPO)
+    assert problems == [f"libjaxmg_layout_capi.so: holds the build's absolute paths ['{REPO}']"], (
+        problems
+    )

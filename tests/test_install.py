@@ -1,19 +1,23 @@
-"""What a new user does: `pip install .` into a fresh virtual environment, then a distributed solve.
+"""What a new user does: install jaxmg's wheel into a fresh virtual environment, then a
+distributed solve.
 
-The repository's files (a copy of what git tracks, so no build/ or .venv/ is reused) are installed
-with pip's default build isolation into a new venv: build requirements come from pyproject.toml
-and build_backend/ alone. Each installed package then solves on a 2x1 mesh of two MPI processes,
-run from a temporary folder so that the repository's own jaxmg/ cannot shadow it. pip's cache
-(PIP_CACHE_DIR or ~/.cache/pip) makes a second run fast. Deselect with `-m "not install"`.
+The wheels are built as a user's `pip install .` builds them (`pip wheel .` with pip's default
+build isolation, by scripts/build_wheels.sh: the same PEP 517 hooks in the same isolated
+environment; build requirements from pyproject.toml and build_backend/ alone), installed into a
+new venv, and each installed package then solves on a 2x1 mesh of two MPI processes, run from a
+temporary folder so that the repository's own jaxmg/ cannot shadow it. pip's cache
+(PIP_CACHE_DIR or ~/.cache/pip) makes a second run faster (the CPU test about 2 minutes on 2
+cores, its wheel's build included). Deselect with `-m "not install"`.
 
-- JAXMG_CUDA=OFF: `pip install .` builds the CPU engine alone, even where nvcc exists.
-- nvcc present (JAXMG_CUDA unset): `pip install '.[cuda13]'` builds both engines, and the GPU
-  engine finds NVIDIA's installed wheels through its RUNPATH. The CUDA build takes minutes, so
-  where scripts/build_cuda.sh has built the wheel (`pip wheel .`: the same PEP 517 hooks in the
-  same isolated environment as `pip install .`; scripts/test.sh runs it once and
-  tests/test_cuda_build.py checks it) that file is installed (JAXMG_WHEEL, or build/wheelhouse/);
-  without one (or with JAXMG_WHEEL=source), the source copy itself is built, as a user's
-  `pip install '.[cuda13]'` does.
+- The CPU wheel (`scripts/build_wheels.sh cpu`, or JAXMG_CPU_WHEEL) goes over JAXMg 1.x, the
+  predecessor under the same distribution name, as the install page says: installing it
+  replaces JAXMg, and `pip install -U jaxmg` from the index keeps it.
+- nvcc present (JAXMG_CUDA unset): `pip install '<wheel>[cuda13]'` with both engines, and the
+  GPU engine finds NVIDIA's installed wheels through its RUNPATH. The CUDA build takes minutes,
+  so where scripts/build_wheels.sh has built the wheel with both engines (scripts/test.sh runs
+  it once and tests/test_cuda_build.py checks it) that file is installed (JAXMG_WHEEL, or
+  dist/both/); without one (or with JAXMG_WHEEL=source), the source copy itself is built, as a
+  user's `pip install '.[cuda13]'` does.
 - A GPU build that cannot work (an nvcc that is not CUDA 13) stops before any download or
   compile, with the cause and JAXMG_CUDA=OFF.
 """
@@ -27,12 +31,14 @@ import subprocess
 import sys
 import textwrap
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 from mpirun import MPI_FLAGS, mpirun_available, run_killable
 
 REPO = Path(__file__).resolve().parents[1]
+VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
 PIP_TIMEOUT = 1500  # seconds: cold cache, 2 cores (a warm run takes a fraction of it)
 CUDA_PIP_TIMEOUT = 2400  # the GPU engine's build from source, and jax[cuda13]'s wheels
 SOLVE_TIMEOUT = 300
@@ -45,6 +51,7 @@ pytestmark = [
 # Run by each of 2 processes under mpirun with the venv's Python; process 0 prints one JSON line.
 SOLVE = textwrap.dedent(
     """
+    import importlib.metadata
     import json
 
     import jax
@@ -77,6 +84,8 @@ SOLVE = textwrap.dedent(
             json.dump({
                 "processes": jax.process_count(),
                 "jaxmg": jaxmg.__file__,
+                "version": jaxmg.__version__,
+                "distribution": importlib.metadata.version("jaxmg"),
                 "residual": float(residual),
                 "logdet_err": float(logdet_err),
             }, f)
@@ -132,12 +141,32 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def built_wheel() -> Path | None:
-    """The wheel scripts/build_cuda.sh built (JAXMG_WHEEL, or build/wheelhouse/), if any;
-    JAXMG_WHEEL=source: none, build the source copy."""
+    """The wheel with both engines scripts/build_wheels.sh built (JAXMG_WHEEL, or dist/both/),
+    if any; JAXMG_WHEEL=source: none, build the source copy."""
     if env := os.environ.get("JAXMG_WHEEL"):
         return None if env == "source" else Path(env)
-    found = sorted((REPO / "build" / "wheelhouse").glob("jaxmg-*.whl"))
+    found = sorted((REPO / "dist" / "both").glob("jaxmg-*.whl"))
     return found[-1] if found else None
+
+
+def cpu_wheel() -> tuple[Path, str]:
+    """(the CPU wheel, what its build said): JAXMG_CPU_WHEEL, else `scripts/build_wheels.sh cpu`
+    (`pip wheel .` with build isolation, JAXMG_CUDA=OFF; checked by scripts/check_wheel.py)."""
+    if env := os.environ.get("JAXMG_CPU_WHEEL"):
+        return Path(env), ""
+    t0 = time.monotonic()
+    proc = run_killable(
+        ["bash", str(REPO / "scripts" / "build_wheels.sh"), "cpu"],
+        PIP_TIMEOUT,
+        cwd=REPO,
+        env=clean_env(PYTHON=sys.executable),
+    )
+    said = proc.stdout + proc.stderr
+    if proc.returncode != 0 and any(e in said for e in NETWORK_ERRORS):
+        pytest.skip(f"pip could not reach the package index:\n{said[-2000:]}")
+    assert proc.returncode == 0, f"scripts/build_wheels.sh cpu failed:\n{said[-6000:]}"
+    print(f"scripts/build_wheels.sh cpu took {time.monotonic() - t0:.0f} s")
+    return Path(proc.stdout.strip().splitlines()[-1]), said
 
 
 def find_nvcc() -> str | None:
@@ -153,11 +182,12 @@ def fresh_venv(tmp_path: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def pip_install(python: Path, spec: str, env: dict[str, str], cwd: Path, timeout: float):
-    """`pip install -v SPEC` (plain pip, build isolation); skips the test without the index."""
+def pip_install(python: Path, spec: str, env: dict[str, str], cwd: Path, timeout: float, *opts):
+    """`pip install -v [OPTS] SPEC` (plain pip, build isolation); skips the test without the
+    index."""
     t0 = time.monotonic()
     pip = run_killable(
-        [str(python), "-m", "pip", "install", "-v", "--progress-bar", "off", spec],
+        [str(python), "-m", "pip", "install", "-v", "--progress-bar", "off", *opts, spec],
         timeout,
         cwd=cwd,
         env=env,
@@ -166,9 +196,21 @@ def pip_install(python: Path, spec: str, env: dict[str, str], cwd: Path, timeout
     log = pip.stdout[-6000:] + "\n" + pip.stderr[-8000:]
     if pip.returncode != 0 and any(e in log for e in NETWORK_ERRORS):
         pytest.skip(f"pip could not reach the package index:\n{pip.stderr[-2000:]}")
-    assert pip.returncode == 0, f"pip install {spec} failed after {seconds:.0f} s:\n{log}"
-    print(f"pip install {spec} took {seconds:.0f} s")
+    what = " ".join(["pip install", *opts, spec])
+    assert pip.returncode == 0, f"{what} failed after {seconds:.0f} s:\n{log}"
+    print(f"{what} took {seconds:.0f} s")
     return pip
+
+
+def installed_version(python: Path, env: dict[str, str], cwd: Path) -> str:
+    return subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('jaxmg'))"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def site_packages(python: Path, env: dict[str, str], cwd: Path) -> Path:
@@ -201,25 +243,50 @@ def distributed_solve(python: Path, site: Path, run_dir: Path) -> None:
     result = json.loads(out.read_text())
     assert result["processes"] == 2
     assert Path(result["jaxmg"]).resolve().is_relative_to(site.resolve()), result["jaxmg"]
+    assert result["version"] == result["distribution"] == VERSION, result
     assert result["residual"] < 1e-12, result
     assert result["logdet_err"] < 1e-9, result
 
 
-def test_pip_install_with_jaxmg_cuda_off_then_a_distributed_solve(tmp_path):
-    source = copy_repository(tmp_path / "src")
+def test_cpu_wheel_replaces_jaxmg_1x_then_a_distributed_solve(tmp_path):
+    """The CPU wheel over the newest JAXMg 1.x the index has for this Python (1.4.1 needs 3.12;
+    1.1.1 on 3.11), with the pin of the install page; then `pip install -U jaxmg` from the index
+    alone keeps it, and 2 processes solve with it."""
+    wheel, said = cpu_wheel()
+    if said:
+        assert "jaxmg build: CPU engine ON (JAXMG_CPU=ON)" in said, said[-4000:]
+        assert "GPU engine OFF (JAXMG_CUDA=OFF" in said, said[-4000:]
+    assert wheel.name == f"jaxmg-{VERSION}-py3-none-linux_x86_64.whl", wheel
     python = fresh_venv(tmp_path)
-    env = clean_env(JAXMG_CUDA="OFF", JAXMG_CPU="ON")
-    pip = pip_install(python, str(source), env, tmp_path, PIP_TIMEOUT)
-    said = pip.stdout + pip.stderr
-    assert "jaxmg build: CPU engine ON (JAXMG_CPU=ON)" in said, said[-4000:]
-    assert "GPU engine OFF (JAXMG_CUDA=OFF" in said, said[-4000:]
-    assert "jaxmg engines: GPU engine (libjaxmg_cuda.so) OFF: JAXMG_CUDA=OFF" in said
+    env = clean_env()
+
+    pip_install(python, "jaxmg<2", env, tmp_path, PIP_TIMEOUT, "--no-deps")  # JAXMg, the files
+    predecessor = installed_version(python, env, tmp_path)
+    assert predecessor.startswith("1."), predecessor
+    pip = pip_install(
+        python, f"jaxmg=={VERSION}", env, tmp_path, PIP_TIMEOUT, "--find-links", str(wheel.parent)
+    )
+    assert f"Successfully uninstalled jaxmg-{predecessor}" in pip.stdout, pip.stdout[-3000:]
+    assert installed_version(python, env, tmp_path) == VERSION
+    pip = pip_install(python, "jaxmg", env, tmp_path, PIP_TIMEOUT, "-U", "--no-deps")
+    assert "Requirement already satisfied: jaxmg" in pip.stdout, pip.stdout[-3000:]
+    assert installed_version(python, env, tmp_path) == VERSION
 
     site = site_packages(python, env, tmp_path)
     libs = site / "jaxmg" / "_lib"
     for name in ("libjaxmg_cpu.so", "libjaxmg_layout_capi.so"):
         assert (libs / name).is_file(), f"{name} not installed in {libs}"
     assert not (libs / "libjaxmg_cuda.so").exists(), "JAXMG_CUDA=OFF built the GPU engine"
+    # Nothing of JAXMg is left in the package: every file is one of this wheel's.
+    record = (site / f"jaxmg-{VERSION}.dist-info" / "RECORD").read_text().splitlines()
+    ours = {line.rsplit(",", 2)[0] for line in record}
+    files = {
+        str(p.relative_to(site))
+        for p in (site / "jaxmg").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert files <= ours, f"JAXMg's files were left behind: {sorted(files - ours)}"
+    assert not list(site.glob("jaxmg-1.*.dist-info")), "JAXMg's metadata was left behind"
     distributed_solve(python, site, tmp_path / "run")
 
 

@@ -71,9 +71,9 @@ _LOAD_HINTS = {
     "cpu": "The CPU engine needs Open MPI and ScaLAPACK (scripts/setup.sh installs them).",
     "cuda": (
         "The GPU engine needs cuSOLVERMp 0.9.1, cuBLASMp 0.10 and NCCL >= 2.29 from NVIDIA's "
-        "wheels: pip install 'jaxmg[cuda13]' (nvidia-cusolvermp-cu13==0.9.1.9318.post1, "
-        "nvidia-cublasmp-cu13==0.10.0.3695, nvidia-nccl-cu13>=2.29.2), or put their lib folders "
-        "on LD_LIBRARY_PATH."
+        "wheels (jaxmg's cuda13 extra): pip install nvidia-cusolvermp-cu13==0.9.1.9318.post1 "
+        "nvidia-cublasmp-cu13==0.10.0.3695 'nvidia-nccl-cu13>=2.29.2', or put their lib "
+        "folders on LD_LIBRARY_PATH."
     ),
     "layout": "Rebuild jaxmg (scripts/setup.sh).",
 }

@@ -106,7 +106,8 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "  python -m jaxmg bench --routine potrs --sizes 2048 4096 8192\n"
         "  python -m jaxmg bench --routine lu_solve --sizes 16384 --tile 256,512,1024 --mesh 1x2\n"
         "  python -m jaxmg bench --routine syevd --matrix random --dtypes float32\n"
-        "The plot and the progress bar need the bench extra: pip install 'jaxmg[bench]'."
+        "The plot and the progress bar need matplotlib and rich (the bench extra): "
+        "pip install matplotlib rich."
     )
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--routine", choices=sorted(FLOPS | RECT_FLOPS), default="potrs")
@@ -787,7 +788,7 @@ def table(records: list[dict]) -> str:
     return "\n".join(rows)
 
 
-PLOT_HINT = "pip install 'jaxmg[bench]' (matplotlib) to draw the plot"
+PLOT_HINT = "pip install matplotlib (the bench extra) to draw the plot"
 
 
 def _series(records, engine, dtype, x_key, fixed=None):
