@@ -6,11 +6,13 @@ padding, for an order that does not divide over the mesh; and the page's example
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
-from mpirun import mpirun_available, run_cases
+from mpirun import mpirun_available, run_cases, run_killable
 
+ROOT = Path(__file__).resolve().parents[1]
 MP = Path(__file__).resolve().parent / "mp"
 
 pytestmark = pytest.mark.skipif(not mpirun_available(), reason="Open MPI not installed")
@@ -93,3 +95,13 @@ def test_the_config_option_is_checked():
     from jaxmg._core import config as _config
 
     assert "replicated_warning_bytes" not in _config.engine_attribute(_config.Config())
+
+
+def test_the_pages_examples_run_on_two_processes(tmp_path):
+    """docs/bigmatrix.md's examples (the docs test runs them too, with every other example;
+    this runs them alone)."""
+    for name in ("bigmatrix_callback", "bigmatrix_jit", "bigmatrix_padding"):
+        script = ROOT / "docs" / "examples" / f"{name}.py"
+        cmd = [sys.executable, "-m", "jaxmg", "launch", "-n", "2", "--timeout", "300", str(script)]
+        proc = run_killable(cmd, 330, cwd=tmp_path)
+        assert proc.returncode == 0, (name, proc.stdout[-3000:] + proc.stderr[-3000:])
