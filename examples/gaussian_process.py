@@ -2,6 +2,7 @@
 likelihood, with the kernel matrix sharded over every device of every process.
 
     python -m jaxmg launch -n 2 examples/gaussian_process.py [--n 1024] [--steps 40] [--json F]
+        [--axis-types explicit|auto]
 
 The data are drawn from a GP with known hyperparameters (variance, length scale, noise); above
 N = 8192 they are a smooth function plus noise of that level (an exact draw needs a Cholesky
@@ -13,7 +14,9 @@ likelihood
 and its gradient with respect to log(σ², ℓ, σₙ²): `jaxmg.potrs` gives K⁻¹y and log det K from
 one distributed Cholesky factorization, and `jax.value_and_grad` differentiates through it with
 jaxmg's own distributed routines (the matrix is never gathered). K is built where it lies: each
-device computes its block from the (small, replicated) inputs.
+device computes its block from the points of its rows and of its columns, so no device ever holds
+the N x N matrix (docs/bigmatrix.md). The mesh's axes are JAX's default, Explicit (the shardings
+are part of the arrays' types), or Auto (--axis-types auto): the same code runs on both.
 """
 
 from __future__ import annotations
@@ -39,23 +42,42 @@ import jaxmg  # noqa: E402
 EXACT_SAMPLE_MAX = 8192
 
 
-def kernel(log_params, x, sharding=None, xp=jnp):
-    """K(θ); with `sharding`, placed with rows over the mesh's first axis and columns over its
-    second, so that each device computes its own block."""
+def place(x, mesh, spec):
+    """x laid out as `spec` over `mesh`, inside jit: a reshard on Explicit mesh axes (a
+    with_sharding_constraint there is an error), a sharding constraint on Auto ones."""
+    sharding = NamedSharding(mesh, spec)
+    if all(t == jax.sharding.AxisType.Explicit for t in mesh.axis_types):
+        return jax.sharding.reshard(x, sharding)
+    return jax.lax.with_sharding_constraint(x, sharding)
+
+
+def kernel(log_params, x, mesh=None, xp=jnp):
+    """K(θ) of the points x (N, d). With `mesh`, built shard by shard, rows over the mesh's
+    "rows" axis and columns over "cols": each device computes its block from the points of its
+    rows and of its columns (N x d: small): a device holds its block of K and temporaries of
+    the block's size, never the whole matrix."""
     variance, length, noise = xp.exp(log_params)
-    sq = xp.sum((x[:, None, :] - x[None, :, :]) ** 2, axis=-1)
-    k = variance * xp.exp(-0.5 * sq / length**2) + noise * xp.eye(x.shape[0], dtype=x.dtype)
-    return k if sharding is None else jax.lax.with_sharding_constraint(k, sharding)
+    if mesh is None:  # NumPy, for the data
+        sq = xp.sum((x[:, None, :] - x[None, :, :]) ** 2, axis=-1)
+        return variance * xp.exp(-0.5 * sq / length**2) + noise * xp.eye(x.shape[0])
+    rows, cols = place(x, mesh, P("rows", None)), place(x, mesh, P("cols", None))
+    sq = jnp.sum((rows[:, None, :] - cols[None, :, :]) ** 2, axis=-1)  # (N, N), in blocks
+    i = place(jnp.arange(x.shape[0]), mesh, P("rows"))  # global row and column indices
+    j = place(jnp.arange(x.shape[0]), mesh, P("cols"))
+    k = variance * jnp.exp(-0.5 * sq / length**2) + jnp.where(i[:, None] == j[None, :], noise, 0.0)
+    return place(k, mesh, P("rows", "cols"))
 
 
-def make_nll(x, sharding, y_sharding):
+def make_nll(x, mesh):
     n = x.shape[0]
 
     @jax.jit
     def nll(log_params, y):
-        k = kernel(log_params, x, sharding)
-        alpha, logdet = jaxmg.potrs(k, y, return_logdet=True)
-        fit = 0.5 * jnp.sum(jax.lax.with_sharding_constraint(y, y_sharding) * alpha)
+        k = kernel(log_params, x, mesh)
+        alpha, logdet = jaxmg.potrs(k, y, return_logdet=True)  # alpha in y's sharding
+        # yᵀα as a sum of products: on Explicit axes jnp.dot(y, alpha), contracting two
+        # sharded vectors, needs out_sharding=P() (JAX's rule).
+        fit = 0.5 * jnp.sum(y * alpha)
         return fit + 0.5 * logdet + 0.5 * n * math.log(2 * math.pi)
 
     return nll
@@ -68,14 +90,23 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=1.0, help="gradient-descent step on log θ, / n")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="write the trajectory here (process 0)")
+    p.add_argument(
+        "--axis-types",
+        choices=("explicit", "auto"),
+        default="explicit",
+        help="the mesh's axis types (explicit: JAX's default)",
+    )
     args = p.parse_args(argv)
 
     devices = jax.device_count()
     rows = 2 if devices % 2 == 0 and devices > 2 else devices
-    auto = (jax.sharding.AxisType.Auto,) * 2
-    mesh = jax.make_mesh((rows, devices // rows), ("pr", "pc"), axis_types=auto)
-    sharding = NamedSharding(mesh, P("pr", "pc"))
-    y_sharding = NamedSharding(mesh, P("pr"))
+    kind = (
+        jax.sharding.AxisType.Explicit
+        if args.axis_types == "explicit"
+        else jax.sharding.AxisType.Auto
+    )
+    mesh = jax.make_mesh((rows, devices // rows), ("rows", "cols"), axis_types=(kind, kind))
+    y_sharding = NamedSharding(mesh, P("rows"))
 
     # Data from a GP with known hyperparameters (the same on every process).
     rng = np.random.default_rng(args.seed)
@@ -88,7 +119,7 @@ def main(argv=None):
         y = np.sin(3 * x[:, 0]) + math.sqrt(np.exp(true[2])) * rng.standard_normal(args.n)
     y_global = jax.make_array_from_callback(y.shape, y_sharding, lambda idx: y[idx])
 
-    nll = make_nll(jnp.asarray(x), sharding, y_sharding)
+    nll = make_nll(jnp.asarray(x), mesh)
     value_and_grad = jax.jit(jax.value_and_grad(nll))
     log_params = jnp.log(jnp.array([1.0, 1.0, 0.5]))
     history = []
@@ -117,6 +148,7 @@ def main(argv=None):
                         n=args.n,
                         devices=devices,
                         mesh=[rows, devices // rows],
+                        axis_types=args.axis_types,
                         true=np.exp(true).tolist(),
                         data="GP sample" if args.n <= EXACT_SAMPLE_MAX else "sin(3x) + noise",
                         x=x[:, 0].tolist() if args.n <= EXACT_SAMPLE_MAX else None,

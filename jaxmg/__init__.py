@@ -7,6 +7,7 @@ processes, from inside jax.jit: cuSOLVERMp over NCCL on GPUs, ScaLAPACK over MPI
 from jaxmg import linalg
 from jaxmg._core import native as _native
 from jaxmg._core.config import config
+from jaxmg._core.placement import ReplicatedMatrixWarning
 from jaxmg.device import device_supports_vmm
 from jaxmg.routines.context import (
     gesvd_shardmap_ctx,
@@ -36,6 +37,7 @@ _native.start_mpi_if_launched()
 __all__ = [
     "CholeskyFactor",
     "LUFactor",
+    "ReplicatedMatrixWarning",
     "cho_factor",
     "cho_solve",
     "config",

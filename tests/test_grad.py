@@ -76,9 +76,11 @@ def test_inverse_and_eigensolver_gradients(tmp_path, mesh, monkeypatch):
         assert r["ok"], r
 
 
-def test_gaussian_process_example(tmp_path):
-    """examples/gaussian_process.py on 2 processes: the NLL it reports matches NumPy's at the
-    first and last hyperparameters, and gradient descent lowers it."""
+@pytest.mark.parametrize("axis_types", ["explicit", "auto"])
+def test_gaussian_process_example(tmp_path, axis_types):
+    """examples/gaussian_process.py on 2 processes, on a mesh of Explicit axes (JAX's default)
+    and of Auto axes: the NLL it reports matches NumPy's at the first and last
+    hyperparameters, and gradient descent lowers it."""
     import json
 
     import numpy as np
@@ -86,10 +88,11 @@ def test_gaussian_process_example(tmp_path):
 
     example = Path(__file__).parents[1] / "examples" / "gaussian_process.py"
     out = tmp_path / "gp.json"
-    args = ["--n", "128", "--steps", "25", "--json", str(out)]
+    args = ["--n", "128", "--steps", "25", "--json", str(out), "--axis-types", axis_types]
     proc = run_mpi(2, example, args, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0 and out.exists(), proc.stdout[-2000:] + proc.stderr[-4000:]
     r = json.loads(out.read_text())
+    assert r["axis_types"] == axis_types
     x, y = np.array(r["x"]), np.array(r["y"])
 
     def nll(variance, length, noise):

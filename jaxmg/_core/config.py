@@ -46,8 +46,11 @@ def _choice(*values: str, doc: str):
     )
 
 
-def _count(default: int, lowest: int, doc: str):
-    return field(default=default, metadata={"kind": "count", "lowest": lowest, "doc": doc})
+def _count(default: int, lowest: int, doc: str, engine: bool = True):
+    return field(
+        default=default,
+        metadata={"kind": "count", "lowest": lowest, "doc": doc, "engine": engine},
+    )
 
 
 def _hook(default, doc: str, engine: bool = True):
@@ -89,6 +92,12 @@ class Config:
     - eig_q2_group: sweeps per block of Q₂'s back-transformation on GPUs (0: the band's width,
       at most 64).
     - eig_q1_width: columns of the band reduction's panels joined in Q₁ on GPUs (0: the tile).
+
+    Warnings (read in Python, not by the engines):
+
+    - replicated_warning_bytes: a routine handed a matrix held whole on every device of a mesh
+      of several (replicated) that is larger than this many bytes warns, with a
+      `jaxmg.ReplicatedMatrixWarning`, before any work (default 1 GiB; 0: never).
     """
 
     cpu_lu: str = _choice("scalapack", doc="LU factorization on CPUs")
@@ -104,6 +113,9 @@ class Config:
     eig_band: int = _count(0, 0, doc="the two-stage eigensolver's widest band (0: measured)")
     eig_q2_group: int = _count(0, 0, doc="sweeps per Q₂ block (0: min(band, 64))")
     eig_q1_width: int = _count(0, 0, doc="columns joined in Q₁ (0: the tile)")
+    replicated_warning_bytes: int = _count(
+        1 << 30, 0, doc="warn above this size of a replicated matrix (0: never)", engine=False
+    )
     # Test hooks (jaxmg._core.testing.hooks).
     rows_per_chunk: int = _hook(0, "rows a gathering step takes at a time (0: by bytes)")
     test_fail: str = _hook("", "<algorithm>:<rank>:<step>: an injected failure there")

@@ -176,6 +176,7 @@ class Routine:
         """The routine on the global arrays, differentiable, inside or outside jit."""
         d = self.d
         _mesh.check_flags(**_flags(args))
+        _mesh.warn_if_replicated(a=args["a"], b=args.get("b"))
         own = dict(d.check(args)) if d.check else {}
         with _scope(d, args):
             given, (args, finish) = args, self._around(args)
@@ -213,6 +214,7 @@ class Routine:
         _mesh.check_flags(**_flags(args))
         if _mesh.manual_mesh() is not None:
             return self._context_blocks(args)
+        _mesh.warn_if_replicated(a=args["a"], b=args.get("b"))
         own = dict(d.check(args)) if d.check else {}
         given, (args, finish) = args, self._around(args)
         kw = {**args, **own}

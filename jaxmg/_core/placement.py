@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import sys
+import warnings
 from dataclasses import dataclass
 
 import jax
@@ -15,7 +18,12 @@ import numpy as np
 from jax.sharding import AbstractMesh, AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import config as _config
+
 SUPPORTED_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+# Where padding a matrix whose order does not divide over the mesh is explained.
+PADDING_DOCS = "docs/bigmatrix.md#padding"
 
 # Default tile targets per engine: ScaLAPACK likes small tiles, cuSOLVERMp large ones.
 TILE_TARGET = {"cpu": 128, "cuda": 1024}
@@ -394,19 +402,28 @@ def check_dtype(a, what: str = "a") -> np.dtype:
 
 
 def check_divisible(n: int, placement: MatrixPlacement, cols: int | None = None) -> None:
-    """n rows (and `cols` columns, n when None) divisible by the devices over them."""
+    """n rows (and `cols` columns, n when None) divisible by the devices over them; else a
+    ValueError that says what to pad to, and how (docs/bigmatrix.md#padding)."""
     multiple = int(np.lcm(placement.mesh_rows, placement.mesh_cols))
     square = cols is None
-    for extent, count, axis in (
-        (n, placement.mesh_rows, "rows"),
-        (n if square else cols, placement.mesh_cols, "columns"),
+    for extent, count, axis, name in (
+        (n, placement.mesh_rows, "rows", placement.row_axis),
+        (n if square else cols, placement.mesh_cols, "columns", placement.col_axis),
     ):
         if extent % count:
-            what = f"the matrix order {extent}" if square else f"the {extent} matrix {axis}"
             to = multiple if square else count
+            padded = -(-extent // to) * to
+            where = f"the {count} devices over its {axis} (mesh axis {name!r})"
+            if square:
+                raise ValueError(
+                    f"the matrix order {extent} is not divisible by {where}; pad the matrix to "
+                    f"a multiple of {to} (here {padded}): A as [[A, 0], [0, I]] with an "
+                    f"identity block, b with zero rows; x's first {extent} rows are the "
+                    f"solution and log det is unchanged (see {PADDING_DOCS})"
+                )
             raise ValueError(
-                f"{what} is not divisible by the {count} devices over its {axis}; "
-                f"pad the matrix to a multiple of {to}"
+                f"the {extent} matrix {axis} are not divisible by {where}; pad the matrix's "
+                f"{axis} to a multiple of {to} (here {padded}) (see {PADDING_DOCS})"
             )
 
 
@@ -505,3 +522,93 @@ def engine_order(n: int, placement: MatrixPlacement, tile: int, redistribute: bo
     pieces = int(np.lcm(placement.mesh_rows, placement.mesh_cols))
     piece = n // pieces
     return -(-piece // tile) * tile * pieces
+
+
+class ReplicatedMatrixWarning(UserWarning):
+    """A routine was handed a matrix held whole on every device of a mesh of several
+    (replicated), larger than `jaxmg.config.replicated_warning_bytes` (default 1 GiB).
+
+    The call works, but each device holds the whole matrix instead of its shard: shard it over
+    the mesh, rows and columns, built where it lies (docs/bigmatrix.md). Python shows it once
+    per line of the caller's code that makes the call. Silence it with
+    `jaxmg.config.update("replicated_warning_bytes", 0)` or `warnings.filterwarnings("ignore",
+    category=jaxmg.ReplicatedMatrixWarning)`.
+    """
+
+
+def replicated_devices(x) -> int:
+    """How many devices hold the whole of x, where that is known and more than one: a placed
+    array with a fully replicated sharding, a traced one whose type (Explicit mesh axes) says
+    it is replicated, or host data (NumPy), which jax.jit copies to every device; else 0."""
+    if isinstance(x, np.ndarray):
+        devices = jax.device_count()
+    elif isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        sharding = getattr(x, "sharding", None)
+        if sharding is None or not sharding.is_fully_replicated:
+            return 0
+        devices = len(sharding.device_set)
+    else:
+        spec = known_spec(x)
+        if spec is None or any(entry is not None for entry in spec):
+            return 0
+        devices = int(np.prod(jax.typeof(x).sharding.mesh.axis_sizes))
+    return devices if devices > 1 else 0
+
+
+# jaxmg's own source files, less the launcher's (which runs the user's script).
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_LAUNCHER = os.path.join(_PACKAGE, "cli") + os.sep
+
+
+def _ours(frame) -> bool:
+    path = os.path.abspath(frame.f_code.co_filename)
+    return path.startswith(_PACKAGE) and not path.startswith(_LAUNCHER)
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def warn_if_replicated(**arrays) -> None:
+    """A `ReplicatedMatrixWarning` for each named matrix held whole on several devices
+    (`replicated_devices`) and larger than the configuration's `replicated_warning_bytes`
+    (0: never), attributed to the
+    line of the caller's code that called jaxmg. A call made by jaxmg itself (a derivative
+    rule's) does not warn again. Python only: runs before any collective."""
+    threshold = _config.current().replicated_warning_bytes
+    if threshold <= 0:
+        return
+    for name, x in arrays.items():
+        if x is None or getattr(x, "ndim", 0) != 2:
+            continue
+        nbytes = int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
+        if nbytes <= threshold:
+            continue
+        devices = replicated_devices(x)
+        if not devices:
+            continue
+        # The first frame outside jaxmg is the caller's; jaxmg frames beyond it make this a
+        # call of jaxmg's own (from a derivative rule, traced by JAX).
+        frame, level = sys._getframe(0), 1
+        while frame is not None and _ours(frame):
+            frame, level = frame.f_back, level + 1
+        outer = frame.f_back if frame is not None else None
+        while outer is not None:
+            if _ours(outer):
+                return
+            outer = outer.f_back
+        rows, cols = x.shape
+        warnings.warn(
+            f"jaxmg: the matrix {name}, {rows} x {cols} {np.dtype(x.dtype).name} "
+            f"({_size(nbytes)}), is replicated: each of the {devices} devices holds all of it, "
+            f"where sharded each would hold 1/{devices}. Shard it over the mesh, rows and "
+            "columns (NamedSharding(mesh, P(rows_axis, cols_axis))), and build it where it "
+            "lies: jax.make_array_from_callback, or inside jax.jit (see docs/bigmatrix.md). "
+            "jaxmg.config replicated_warning_bytes (JAXMG_REPLICATED_WARNING_BYTES) sets "
+            "this warning's threshold; 0 turns it off.",
+            ReplicatedMatrixWarning,
+            stacklevel=level,
+        )

@@ -246,7 +246,7 @@ def plan(
         pivots = None
         matrix_specs = _matrix_spec(matrix_specs, in_specs)
         placement = _mesh.resolve_placement(a, mesh, matrix_specs)
-        _mesh.check_divisible(m, placement, cols=n)
+        _mesh.check_divisible(m, placement, cols=n if routine.rectangular else None)
         if routine.rhs_like_a and b.shape[1] % placement.mesh_cols:
             raise ValueError(
                 f"b's {b.shape[1]} columns are not divisible by the {placement.mesh_cols} "

@@ -228,6 +228,7 @@ def cho_factor(
       factor's logdet differentiate with respect to a (kept in the factor; not with
       donate=True) and b, as potrs's.
     """
+    _mesh.warn_if_replicated(a=a)
     kw = dict(T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=pad)
     traced = _routine.traced(a)
     r = _routine.call(
@@ -328,6 +329,7 @@ def lu_factor(
       donate=True) and b, as lu_solve's (the sign's derivative is not provided: zero, exact for
       real matrices).
     """
+    _mesh.warn_if_replicated(a=a)
     traced = _routine.traced(a)
     r = _routine.call(
         LU_FACTOR,
