@@ -23,6 +23,7 @@ from jaxmg.routines.gesvd import gesvd
 from jaxmg.routines.inv import inv
 from jaxmg.routines.lu_solve import lu_solve, lu_solve_blocks
 from jaxmg.routines.matmul import matmul
+from jaxmg.routines.mixed import MixedInfo
 from jaxmg.routines.polar import polar
 from jaxmg.routines.potri import potri
 from jaxmg.routines.potrs import potrs, potrs_blocks
@@ -37,6 +38,7 @@ _native.start_mpi_if_launched()
 __all__ = [
     "CholeskyFactor",
     "LUFactor",
+    "MixedInfo",
     "ReplicatedMatrixWarning",
     "cho_factor",
     "cho_solve",

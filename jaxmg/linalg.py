@@ -75,6 +75,7 @@ from jaxmg.routines import gesvd as _gesvd
 from jaxmg.routines import inv as _inv
 from jaxmg.routines import lu_solve as _lu
 from jaxmg.routines import matmul as _matmul
+from jaxmg.routines import mixed as _mixed
 from jaxmg.routines import polar as _polar
 from jaxmg.routines import potrs as _potrs
 from jaxmg.routines import qr as _qr
@@ -289,6 +290,7 @@ def solve(
     mesh=None,
     matrix_specs=None,
     pad=True,
+    factor_dtype=None,
 ):
     """x with a @ x = b (`jax.numpy.linalg.solve`, `jax.scipy.linalg.solve`).
 
@@ -306,13 +308,17 @@ def solve(
         "diagonal", "tridiagonal": that part of a (a mask on each device, no communication),
         then the pivoted LU (no structured fast path).
       T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+      factor_dtype: None, or jnp.float32 for a float64 a (jnp.complex64 for complex128): the
+        mixed precision solve of `jaxmg.potrs` ("pos") or `jaxmg.lu_solve` (the others but
+        the triangular ones, which factor nothing: ValueError); docs/mixed_precision.md.
 
     Returns:
       x, shaped like b, its rows sharded like a's rows. NaN where a is singular (not positive
       definite for "pos").
 
     Raises:
-      ValueError: an unknown assume_a, or shapes, specs or meshes jaxmg cannot take.
+      ValueError: an unknown assume_a, a factor_dtype jaxmg cannot take for a's dtype, or
+        shapes, specs or meshes jaxmg cannot take.
       TypeError: dtypes jaxmg does not support, or b's dtype differing from a's.
     """
     del overwrite_a, overwrite_b, debug, check_finite, lower
@@ -321,17 +327,26 @@ def solve(
     kind = _ASSUME[assume_a]
     _check_matrix(a)
     opts = _options(T_A, mesh, matrix_specs, pad)
+    mixed = {}
+    if factor_dtype is not None:
+        if kind in ("upper", "lower"):
+            raise ValueError(
+                f"factor_dtype applies to the factored solves, not to assume_a={assume_a!r} "
+                "(a triangular solve factors nothing): pass factor_dtype=None"
+            )
+        _mixed.check_factor_dtype(a, factor_dtype)
+        mixed = {"factor_dtype": factor_dtype}
 
     def one(m, v):
         if kind == "pos":
-            return _potrs.potrs(m, v, **opts)
+            return _potrs.potrs(m, v, **opts, **mixed)
         if kind in ("upper", "lower"):
             return _triangular.solve_triangular(m, v, lower=kind == "lower", **opts)
         if kind in ("diagonal", "tridiagonal"):
             i = jax.lax.broadcasted_iota(jnp.int32, m.shape, 0)
             j = jax.lax.broadcasted_iota(jnp.int32, m.shape, 1)
             m = jnp.where(jnp.abs(i - j) <= (0 if kind == "diagonal" else 1), m, 0)
-        return _lu.lu_solve(m, v, **opts)
+        return _lu.lu_solve(m, v, **opts, **mixed)
 
     return _batched(one, a, b)
 

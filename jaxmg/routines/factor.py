@@ -21,6 +21,7 @@ from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import inv as _inv
 from jaxmg.routines import lu_policy as _lu_policy
+from jaxmg.routines import mixed as _mixed
 from jaxmg.routines import potri as _potri
 
 
@@ -216,20 +217,31 @@ def cho_factor(
     pad=True,
     donate=False,
     check_symmetry=True,
+    factor_dtype=None,
 ) -> CholeskyFactor:
     """The Cholesky factorization of a symmetric (Hermitian) positive-definite A sharded over a
     mesh, kept for `cho_solve`.
 
     Args: as for `jaxmg.potrs` (without b). With donate=True the factor takes a's buffers.
+      factor_dtype: jnp.float32 for a float64 A, jnp.complex64 for complex128 (or their
+        names): factor A.astype(factor_dtype) and keep A itself for refinement
+        (docs/mixed_precision.md); not with donate=True.
 
     Returns:
       A `CholeskyFactor`: a pytree (pass it to and from jitted functions) holding the factor in
       a's sharding, log det A and the status. Nothing is gathered. `cho_solve`'s x and the
       factor's logdet differentiate with respect to a (kept in the factor; not with
-      donate=True) and b, as potrs's.
+      donate=True) and b, as potrs's. With factor_dtype, the factor is the low-precision one
+      (its logdet and status those of A.astype(factor_dtype), logdet not differentiable) and
+      `cho_solve` refines against A in A's dtype.
     """
     _mesh.warn_if_replicated(a=a)
     kw = dict(T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=pad)
+    if factor_dtype is not None:
+        a_lo = _low_precision(a, factor_dtype, donate)
+        r = _routine.call(CHO_FACTOR, a_lo, None, check_symmetry=check_symmetry, **kw)
+        plan = FactorPlan(r.placement, r.user, r.tile, bool(pad), a.shape[0])
+        return CholeskyFactor(r.matrix, r.logdet, r.status, plan, a)
     traced = _routine.traced(a)
     r = _routine.call(
         CHO_FACTOR,
@@ -247,6 +259,34 @@ def cho_factor(
     return CholeskyFactor(r.matrix, logdet, r.status, plan, None if donate else a)
 
 
+def _low_precision(a, factor_dtype, donate):
+    """A.astype(factor_dtype) after the checks of a mixed precision factorization (ValueError
+    before any work); no derivative flows through it (solves differentiate through A)."""
+    low = _mixed.check_factor_dtype(a, factor_dtype)
+    _mixed.check_mixed_flags(donate=donate, return_logdet=False)
+    return jax.lax.stop_gradient(a).astype(low)
+
+
+def is_mixed(factor) -> bool:
+    """Whether a factor is a low-precision one kept with its matrix for refinement."""
+    return factor.a is not None and factor.a.dtype != factor.matrix.dtype
+
+
+def solve_mixed(factor, b):
+    """(x, status, info) of A x = b refined with a low-precision factor (`jaxmg.routines.mixed`);
+    x in b's own sharding where it is known. The status is the factor's, or the float64
+    factorization's where the solve fell back to it."""
+    _routine.check_operands(factor.a, b)
+    lu = isinstance(factor, LUFactor)
+    pivots = factor.pivots if lu else jnp.zeros((1,), jnp.int32)
+    x, status, info = _mixed.mixed_solve(
+        factor.plan, lu, factor.matrix, pivots, factor.status, factor.a, b
+    )
+    if _mesh.known_spec(b) is not None:
+        x = _mesh.place_like(x, b, factor.plan.user.mesh)
+    return x, status, info
+
+
 @functools.cache
 def _cholesky_inverse_t(opts):
     """A⁻ᵀ = conj(A⁻¹) of a Hermitian A, differentiable (potri's rule)."""
@@ -254,16 +294,29 @@ def _cholesky_inverse_t(opts):
     return lambda a: jnp.conj(_potri.potri(a, **opts.kwargs()))
 
 
-def cho_solve(factor: CholeskyFactor, b):
+def cho_solve(factor: CholeskyFactor, b, *, return_info=False):
     """Solves A x = b with a kept Cholesky factor (no refactorization).
 
-    b: (N,) or (N, K) array of a's dtype. Returns x with b's shape; NaN when the factorization
-    failed (see factor.status).
+    Args:
+      factor: the `CholeskyFactor` of `jaxmg.cho_factor`.
+      b: (N,) or (N, K) array of a's dtype.
+      return_info: (a factor made with factor_dtype) also return the `MixedInfo` of the
+        refinement (its path, steps and backward error).
+
+    Returns:
+      x with b's shape; NaN when the factorization failed (see factor.status). (x, info) with
+      return_info. A low-precision factor's x is refined against A (docs/mixed_precision.md).
     """
     if not isinstance(factor, CholeskyFactor):
         raise TypeError(
             f"cho_solve takes the CholeskyFactor of jaxmg.cho_factor, got {type(factor).__name__}"
         )
+    _mesh.check_flags(return_info=return_info)
+    if is_mixed(factor):
+        x, _, info = solve_mixed(factor, b)
+        return (x, info) if return_info else x
+    if return_info:
+        raise ValueError("return_info needs a factor made with factor_dtype")
     if factor.a is not None and _routine.traced(factor.a, b):
         return _kept_solve(factor.plan, False)(factor.matrix, None, factor.a, b)
     return _cho_solve_raw(factor.plan, factor.matrix, b)
@@ -316,20 +369,34 @@ def lu_factor(
     in_specs=None,
     pad=True,
     donate=False,
+    factor_dtype=None,
 ) -> LUFactor:
     """The pivoted LU factorization of a general A sharded over a mesh, kept for
     `jaxmg.lu_solve(factor, b)`.
 
     Args: as for `jaxmg.lu_solve` (without b). With donate=True the factor takes a's buffers.
+      factor_dtype: jnp.float32 for a float64 A, jnp.complex64 for complex128 (or their
+        names): factor A.astype(factor_dtype) and keep A itself for refinement
+        (docs/mixed_precision.md); not with donate=True.
 
     Returns:
       An `LUFactor`: a pytree holding the factors in a's sharding (aᵀ's where the engine is
       handed aᵀ), the pivots, sign and log |det A| (as `slogdet`) and the status. Solves with it
       and its logabsdet differentiate with respect to a (kept in the factor; not with
       donate=True) and b, as lu_solve's (the sign's derivative is not provided: zero, exact for
-      real matrices).
+      real matrices). With factor_dtype, the factors are the low-precision ones (sign,
+      logabsdet and status those of A.astype(factor_dtype), not differentiable) and solves
+      refine against A in A's dtype.
     """
     _mesh.warn_if_replicated(a=a)
+    if factor_dtype is not None:
+        a_lo = _low_precision(a, factor_dtype, donate)
+        r = _routine.call(
+            LU_FACTOR, a_lo, None, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs,
+            in_specs=in_specs, pad=pad,
+        )  # fmt: skip
+        plan = FactorPlan(r.placement, r.user, r.tile, bool(pad), a.shape[0])
+        return LUFactor(r.matrix, r.pivots, r.sign, r.logdet, r.status, plan, a)
     traced = _routine.traced(a)
     r = _routine.call(
         LU_FACTOR,
@@ -364,9 +431,12 @@ def _general_inverse_t(opts):
 
 
 def lu_solve_factored(factor: LUFactor, b):
-    """Solves A x = b with a kept LU factor (no refactorization); `jaxmg.lu_solve(factor, b)`."""
+    """Solves A x = b with a kept LU factor (no refactorization); `jaxmg.lu_solve(factor, b)`.
+    A low-precision factor's x is refined against A (`solve_mixed`)."""
     if not isinstance(factor, LUFactor):
         raise TypeError(f"expected the LUFactor of jaxmg.lu_factor, got {type(factor).__name__}")
+    if is_mixed(factor):
+        return solve_mixed(factor, b)[0]
     if factor.a is not None and _routine.traced(factor.a, b):
         return _kept_solve(factor.plan, True)(factor.matrix, factor.pivots, factor.a, b)
     return _routine.call(LU_SOLVE, factor.matrix, b, kept=factor.plan.kept(factor.pivots)).x

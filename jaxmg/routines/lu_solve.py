@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from jaxmg._core import factory as _factory
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import factor as _factor
 from jaxmg.routines import inv as _inv
+from jaxmg.routines import mixed as _mixed
 from jaxmg.routines.lu_policy import TRANSPOSE_PLATFORMS, TRANSPOSE_WIDE_MESHES  # noqa: F401
 
 # Where the engine is handed aᵀ: jaxmg/routines/lu_policy.py (shared with lu_factor).
@@ -29,11 +31,13 @@ def lu_solve(
     return_logdet=False,
     pad=True,
     donate=False,
+    factor_dtype=None,
+    return_info=False,
 ):
     """Solves A x = b for a general nonsingular A sharded over a mesh, by pivoted LU.
 
     `lu_solve(factor, b)` solves with the `LUFactor` of `jaxmg.lu_factor` instead (no
-    refactorization; the other arguments are the factor's).
+    refactorization; the other arguments are the factor's, except return_info).
 
     The matrix is factored where it lies (cuSOLVERMp on GPUs, ScaLAPACK on CPUs) with partial
     pivoting; nothing is gathered. Works inside and outside `jax.jit`, on every 1-D and 2-D mesh.
@@ -52,10 +56,15 @@ def lu_solve(
       return_logdet: also return log |det A| (a real scalar).
       pad: allow padding when T_A does not divide the shard (costs a copy of the shard).
       donate: let jaxmg overwrite `a` (saves one copy of the shard outside jit).
+      factor_dtype: None, or jnp.float32 for a float64 A (jnp.complex64 for complex128; or
+        their names): mixed precision, as for `jaxmg.potrs` (docs/mixed_precision.md). Not
+        with return_logdet or donate (ValueError).
+      return_info: (with factor_dtype, or a factor made with it) also return a
+        `jaxmg.MixedInfo` (the path taken, the refinement steps, the backward error).
 
     Returns:
       x with b's shape and dtype; (x, status) with return_status; (x, logdet) with
-      return_logdet; (x, logdet, status) with both. x is sharded as for `jaxmg.potrs`. When A
+      return_logdet; (x, logdet, status) with both; the info last with return_info. x is sharded as for `jaxmg.potrs`. When A
       is singular, x and logdet are NaN on every device.
 
     Differentiation: x and log |det A| are differentiable with respect to a and b, in forward
@@ -68,13 +77,52 @@ def lu_solve(
     """
     if isinstance(a, _factor.LUFactor):
         defaults = (T_A, mesh, matrix_specs, in_specs, return_status, return_logdet, donate)
-        if defaults != (None, None, None, None, False, False, False) or pad is not True:
+        if (
+            defaults != (None, None, None, None, False, False, False)
+            or pad is not True
+            or factor_dtype is not None
+        ):
             raise ValueError(
-                "lu_solve(factor, b) takes no other arguments: the factor keeps its plan "
-                "(its status and logabsdet are factor.status and factor.logabsdet)"
+                "lu_solve(factor, b) takes no other arguments but return_info: the factor "
+                "keeps its plan (its status and logabsdet are factor.status and "
+                "factor.logabsdet)"
             )
+        _mesh.check_flags(return_info=return_info)
+        if _factor.is_mixed(a):
+            x, _, info = _factor.solve_mixed(a, b)
+            return (x, info) if return_info else x
+        if return_info:
+            raise ValueError("return_info needs a factor made with factor_dtype")
         return _factor.lu_solve_factored(a, b)
+    if factor_dtype is not None:
+        return _lu_solve_mixed(
+            a, b, T_A, mesh, matrix_specs, in_specs, return_status, return_logdet, pad, donate,
+            factor_dtype, return_info,
+        )  # fmt: skip
+    if return_info is not False:
+        raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
     return API.public(locals())
+
+
+def _lu_solve_mixed(
+    a, b, T_A, mesh, matrix_specs, in_specs, return_status, return_logdet, pad, donate,
+    factor_dtype, return_info,
+):  # fmt: skip
+    """lu_solve with factor_dtype: lu_factor in low precision, then the refined solve."""
+    _mesh.check_flags(
+        return_status=return_status, return_logdet=return_logdet, pad=pad, donate=donate,
+        return_info=return_info,
+    )  # fmt: skip
+    _mixed.check_factor_dtype(a, factor_dtype)
+    _mixed.check_mixed_flags(donate=donate, return_logdet=return_logdet)
+    _routine.check_operands(a, b)
+    _mesh.warn_if_replicated(a=a, b=b)
+    f = _factor.lu_factor(
+        a, T_A, mesh, matrix_specs, in_specs=in_specs, pad=pad, factor_dtype=factor_dtype
+    )
+    x, status, info = _factor.solve_mixed(f, b)
+    out = (x,) + ((status,) if return_status else ()) + ((info,) if return_info else ())
+    return out[0] if len(out) == 1 else out
 
 
 def lu_solve_blocks(

@@ -5,9 +5,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxmg._core import factory as _factory
+from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import factor as _factor
+from jaxmg.routines import mixed as _mixed
 from jaxmg.routines import potri as _potri
 
 # The engine's process grid is the mesh transposed (docs/layout.md). cuSOLVERMp is faster on
@@ -40,6 +42,8 @@ def potrs(
     pad=True,
     donate=False,
     check_symmetry=True,
+    factor_dtype=None,
+    return_info=False,
 ):
     """Solves A x = b for a symmetric (Hermitian) positive-definite A sharded over a mesh.
 
@@ -68,10 +72,17 @@ def potrs(
       donate: let jaxmg overwrite `a` (saves one copy of the shard outside jit).
       check_symmetry: compare uᴴ A v with conj(vᴴ A u) for fixed random u, v first (reads the
         matrix twice more; False skips it, for a matrix known to be symmetric).
+      factor_dtype: None, or jnp.float32 for a float64 A (jnp.complex64 for complex128; or
+        their names): mixed precision (docs/mixed_precision.md). A.astype(factor_dtype) is
+        factored, and the solution refined in A's dtype (classical refinement, then GMRES-IR
+        where it stalls) to a backward error of 2 N ε; where that fails, the float64
+        factorization runs instead. Not with return_logdet or donate (ValueError).
+      return_info: (with factor_dtype) also return a `jaxmg.MixedInfo`: the path taken
+        ("mixed", "gmres", "fallback"), the refinement steps and the backward error.
 
     Returns:
       x with b's shape and dtype; (x, logdet) with return_logdet; (x, status) with
-      return_status; (x, logdet, status) with both. x is in b's own sharding where it is
+      return_status; (x, logdet, status) with both; the info last with return_info. x is in b's own sharding where it is
       known (a placed array, or a traced one on Explicit mesh axes; replicated when b is),
       else rows over a's row axis. When the factorization fails, x and logdet are NaN on
       every device.
@@ -87,7 +98,36 @@ def potrs(
       TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
+    if factor_dtype is not None:
+        return _potrs_mixed(
+            a, b, T_A, mesh, matrix_specs, in_specs, return_logdet, return_status, pad, donate,
+            check_symmetry, factor_dtype, return_info,
+        )  # fmt: skip
+    if return_info is not False:
+        raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
     return API.public(locals())
+
+
+def _potrs_mixed(
+    a, b, T_A, mesh, matrix_specs, in_specs, return_logdet, return_status, pad, donate,
+    check_symmetry, factor_dtype, return_info,
+):  # fmt: skip
+    """potrs with factor_dtype: cho_factor in low precision, then the refined solve."""
+    _mesh.check_flags(
+        return_logdet=return_logdet, return_status=return_status, pad=pad, donate=donate,
+        check_symmetry=check_symmetry, return_info=return_info,
+    )  # fmt: skip
+    _mixed.check_factor_dtype(a, factor_dtype)
+    _mixed.check_mixed_flags(donate=donate, return_logdet=return_logdet)
+    _routine.check_operands(a, b)
+    _mesh.warn_if_replicated(a=a, b=b)
+    f = _factor.cho_factor(
+        a, T_A, mesh, matrix_specs, in_specs=in_specs, pad=pad, check_symmetry=check_symmetry,
+        factor_dtype=factor_dtype,
+    )  # fmt: skip
+    x, status, info = _factor.solve_mixed(f, b)
+    out = (x,) + ((status,) if return_status else ()) + ((info,) if return_info else ())
+    return out[0] if len(out) == 1 else out
 
 
 def potrs_blocks(

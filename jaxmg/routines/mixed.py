@@ -1,0 +1,357 @@
+"""Mixed precision solves: a float64 (complex128) answer from a float32 (complex64) factor.
+
+The matrix is factored in the low precision with the engine's own routine (`cho_factor`,
+`lu_factor` on A.astype(factor_dtype)); the first solution comes from that factor, and is then
+refined in float64: r = b − A x (a sharded product of XLA's: the matrix is never gathered) and
+a correction from the low-precision factor. Classical refinement first; where it stalls (the
+backward error of a column falls by less than `STALL` in a step), each further step solves the
+correction equation A d = r by GMRES in float64 preconditioned by the low-precision factor
+(`RESTART` iterations, one cycle a step: GMRES-IR, as HPL-MxP does). Each right-hand side
+column stops when its normwise backward error
+
+    ‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) ≤ TOLERANCE_FACTOR · N · ε(float64).
+
+When the low-precision factorization fails or refinement has not converged after `MAX_STEPS`
+steps, the solve falls back by itself to the float64 factorization (`lax.cond`, one branch on
+every process: the predicate is made of replicated norms), so it never returns a worse answer
+than the float64 solve. Every step runs inside one `jax.jit`, in `lax.while_loop` and
+`lax.cond`.
+
+Derivatives: the refined solve is the solver of `lax.custom_linear_solve` whose matrix-vector
+product is A x in float64, so that jax.grad and jax.jvp with respect to A and b go through
+the same refined solves (with Aᵀ for the transpose).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+from jaxmg._core import placement as _mesh
+from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
+
+# The accepted factor dtype of each input dtype.
+LOW_PRECISION = {np.dtype(np.float64): np.dtype(np.float32),
+                 np.dtype(np.complex128): np.dtype(np.complex64)}  # fmt: skip
+# Stop a column at backward error ≤ TOLERANCE_FACTOR · N · ε(float64). A backward-stable
+# float64 solve reaches a small multiple of ε; 2 N ε leaves room for the rounding of the
+# residual's sums (about N ε in the worst case) without accepting a worse answer.
+TOLERANCE_FACTOR = 0.5
+# Refinement steps before the fallback (classical steps and GMRES cycles together).
+MAX_STEPS = 10
+# A classical step that reduces the worst unconverged column's backward error by less than
+# this factor switches the remaining steps to GMRES-IR.
+STALL = 0.5
+# GMRES iterations per cycle (one cycle per GMRES-IR step).
+RESTART = 10
+
+# The paths a mixed solve reports (`MixedInfo.path`).
+PATHS = ("mixed", "gmres", "fallback")
+MIXED, GMRES, FALLBACK = 0, 1, 2
+
+
+class MixedInfo(NamedTuple):
+    """How a mixed precision solve went (`return_info=True`).
+
+    path: int32 scalar, replicated: 0 "mixed" (classical refinement converged), 1 "gmres"
+      (GMRES-IR converged after classical refinement stalled), 2 "fallback" (the float64
+      factorization ran: the low-precision one failed or refinement did not converge within
+      `MAX_STEPS`); `path_name(info)` gives the name of a concrete value.
+    iterations: int32 scalar: the refinement steps taken (a GMRES-IR step is one cycle of
+      `RESTART` GMRES iterations).
+    backward_error: float64, one per right-hand side column (a scalar for a vector b): the
+      normwise backward error ‖b − A x‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) of the x returned.
+    """
+
+    path: jax.Array
+    iterations: jax.Array
+    backward_error: jax.Array
+
+
+def path_name(info: MixedInfo) -> str:
+    """The name of a concrete info's path: "mixed", "gmres" or "fallback"."""
+    return PATHS[int(np.asarray(info.path))]
+
+
+def check_factor_dtype(a, factor_dtype) -> np.dtype:
+    """The low-precision dtype to factor `a` in: float32 for float64 input, complex64 for
+    complex128 (a dtype or its name). ValueError for anything else, before any work."""
+    given = np.dtype(a.dtype)
+    want = LOW_PRECISION.get(given)
+    try:
+        asked = np.dtype(factor_dtype)
+    except TypeError:
+        asked = None
+    if want is None:
+        raise ValueError(
+            f"factor_dtype needs a float64 or complex128 matrix, got {given}: mixed precision "
+            "factors in float32 (complex64) and refines in float64 (complex128); pass "
+            "factor_dtype=None for a matrix of this dtype"
+        )
+    if asked != want:
+        raise ValueError(
+            f"factor_dtype={factor_dtype!r} is not available for a {given} matrix: pass "
+            f"factor_dtype=jnp.{want.name} (or {want.name!r}), or None for the {given} "
+            "factorization"
+        )
+    return want
+
+
+def check_mixed_flags(*, donate, return_logdet) -> None:
+    """The flags a mixed precision solve refuses, before any work."""
+    if donate:
+        raise ValueError(
+            "donate=True cannot be combined with factor_dtype: refinement reads the original "
+            "matrix (pass donate=False)"
+        )
+    if return_logdet:
+        raise ValueError(
+            "return_logdet=True cannot be combined with factor_dtype: the low-precision factor "
+            "gives log det A only to float32 accuracy; call without factor_dtype for it"
+        )
+
+
+def backward_error(x, b, r, a_norm):
+    """‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) per column of (N, K) arrays, replicated."""
+
+    def col_max(v):
+        return jnp.max(jnp.abs(v), axis=0)
+
+    return col_max(r) / (a_norm * col_max(x) + col_max(b))
+
+
+def _inf_norm(a, transpose):
+    """‖op(A)‖∞ (the largest row sum of |A|, of |Aᵀ| with transpose): a reduction, replicated."""
+    return jnp.max(jnp.sum(jnp.abs(a), axis=0 if transpose else 1))
+
+
+@functools.cache
+def refined_solve(plan, lu: bool, transpose: bool):
+    """fn(matrix, pivots, a, b2) -> (x, status, info) for b2 of shape (N, K), A's dtype: the
+    refined solve of op(A) x = b (op: Aᵀ with transpose) with the low-precision factor
+    (matrix, pivots) of `a`, falling back to the float64 factorization (its Cholesky
+    factorization checks no symmetry: the low-precision one did where asked, and a matrix
+    found not symmetric there does not fall back)."""
+    from jaxmg.routines import factor as _factor  # (factor imports this module)
+
+    user = plan.user
+    n = plan.n
+    tol = TOLERANCE_FACTOR * n * float(np.finfo(np.float64).eps)
+    rows = P(user.row_axis, None)
+
+    def constrain_rows(v):
+        return _mesh.constrain(v, user.mesh, rows)
+
+    def low_solve(matrix, pivots, r):
+        """op(A_lo)⁻¹ r in float64, each column scaled to the unit ∞-norm in between (the
+        residuals are small: no underflow in float32)."""
+        scale = jnp.max(jnp.abs(r), axis=0)
+        scale = jnp.where(scale > 0, scale, 1.0).astype(r.dtype)
+        r_lo = (r / scale).astype(matrix.dtype)
+        if lu:
+            f = _factor.LUFactor(matrix, pivots, None, None, None, plan)
+            y = _factor.lu_solve_transposed(f, r_lo) if transpose else _factor.lu_solve_factored(
+                f, r_lo
+            )
+        elif transpose:  # Aᵀ = conj(A) for Hermitian A
+            y = jnp.conj(_factor._cho_solve_raw(plan, matrix, jnp.conj(r_lo)))
+        else:
+            y = _factor._cho_solve_raw(plan, matrix, r_lo)
+        return constrain_rows(y.astype(r.dtype) * scale)
+
+    def high_solve(a, b2):
+        """The float64 solve (the fallback): (x, status)."""
+        kw = dict(T_A=plan.tile, mesh=user.mesh, matrix_specs=user.matrix_spec, pad=plan.pad)
+        if lu:
+            f = _factor.lu_factor(a, **kw)
+            if transpose:
+                x = _factor.lu_solve_transposed(f, b2)
+            else:
+                x = _factor.lu_solve_factored(f, b2)
+            return constrain_rows(x), f.status
+        f = _factor.cho_factor(a, check_symmetry=False, **kw)
+        rhs = jnp.conj(b2) if transpose else b2
+        x = _factor._cho_solve_raw(f.plan, f.matrix, rhs)
+        return constrain_rows(jnp.conj(x) if transpose else x), f.status
+
+    @jax.jit
+    def solve(matrix, pivots, lo_status, a, b2):
+        a = jax.lax.stop_gradient(a)
+        b2 = constrain_rows(b2)
+        op = "T" if transpose else "N"
+        a_norm = _inf_norm(a, transpose)
+
+        def residual(x):
+            return constrain_rows(b2 - _rules.matvec(user, a, x, op))
+
+        def berr(x, r):
+            return backward_error(x, b2, r, a_norm)
+
+        x0 = low_solve(matrix, pivots, b2)
+        r0 = residual(x0)
+        e0 = berr(x0, r0)
+
+        def classical(x, r, e):
+            x_new = x + low_solve(matrix, pivots, r)
+            r_new = residual(x_new)
+            return x_new, r_new, berr(x_new, r_new)
+
+        def precondition(v):
+            return low_solve(matrix, pivots, v)
+
+        def gmres(x, r, e):
+            # The correction equation A d = r, preconditioned: A_lo⁻¹ A d = A_lo⁻¹ r.
+            d = _gmres_cycle(
+                lambda v: precondition(constrain_rows(_rules.matvec(user, a, v, op))),
+                precondition(r),
+                constrain_rows,
+            )
+            x_new = x + d
+            r_new = residual(x_new)
+            return x_new, r_new, berr(x_new, r_new)
+
+        def running(state):
+            x, r, e, steps, mode = state
+            unconverged = jnp.any(~(e <= tol))
+            return (lo_status == 0) & unconverged & (steps < MAX_STEPS) & jnp.all(jnp.isfinite(e))
+
+        def step(state):
+            x, r, e, steps, mode = state
+            x_new, r_new, e_new = jax.lax.cond(mode == MIXED, classical, gmres, x, r, e)
+            done = e <= tol
+            better = (e_new < e) & ~done
+            # Keep each column's better answer (a diverging step is not taken).
+            x_kept = jnp.where(better[None, :], x_new, x)
+            r_kept = jnp.where(better[None, :], r_new, r)
+            e_kept = jnp.where(better, e_new, e)
+            ratio = jnp.max(jnp.where(done, 0.0, e_new / jnp.where(e > 0, e, 1.0)))
+            mode = jnp.where((mode == MIXED) & (ratio > STALL), GMRES, mode)
+            return x_kept, r_kept, e_kept, steps + 1, mode
+
+        state = (x0, r0, e0, jnp.int32(0), jnp.int32(MIXED))
+        x, r, e, steps, mode = jax.lax.while_loop(running, step, state)
+        converged = (lo_status == 0) & jnp.all(e <= tol)
+        # A matrix found not symmetric stays reported so (NaN and the status), without fallback.
+        fall_back = ~converged & (lo_status != _routine.NOT_SYMMETRIC)
+
+        def fallback(x, status):
+            return high_solve(a, b2)
+
+        def keep(x, status):
+            return x, status
+
+        x, status = jax.lax.cond(fall_back, fallback, keep, x, lo_status)
+        path = jnp.where(fall_back, FALLBACK, jnp.where(mode == GMRES, GMRES, MIXED))
+        e = berr(x, residual(x))
+        info = MixedInfo(path.astype(jnp.int32), steps.astype(jnp.int32), e)
+        return x, status, info
+
+    return solve
+
+
+def _gmres_cycle(operator, z, constrain_rows):
+    """One cycle of `RESTART` GMRES iterations on operator(d) = z from d = 0, for each column of
+    z (N, K) independently: the Krylov basis orthogonalized by classical Gram-Schmidt twice
+    (the inner products are sums over the sharded rows: replicated), the small least-squares
+    problem solved on every device (a pseudo-inverse of the Hessenberg matrix, robust where a
+    column's basis breaks down early). Returns the correction d (N, K)."""
+    n, k = z.shape
+    m = RESTART
+    real = jnp.finfo(z.dtype).dtype
+    tiny = jnp.finfo(real).tiny
+
+    def norm(v):
+        return jnp.sqrt(jnp.sum(jnp.abs(v) ** 2, axis=0))
+
+    beta = norm(z)
+    v0 = z / jnp.where(beta > 0, beta, 1.0).astype(z.dtype)
+    # The basis (m + 1, N, K), its rows sharded as z's; updated through masks, not scatters
+    # (a scatter into a sharded array needs its output sharding said on Explicit mesh axes).
+    slots = jnp.arange(m + 1)
+
+    def one_hot(j):
+        return (slots == j).astype(z.dtype)
+
+    basis = one_hot(0)[:, None, None] * v0[None]
+    hessenberg = jnp.zeros((m + 1, m, k), z.dtype)
+
+    def arnoldi(j, carry):
+        basis, hessenberg = carry
+        w = operator(jnp.sum(basis * one_hot(j)[:, None, None], axis=0))
+        w_norm = norm(w)
+        mask = (slots <= j)[:, None].astype(z.dtype)
+        h = jnp.zeros((m + 1, k), z.dtype)
+        for _ in range(2):  # classical Gram-Schmidt, twice
+            c = jnp.sum(jnp.conj(basis) * w[None], axis=1) * mask
+            w = constrain_rows(w - jnp.sum(basis * c[:, None, :], axis=0))
+            h = h + c
+        h_next = norm(w)
+        # A column whose new direction vanishes (breakdown) adds a zero vector.
+        alive = h_next > 1e-14 * jnp.maximum(w_norm, tiny)
+        v_next = jnp.where(alive[None, :], w / jnp.where(alive, h_next, 1.0).astype(z.dtype), 0)
+        h = h + one_hot(j + 1)[:, None] * jnp.where(alive, h_next, 0).astype(z.dtype)[None, :]
+        basis = basis + one_hot(j + 1)[:, None, None] * v_next[None]
+        column = (jnp.arange(m) == j).astype(z.dtype)
+        hessenberg = hessenberg + h[:, None, :] * column[None, :, None]
+        return basis, hessenberg
+
+    basis, hessenberg = jax.lax.fori_loop(0, m, arnoldi, (basis, hessenberg))
+    g = beta.astype(z.dtype)[:, None] * one_hot(0)[None, :]  # β e₁ per column
+    h_batch = jnp.transpose(hessenberg, (2, 0, 1))  # (K, m + 1, m)
+    y = jnp.einsum("kij,kj->ki", jnp.linalg.pinv(h_batch), g)  # (K, m)
+    d = jnp.sum(basis[:m] * jnp.transpose(y)[:, None, :], axis=0)
+    return constrain_rows(d)
+
+
+def mixed_solve(plan, lu: bool, matrix, pivots, lo_status, a, b):
+    """x = A⁻¹ b refined with a low-precision factor, differentiable with respect to a and b
+    (`lax.custom_linear_solve`: the matrix-vector product A v in float64, the solver the
+    refined solve, with Aᵀ for the transpose). Returns (x, status, info), x shaped like b."""
+    return _differentiable(plan, lu)(matrix, pivots, lo_status, a, b)
+
+
+@functools.cache
+def _differentiable(plan, lu: bool):
+    user = plan.user
+    forward = refined_solve(plan, lu, False)
+    backward = refined_solve(plan, lu, True)
+
+    @jax.jit
+    def solve(matrix, pivots, lo_status, a, b):
+        vector = b.ndim == 1
+        b2 = b.reshape(-1, 1) if vector else b
+        b2 = _mesh.constrain(b2, user.mesh, P(user.row_axis, None))
+
+        def matvec(v):
+            return _rules.matvec(user, a, v)
+
+        def solve_n(_, r):
+            x, status, info = forward(matrix, pivots, lo_status, a, r)
+            return x, (status, info)
+
+        def solve_t(_, r):
+            x, status, info = backward(matrix, pivots, lo_status, a, r)
+            return x, (status, info)
+
+        # A real symmetric A is its own transpose; a complex Hermitian one is not (Aᵀ = conj A).
+        symmetric = not lu and not jnp.iscomplexobj(a)
+        x, (status, info) = jax.lax.custom_linear_solve(
+            matvec,
+            b2,
+            solve=solve_n,
+            transpose_solve=None if symmetric else solve_t,
+            symmetric=symmetric,
+            has_aux=True,
+        )
+        if vector:
+            x = x.reshape(-1)
+            info = info._replace(backward_error=info.backward_error[0])
+        return x, status, info
+
+    return solve
