@@ -578,6 +578,47 @@ def test_bench_tile_sweep_on_a_random_matrix(tmp_path):
     assert out.stdout.count("jaxmg  2dev float64") == 3
 
 
+@needs_mpirun
+def test_bench_mixed_precision_records_path_and_backward_error(tmp_path):
+    """--factor-dtype float32: potrs in mixed precision, named potrs_mixed, each record with
+    the condition number, the path, the refinement steps and the backward error."""
+    out_json = tmp_path / "mixed.json"
+    out = jaxmg(
+        tmp_path,
+        "bench",
+        "--routine",
+        "potrs",
+        "--factor-dtype",
+        "float32",
+        "-n",
+        "2",
+        "--sizes",
+        "48",
+        "--tile",
+        "5",
+        "--repeats",
+        "1",
+        "--no-baseline",
+        "--out",
+        str(out_json),
+        env=cpu_env(),
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    import json
+
+    result = json.loads(out_json.read_text())
+    assert result["routine"] == "potrs_mixed" and result["factor_dtype"] == "float32"
+    (r,) = result["records"]
+    assert "error" not in r, r
+    assert r["routine"] == "potrs_mixed" and r["dtype"] == "float64" and r["tile"] == 5
+    assert r["path"] == "mixed" and 1 <= r["iterations"] <= 3, r
+    assert 1 <= r["kappa"] <= 9  # the Kac-Murdock-Szego matrix: κ₂ ≤ ((1 + r) / (1 - r))²
+    assert r["backward_error"] <= 0.5 * 48 * 2.0**-52, r
+    refused = jaxmg(tmp_path, "bench", "--routine", "inv", "--factor-dtype", "float32")
+    assert refused.returncode != 0 and "potrs and lu_solve" in refused.stderr + refused.stdout
+
+
 def test_bench_argument_forms():
     from jaxmg.cli import bench
 

@@ -10,7 +10,9 @@ vectors, by its polar algorithm and its default, the faster kept; Σ s = tr A = 
 symmetric positive definite A), `polar` (against `jax.scipy.linalg.polar`'s QDWH and the polar
 SVD's U Vh, the faster kept; tr H = tr A = N), `qr` (against `jnp.linalg.qr`) or
 `least_squares` (against JAX's QR, Qᴴb and the triangular solve), on N x `--cols` matrices
-(default square). `--peer` also times JAXMg 1.x, from the folder JAXMG_PEER_PATH, on the same
+(default square). `--factor-dtype float32` (complex64 for complex128) times potrs or lu_solve in
+mixed precision (`factor_dtype=`; the routine is named potrs_mixed or lu_solve_mixed in the
+JSON) and records each case's condition number, path, refinement steps and backward error. `--peer` also times JAXMg 1.x, from the folder JAXMG_PEER_PATH, on the same
 devices (bench/peer_jaxmg1.py).
 `cli()` runs the jaxmg timings in P processes (one per device, under `jaxmg launch`), then
 JAX's own routine (`cho_factor` + `cho_solve`, `lu_factor` + `lu_solve`, ...) on one device in
@@ -62,6 +64,13 @@ FLOPS = {
 # values: A is symmetric positive definite; tr H = tr A for its polar factor H = A).
 EIGEN = ("syevd", "eigvalsh", "gesvd", "gesvd_values", "polar")
 # M x N routines: Householder QR and Q (geqrf + orgqr), QR and the solve (geqrf, ormqr, trsm).
+# --factor-dtype: the input dtype each factor dtype refines to, and the routines that take it.
+DEFAULT_DTYPES = [["float64", "float32"]]
+MIXED_DTYPES = {"float32": "float64", "complex64": "complex128"}
+MIXED_ROUTINES = ("potrs", "lu_solve")
+# The largest N whose condition number the mixed precision bench computes (NumPy, on the
+# gathered matrix); above it only the Kac-Murdock-Szego matrix's bound is recorded.
+KAPPA_MAX_N = 4096
 RECT_FLOPS = {
     "qr": lambda m, n: 4 * m * n * n - 4 * n**3 / 3,
     "least_squares": lambda m, n: 2 * m * n * n - 2 * n**3 / 3,
@@ -140,7 +149,7 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--dtypes",
         type=_list_of(str, "--dtypes"),
         nargs="+",
-        default=[["float64", "float32"]],
+        default=DEFAULT_DTYPES,
         metavar="DTYPE",
         help="float64, float32, complex128, complex64 (default float64 float32)",
     )
@@ -158,6 +167,13 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--no-donate", dest="donate", action="store_false", help="keep a's buffers")
     p.add_argument(
         "--no-symmetry-check", dest="check_symmetry", action="store_false", help="potrs only"
+    )
+    p.add_argument(
+        "--factor-dtype",
+        choices=sorted(MIXED_DTYPES),
+        default=None,
+        help="potrs, lu_solve: factor in this dtype and refine in --dtypes' (float32 for "
+        "float64, complex64 for complex128): the mixed precision solve",
     )
     p.add_argument("--no-baseline", dest="baseline", action="store_false", help="do not time JAX")
     p.add_argument("--baseline-max", type=int, default=None, help="largest N for the baseline")
@@ -193,7 +209,26 @@ def run_namespace(args: argparse.Namespace) -> int:
     args.dtypes = _flatten(args.dtypes)
     args.tiles = _flatten(args.tile) or [None]
     args.jax_option = _flatten(args.jax_option)
+    if args.factor_dtype is not None:
+        if args.routine not in MIXED_ROUTINES:
+            raise SystemExit(
+                f"jaxmg bench: --factor-dtype applies to {' and '.join(MIXED_ROUTINES)}, not "
+                f"to --routine {args.routine}"
+            )
+        wide = MIXED_DTYPES[args.factor_dtype]
+        if args.dtypes == _flatten(DEFAULT_DTYPES):  # (--dtypes not given)
+            args.dtypes = [wide]
+        if args.dtypes != [wide]:
+            raise SystemExit(
+                f"jaxmg bench: --factor-dtype {args.factor_dtype} refines {wide} solves: pass "
+                f"--dtypes {wide} (got {' '.join(args.dtypes)})"
+            )
     return _run(args)
+
+
+def routine_name(args) -> str:
+    """The routine's name in the JSON: potrs_mixed, lu_solve_mixed with --factor-dtype."""
+    return f"{args.routine}_mixed" if getattr(args, "factor_dtype", None) else args.routine
 
 
 MATRICES = ("kms", "random")
@@ -510,6 +545,9 @@ def _run_jaxmg(args) -> list[dict]:
                     return sign, logdet
                 if args.routine == "potrs":
                     kw["check_symmetry"] = args.check_symmetry
+                if args.factor_dtype:  # the info in the place of the log-determinant
+                    kw.update(return_logdet=False, donate=False, return_info=True)
+                    kw["factor_dtype"] = args.factor_dtype
                 return getattr(jaxmg, args.routine)(a, b, **kw)
 
             name = f"{n}-{dtype_name}-{tile}"
@@ -534,6 +572,13 @@ def _run_jaxmg(args) -> list[dict]:
             else:
                 with _StageCapture(rec):
                     times, logdet = _time_calls(gen, solve, b, args.repeats, name)
+            if args.factor_dtype:
+                _mixed_record(args, rec, logdet, gen, n, times, procs)
+                if jax.process_index() == 0:
+                    _print_record(rec)
+                records.append(rec)
+                _sync(f"bench-done-{n}-{dtype_name}-{tile}")
+                continue
             ld = float(np.asarray(logdet.addressable_data(0)))
             eps = float(np.finfo(dtype).eps)
             if args.routine in EIGEN:  # (the trace of the eigenvalues, not a log-determinant)
@@ -560,6 +605,38 @@ def _run_jaxmg(args) -> list[dict]:
         records.append(rec)
         _sync(f"bench-done-{n}-{dtype_name}-{tile}")
     return records if jax.process_index() == 0 else []
+
+
+def _mixed_record(args, rec, info, gen, n, times, procs):
+    """A mixed precision case's record: the times, the condition number (NumPy's 2-norm one
+    up to KAPPA_MAX_N, else the Kac-Murdock-Szego matrix's bound ((1 + r) / (1 - r))², else
+    None), the path taken, the refinement steps and the backward error of the last call."""
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    from jaxmg.routines import mixed
+
+    kappa = None
+    if n <= KAPPA_MAX_N:
+        a = np.asarray(multihost_utils.process_allgather(gen(), tiled=True))
+        kappa = float(np.linalg.cond(a))
+    elif args.matrix == "kms":
+        kappa = ((1 + R) / (1 - R)) ** 2
+    rec.update(
+        routine=routine_name(args),
+        factor_dtype=args.factor_dtype,
+        seconds=min(times[1:]),
+        compile_and_first_s=times[0],
+        all_s=times,
+        tflops=_flops(args, n) / min(times[1:]) / 1e12,
+        kappa=kappa,
+        path=mixed.path_name(info),
+        iterations=int(np.asarray(info.iterations.addressable_data(0))),
+        backward_error=float(np.max(np.asarray(info.backward_error.addressable_data(0)))),
+        donate=False,
+        shard_bytes=n * n * np.dtype(rec["dtype"]).itemsize // procs,
+        peak_bytes=_peak_bytes(),
+    )
 
 
 def jax_options(routine: str) -> dict:
@@ -1022,6 +1099,8 @@ def _run(args) -> int:
         passthrough.append("--no-donate")
     if not args.check_symmetry:
         passthrough.append("--no-symmetry-check")
+    if args.factor_dtype:
+        passthrough += ["--factor-dtype", args.factor_dtype]
     if args.baseline_max:
         passthrough += ["--baseline-max", str(args.baseline_max)]
     if args.cols:
@@ -1075,7 +1154,8 @@ def _run(args) -> int:
             if rc != 0:
                 progress.line(f"[bench] {role} exited with {rc}")
     result = dict(
-        routine=args.routine,
+        routine=routine_name(args),
+        factor_dtype=args.factor_dtype,
         matrix=f"Kac-Murdock-Szego r={R}" if args.matrix == "kms" else "random",
         matrix_kind=args.matrix,
         commit=measured_commit(),
