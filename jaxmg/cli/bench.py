@@ -12,8 +12,9 @@ SVD's U Vh, the faster kept; tr H = tr A = N), `qr` (against `jnp.linalg.qr`) or
 `least_squares` (against JAX's QR, Qᴴb and the triangular solve), on N x `--cols` matrices
 (default square). `--factor-dtype float32` (complex64 for complex128) times potrs or lu_solve in
 mixed precision (`factor_dtype=`; the routine is named potrs_mixed or lu_solve_mixed in the
-JSON) and records each case's condition number, path, refinement steps and backward error. `--peer` also times JAXMg 1.x, from the folder JAXMG_PEER_PATH, on the same
-devices (bench/peer_jaxmg1.py).
+JSON) and records each case's condition number, path, refinement steps and backward error.
+`--peer` also times JAXMg 1.x, from the folder JAXMG_PEER_PATH, on the same devices
+(bench/peer_jaxmg1.py).
 `cli()` runs the jaxmg timings in P processes (one per device, under `jaxmg launch`), then
 JAX's own routine (`cho_factor` + `cho_solve`, `lu_factor` + `lu_solve`, ...) on one device in
 one process, merges them into one JSON file, prints a table and (with matplotlib) draws a plot

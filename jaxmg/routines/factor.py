@@ -392,9 +392,15 @@ def lu_factor(
     if factor_dtype is not None:
         a_lo = _low_precision(a, factor_dtype, donate)
         r = _routine.call(
-            LU_FACTOR, a_lo, None, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs,
-            in_specs=in_specs, pad=pad,
-        )  # fmt: skip
+            LU_FACTOR,
+            a_lo,
+            None,
+            T_A=T_A,
+            mesh=mesh,
+            matrix_specs=matrix_specs,
+            in_specs=in_specs,
+            pad=pad,
+        )
         plan = FactorPlan(r.placement, r.user, r.tile, bool(pad), a.shape[0])
         return LUFactor(r.matrix, r.pivots, r.sign, r.logdet, r.status, plan, a)
     traced = _routine.traced(a)

@@ -64,8 +64,8 @@ def lu_solve(
 
     Returns:
       x with b's shape and dtype; (x, status) with return_status; (x, logdet) with
-      return_logdet; (x, logdet, status) with both; the info last with return_info. x is sharded as for `jaxmg.potrs`. When A
-      is singular, x and logdet are NaN on every device.
+      return_logdet; (x, logdet, status) with both; the info last with return_info. x is
+      sharded as for `jaxmg.potrs`. When A is singular, x and logdet are NaN on every device.
 
     Differentiation: x and log |det A| are differentiable with respect to a and b, in forward
     and reverse mode, through jaxmg's own routines (one `lu_factor`, its solves with A and Aᵀ;
@@ -96,23 +96,46 @@ def lu_solve(
         return _factor.lu_solve_factored(a, b)
     if factor_dtype is not None:
         return _lu_solve_mixed(
-            a, b, T_A, mesh, matrix_specs, in_specs, return_status, return_logdet, pad, donate,
-            factor_dtype, return_info,
-        )  # fmt: skip
+            a,
+            b,
+            T_A,
+            mesh,
+            matrix_specs,
+            in_specs,
+            return_status,
+            return_logdet,
+            pad,
+            donate,
+            factor_dtype,
+            return_info,
+        )
     if return_info is not False:
         raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
     return API.public(locals())
 
 
 def _lu_solve_mixed(
-    a, b, T_A, mesh, matrix_specs, in_specs, return_status, return_logdet, pad, donate,
-    factor_dtype, return_info,
-):  # fmt: skip
+    a,
+    b,
+    T_A,
+    mesh,
+    matrix_specs,
+    in_specs,
+    return_status,
+    return_logdet,
+    pad,
+    donate,
+    factor_dtype,
+    return_info,
+):
     """lu_solve with factor_dtype: lu_factor in low precision, then the refined solve."""
     _mesh.check_flags(
-        return_status=return_status, return_logdet=return_logdet, pad=pad, donate=donate,
+        return_status=return_status,
+        return_logdet=return_logdet,
+        pad=pad,
+        donate=donate,
         return_info=return_info,
-    )  # fmt: skip
+    )
     _mixed.check_factor_dtype(a, factor_dtype)
     _mixed.check_mixed_flags(donate=donate, return_logdet=return_logdet)
     _routine.check_operands(a, b)

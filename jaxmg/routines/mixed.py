@@ -37,8 +37,10 @@ from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
 # The accepted factor dtype of each input dtype.
-LOW_PRECISION = {np.dtype(np.float64): np.dtype(np.float32),
-                 np.dtype(np.complex128): np.dtype(np.complex64)}  # fmt: skip
+LOW_PRECISION = {
+    np.dtype(np.float64): np.dtype(np.float32),
+    np.dtype(np.complex128): np.dtype(np.complex64),
+}
 # Stop a column at backward error ≤ TOLERANCE_FACTOR · N · ε(float64). A backward-stable
 # float64 solve reaches a small multiple of ε; 2 N ε leaves room for the rounding of the
 # residual's sums (about N ε in the worst case) without accepting a worse answer.
@@ -156,9 +158,10 @@ def refined_solve(plan, lu: bool, transpose: bool):
         r_lo = (r / scale).astype(matrix.dtype)
         if lu:
             f = _factor.LUFactor(matrix, pivots, None, None, None, plan)
-            y = _factor.lu_solve_transposed(f, r_lo) if transpose else _factor.lu_solve_factored(
-                f, r_lo
-            )
+            if transpose:
+                y = _factor.lu_solve_transposed(f, r_lo)
+            else:
+                y = _factor.lu_solve_factored(f, r_lo)
         elif transpose:  # Aᵀ = conj(A) for Hermitian A
             y = jnp.conj(_factor._cho_solve_raw(plan, matrix, jnp.conj(r_lo)))
         else:

@@ -82,10 +82,10 @@ def potrs(
 
     Returns:
       x with b's shape and dtype; (x, logdet) with return_logdet; (x, status) with
-      return_status; (x, logdet, status) with both; the info last with return_info. x is in b's own sharding where it is
-      known (a placed array, or a traced one on Explicit mesh axes; replicated when b is),
-      else rows over a's row axis. When the factorization fails, x and logdet are NaN on
-      every device.
+      return_status; (x, logdet, status) with both; the info last with return_info. x is in
+      b's own sharding where it is known (a placed array, or a traced one on Explicit mesh
+      axes; replicated when b is), else rows over a's row axis. When the factorization
+      fails, x and logdet are NaN on every device.
 
     Differentiation: x and logdet are differentiable with respect to a and b, in forward and
     reverse mode (jax.jvp, jax.grad), for symmetric (Hermitian) tangents of a. The rules use
@@ -100,31 +100,63 @@ def potrs(
     """
     if factor_dtype is not None:
         return _potrs_mixed(
-            a, b, T_A, mesh, matrix_specs, in_specs, return_logdet, return_status, pad, donate,
-            check_symmetry, factor_dtype, return_info,
-        )  # fmt: skip
+            a,
+            b,
+            T_A,
+            mesh,
+            matrix_specs,
+            in_specs,
+            return_logdet,
+            return_status,
+            pad,
+            donate,
+            check_symmetry,
+            factor_dtype,
+            return_info,
+        )
     if return_info is not False:
         raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
     return API.public(locals())
 
 
 def _potrs_mixed(
-    a, b, T_A, mesh, matrix_specs, in_specs, return_logdet, return_status, pad, donate,
-    check_symmetry, factor_dtype, return_info,
-):  # fmt: skip
+    a,
+    b,
+    T_A,
+    mesh,
+    matrix_specs,
+    in_specs,
+    return_logdet,
+    return_status,
+    pad,
+    donate,
+    check_symmetry,
+    factor_dtype,
+    return_info,
+):
     """potrs with factor_dtype: cho_factor in low precision, then the refined solve."""
     _mesh.check_flags(
-        return_logdet=return_logdet, return_status=return_status, pad=pad, donate=donate,
-        check_symmetry=check_symmetry, return_info=return_info,
-    )  # fmt: skip
+        return_logdet=return_logdet,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+        return_info=return_info,
+    )
     _mixed.check_factor_dtype(a, factor_dtype)
     _mixed.check_mixed_flags(donate=donate, return_logdet=return_logdet)
     _routine.check_operands(a, b)
     _mesh.warn_if_replicated(a=a, b=b)
     f = _factor.cho_factor(
-        a, T_A, mesh, matrix_specs, in_specs=in_specs, pad=pad, check_symmetry=check_symmetry,
+        a,
+        T_A,
+        mesh,
+        matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        check_symmetry=check_symmetry,
         factor_dtype=factor_dtype,
-    )  # fmt: skip
+    )
     x, status, info = _factor.solve_mixed(f, b)
     out = (x,) + ((status,) if return_status else ()) + ((info,) if return_info else ())
     return out[0] if len(out) == 1 else out

@@ -21,7 +21,6 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
@@ -201,9 +200,12 @@ def grad_case(routine, dtype_name):
     _, ref_tangent = jax.jvp(lambda a: loss(a, b_g, w_g, None), (a_g,), (a_g,))
     err_t = abs(float(tangent) - float(ref_tangent)) / abs(float(ref_tangent))
     return dict(
-        err_a=err_a, err_b=err_b, err_jvp=err_t, tol=tol,
+        err_a=err_a,
+        err_b=err_b,
+        err_jvp=err_t,
+        tol=tol,
         ok=bool(max(err_a, err_b, err_t) <= tol),
-    )  # fmt: skip
+    )
 
 
 def failure_case(routine, kind):
@@ -219,9 +221,13 @@ def failure_case(routine, kind):
     b = rhs(N, 2, np.float64, 1)
     fn = getattr(jaxmg, routine)
     x, status, info = fn(
-        place(a, mesh, A_SPEC), place(b, mesh, B_SPEC), T_A=5, factor_dtype="float32",
-        return_status=True, return_info=True,
-    )  # fmt: skip
+        place(a, mesh, A_SPEC),
+        place(b, mesh, B_SPEC),
+        T_A=5,
+        factor_dtype="float32",
+        return_status=True,
+        return_info=True,
+    )
     statuses = [int(v) for v in local_scalars(status).ravel().real]
     path = jaxmg.routines.mixed.path_name(info)
     all_nan = bool(np.all(np.isnan(gather(x))))
@@ -271,17 +277,18 @@ CASES = {}
 for routine in ("potrs", "lu_solve"):
     for kappa in (1e1, 1e4, 1e8, 1e12):
         CASES[f"{routine}/float64/kappa{kappa:.0e}/T5/K2"] = (
-            solve_case, (routine, "float64", kappa, 5, 2)
-        )  # fmt: skip
-    CASES[f"{routine}/float64/kappa1e+02/T4/vector"] = (
-        solve_case, (routine, "float64", 1e2, 4, 0)
-    )  # fmt: skip
+            solve_case,
+            (routine, "float64", kappa, 5, 2),
+        )
+    CASES[f"{routine}/float64/kappa1e+02/T4/vector"] = (solve_case, (routine, "float64", 1e2, 4, 0))
     CASES[f"{routine}/complex128/kappa1e+03/T5/K2"] = (
-        solve_case, (routine, "complex128", 1e3, 5, 2)
-    )  # fmt: skip
+        solve_case,
+        (routine, "complex128", 1e3, 5, 2),
+    )
     CASES[f"{routine}/complex128/kappa1e+12/Tauto/vector"] = (
-        solve_case, (routine, "complex128", 1e12, None, 0)
-    )  # fmt: skip
+        solve_case,
+        (routine, "complex128", 1e12, None, 0),
+    )
     CASES[f"{routine}/inside-jit"] = (inside_jit_case, (routine,))
     CASES[f"{routine}/factor/float64"] = (factor_case, (routine, "float64"))
     CASES[f"{routine}/factor/complex128"] = (factor_case, (routine, "complex128"))
