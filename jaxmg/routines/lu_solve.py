@@ -94,41 +94,11 @@ def lu_solve(
         if return_info:
             raise ValueError("return_info needs a factor made with factor_dtype")
         return _factor.lu_solve_factored(a, b)
-    if factor_dtype is not None:
-        return _lu_solve_mixed(
-            a,
-            b,
-            T_A,
-            mesh,
-            matrix_specs,
-            in_specs,
-            return_status,
-            return_logdet,
-            pad,
-            donate,
-            factor_dtype,
-            return_info,
-        )
-    if return_info is not False:
-        raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
-    return API.public(locals())
-
-
-def _lu_solve_mixed(
-    a,
-    b,
-    T_A,
-    mesh,
-    matrix_specs,
-    in_specs,
-    return_status,
-    return_logdet,
-    pad,
-    donate,
-    factor_dtype,
-    return_info,
-):
-    """lu_solve with factor_dtype: lu_factor in low precision, then the refined solve."""
+    if factor_dtype is None:
+        if return_info is not False:
+            raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
+        return API.public(locals())
+    # Mixed precision: lu_factor in low precision, then the refined solve (routines/mixed.py).
     _mesh.check_flags(
         return_status=return_status,
         return_logdet=return_logdet,
@@ -140,10 +110,10 @@ def _lu_solve_mixed(
     _mixed.check_mixed_flags(donate=donate, return_logdet=return_logdet)
     _routine.check_operands(a, b)
     _mesh.warn_if_replicated(a=a, b=b)
-    f = _factor.lu_factor(
+    factor = _factor.lu_factor(
         a, T_A, mesh, matrix_specs, in_specs=in_specs, pad=pad, factor_dtype=factor_dtype
     )
-    x, status, info = _factor.solve_mixed(f, b)
+    x, status, info = _factor.solve_mixed(factor, b)
     out = (x,) + ((status,) if return_status else ()) + ((info,) if return_info else ())
     return out[0] if len(out) == 1 else out
 

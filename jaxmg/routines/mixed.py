@@ -125,7 +125,9 @@ def backward_error(x, b, r, a_norm):
     def col_max(v):
         return jnp.max(jnp.abs(v), axis=0)
 
-    return col_max(r) / (a_norm * col_max(x) + col_max(b))
+    num, den = col_max(r), a_norm * col_max(x) + col_max(b)
+    # b = 0 has the exact answer x = 0 (0 / 0 here): backward error 0.
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), jnp.where(num > 0, jnp.inf, 0.0))
 
 
 def _inf_norm(a, transpose):
@@ -135,8 +137,8 @@ def _inf_norm(a, transpose):
 
 @functools.cache
 def refined_solve(plan, lu: bool, transpose: bool):
-    """fn(matrix, pivots, a, b2) -> (x, status, info) for b2 of shape (N, K), A's dtype: the
-    refined solve of op(A) x = b (op: Aᵀ with transpose) with the low-precision factor
+    """fn(matrix, pivots, lo_status, a, b2) -> (x, status, info) for b2 of shape (N, K), A's
+    dtype: the refined solve of op(A) x = b (op: Aᵀ with transpose) with the low-precision factor
     (matrix, pivots) of `a`, falling back to the float64 factorization (its Cholesky
     factorization checks no symmetry: the low-precision one did where asked, and a matrix
     found not symmetric there does not fall back)."""
@@ -234,7 +236,7 @@ def refined_solve(plan, lu: bool, transpose: bool):
             r_kept = jnp.where(better[None, :], r_new, r)
             e_kept = jnp.where(better, e_new, e)
             ratio = jnp.max(jnp.where(done, 0.0, e_new / jnp.where(e > 0, e, 1.0)))
-            mode = jnp.where((mode == MIXED) & (ratio > STALL), GMRES, mode)
+            mode = jnp.where((mode == MIXED) & ~(ratio <= STALL), GMRES, mode)  # NaN: stalled
             return x_kept, r_kept, e_kept, steps + 1, mode
 
         state = (x0, r0, e0, jnp.int32(0), jnp.int32(MIXED))

@@ -98,43 +98,11 @@ def potrs(
       TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    if factor_dtype is not None:
-        return _potrs_mixed(
-            a,
-            b,
-            T_A,
-            mesh,
-            matrix_specs,
-            in_specs,
-            return_logdet,
-            return_status,
-            pad,
-            donate,
-            check_symmetry,
-            factor_dtype,
-            return_info,
-        )
-    if return_info is not False:
-        raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
-    return API.public(locals())
-
-
-def _potrs_mixed(
-    a,
-    b,
-    T_A,
-    mesh,
-    matrix_specs,
-    in_specs,
-    return_logdet,
-    return_status,
-    pad,
-    donate,
-    check_symmetry,
-    factor_dtype,
-    return_info,
-):
-    """potrs with factor_dtype: cho_factor in low precision, then the refined solve."""
+    if factor_dtype is None:
+        if return_info is not False:
+            raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
+        return API.public(locals())
+    # Mixed precision: cho_factor in low precision, then the refined solve (routines/mixed.py).
     _mesh.check_flags(
         return_logdet=return_logdet,
         return_status=return_status,
@@ -147,7 +115,7 @@ def _potrs_mixed(
     _mixed.check_mixed_flags(donate=donate, return_logdet=return_logdet)
     _routine.check_operands(a, b)
     _mesh.warn_if_replicated(a=a, b=b)
-    f = _factor.cho_factor(
+    factor = _factor.cho_factor(
         a,
         T_A,
         mesh,
@@ -157,7 +125,7 @@ def _potrs_mixed(
         check_symmetry=check_symmetry,
         factor_dtype=factor_dtype,
     )
-    x, status, info = _factor.solve_mixed(f, b)
+    x, status, info = _factor.solve_mixed(factor, b)
     out = (x,) + ((status,) if return_status else ()) + ((info,) if return_info else ())
     return out[0] if len(out) == 1 else out
 
