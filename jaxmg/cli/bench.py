@@ -615,8 +615,6 @@ def _mixed_record(args, rec, info, gen, n, times, procs):
     import numpy as np
     from jax.experimental import multihost_utils
 
-    from jaxmg.routines import mixed
-
     kappa = None
     if n <= KAPPA_MAX_N:
         a = np.asarray(multihost_utils.process_allgather(gen(), tiled=True))
@@ -631,7 +629,7 @@ def _mixed_record(args, rec, info, gen, n, times, procs):
         all_s=times,
         tflops=_flops(args, n) / min(times[1:]) / 1e12,
         kappa=kappa,
-        path=mixed.path_name(info),
+        path=info.path_name(),
         iterations=int(np.asarray(info.iterations.addressable_data(0))),
         backward_error=float(np.max(np.asarray(info.backward_error.addressable_data(0)))),
         donate=False,

@@ -64,7 +64,9 @@ class MixedInfo(NamedTuple):
     path: int32 scalar, replicated: 0 "mixed" (classical refinement converged), 1 "gmres"
       (GMRES-IR converged after classical refinement stalled), 2 "fallback" (the float64
       factorization ran: the low-precision one failed or refinement did not converge within
-      `MAX_STEPS`); `path_name(info)` gives the name of a concrete value.
+      `MAX_STEPS`); `info.path_name()` gives the name of a concrete value. A matrix that
+      the low-precision Cholesky factorization finds not symmetric (status -1) reports 0:
+      no fallback runs for it.
     iterations: int32 scalar: the refinement steps taken (a GMRES-IR step is one cycle of
       `RESTART` GMRES iterations).
     backward_error: float64, one per right-hand side column (a scalar for a vector b): the
@@ -75,10 +77,12 @@ class MixedInfo(NamedTuple):
     iterations: jax.Array
     backward_error: jax.Array
 
-
-def path_name(info: MixedInfo) -> str:
-    """The name of a concrete info's path: "mixed", "gmres" or "fallback"."""
-    return PATHS[int(np.asarray(info.path))]
+    def path_name(self) -> str:
+        """The name of the path (outside jit): "mixed", "gmres" or "fallback"."""
+        path = self.path
+        if isinstance(path, jax.Array):  # (replicated: this process's copy)
+            path = path.addressable_data(0)
+        return PATHS[int(np.asarray(path))]
 
 
 def check_factor_dtype(a, factor_dtype) -> np.dtype:

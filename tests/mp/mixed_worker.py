@@ -104,7 +104,7 @@ def solve_case(routine, dtype_name, kappa, tile, k):
     x, status, info = fn(a_g, b_g, T_A=tile, factor_dtype=low, return_status=True, return_info=True)
     rec = compare(a, b, gather(x))
     rec.update(
-        path=jaxmg.routines.mixed.path_name(info),
+        path=info.path_name(),
         iterations=int(np.asarray(info.iterations)),
         info_backward=float(np.max(np.asarray(info.backward_error))),
         status=int(np.asarray(status)),
@@ -164,11 +164,11 @@ def factor_case(routine, dtype_name):
         b_g = place(b, mesh, B_SPEC if k else P("pr"))
         x, info = solve(f, b_g)
         worst = max(worst, compare(a, b, gather(x))["backward"])
-        paths.append(jaxmg.routines.mixed.path_name(info))
+        paths.append(info.path_name())
     b = rhs(N, 2, dtype, 3)
     x, info = jax.jit(solve)(f, place(b, mesh, B_SPEC))
     worst = max(worst, compare(a, b, gather(x))["backward"])
-    paths.append(jaxmg.routines.mixed.path_name(info))
+    paths.append(info.path_name())
     ok = worst <= N * EPS and str(f.matrix.dtype) == np.dtype(low).name
     return dict(backward=worst, paths=paths, factor_dtype=str(f.matrix.dtype), ok=bool(ok))
 
@@ -229,7 +229,7 @@ def failure_case(routine, kind):
         return_info=True,
     )
     statuses = [int(v) for v in local_scalars(status).ravel().real]
-    path = jaxmg.routines.mixed.path_name(info)
+    path = info.path_name()
     all_nan = bool(np.all(np.isnan(gather(x))))
     want = "mixed" if kind == "not-symmetric" else "fallback"
     ok = all_nan and len(set(statuses)) == 1 and path == want
