@@ -108,7 +108,8 @@ class CholeskyFactor(_Unpacks):
     engine pads); logdet: log det A;
     status: 0, or k > 0 (not positive definite), -1 (not Hermitian): then matrix is NaN;
     a: the matrix factored (the same array, no copy; None with donate=True), through which
-    solves and logdet differentiate with respect to A.
+    solves and logdet differentiate with respect to A. A low-precision factor (`cho_factor`'s
+    factor_dtype) keeps the original A here, in its own wider dtype: solves refine against it.
     """
 
     matrix: jax.Array
@@ -142,7 +143,9 @@ class LUFactor(_Unpacks):
 
     matrix: the factors, in the engine's layout; pivots: int32, one per engine row, replicated;
     sign, logabsdet: of det A (as `slogdet`); status: 0, or k > 0 (singular or not finite): then
-    matrix is NaN; a: the matrix factored (None with donate=True), for derivatives.
+    matrix is NaN; a: the matrix factored (None with donate=True), for derivatives; for a
+    low-precision factor (`lu_factor`'s factor_dtype) the original A, which solves refine
+    against.
     """
 
     matrix: jax.Array
@@ -279,12 +282,101 @@ def solve_mixed(factor, b):
     _routine.check_operands(factor.a, b)
     lu = isinstance(factor, LUFactor)
     pivots = factor.pivots if lu else jnp.zeros((1,), jnp.int32)
-    x, status, info = _mixed.mixed_solve(
-        factor.plan, lu, factor.matrix, pivots, factor.status, factor.a, b
+    x, status, info = _mixed_solve(factor.plan, lu)(
+        factor.matrix, pivots, factor.status, factor.a, b
     )
     if _mesh.known_spec(b) is not None:
         x = _mesh.place_like(x, b, factor.plan.user.mesh)
     return x, status, info
+
+
+@functools.cache
+def _refined_solve(plan, lu: bool, transpose: bool):
+    """fn(matrix, pivots, lo_status, a, b2) -> (x, status, info): op(A) x = b2 (op: Aᵀ with
+    transpose; b2 (N, K)) refined with the low-precision factor (matrix, pivots) of `a`
+    (`mixed.refine`), falling back to the float64 factorization (its Cholesky factorization
+    checks no symmetry: the low-precision one did where asked, and a matrix found not
+    symmetric there does not fall back)."""
+    user = plan.user
+
+    def low_solve(matrix, pivots, r):
+        if lu:
+            f = LUFactor(matrix, pivots, None, None, None, plan)
+            return lu_solve_transposed(f, r) if transpose else lu_solve_factored(f, r)
+        if transpose:  # Aᵀ = conj(A) for Hermitian A
+            return jnp.conj(_cho_solve_raw(plan, matrix, jnp.conj(r)))
+        return _cho_solve_raw(plan, matrix, r)
+
+    def high_solve(a, b2):
+        kw = dict(T_A=plan.tile, mesh=user.mesh, matrix_specs=user.matrix_spec, pad=plan.pad)
+        if lu:
+            f = lu_factor(a, **kw)
+            x = lu_solve_transposed(f, b2) if transpose else lu_solve_factored(f, b2)
+            return x, f.status
+        f = cho_factor(a, check_symmetry=False, **kw)
+        if transpose:
+            return jnp.conj(_cho_solve_raw(f.plan, f.matrix, jnp.conj(b2))), f.status
+        return _cho_solve_raw(f.plan, f.matrix, b2), f.status
+
+    @jax.jit
+    def solve(matrix, pivots, lo_status, a, b2):
+        a = jax.lax.stop_gradient(a)
+        return _mixed.refine(
+            user,
+            a,
+            b2,
+            lo_status,
+            lambda r: low_solve(matrix, pivots, r),
+            lambda: high_solve(a, b2),
+            transpose,
+        )
+
+    return solve
+
+
+@functools.cache
+def _mixed_solve(plan, lu: bool):
+    """fn(matrix, pivots, lo_status, a, b) -> (x, status, info): x = A⁻¹ b refined with a
+    low-precision factor, differentiable with respect to a and b through
+    `lax.custom_linear_solve` (the matrix-vector product A v in A's dtype, the solver the
+    refined solve, with Aᵀ for the transpose)."""
+    user = plan.user
+    forward = _refined_solve(plan, lu, False)
+    backward = _refined_solve(plan, lu, True)
+
+    @jax.jit
+    def solve(matrix, pivots, lo_status, a, b):
+        vector = b.ndim == 1
+        b2 = b.reshape(-1, 1) if vector else b
+        b2 = _mesh.constrain(b2, user.mesh, P(user.row_axis, None))
+
+        def matvec(v):
+            return _rules.matvec(user, a, v)
+
+        def solve_n(_, r):
+            x, status, info = forward(matrix, pivots, lo_status, a, r)
+            return x, (status, info)
+
+        def solve_t(_, r):
+            x, status, info = backward(matrix, pivots, lo_status, a, r)
+            return x, (status, info)
+
+        # A real symmetric A is its own transpose; a complex Hermitian one is not (Aᵀ = conj A).
+        symmetric = not lu and not jnp.iscomplexobj(a)
+        x, (status, info) = jax.lax.custom_linear_solve(
+            matvec,
+            b2,
+            solve=solve_n,
+            transpose_solve=None if symmetric else solve_t,
+            symmetric=symmetric,
+            has_aux=True,
+        )
+        if vector:
+            x = x.reshape(-1)
+            info = info._replace(backward_error=info.backward_error[0])
+        return x, status, info
+
+    return solve
 
 
 @functools.cache

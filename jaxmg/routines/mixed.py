@@ -24,7 +24,6 @@ the same refined solves (with Aᵀ for the transpose).
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -139,129 +138,95 @@ def _inf_norm(a, transpose):
     return jnp.max(jnp.sum(jnp.abs(a), axis=0 if transpose else 1))
 
 
-@functools.cache
-def refined_solve(plan, lu: bool, transpose: bool):
-    """fn(matrix, pivots, lo_status, a, b2) -> (x, status, info) for b2 of shape (N, K), A's
-    dtype: the refined solve of op(A) x = b (op: Aᵀ with transpose) with the low-precision factor
-    (matrix, pivots) of `a`, falling back to the float64 factorization (its Cholesky
-    factorization checks no symmetry: the low-precision one did where asked, and a matrix
-    found not symmetric there does not fall back)."""
-    from jaxmg.routines import factor as _factor  # (factor imports this module)
+def refine(user, a, b2, lo_status, low_solve, high_solve, transpose: bool):
+    """(x, status, info) of op(A) x = b2 (op: Aᵀ with transpose; b2 (N, K) of A's dtype),
+    refined with a low-precision factor, inside the caller's jit.
 
-    user = plan.user
-    n = plan.n
+    user: a's placement; a: A itself (its derivative stopped); lo_status: the low-precision
+    factorization's status; low_solve(r) -> op(A_lo)⁻¹ r for r in the factor's dtype (the
+    result in any dtype); high_solve() -> (x, status) of the float64 factorization (the
+    fallback, under `lax.cond`: run only when taken).
+    """
+    n = a.shape[0]
     tol = TOLERANCE_FACTOR * n * float(np.finfo(np.float64).eps)
     rows = P(user.row_axis, None)
+    op = "T" if transpose else "N"
 
     def constrain_rows(v):
         return _mesh.constrain(v, user.mesh, rows)
 
-    def low_solve(matrix, pivots, r):
-        """op(A_lo)⁻¹ r in float64, each column scaled to the unit ∞-norm in between (the
-        residuals are small: no underflow in float32)."""
+    def precondition(r):
+        """op(A_lo)⁻¹ r in r's dtype, each column scaled to the unit ∞-norm in between (the
+        residuals are small: no underflow in the low precision)."""
         scale = jnp.max(jnp.abs(r), axis=0)
         scale = jnp.where(scale > 0, scale, 1.0).astype(r.dtype)
-        r_lo = (r / scale).astype(matrix.dtype)
-        if lu:
-            f = _factor.LUFactor(matrix, pivots, None, None, None, plan)
-            if transpose:
-                y = _factor.lu_solve_transposed(f, r_lo)
-            else:
-                y = _factor.lu_solve_factored(f, r_lo)
-        elif transpose:  # Aᵀ = conj(A) for Hermitian A
-            y = jnp.conj(_factor._cho_solve_raw(plan, matrix, jnp.conj(r_lo)))
-        else:
-            y = _factor._cho_solve_raw(plan, matrix, r_lo)
+        y = low_solve((r / scale).astype(LOW_PRECISION[np.dtype(r.dtype)]))
         return constrain_rows(y.astype(r.dtype) * scale)
 
-    def high_solve(a, b2):
-        """The float64 solve (the fallback): (x, status)."""
-        kw = dict(T_A=plan.tile, mesh=user.mesh, matrix_specs=user.matrix_spec, pad=plan.pad)
-        if lu:
-            f = _factor.lu_factor(a, **kw)
-            if transpose:
-                x = _factor.lu_solve_transposed(f, b2)
-            else:
-                x = _factor.lu_solve_factored(f, b2)
-            return constrain_rows(x), f.status
-        f = _factor.cho_factor(a, check_symmetry=False, **kw)
-        rhs = jnp.conj(b2) if transpose else b2
-        x = _factor._cho_solve_raw(f.plan, f.matrix, rhs)
-        return constrain_rows(jnp.conj(x) if transpose else x), f.status
+    b2 = constrain_rows(b2)
+    a_norm = _inf_norm(a, transpose)
 
-    @jax.jit
-    def solve(matrix, pivots, lo_status, a, b2):
-        a = jax.lax.stop_gradient(a)
-        b2 = constrain_rows(b2)
-        op = "T" if transpose else "N"
-        a_norm = _inf_norm(a, transpose)
+    def residual(x):
+        return constrain_rows(b2 - _rules.matvec(user, a, x, op))
 
-        def residual(x):
-            return constrain_rows(b2 - _rules.matvec(user, a, x, op))
+    def berr(x, r):
+        return backward_error(x, b2, r, a_norm)
 
-        def berr(x, r):
-            return backward_error(x, b2, r, a_norm)
+    x0 = precondition(b2)
+    r0 = residual(x0)
+    e0 = berr(x0, r0)
 
-        x0 = low_solve(matrix, pivots, b2)
-        r0 = residual(x0)
-        e0 = berr(x0, r0)
+    def classical(x, r, e):
+        x_new = x + precondition(r)
+        r_new = residual(x_new)
+        return x_new, r_new, berr(x_new, r_new)
 
-        def classical(x, r, e):
-            x_new = x + low_solve(matrix, pivots, r)
-            r_new = residual(x_new)
-            return x_new, r_new, berr(x_new, r_new)
+    def gmres(x, r, e):
+        # The correction equation A d = r, preconditioned: A_lo⁻¹ A d = A_lo⁻¹ r.
+        d = _gmres_cycle(
+            lambda v: precondition(constrain_rows(_rules.matvec(user, a, v, op))),
+            precondition(r),
+            constrain_rows,
+        )
+        x_new = x + d
+        r_new = residual(x_new)
+        return x_new, r_new, berr(x_new, r_new)
 
-        def precondition(v):
-            return low_solve(matrix, pivots, v)
+    def running(state):
+        x, r, e, steps, mode = state
+        unconverged = jnp.any(~(e <= tol))
+        return (lo_status == 0) & unconverged & (steps < MAX_STEPS) & jnp.all(jnp.isfinite(e))
 
-        def gmres(x, r, e):
-            # The correction equation A d = r, preconditioned: A_lo⁻¹ A d = A_lo⁻¹ r.
-            d = _gmres_cycle(
-                lambda v: precondition(constrain_rows(_rules.matvec(user, a, v, op))),
-                precondition(r),
-                constrain_rows,
-            )
-            x_new = x + d
-            r_new = residual(x_new)
-            return x_new, r_new, berr(x_new, r_new)
+    def step(state):
+        x, r, e, steps, mode = state
+        x_new, r_new, e_new = jax.lax.cond(mode == MIXED, classical, gmres, x, r, e)
+        done = e <= tol
+        better = (e_new < e) & ~done
+        # Keep each column's better answer (a diverging step is not taken).
+        x_kept = jnp.where(better[None, :], x_new, x)
+        r_kept = jnp.where(better[None, :], r_new, r)
+        e_kept = jnp.where(better, e_new, e)
+        ratio = jnp.max(jnp.where(done, 0.0, e_new / jnp.where(e > 0, e, 1.0)))
+        mode = jnp.where((mode == MIXED) & ~(ratio <= STALL), GMRES, mode)  # NaN: stalled
+        return x_kept, r_kept, e_kept, steps + 1, mode
 
-        def running(state):
-            x, r, e, steps, mode = state
-            unconverged = jnp.any(~(e <= tol))
-            return (lo_status == 0) & unconverged & (steps < MAX_STEPS) & jnp.all(jnp.isfinite(e))
+    state = (x0, r0, e0, jnp.int32(0), jnp.int32(MIXED))
+    x, r, e, steps, mode = jax.lax.while_loop(running, step, state)
+    converged = (lo_status == 0) & jnp.all(e <= tol)
+    # A matrix found not symmetric stays reported so (NaN and the status), without fallback.
+    fall_back = ~converged & (lo_status != _routine.NOT_SYMMETRIC)
 
-        def step(state):
-            x, r, e, steps, mode = state
-            x_new, r_new, e_new = jax.lax.cond(mode == MIXED, classical, gmres, x, r, e)
-            done = e <= tol
-            better = (e_new < e) & ~done
-            # Keep each column's better answer (a diverging step is not taken).
-            x_kept = jnp.where(better[None, :], x_new, x)
-            r_kept = jnp.where(better[None, :], r_new, r)
-            e_kept = jnp.where(better, e_new, e)
-            ratio = jnp.max(jnp.where(done, 0.0, e_new / jnp.where(e > 0, e, 1.0)))
-            mode = jnp.where((mode == MIXED) & ~(ratio <= STALL), GMRES, mode)  # NaN: stalled
-            return x_kept, r_kept, e_kept, steps + 1, mode
+    def fallback(x, status):
+        x, status = high_solve()
+        return constrain_rows(x), status
 
-        state = (x0, r0, e0, jnp.int32(0), jnp.int32(MIXED))
-        x, r, e, steps, mode = jax.lax.while_loop(running, step, state)
-        converged = (lo_status == 0) & jnp.all(e <= tol)
-        # A matrix found not symmetric stays reported so (NaN and the status), without fallback.
-        fall_back = ~converged & (lo_status != _routine.NOT_SYMMETRIC)
+    def keep(x, status):
+        return x, status
 
-        def fallback(x, status):
-            return high_solve(a, b2)
-
-        def keep(x, status):
-            return x, status
-
-        x, status = jax.lax.cond(fall_back, fallback, keep, x, lo_status)
-        path = jnp.where(fall_back, FALLBACK, jnp.where(mode == GMRES, GMRES, MIXED))
-        e = berr(x, residual(x))
-        info = MixedInfo(path.astype(jnp.int32), steps.astype(jnp.int32), e)
-        return x, status, info
-
-    return solve
+    x, status = jax.lax.cond(fall_back, fallback, keep, x, lo_status)
+    path = jnp.where(fall_back, FALLBACK, jnp.where(mode == GMRES, GMRES, MIXED))
+    e = berr(x, residual(x))
+    return x, status, MixedInfo(path.astype(jnp.int32), steps.astype(jnp.int32), e)
 
 
 def _gmres_cycle(operator, z, constrain_rows):
@@ -316,51 +281,3 @@ def _gmres_cycle(operator, z, constrain_rows):
     y = jnp.einsum("kij,kj->ki", jnp.linalg.pinv(h_batch), g)  # (K, m)
     d = jnp.sum(basis[:m] * jnp.transpose(y)[:, None, :], axis=0)
     return constrain_rows(d)
-
-
-def mixed_solve(plan, lu: bool, matrix, pivots, lo_status, a, b):
-    """x = A⁻¹ b refined with a low-precision factor, differentiable with respect to a and b
-    (`lax.custom_linear_solve`: the matrix-vector product A v in float64, the solver the
-    refined solve, with Aᵀ for the transpose). Returns (x, status, info), x shaped like b."""
-    return _differentiable(plan, lu)(matrix, pivots, lo_status, a, b)
-
-
-@functools.cache
-def _differentiable(plan, lu: bool):
-    user = plan.user
-    forward = refined_solve(plan, lu, False)
-    backward = refined_solve(plan, lu, True)
-
-    @jax.jit
-    def solve(matrix, pivots, lo_status, a, b):
-        vector = b.ndim == 1
-        b2 = b.reshape(-1, 1) if vector else b
-        b2 = _mesh.constrain(b2, user.mesh, P(user.row_axis, None))
-
-        def matvec(v):
-            return _rules.matvec(user, a, v)
-
-        def solve_n(_, r):
-            x, status, info = forward(matrix, pivots, lo_status, a, r)
-            return x, (status, info)
-
-        def solve_t(_, r):
-            x, status, info = backward(matrix, pivots, lo_status, a, r)
-            return x, (status, info)
-
-        # A real symmetric A is its own transpose; a complex Hermitian one is not (Aᵀ = conj A).
-        symmetric = not lu and not jnp.iscomplexobj(a)
-        x, (status, info) = jax.lax.custom_linear_solve(
-            matvec,
-            b2,
-            solve=solve_n,
-            transpose_solve=None if symmetric else solve_t,
-            symmetric=symmetric,
-            has_aux=True,
-        )
-        if vector:
-            x = x.reshape(-1)
-            info = info._replace(backward_error=info.backward_error[0])
-        return x, status, info
-
-    return solve
