@@ -33,7 +33,7 @@ a, b = jax.device_put(A, grid), jax.device_put(B, rows)
 # Factor in float32, refine in float64: a float64 answer.
 x, info = jaxmg.potrs(a, b, factor_dtype=jnp.float32, return_info=True)
 assert x.dtype == jnp.float64 and info.path_name() == "mixed"
-assert float(jnp.max(info.backward_error)) <= 0.5 * n * eps
+assert float(jnp.max(info.backward_error)) <= max(n / 64, 4) * eps
 assert np.abs(gather(x) - np.linalg.solve(A, B)).max() < 1e3 * n * eps * np.abs(B).max()
 
 # Too ill-conditioned for float32 (κ = 1e12): the float64 factorization runs by itself.

@@ -9,7 +9,7 @@ correction equation A d = r by GMRES in float64 preconditioned by the low-precis
 (`RESTART` iterations, one cycle a step: GMRES-IR, as HPL-MxP does). Each right-hand side
 column stops when its normwise backward error
 
-    ‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) ≤ TOLERANCE_FACTOR · N · ε(float64).
+    ‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) ≤ max(c N, TOLERANCE_FLOOR) · ε(float64),  c = TOLERANCE_FACTOR.
 
 When the low-precision factorization fails or refinement has not converged after `MAX_STEPS`
 steps, the solve falls back by itself to the float64 factorization (`lax.cond`, one branch on
@@ -40,11 +40,15 @@ LOW_PRECISION = {
     np.dtype(np.float64): np.dtype(np.float32),
     np.dtype(np.complex128): np.dtype(np.complex64),
 }
-# Stop a column at backward error ≤ TOLERANCE_FACTOR · N · ε(float64). A backward-stable
-# float64 solve reaches about ε (below it on the tests' matrices), and refinement gets there
-# too, to within the rounding of the residual's sums (at most N ε): c = 0.5 asks for an answer
-# as good as the float64 solve's while leaving that rounding room (HPL-MxP accepts 16 N ε).
-TOLERANCE_FACTOR = 0.5
+# Stop a column at backward error ≤ max(c N, TOLERANCE_FLOOR) · ε(float64), c =
+# TOLERANCE_FACTOR (`tolerance`). A backward-stable float64 solve reaches about ε, and so does
+# refinement, to within the rounding of the residual's sums (at most N ε, typically far less).
+# The forward error is about κ times the backward error: c = 1/64 keeps it near the float64
+# solve's (at N = 600, κ = 1e7, c = 1/2 left it 100 times larger, c = 1/64 within a few times,
+# one or two more O(N²) steps); the floor of 4 ε keeps small matrices, where c N is below the
+# rounding of x itself, from falling back for nothing. (HPL-MxP accepts 16 N ε.)
+TOLERANCE_FACTOR = 1 / 64
+TOLERANCE_FLOOR = 4
 # Refinement steps before the fallback (classical steps and GMRES cycles together).
 MAX_STEPS = 10
 # A classical step that reduces the worst unconverged column's backward error by less than
@@ -52,6 +56,12 @@ MAX_STEPS = 10
 STALL = 0.5
 # GMRES iterations per cycle (one cycle per GMRES-IR step).
 RESTART = 10
+
+
+def tolerance(n: int) -> float:
+    """The backward error at which refinement stops, for a matrix of order n."""
+    return max(TOLERANCE_FACTOR * n, TOLERANCE_FLOOR) * float(np.finfo(np.float64).eps)
+
 
 # The paths a mixed solve reports (`MixedInfo.path`).
 PATHS = ("mixed", "gmres", "fallback")
@@ -148,8 +158,7 @@ def refine(user, a, b2, lo_status, low_solve, high_solve, transpose: bool):
     result in any dtype); high_solve() -> (x, status) of the float64 factorization (the
     fallback, under `lax.cond`: run only when taken).
     """
-    n = a.shape[0]
-    tol = TOLERANCE_FACTOR * n * float(np.finfo(np.float64).eps)
+    tol = tolerance(a.shape[0])
     rows = P(user.row_axis, None)
     op = "T" if transpose else "N"
 

@@ -75,7 +75,7 @@ def potrs(
       factor_dtype: None, or jnp.float32 for a float64 A (jnp.complex64 for complex128; or
         their names): mixed precision (docs/mixed_precision.md). A.astype(factor_dtype) is
         factored, and the solution refined in A's dtype (classical refinement, then GMRES-IR
-        where it stalls) to a backward error of 2 N ε; where that fails, the float64
+        where it stalls) to a backward error of max(N / 64, 4) ε; where that fails, the float64
         factorization runs instead. Not with return_logdet or donate (ValueError).
       return_info: (with factor_dtype) also return a `jaxmg.MixedInfo`: the path taken
         ("mixed", "gmres", "fallback"), the refinement steps and the backward error.

@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxmg  # noqa: E402
+from jaxmg.routines.mixed import tolerance  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from linalg_cases import A_SPEC, B_SPEC, gather, local_scalars, place  # noqa: E402
@@ -82,9 +83,9 @@ def compare(a, b, x):
         # NumPy's own float64 solve is as far from the exact solution: both within κ N ε.
         forward_tol=float(kappa * N * EPS * 4),
         backward=float(np.max(berr)),
-        # The refinement's own criterion, 0.5 N ε (jaxmg.routines.mixed.TOLERANCE_FACTOR), with
-        # room for the rounding of NumPy's residual.
-        backward_tol=float(N * EPS),
+        # The refinement's own criterion (max(N / 64, 4) ε), with room for the rounding of
+        # NumPy's residual.
+        backward_tol=2 * tolerance(N),
     )
 
 
@@ -169,7 +170,7 @@ def factor_case(routine, dtype_name):
     x, info = jax.jit(solve)(f, place(b, mesh, B_SPEC))
     worst = max(worst, compare(a, b, gather(x))["backward"])
     paths.append(info.path_name())
-    ok = worst <= N * EPS and str(f.matrix.dtype) == np.dtype(low).name
+    ok = worst <= 2 * tolerance(N) and str(f.matrix.dtype) == np.dtype(low).name
     return dict(backward=worst, paths=paths, factor_dtype=str(f.matrix.dtype), ok=bool(ok))
 
 
