@@ -5,6 +5,7 @@
 #                                           sweep reliability twostage launch fault onedevice
 #                                           regress jaxmg1 linalg1 svd1 ceiling eigsweep
 #                                           shared sharedtwostage sharedcases sharedfault
+#                                           jobs (stages side by side: JOBS, below)
 #                                           (default: info multi readme single bench)
 # Needs, carried in .gpu/ (scripts/gpu_roundtrip.sh): .gpu/jaxmg/jaxmg-*.whl, the wheel that
 # `pip wheel .` built there (both engines, py3-none: any Python 3), and in .gpu/wheels the wheels
@@ -121,7 +122,7 @@ shared_launch() {
   local procs=$1 limit=$2
   shift 2
   env -u XLA_PYTHON_CLIENT_MEM_FRACTION LD_PRELOAD=$([ -f /tmp/segv_trace.so ] && echo /tmp/segv_trace.so) \
-    OPENBLAS_NUM_THREADS=$((16 / procs)) OMP_NUM_THREADS=$((16 / procs)) \
+    OPENBLAS_NUM_THREADS=${SHARED_THREADS:-$((16 / procs))} OMP_NUM_THREADS=${SHARED_THREADS:-$((16 / procs))} \
     timeout $((limit + 30)) "$PY" -m jaxmg launch -n "$procs" --share-gpu --timeout "$limit" "$@"
 }
 
@@ -378,6 +379,26 @@ PYEOF
       for procs in ${SHARED_PROCS:-2 4}; do
         timeout ${T_FAULT:-480} "$PY" tests/gpu/fault_gpu.py "shared$procs" "$OUT"
       done ;;
+    jobs)
+      # Stages side by side, each with variables of its own: JOBS="STAGE VAR=VALUE ...; ..."
+      # (e.g. the shared stage's meshes as separate jobs, JAXMG_GPU_PART naming each part's
+      # output). The small cases of the shared stages leave the GPU mostly idle and the
+      # machine's cores not, so a few jobs at once end sooner. Each job's XLA pool allocates on
+      # demand (not a preallocated share), its threads are SHARED_THREADS (default 2); job k logs
+      # to $OUT/job<k>.log, and it writes no summary (this run does, at the end).
+      k=0
+      IFS=';' read -ra specs <<< "${JOBS:-}"
+      for spec in "${specs[@]}"; do
+        read -ra words <<< "$spec"
+        [ ${#words[@]} -gt 0 ] || continue
+        k=$((k + 1))
+        echo "[remote] job $k: ${words[*]}"
+        env JAXMG_SKIP_INSTALL=1 JAXMG_NO_SUMMARY=1 GPU_LIBS=$GPU_LIBS-job$k \
+          XLA_PYTHON_CLIENT_PREALLOCATE=false SHARED_THREADS=${SHARED_THREADS:-2} \
+          "${words[@]:1}" bash "$ROOT/scripts/gpu_remote.sh" "${words[0]}" > "$OUT/job$k.log" 2>&1 &
+      done
+      wait
+      grep -h "stage .*: rc=\|FAIL\|cases of\|Traceback\|Error" "$OUT"/job*.log | grep -v "^\[ok\]" | tail -60 ;;
     reliability)
       # Agreement, bounded waits, threads, 1000-call soak, fuzz cases and a killed process, as
       # jobs of 2 processes (tests/gpu/reliability_gpu.py) -> $OUT/reliability.json.
@@ -387,6 +408,7 @@ PYEOF
   echo "[remote] stage $stage: rc=$? in $(( $(date +%s) - t0 )) s"
 done
 
+[ -n "${JAXMG_NO_SUMMARY:-}" ] && exit 0
 "$PY" - "$OUT" <<'PYEOF'
 import json, os, sys
 out = sys.argv[1]

@@ -51,25 +51,37 @@ PYEOF
   exit 0
 fi
 
-# `scripts/gpu_roundtrip.sh collect-shared FILES_AT/gpu_shared_p<P>.json COMMIT`: the results of
-# ranks sharing one GPU into bench/results/gpu_shared_p<P>_h200x1_<commit>.json.gz, with the
-# commit the carried wheel was built from (.gpu/jaxmg/COMMIT at the run), the process count and
-# the meshes and cases that did not run (a stage stopped at its time limit).
+# `scripts/gpu_roundtrip.sh collect-shared FILES_AT/gpu_shared_p<P>[-PART].json... COMMIT`: the
+# results of ranks sharing one GPU (one file, or the parts of one rank count that ran as separate
+# jobs, merged) into bench/results/gpu_shared_p<P>_h200x1_<commit>.json.gz, with the commit the
+# carried wheel was built from (.gpu/jaxmg/COMMIT at the run), the process count and the meshes
+# and cases that did not run (a job stopped at its time limit). A case in two files keeps the
+# later file's record.
 if [ "${1:-}" = collect-shared ]; then
-  python3 - "$2" "$3" <<'PYEOF'
+  shift
+  python3 - "$@" <<'PYEOF'
 import gzip, json, os, sys
-src, commit = sys.argv[1:]
-res = json.load(open(src))
-procs = res["processes"]
-names = [r["case"] for r in res["records"]]
+*srcs, commit = sys.argv[1:]
+parts = [json.load(open(src)) for src in srcs]
+procs = parts[0]["processes"]
+assert all(p["processes"] == procs for p in parts), "parts of different process counts"
+by_case, expected = {}, []
+for part in parts:
+    by_case.update((r["case"], r) for r in part["records"])
+    expected += [e for e in part.get("expected", []) if e not in expected]
+records = list(by_case.values())
+names = [r["case"] for r in records]
+res = {k: v for k, v in parts[0].items() if k not in ("records", "expected", "missing", "failed")}
 out = {"commit": commit, "processes": procs, "gpus": 1, "mode": "ranks sharing one H200",
-       "cases": len(names), "passed": sum(bool(r.get("ok")) for r in res["records"]),
-       "failed": [r["case"] for r in res["records"] if not r.get("ok")],
-       "not_run": sorted(set(res.get("expected", [])) - set(names)),
+       "cases": len(names), "passed": sum(bool(r.get("ok")) for r in records),
+       "failed": [r["case"] for r in records if not r.get("ok")],
+       "not_run": sorted(set(expected) - set(names)),
        "meshes_run": sorted({n.split("/")[0] for n in names}),
        "meshes_not_reached": [f"mesh{m}" for m in
                               {2: ["2x1", "1x2"], 4: ["4x1", "1x4", "2x2"], 6: ["3x2"]}[procs]
-                              if not any(n.startswith(f"mesh{m}/") for n in names)], **res}
+                              if not any(n.startswith(f"mesh{m}/") for n in names)],
+       "parts": [os.path.basename(s) for s in srcs], **res,
+       "records": records, "expected": expected}
 dst = f"bench/results/gpu_shared_p{procs}_h200x1_{commit.split('-')[0][:7]}.json.gz"
 with gzip.open(dst, "wt") as f:
     json.dump(out, f, indent=1)

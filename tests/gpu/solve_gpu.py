@@ -72,7 +72,10 @@ RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expec
 SHARED_MESHES = {2: ((2, 1), (1, 2)), 4: ((4, 1), (1, 4), (2, 2)), 6: ((3, 2),)}
 # JAXMG_GPU_TAG: a suffix of the output's name and the meshes' tags (e.g. "-twostage").
 TAG = os.environ.get("JAXMG_GPU_TAG", "")
-OUT_NAME = f"gpu_shared_p{jax.process_count()}{TAG}" if mode == "shared" else f"gpu_{mode}"
+# JAXMG_GPU_PART: a suffix of the output's name alone, for one part of a rank count's cases run
+# beside the others (scripts/gpu_remote.sh's jobs stage); the case names stay those of the whole.
+PART = os.environ.get("JAXMG_GPU_PART", "")
+OUT_NAME = f"gpu_shared_p{jax.process_count()}{TAG}{PART}" if mode == "shared" else f"gpu_{mode}"
 
 
 def save():
