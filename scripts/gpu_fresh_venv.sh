@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A user's install of the carried wheel, ON the GPU machine, before scripts/gpu_remote.sh installs
-# anything: a fresh venv, `pip install 'jaxmg-<version>.whl[cuda13]'` with NVIDIA's wheels taken
-# from .gpu/wheels (the machine has no network; what the cuda13 extra names is there), no compiler,
+# anything: a fresh venv, `pip install jaxmg-<version>.whl` and the NVIDIA wheels of its cuda13
+# extra taken from .gpu/wheels (the machine has no network; what the cuda13 extra names is there), no compiler,
 # no apt, no LD_LIBRARY_PATH; then `jaxmg info` and the seed README example on two ranks sharing
 # the GPU, from outside the source tree.
 #
@@ -29,9 +29,16 @@ WHEEL=$(ls "$ROOT"/.gpu/jaxmg/jaxmg-*.whl | head -1)
   base_site=$("$BASE" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "$base_site" > "$site/image-site.pth"
-  echo "[fresh] pip install '$(basename "$WHEEL")[cuda13]' (wheels from .gpu/wheels only)"
+  # The cuda13 extra less its first entry, jax[cuda13]: the image's JAX has its CUDA already,
+  # and the CUDA wheels jax[cuda13] would add cannot be downloaded here.
+  nvidia=$(python3 - <<'PYEOF'
+import tomllib
+print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["cuda13"][1:]))
+PYEOF
+)
+  echo "[fresh] pip install $(basename "$WHEEL") $nvidia (wheels from .gpu/wheels only)"
   "$VENV/bin/python" -m pip install -q --no-index --find-links "$ROOT/.gpu/wheels" \
-    "$WHEEL[cuda13]" || exit 1
+    "$WHEEL" $nvidia || exit 1
   "$VENV/bin/python" -m pip list 2>/dev/null | grep -iE "^(jaxmg|jax|nvidia-(nccl|cusolvermp|cublasmp))"
   cd /tmp
   env -u LD_LIBRARY_PATH -u PYTHONPATH "$VENV/bin/python" -m jaxmg info || exit 1

@@ -377,7 +377,9 @@ PYEOF
     sharedfault)
       # One rank's failure in the middle of each own algorithm with ranks sharing the GPU.
       for procs in ${SHARED_PROCS:-2 4}; do
-        timeout ${T_FAULT:-480} "$PY" tests/gpu/fault_gpu.py "shared$procs" "$OUT"
+        # (the launcher gives each rank its share of the memory: not this script's fraction)
+        env -u XLA_PYTHON_CLIENT_MEM_FRACTION \
+          timeout ${T_FAULT:-480} "$PY" tests/gpu/fault_gpu.py "shared$procs" "$OUT"
       done ;;
     jobs)
       # Stages side by side, each with variables of its own: JOBS="STAGE VAR=VALUE ...; ..."
