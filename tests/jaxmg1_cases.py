@@ -226,9 +226,9 @@ def case(name):
     return register
 
 
-def run_all(select=None):
+def run_all(select=None, on_record=None):
     """Runs every case (or those whose name contains one of `select`'s "|"-separated parts);
-    returns the records."""
+    returns the records (`on_record(records)` after each: progress, a partial result)."""
     env = Env()
     records = []
     for name, fn in CASES:
@@ -248,6 +248,8 @@ def run_all(select=None):
                 "trace": traceback.format_exc()[-3000:],
             }
         records.append(rec)
+        if on_record is not None:
+            on_record(records)
     return records
 
 

@@ -50,24 +50,39 @@ def main() -> int:
     out_dir = Path(sys.argv[1])
     select = sys.argv[2] if len(sys.argv) > 2 else None
     start = time.perf_counter()
-    records = jaxmg1_cases.run_all(select)
-    failed = [r["case"] for r in records if not r["ok"]]
-    result = dict(
-        facts=dict(
-            commit=commit(),
-            processes=jax.process_count(),
-            devices=[d.device_kind for d in jax.devices()],
-            platform=jax.devices()[0].platform,
-            jax=jax.__version__,
-            jaxmg=jaxmg.__version__,
-            seconds=round(time.perf_counter() - start, 1),
-        ),
-        summary=dict(cases=len(records), failed=failed),
-        records=records,
-    )
+
+    def result_of(records):
+        failed = [r["case"] for r in records if not r["ok"]]
+        return failed, dict(
+            facts=dict(
+                commit=commit(),
+                processes=jax.process_count(),
+                devices=[d.device_kind for d in jax.devices()],
+                platform=jax.devices()[0].platform,
+                jax=jax.__version__,
+                jaxmg=jaxmg.__version__,
+                seconds=round(time.perf_counter() - start, 1),
+            ),
+            summary=dict(cases=len(records), failed=failed),
+            records=records,
+        )
+
+    path = out_dir / f"jaxmg1_gpu_{jax.process_count()}p.json"
+
+    def write(records):  # after each case: a run stopped at its time limit keeps what ran
+        if jax.process_index() == 0:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(result_of(records)[1], indent=1, default=str))
+            last = records[-1]
+            print(
+                f"[{'ok' if last['ok'] else 'FAIL'}] {last['case']} {last.get('seconds')} s",
+                flush=True,
+            )
+
+    records = jaxmg1_cases.run_all(select, on_record=write)
+    failed, result = result_of(records)
     if jax.process_index() == 0:
         out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / f"jaxmg1_gpu_{jax.process_count()}p.json"
         path.write_text(json.dumps(result, indent=1, default=str))
         print(f"{len(records) - len(failed)}/{len(records)} cases passed; failed: {failed}")
     return 1 if failed else 0

@@ -601,15 +601,24 @@ def record(name, dtype_name, fn):
 
 
 records = []
+
+
+def keep(rec):
+    """Adds a record; process 0 writes the records so far (a run stopped at its time limit keeps
+    what ran) and prints the case."""
+    records.append(rec)
+    if jax.process_index() == 0:
+        Path(out_path).write_text(json.dumps(dict(records=records), indent=1))
+        print(f"[{'ok' if rec['ok'] else 'FAIL'}] {rec['case']} {rec['dtype']}", flush=True)
+
+
 for fn in PER_DTYPE:
     for dtype_name in dtype_names:
         dt = DTYPES[dtype_name]
-        records.append(record(fn.__name__[5:], dtype_name, lambda fn=fn, dt=dt: fn(dt)))
+        keep(record(fn.__name__[5:], dtype_name, lambda fn=fn, dt=dt: fn(dt)))
 for fn in ONCE:
-    records.append(record(fn.__name__[5:], "float64", lambda fn=fn: fn(np.float64)))
+    keep(record(fn.__name__[5:], "float64", lambda fn=fn: fn(np.float64)))
 if with_vmap:
     with jax.set_mesh(mesh):
         for fn in VMAP:
-            records.append(record(fn.__name__, "float64", fn))
-if jax.process_index() == 0:
-    Path(out_path).write_text(json.dumps(dict(records=records), indent=1))
+            keep(record(fn.__name__, "float64", fn))
