@@ -67,8 +67,9 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import adjoint as _adjoint_mod
 from jaxmg._core import factory as _factory
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg.routines import factor as _factor
 from jaxmg.routines import gesvd as _gesvd
@@ -216,7 +217,7 @@ def _fits(shape, pl, spec) -> bool:
 
 def _place(x, pl, spec):
     """x with `spec` on a's mesh where its shape divides over it, else replicated."""
-    return _mesh.constrain(x, pl.mesh, spec if _fits(x.shape, pl, spec) else P())
+    return _placement.constrain(x, pl.mesh, spec if _fits(x.shape, pl, spec) else P())
 
 
 def _product(x, y, pl, spec):
@@ -229,16 +230,15 @@ def _product(x, y, pl, spec):
     highest = jax.lax.Precision.HIGHEST
     if _explicit(pl.mesh):
         return jnp.matmul(x, y, precision=highest, out_sharding=NamedSharding(pl.mesh, spec))
-    return _mesh.constrain(jnp.matmul(x, y, precision=highest), pl.mesh, spec)
+    return _placement.constrain(jnp.matmul(x, y, precision=highest), pl.mesh, spec)
 
 
-def _adjoint(x):
-    return jnp.conj(x.T) if jnp.iscomplexobj(x) else x.T
+_adjoint = _adjoint_mod.transpose
 
 
 def _hermitian_part(a, pl):
     """(a + aᴴ) / 2 in a's sharding: exactly Hermitian."""
-    return (a + _mesh.constrain(_adjoint(a), pl.mesh, pl.matrix_spec)) / 2
+    return (a + _placement.constrain(_adjoint(a), pl.mesh, pl.matrix_spec)) / 2
 
 
 def _mirrored(a, pl, lower):
@@ -247,11 +247,11 @@ def _mirrored(a, pl, lower):
     j = jax.lax.broadcasted_iota(jnp.int32, a.shape, 1)
     part = jnp.where(i > j if lower else i < j, a, 0)
     diagonal = jnp.where(i == j, jnp.real(a).astype(a.dtype), 0)
-    return part + _mesh.constrain(_adjoint(part), pl.mesh, pl.matrix_spec) + diagonal
+    return part + _placement.constrain(_adjoint(part), pl.mesh, pl.matrix_spec) + diagonal
 
 
-def _placement(a, mesh, matrix_specs):
-    return _mesh.resolve_placement(a, mesh, matrix_specs)
+def _resolved_placement(a, mesh, matrix_specs):
+    return _placement.resolve_placement(a, mesh, matrix_specs)
 
 
 def _options(T_A, mesh, matrix_specs, pad):
@@ -517,7 +517,7 @@ def eigh(
     opts = _options(T_A, mesh, matrix_specs, pad)
 
     def one(m, *k):
-        pl = _placement(m, mesh, matrix_specs)
+        pl = _resolved_placement(m, mesh, matrix_specs)
         m, check = _eigh_input(m, pl, UPLO, symmetrize_input)
         if not k:
             return EighResult(*_syevd.syevd(m, check_symmetry=check, **opts))
@@ -552,7 +552,9 @@ def eigvalsh(
     opts = _options(T_A, mesh, matrix_specs, pad)
 
     def one(m):
-        m, check = _eigh_input(m, _placement(m, mesh, matrix_specs), UPLO, symmetrize_input)
+        m, check = _eigh_input(
+            m, _resolved_placement(m, mesh, matrix_specs), UPLO, symmetrize_input
+        )
         return _syevd.syevd(m, return_eigenvectors=False, check_symmetry=check, **opts)
 
     return _batched(one, a)
@@ -603,7 +605,7 @@ def cholesky(
     _check_matrix(a)
 
     def one(m):
-        pl = _placement(m, mesh, matrix_specs)
+        pl = _resolved_placement(m, mesh, matrix_specs)
         # The engine reads the upper triangle of a's row-major shards: a Hermitian matrix.
         m = _hermitian_part(m, pl) if symmetrize_input else _mirrored(m, pl, lower=True)
         r = _routine.call(
@@ -612,8 +614,8 @@ def cholesky(
         # The engine's lower factor, read in JAX's row-major order: U = Lᴴ in the upper
         # triangle (the lower one still holds a's entries).
         u = jnp.where(r.status == 0, jnp.triu(r.matrix), jnp.nan)
-        u = _mesh.constrain(u, pl.mesh, pl.matrix_spec)
-        return u if upper else _mesh.constrain(_adjoint(u), pl.mesh, pl.matrix_spec)
+        u = _placement.constrain(u, pl.mesh, pl.matrix_spec)
+        return u if upper else _placement.constrain(_adjoint(u), pl.mesh, pl.matrix_spec)
 
     return _batched(one, a)
 
@@ -871,7 +873,7 @@ def pinv(
 
     def one(m):
         rows, cols = m.shape
-        pl = _placement(m, mesh, matrix_specs)
+        pl = _resolved_placement(m, mesh, matrix_specs)
         u, s, vh = _gesvd.gesvd(m, **opts)
         cut = (10.0 * max(rows, cols) * jnp.finfo(s.dtype).eps) if rtol is None else rtol
         keep = s > jnp.asarray(cut, s.dtype) * s[0]
@@ -915,7 +917,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False, T_A=None, mesh=None, matrix_sp
         raise ValueError(f"b must have shape ({m},) or ({m}, K) to match a, got {tuple(b.shape)}")
     if np.dtype(b.dtype) != np.dtype(a.dtype):
         raise TypeError(f"b has dtype {b.dtype} but a has {a.dtype}; cast with b.astype(a.dtype)")
-    pl = _placement(a, mesh, matrix_specs)
+    pl = _resolved_placement(a, mesh, matrix_specs)
     vector = b.ndim == 1
     b2 = b[:, None] if vector else b
     u, s, vh = _gesvd.gesvd(a, **_options(T_A, mesh, matrix_specs, pad))
@@ -927,7 +929,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False, T_A=None, mesh=None, matrix_sp
     y = _product(_adjoint(u), b2, pl, P()) * inv_s[:, None]
     x = _product(_adjoint(vh), y, pl, P(pl.row_axis, None))
     resid = jnp.sum(jnp.abs(b2 - _product(a, x, pl, P(pl.row_axis, None))) ** 2, axis=0)
-    resid = _mesh.constrain(resid, pl.mesh, P())
+    resid = _placement.constrain(resid, pl.mesh, P())
     if numpy_resid and (int(rank) < n or m <= n):
         resid = jnp.zeros((0,), s.dtype)
     if vector:
@@ -976,7 +978,7 @@ def polar(
         if side == "right":
             return _polar.polar(m, **opts)
         u, p = _polar.polar(_adjoint(m), **opts)  # aᴴ = u p  =>  a = p uᴴ (p Hermitian)
-        pl = _placement(m, mesh, matrix_specs)
+        pl = _resolved_placement(m, mesh, matrix_specs)
         return _place(_adjoint(u), pl, pl.matrix_spec), _place(p, pl, pl.matrix_spec)
 
     return _batched(one, a)
@@ -1138,10 +1140,10 @@ def matrix_power(a, n, *, T_A=None, mesh=None, matrix_specs=None, pad=True):
     kw = dict(T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
 
     def one(m):
-        _mesh.check_square_matrix(m)
-        pl = _placement(m, mesh, matrix_specs)
+        _placement.check_square_matrix(m)
+        pl = _resolved_placement(m, mesh, matrix_specs)
         if n == 0:
-            return _mesh.constrain(jnp.eye(m.shape[0], dtype=m.dtype), pl.mesh, pl.matrix_spec)
+            return _placement.constrain(jnp.eye(m.shape[0], dtype=m.dtype), pl.mesh, pl.matrix_spec)
         base = inv(m, **kw) if n < 0 else m
         result, k = None, abs(n)
         while k:

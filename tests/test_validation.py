@@ -102,10 +102,10 @@ SCRIPT = textwrap.dedent(
     # The GPU bootstrap's device order: from the concrete mesh, and rebuilt for an abstract one.
     import dataclasses
     from jaxmg._core import gpu as _gpu
-    from jaxmg._core import placement as _mesh
+    from jaxmg._core import placement as _placement
     for name, mesh, spec in (("grid22", m22, P("pr", "pc")), ("grid22t", m22, P("pc", "pr")),
                              ("grid4", m4, P(None, "x"))):
-        placement = _mesh.resolve_placement(np.eye(4), mesh, spec)
+        placement = _placement.resolve_placement(np.eye(4), mesh, spec)
         concrete = [d.id for d in _gpu._device_grid(placement).flat]
         abstract = dataclasses.replace(placement, mesh=mesh.abstract_mesh, device_ids=None)
         out[name] = [concrete, [d.id for d in _gpu._device_grid(abstract).flat],

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -175,8 +175,8 @@ class Routine:
     def public(self, args: Mapping):
         """The routine on the global arrays, differentiable, inside or outside jit."""
         d = self.d
-        _mesh.check_flags(**_flags(args))
-        _mesh.warn_if_replicated(a=args["a"], b=args.get("b"))
+        _placement.check_flags(**_flags(args))
+        _placement.warn_if_replicated(a=args["a"], b=args.get("b"))
         own = dict(d.check(args)) if d.check else {}
         with _scope(d, args):
             given, (args, finish) = args, self._around(args)
@@ -199,7 +199,7 @@ class Routine:
     def blocks(self, args: Mapping):
         """The routine on this device's blocks inside the caller's shard_map (not
         differentiable; the outputs are blocks, as the engine leaves them)."""
-        _mesh.check_flags(**_flags(args))
+        _placement.check_flags(**_flags(args))
         kw = {**args, **(self.d.check(args) if self.d.check else {})}
         r = self._call(kw, blocks=True)
         outputs = self._unpacked(r, kw)
@@ -211,10 +211,10 @@ class Routine:
         outputs...), without the work array where an output takes its place. Inside the
         caller's shard_map, on this device's blocks (`_context_blocks`)."""
         d = self.d
-        _mesh.check_flags(**_flags(args))
-        if _mesh.manual_mesh() is not None:
+        _placement.check_flags(**_flags(args))
+        if _placement.manual_mesh() is not None:
             return self._context_blocks(args)
-        _mesh.warn_if_replicated(a=args["a"], b=args.get("b"))
+        _placement.warn_if_replicated(a=args["a"], b=args.get("b"))
         own = dict(d.check(args)) if d.check else {}
         given, (args, finish) = args, self._around(args)
         kw = {**args, **own}
@@ -241,7 +241,7 @@ class Routine:
         d = self.d
         kw = {**args, **(d.check(args) if d.check else {})}
         if kw.get("mesh") is None:
-            kw["mesh"] = _mesh.manual_mesh()
+            kw["mesh"] = _placement.manual_mesh()
         r = self._call(kw, blocks=True)
         outputs = self._unpacked(r, kw)
         for o in d.outputs:
@@ -361,7 +361,7 @@ def _scope(d: Declaration, args: Mapping):
     operations run outside the derivative rule's scope."""
     if d.around is None:
         return contextlib.nullcontext()
-    return _mesh.scope_of(args["a"], args.get("mesh"))
+    return _placement.scope_of(args["a"], args.get("mesh"))
 
 
 def _placer(args: Mapping, placement=None, explicit_replicated=False):
@@ -375,19 +375,20 @@ def _placer(args: Mapping, placement=None, explicit_replicated=False):
         if placement is not None:
             return placement
         spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
-        return _mesh.resolve_placement(a, args["mesh"], spec)
+        return _placement.resolve_placement(a, args["mesh"], spec)
 
     return lambda m, how: _place(m, how, a, b, found, explicit_replicated)
 
 
 def _place(m, how, a, b, placement, explicit_replicated=False):
     """An output placed as its declaration says (placement: a's, when needed)."""
-    if how == "rhs" and _mesh.known_spec(b) is not None:
-        return _mesh.place_like(m, b, placement().mesh)
+    if how == "rhs" and _placement.known_spec(b) is not None:
+        return _placement.place_like(m, b, placement().mesh)
     if how == "replicated" and (
-        _mesh.known_replicated(a) or (explicit_replicated and _mesh.explicit_axes(placement()))
+        _placement.known_replicated(a)
+        or (explicit_replicated and _placement.explicit_axes(placement()))
     ):
-        return _mesh.constrain(m, placement().mesh, P())
+        return _placement.constrain(m, placement().mesh, P())
     return m
 
 

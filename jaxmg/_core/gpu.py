@@ -27,7 +27,7 @@ import numpy as np
 
 from jaxmg._core import comm as _comm
 from jaxmg._core import native as _native
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 
 _UNIQUE_ID_BYTES = 128
 
@@ -98,7 +98,7 @@ def _device_grid(placement) -> np.ndarray:
     # shape. The handler checks the position it is given and asks for mesh=... if wrong.
     mesh = placement.mesh
     concrete = jax.make_mesh(tuple(mesh.axis_sizes), tuple(mesh.axis_names))
-    return _mesh.device_grid(concrete, placement.row_axis, placement.col_axis)
+    return _placement.device_grid(concrete, placement.row_axis, placement.col_axis)
 
 
 def _unique_id(key: str, owner_process: int) -> bytes:

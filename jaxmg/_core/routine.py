@@ -20,10 +20,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import adjoint as _adjoint_mod
 from jaxmg._core import config as _config
 from jaxmg._core import gpu as _gpu
 from jaxmg._core import native as _native
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class SolveRoutine:
 
     name: str
     symmetric: bool
-    hand_transpose: Callable[[_mesh.MatrixPlacement, bool], bool]
+    hand_transpose: Callable[[_placement.MatrixPlacement, bool], bool]
     returns_matrix: bool = False
     takes_rhs: bool = True
     reads_factor: bool = False
@@ -84,8 +85,8 @@ class KeptFactor:
     placement (of a, b and x), the tile, the padding, the pivots (LU; None for Cholesky) and
     the order of A (the factor's matrix is larger where the engine padded)."""
 
-    engine_placement: _mesh.MatrixPlacement
-    placement: _mesh.MatrixPlacement
+    engine_placement: _placement.MatrixPlacement
+    placement: _placement.MatrixPlacement
     tile: int
     pad: bool
     pivots: jax.Array | None
@@ -108,7 +109,7 @@ class Result:
     tile: int = 0
 
 
-def never_transpose(placement: _mesh.MatrixPlacement, donate: bool) -> bool:
+def never_transpose(placement: _placement.MatrixPlacement, donate: bool) -> bool:
     """The `hand_transpose` policy of routines that always run on a as it is."""
     return False
 
@@ -118,7 +119,7 @@ def transpose_when(*, always: set[str], by_shape: set[str], tall: bool):
     taller than wide (`tall`) or wider than tall; never with donation (the in-place path saves a
     shard of memory). The sets are read at call time, so tests can steer the path."""
 
-    def decide(placement: _mesh.MatrixPlacement, donate: bool) -> bool:
+    def decide(placement: _placement.MatrixPlacement, donate: bool) -> bool:
         if donate:
             return False
         rows, cols = placement.mesh_rows, placement.mesh_cols
@@ -159,8 +160,8 @@ class Plan:
     pivots: object
     blocks: tuple | None
     ctx: bool
-    placement: _mesh.MatrixPlacement
-    user: _mesh.MatrixPlacement
+    placement: _placement.MatrixPlacement
+    user: _placement.MatrixPlacement
     tile: int = 0
 
 
@@ -224,10 +225,10 @@ def plan(
         in_specs = None
         a, b, matrix_specs = _global_standins(a, b, mesh, matrix_specs)
     if routine.rectangular:
-        m, n = _mesh.check_tall_matrix(a)
+        m, n = _placement.check_tall_matrix(a)
     else:
-        m = n = _mesh.check_square_matrix(a) if kept is None else kept.order
-    dtype = _mesh.check_dtype(a)
+        m = n = _placement.check_square_matrix(a) if kept is None else kept.order
+    dtype = _placement.check_dtype(a)
     if routine.takes_rhs:
         _check_rhs(b, m, dtype)
         if routine.rhs_like_a and b.ndim != 2:
@@ -245,8 +246,8 @@ def plan(
     else:
         pivots = None
         matrix_specs = _matrix_spec(matrix_specs, in_specs)
-        placement = _mesh.resolve_placement(a, mesh, matrix_specs)
-        _mesh.check_divisible(m, placement, cols=n if routine.rectangular else None)
+        placement = _placement.resolve_placement(a, mesh, matrix_specs)
+        _placement.check_divisible(m, placement, cols=n if routine.rectangular else None)
         if routine.rhs_like_a and b.shape[1] % placement.mesh_cols:
             raise ValueError(
                 f"b's {b.shape[1]} columns are not divisible by the {placement.mesh_cols} "
@@ -259,9 +260,9 @@ def plan(
     if routine.rectangular:
         # The columns keep their order: on one device column, or redistributed.
         redistribute = redistribute or placement.mesh_cols > 1
-        tile = _mesh.choose_rectangular_tile(m, n, placement, T_A, pad, redistribute)
+        tile = _placement.choose_rectangular_tile(m, n, placement, T_A, pad, redistribute)
     elif kept is None:
-        tile = _mesh.choose_tile(
+        tile = _placement.choose_tile(
             n,
             placement,
             T_A,
@@ -270,7 +271,7 @@ def plan(
             target=(routine.tile_target or {}).get(placement.platform),
         )
     if placement.platform == "cpu":
-        _mesh.check_cpu_placement(placement)
+        _placement.check_cpu_placement(placement)
     _native.engine(placement.platform)
     if kept is None:
         engine_placement = placement
@@ -283,14 +284,14 @@ def plan(
         in_place = bool(donate) or local_blocks is not None or bool(ctx)
         hand_t = routine.hand_transpose(placement, in_place)
         if routine.rectangular or hand_t:
-            engine_placement = _mesh.transposed(placement)
+            engine_placement = _placement.transposed(placement)
     context = None
     if placement.platform == "cuda":
         context = _gpu.context_for(engine_placement, routine.symmetric, redistribute)
     check_symmetry = bool(check_symmetry and routine.symmetric)
     order = n
     if not routine.rectangular:
-        order = _mesh.engine_order(n, engine_placement, tile, redistribute)
+        order = _placement.engine_order(n, engine_placement, tile, redistribute)
     big = max(engine_placement.mesh_rows, engine_placement.mesh_cols)
     small = min(engine_placement.mesh_rows, engine_placement.mesh_cols)
     relabels = not redistribute and (big % small == 0 or not routine.symmetric)
@@ -361,10 +362,10 @@ def run(p: Plan, fn, a, b, pivots) -> Result:
     elif p.ctx and traced(a, b, pivots):  # inside the caller's jit: no jit of jaxmg's own
         out = _pipeline(c)(a, b, pivots)
     elif traced(a, b, pivots):
-        with _mesh.mesh_scope(p.placement.mesh):
+        with _placement.mesh_scope(p.placement.mesh):
             out = _batchable(fn, a, b, pivots)
     else:  # concrete arrays: no transformation to serve (saves ~0.2 ms a call)
-        with _mesh.mesh_scope(p.placement.mesh):
+        with _placement.mesh_scope(p.placement.mesh):
             out = fn(a, b, pivots)
     x, logdet, status, sign, piv_out, a_work, s = out
     return Result(
@@ -533,8 +534,8 @@ def check_operands(a, b=None) -> None:
     """The checks of a and b that need only their shapes and dtypes, on the arrays as given
     (before a transformation converts them: without jax_enable_x64 a float64 NumPy array
     becomes float32)."""
-    n = _mesh.check_square_matrix(a)
-    dtype = _mesh.check_dtype(a)
+    n = _placement.check_square_matrix(a)
+    dtype = _placement.check_dtype(a)
     if b is not None:
         _check_rhs(b, n, dtype)
 
@@ -567,8 +568,8 @@ class _Call:
 
     name: str
     symmetric: bool
-    user: _mesh.MatrixPlacement  # the placement of b and x (and of a, unless reads_factor)
-    placement: _mesh.MatrixPlacement  # the engine's placement of a
+    user: _placement.MatrixPlacement  # the placement of b and x (and of a, unless reads_factor)
+    placement: _placement.MatrixPlacement  # the engine's placement of a
     n: int
     cols: int  # the columns of the matrix handed (M of a rectangular a, which is handed aᵀ)
     solution_cols: int  # columns of x when it is not shaped like b (rectangular routines)
@@ -742,7 +743,7 @@ def _pipeline(c: _Call):
     )
 
     def run(a, b, piv_in):
-        with _mesh.mesh_scope(placement.mesh):
+        with _placement.mesh_scope(placement.mesh):
             return _run(a, b, piv_in)
 
     def _run(a, b, piv_in):
@@ -752,26 +753,26 @@ def _pipeline(c: _Call):
             piv_in = jnp.zeros((max(c.pivots_in, 1),), jnp.int32)
         b2 = b.reshape(rhs_rows, 1) if c.b_ndim == 1 else b
         if c.reads_factor:
-            a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
+            a = _placement.constrain(a, placement.mesh, placement.matrix_spec)
         else:
-            a = _mesh.constrain(a, user.mesh, user.matrix_spec)
+            a = _placement.constrain(a, user.mesh, user.matrix_spec)
         if transpose_here:  # aᵀ (aᴴ = a for symmetric routines), sharded the other way
-            a = jnp.conj(a.T) if c.symmetric and jnp.iscomplexobj(a) else a.T
-            a = _mesh.constrain(a, placement.mesh, placement.matrix_spec)
-        b2 = _mesh.constrain(b2, placement.mesh, rhs_spec)
+            a = _adjoint_mod.transpose(a, conjugate=c.symmetric)
+            a = _placement.constrain(a, placement.mesh, placement.matrix_spec)
+        b2 = _placement.constrain(b2, placement.mesh, rhs_spec)
         x, logdet, status, sign, piv_out, a_work, s = call(a, b2, piv_in)
         if c.rhs_like_a:
-            x = _mesh.constrain(x, user.mesh, user.matrix_spec)
+            x = _placement.constrain(x, user.mesh, user.matrix_spec)
         elif x_spec == rhs_spec:
-            x = _mesh.constrain(x, user.mesh, user.rhs_spec)
+            x = _placement.constrain(x, user.mesh, user.rhs_spec)
         x = x.reshape(n) if c.b_ndim == 1 else x
         if c.returns_matrix and not transposed and not c.factor_order:
-            a_work = _mesh.constrain(a_work, user.mesh, user.matrix_spec)
+            a_work = _placement.constrain(a_work, user.mesh, user.matrix_spec)
         elif (c.returns_matrix or c.ctx) and c.solution_cols:
             # a rectangular routine's matrix (handed aᵀ): back to a's shape and sharding
-            a_work = _mesh.constrain(a_work.T, user.mesh, user.matrix_spec)
+            a_work = _placement.constrain(a_work.T, user.mesh, user.matrix_spec)
         elif c.ctx and not c.reads_factor:
-            a_work = _mesh.constrain(a_work, user.mesh, user.matrix_spec)
+            a_work = _placement.constrain(a_work, user.mesh, user.matrix_spec)
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
         keep = c.donate or c.returns_matrix or c.ctx
         return x, logdet, status, sign, piv_out, (a_work if keep else None), s

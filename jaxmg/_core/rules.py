@@ -22,7 +22,8 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxmg._core import placement as _mesh
+from jaxmg._core import adjoint as _adjoint_mod
+from jaxmg._core import placement as _placement
 from jaxmg._core import product as _product
 from jaxmg._core import routine as _routine
 
@@ -182,7 +183,7 @@ def matmat(placement, m1, m2):
     mesh, spec = placement.mesh, placement.matrix_spec
     if AxisType.Explicit in tuple(mesh.axis_types):
         return jnp.matmul(m1, m2, out_sharding=NamedSharding(mesh, spec))
-    return _mesh.constrain(jnp.matmul(m1, m2), mesh, spec)
+    return _placement.constrain(jnp.matmul(m1, m2), mesh, spec)
 
 
 def matvec(placement, m, v, op="N"):
@@ -191,13 +192,13 @@ def matvec(placement, m, v, op="N"):
     explicit mesh axes need it said), the result's rows lie like b's. (mᵀ is the same shards
     read the other way: no distributed transpose.)"""
     mesh = placement.mesh
-    v = _mesh.constrain(v, mesh, P(placement.col_axis if op == "N" else placement.row_axis))
+    v = _placement.constrain(v, mesh, P(placement.col_axis if op == "N" else placement.row_axis))
     if op != "N":
-        m = jnp.conj(m.T) if op == "C" and jnp.iscomplexobj(m) else m.T
+        m = _adjoint_mod.transpose(m, conjugate=op == "C")
     out = P(placement.row_axis, *([None] * (v.ndim - 1)))
     if AxisType.Explicit in tuple(mesh.axis_types):
         return jnp.matmul(m, v, out_sharding=NamedSharding(mesh, out))
-    return _mesh.constrain(jnp.matmul(m, v), mesh, out)
+    return _placement.constrain(jnp.matmul(m, v), mesh, out)
 
 
 def differentiable(primal: Callable, tangent: Callable):
@@ -225,11 +226,11 @@ def differentiable(primal: Callable, tangent: Callable):
         kw = opts.kwargs()
         # Under another context mesh, the routine's operations run with a's mesh as the
         # context mesh (placement.mesh_scope).
-        with _mesh.scope_of(arrays[0], kw.get("mesh")):
+        with _placement.scope_of(arrays[0], kw.get("mesh")):
             if not _routine.traced(*arrays):
                 return primal(opts, donate, *arrays)  # concrete arrays: nothing to differentiate
             spec = _routine._matrix_spec(kw.get("matrix_specs"), kw.get("in_specs"))
-            placement = _mesh.resolve_placement(arrays[0], kw.get("mesh"), spec)
+            placement = _placement.resolve_placement(arrays[0], kw.get("mesh"), spec)
             return fn(opts, donate, placement, *arrays)
 
     return call
@@ -252,7 +253,7 @@ def product(placement, m1, m2, spec=None):
     spec = placement.matrix_spec if spec is None else spec
     if AxisType.Explicit in tuple(mesh.axis_types):
         return jnp.matmul(m1, m2, out_sharding=NamedSharding(mesh, spec))
-    return _mesh.constrain(jnp.matmul(m1, m2), mesh, spec)
+    return _placement.constrain(jnp.matmul(m1, m2), mesh, spec)
 
 
 def engine_product(placement, m1, m2, adjoint_1=False, adjoint_2=False):
@@ -276,7 +277,7 @@ def factor_product(placement, m1, m2, adjoint_1=False, adjoint_2=False):
     def op(m, adjoint_m):
         tall = m.shape[0] > m.shape[1]
         if tall:
-            m = _mesh.constrain(m, placement.mesh, factor_spec(placement))
+            m = _placement.constrain(m, placement.mesh, factor_spec(placement))
         if not adjoint_m:
             return m
         return adjoint(placement, m, factor_adjoint_spec(placement) if tall else None)
@@ -290,7 +291,7 @@ def tall_product(placement, m1, m2):
     the factor instead of being gathered)."""
     if m1.shape[0] > m2.shape[1] and one_device_row(placement):
         out = product(placement, m1, m2, factor_spec(placement))
-        return _mesh.constrain(out, placement.mesh, placement.matrix_spec)
+        return _placement.constrain(out, placement.mesh, placement.matrix_spec)
     return product(placement, m1, m2)
 
 
@@ -325,8 +326,8 @@ def factor_adjoint_spec(placement):
 def adjoint(placement, m, spec=None):
     """mᴴ (mᵀ for real m) placed with `spec` (default: a's matrix spec): a distributed
     transpose (XLA's all-to-all)."""
-    mh = jnp.conj(m.T) if jnp.iscomplexobj(m) else m.T
-    return _mesh.constrain(mh, placement.mesh, placement.matrix_spec if spec is None else spec)
+    mh = _adjoint_mod.transpose(m)
+    return _placement.constrain(mh, placement.mesh, placement.matrix_spec if spec is None else spec)
 
 
 def free_transpose_spec(placement):
@@ -338,18 +339,20 @@ def free_transpose_spec(placement):
 
 def transpose(placement, m):
     """mᵀ (not conjugated) in a's matrix spec: a distributed transpose."""
-    return _mesh.constrain(m.T, placement.mesh, placement.matrix_spec)
+    return _placement.constrain(m.T, placement.mesh, placement.matrix_spec)
 
 
 def diagonal(placement, m):
     """The diagonal of a square m in a's matrix spec, replicated (a reduction, no gather)."""
-    eye = _mesh.constrain(jnp.eye(m.shape[0], dtype=m.dtype), placement.mesh, placement.matrix_spec)
-    return _mesh.constrain(jnp.sum(m * eye, axis=0), placement.mesh, P())
+    eye = _placement.constrain(
+        jnp.eye(m.shape[0], dtype=m.dtype), placement.mesh, placement.matrix_spec
+    )
+    return _placement.constrain(jnp.sum(m * eye, axis=0), placement.mesh, P())
 
 
 def place(placement, m):
     """m (a matrix computed from replicated values) in a's matrix spec."""
-    return _mesh.constrain(m, placement.mesh, placement.matrix_spec)
+    return _placement.constrain(m, placement.mesh, placement.matrix_spec)
 
 
 def eigen_tangent(placement, w, v, da, db=None):

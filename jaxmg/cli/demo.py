@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import jaxmg
     from jaxmg._core import native as _native
-    from jaxmg._core import placement as _mesh
+    from jaxmg._core import placement as _placement
 
     jax.distributed.initialize()
     nproc, rank = jax.process_count(), jax.process_index()
@@ -252,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
 
     b = rhs(a, x_true)
     b.block_until_ready()
-    placement = _mesh.resolve_placement(a)
-    tile = _mesh.choose_tile(n, placement, args.tile, True)
+    placement = _placement.resolve_placement(a)
+    tile = _placement.choose_tile(n, placement, args.tile, True)
     if _native.find_library(placement.platform) is None:
         lib = _native._LIBRARIES[placement.platform]
         return _fail(

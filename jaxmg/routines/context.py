@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg.routines import gesvd as _gesvd
 from jaxmg.routines import lu_solve as _lu
 from jaxmg.routines import polar as _polar
@@ -52,7 +52,7 @@ def _scoped(fn):
     @functools.wraps(fn)
     def run(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
-        with _mesh.scope_of(bound.arguments["a"], bound.arguments.get("mesh")):
+        with _placement.scope_of(bound.arguments["a"], bound.arguments.get("mesh")):
             return fn(*args, **kwargs)
 
     return run

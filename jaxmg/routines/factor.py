@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import inv as _inv
@@ -30,8 +30,8 @@ class FactorPlan:
     """How a factor lies: the engine's placement of the factored matrix (aᵀ's when the engine
     was handed aᵀ), the user's placement (of a, b and x), the tile and padding."""
 
-    placement: _mesh.MatrixPlacement
-    user: _mesh.MatrixPlacement
+    placement: _placement.MatrixPlacement
+    user: _placement.MatrixPlacement
     tile: int
     pad: bool
     n: int  # the order of A (the factor's matrix is larger where the engine padded)
@@ -238,7 +238,7 @@ def cho_factor(
       (its logdet and status those of A.astype(factor_dtype), logdet not differentiable) and
       `cho_solve` refines against A in A's dtype.
     """
-    _mesh.warn_if_replicated(a=a)
+    _placement.warn_if_replicated(a=a)
     kw = dict(T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=pad)
     if factor_dtype is not None:
         a_lo = _low_precision(a, factor_dtype, donate)
@@ -275,6 +275,21 @@ def is_mixed(factor) -> bool:
     return factor.a is not None and factor.a.dtype != factor.matrix.dtype
 
 
+def mixed_precision_solve(make_factor, a, b, factor_dtype, *, flags, return_status, return_info):
+    """potrs's and lu_solve's mixed-precision path (docs/mixed_precision.md): the checks of the
+    flags (by name, as given), of factor_dtype and of the operands, then `make_factor()` (the
+    routine's factorization of a in factor_dtype) and the refined solve. Returns x, with the
+    status and the `MixedInfo` after it as asked."""
+    _placement.check_flags(**flags)
+    _mixed.check_factor_dtype(a, factor_dtype)
+    _mixed.check_mixed_flags(donate=flags["donate"], return_logdet=flags["return_logdet"])
+    _routine.check_operands(a, b)
+    _placement.warn_if_replicated(a=a, b=b)
+    x, status, info = solve_mixed(make_factor(), b)
+    out = (x,) + ((status,) if return_status else ()) + ((info,) if return_info else ())
+    return out[0] if len(out) == 1 else out
+
+
 def solve_mixed(factor, b):
     """(x, status, info) of A x = b refined with a low-precision factor (`jaxmg.routines.mixed`);
     x in b's own sharding where it is known. The status is the factor's, or the float64
@@ -285,8 +300,8 @@ def solve_mixed(factor, b):
     x, status, info = _mixed_solve(factor.plan, lu)(
         factor.matrix, pivots, factor.status, factor.a, b
     )
-    if _mesh.known_spec(b) is not None:
-        x = _mesh.place_like(x, b, factor.plan.user.mesh)
+    if _placement.known_spec(b) is not None:
+        x = _placement.place_like(x, b, factor.plan.user.mesh)
     return x, status, info
 
 
@@ -348,7 +363,7 @@ def _mixed_solve(plan, lu: bool):
     def solve(matrix, pivots, lo_status, a, b):
         vector = b.ndim == 1
         b2 = b.reshape(-1, 1) if vector else b
-        b2 = _mesh.constrain(b2, user.mesh, P(user.row_axis, None))
+        b2 = _placement.constrain(b2, user.mesh, P(user.row_axis, None))
 
         def matvec(v):
             return _rules.matvec(user, a, v)
@@ -403,7 +418,7 @@ def cho_solve(factor: CholeskyFactor, b, *, return_info=False):
         raise TypeError(
             f"cho_solve takes the CholeskyFactor of jaxmg.cho_factor, got {type(factor).__name__}"
         )
-    _mesh.check_flags(return_info=return_info)
+    _placement.check_flags(return_info=return_info)
     if is_mixed(factor):
         x, _, info = solve_mixed(factor, b)
         return (x, info) if return_info else x
@@ -437,7 +452,7 @@ def _kept_solve(plan, lu):
     @jax.jit
     def solve(matrix, pivots, a, b):
         user = plan.user
-        b = _mesh.constrain(b, user.mesh, P(user.row_axis, *([None] * (b.ndim - 1))))
+        b = _placement.constrain(b, user.mesh, P(user.row_axis, *([None] * (b.ndim - 1))))
 
         def linear(r):
             return jax.lax.custom_linear_solve(
@@ -480,7 +495,7 @@ def lu_factor(
       logabsdet and status those of A.astype(factor_dtype), not differentiable) and solves
       refine against A in A's dtype.
     """
-    _mesh.warn_if_replicated(a=a)
+    _placement.warn_if_replicated(a=a)
     if factor_dtype is not None:
         a_lo = _low_precision(a, factor_dtype, donate)
         r = _routine.call(
@@ -522,7 +537,7 @@ def _general_inverse_t(opts):
     def inverse_t(a):
         kw = opts.kwargs()
         spec = _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
-        placement = _mesh.resolve_placement(a, kw["mesh"], spec)
+        placement = _placement.resolve_placement(a, kw["mesh"], spec)
         return _rules.transpose(placement, _inv.inv(a, **kw))
 
     return inverse_t

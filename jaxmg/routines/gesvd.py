@@ -9,8 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import adjoint as _adjoint_mod
 from jaxmg._core import factory as _factory
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import syevd as _syevd
@@ -112,7 +113,7 @@ def _check(args) -> dict:
     a = args["a"]
     if len(a.shape) != 2:
         raise ValueError(f"a must be a 2-D matrix, got shape {tuple(a.shape)}")
-    _mesh.check_dtype(a)
+    _placement.check_dtype(a)
     return {}
 
 
@@ -122,7 +123,7 @@ def _around(args):
     a = args["a"]
     m, n = a.shape
     spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
-    placement = _mesh.resolve_placement(a, args["mesh"], spec)
+    placement = _placement.resolve_placement(a, args["mesh"], spec)
     full = args["full_matrices"]
     if m >= n:
 
@@ -146,7 +147,7 @@ def _around(args):
     def finish_wide(out):
         u_t, vh_t = out.pop("U", None), out.pop("Vh", None)
         if full and u_t is not None:
-            u_t = _complete(u_t, _mesh.transposed(placement))
+            u_t = _complete(u_t, _placement.transposed(placement))
         if vh_t is not None:
             out["U"] = _adjoint(vh_t, placement, (m, m))
         if u_t is not None:
@@ -182,7 +183,7 @@ def _completion(placement, m, k, dtype):
     rows = P(spec[0], None) if m % placement.mesh_rows == 0 else P()
 
     def join(x, y):  # (on Explicit axes, concatenate wants operands sharded alike)
-        rows_of = functools.partial(_mesh.constrain, mesh=placement.mesh, spec=rows)
+        rows_of = functools.partial(_placement.constrain, mesh=placement.mesh, spec=rows)
         return jnp.concatenate([rows_of(x), rows_of(y)], axis=1)
 
     def complete(u):
@@ -191,16 +192,14 @@ def _completion(placement, m, k, dtype):
         g = jax.random.normal(key, (m, m - k), real)
         if np.issubdtype(dtype, np.complexfloating):
             g = g + 1j * jax.random.normal(jax.random.fold_in(key, 1), (m, m - k), real)
-        c = _mesh.constrain(join(u, g.astype(dtype)), placement.mesh, spec)
+        c = _placement.constrain(join(u, g.astype(dtype)), placement.mesh, spec)
         q, _ = _qr.qr(c, mesh=placement.mesh, matrix_specs=spec)
         return _place(join(u, q[:, k:]), placement, (m, m))
 
     return jax.jit(complete)
 
 
-@jax.jit
-def _conj_transpose(x):
-    return jnp.conj(x.T) if jnp.iscomplexobj(x) else x.T
+_conj_transpose = jax.jit(_adjoint_mod.transpose)
 
 
 def _adjoint(x, placement, shape):
@@ -213,7 +212,7 @@ def _adjointer(placement, shape):
     return jax.jit(lambda x: _place(_conj_transpose(x), placement, shape))
 
 
-_place = _mesh.constrain_divisible
+_place = _placement.constrain_divisible
 
 
 # Platforms where gesvd with vectors goes through the polar decomposition (measured faster than
@@ -226,7 +225,7 @@ def _compute(kw, donate, a):
     """The outputs computed, (U,) s (, Vh), status, of a tall a: through the polar
     decomposition with vectors (POLAR_SVD_PLATFORMS), else the engine's SVD."""
     if kw["compute_u"] or kw["compute_vh"]:
-        placement = _mesh.resolve_placement(
+        placement = _placement.resolve_placement(
             a, kw["mesh"], _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
         )
         if placement.platform in POLAR_SVD_PLATFORMS:
@@ -236,7 +235,7 @@ def _compute(kw, donate, a):
 
 def _unpack(r, kw, b):
     """The outputs computed, (U,) s (, Vh), status, of an engine call's result."""
-    s = _mesh.constrain(jnp.real(r.s), r.user.mesh, P())
+    s = _placement.constrain(jnp.real(r.s), r.user.mesh, P())
     out = (r.matrix,) if kw["compute_u"] else ()
     out += (s,)
     n = kw["a"].shape[1]
@@ -277,7 +276,7 @@ def _polar_finish(pl, n, compute_u, compute_vh):
 
     @jax.jit
     def finish(up, w, v, polar_status, eig_status):
-        s = _mesh.constrain(jnp.maximum(-w, 0).astype(w.dtype), pl.mesh, P())
+        s = _placement.constrain(jnp.maximum(-w, 0).astype(w.dtype), pl.mesh, P())
         status = jnp.where(polar_status != 0, polar_status, eig_status)
         out = (_rank_corrected(_full_product(pl, up, v), s, pl),) if compute_u else ()
         out += (s,)
@@ -314,7 +313,7 @@ def _corrector(placement):
     def orthonormalize(u):
         q, rr = _qr.qr(u, mesh=placement.mesh, matrix_specs=placement.matrix_spec)
         sign = jnp.where(jnp.real(_rules.diagonal(placement, rr)) >= 0, 1, -1).astype(u.dtype)
-        return q * _mesh.constrain(sign[None, :], placement.mesh, P())
+        return q * _placement.constrain(sign[None, :], placement.mesh, P())
 
     def placed(fn):
         return lambda u: _place(fn(u), placement, u.shape)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from jaxmg._core import factory as _factory
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import factor as _factor
 from jaxmg.routines import inv as _inv
-from jaxmg.routines import mixed as _mixed
 from jaxmg.routines.lu_policy import TRANSPOSE_PLATFORMS, TRANSPOSE_WIDE_MESHES  # noqa: F401
 
 # Where the engine is handed aᵀ: jaxmg/routines/lu_policy.py (shared with lu_factor).
@@ -87,7 +86,7 @@ def lu_solve(
                 "keeps its plan (its status and logabsdet are factor.status and "
                 "factor.logabsdet)"
             )
-        _mesh.check_flags(return_info=return_info)
+        _placement.check_flags(return_info=return_info)
         if _factor.is_mixed(a):
             x, _, info = _factor.solve_mixed(a, b)
             return (x, info) if return_info else x
@@ -99,23 +98,24 @@ def lu_solve(
             raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
         return API.public(locals())
     # Mixed precision: lu_factor in low precision, then the refined solve (routines/mixed.py).
-    _mesh.check_flags(
+    flags = dict(
         return_status=return_status,
         return_logdet=return_logdet,
         pad=pad,
         donate=donate,
         return_info=return_info,
     )
-    _mixed.check_factor_dtype(a, factor_dtype)
-    _mixed.check_mixed_flags(donate=donate, return_logdet=return_logdet)
-    _routine.check_operands(a, b)
-    _mesh.warn_if_replicated(a=a, b=b)
-    factor = _factor.lu_factor(
-        a, T_A, mesh, matrix_specs, in_specs=in_specs, pad=pad, factor_dtype=factor_dtype
+    return _factor.mixed_precision_solve(
+        lambda: _factor.lu_factor(
+            a, T_A, mesh, matrix_specs, in_specs=in_specs, pad=pad, factor_dtype=factor_dtype
+        ),
+        a,
+        b,
+        factor_dtype,
+        flags=flags,
+        return_status=return_status,
+        return_info=return_info,
     )
-    x, status, info = _factor.solve_mixed(factor, b)
-    out = (x,) + ((status,) if return_status else ()) + ((info,) if return_info else ())
-    return out[0] if len(out) == 1 else out
 
 
 def lu_solve_blocks(

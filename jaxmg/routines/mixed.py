@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -163,7 +163,7 @@ def refine(user, a, b2, lo_status, low_solve, high_solve, transpose: bool):
     op = "T" if transpose else "N"
 
     def constrain_rows(v):
-        return _mesh.constrain(v, user.mesh, rows)
+        return _placement.constrain(v, user.mesh, rows)
 
     def precondition(r):
         """op(A_lo)⁻¹ r in r's dtype, each column scaled to the unit ∞-norm in between (the

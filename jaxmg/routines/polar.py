@@ -5,13 +5,13 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxmg._core import factory as _factory
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg._core import rules as _rules
 from jaxmg.routines import gesvd as _gesvd
 from jaxmg.routines import syevd as _syevd
 from jaxmg.routines.qdwh import POLAR, POLAR_UP
 
-_place = _mesh.constrain_divisible
+_place = _placement.constrain_divisible
 
 
 def polar(

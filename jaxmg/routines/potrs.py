@@ -5,16 +5,15 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxmg._core import factory as _factory
-from jaxmg._core import placement as _mesh
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 from jaxmg.routines import factor as _factor
-from jaxmg.routines import mixed as _mixed
 from jaxmg.routines import potri as _potri
 
 # The engine's process grid is the mesh transposed (docs/layout.md). cuSOLVERMp is faster on
-# grids at least as tall as wide (1.02 s vs 1.15 s at N = 65536 on 2 H200s), so on meshes taller
-# than wide it is handed aᴴ (= a), sharded the other way: a transpose local to each device.
+# grids at least as tall as wide (bench/results/potrs_h200x2_mesh2x1_transposed_015400a.json), so
+# on meshes taller than wide it is handed aᴴ (= a), sharded the other way: a transpose local to
+# each device.
 # Not with donate=True, where the in-place path saves a shard of memory.
 # TRANSPOSE_PLATFORMS hands aᴴ on every mesh shape (the tests use it to drive that path).
 TRANSPOSE_TALL_MESHES = {"cuda"}
@@ -103,7 +102,7 @@ def potrs(
             raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
         return API.public(locals())
     # Mixed precision: cho_factor in low precision, then the refined solve (routines/mixed.py).
-    _mesh.check_flags(
+    flags = dict(
         return_logdet=return_logdet,
         return_status=return_status,
         pad=pad,
@@ -111,23 +110,24 @@ def potrs(
         check_symmetry=check_symmetry,
         return_info=return_info,
     )
-    _mixed.check_factor_dtype(a, factor_dtype)
-    _mixed.check_mixed_flags(donate=donate, return_logdet=return_logdet)
-    _routine.check_operands(a, b)
-    _mesh.warn_if_replicated(a=a, b=b)
-    factor = _factor.cho_factor(
+    return _factor.mixed_precision_solve(
+        lambda: _factor.cho_factor(
+            a,
+            T_A,
+            mesh,
+            matrix_specs,
+            in_specs=in_specs,
+            pad=pad,
+            check_symmetry=check_symmetry,
+            factor_dtype=factor_dtype,
+        ),
         a,
-        T_A,
-        mesh,
-        matrix_specs,
-        in_specs=in_specs,
-        pad=pad,
-        check_symmetry=check_symmetry,
-        factor_dtype=factor_dtype,
+        b,
+        factor_dtype,
+        flags=flags,
+        return_status=return_status,
+        return_info=return_info,
     )
-    x, status, info = _factor.solve_mixed(factor, b)
-    out = (x,) + ((status,) if return_status else ()) + ((info,) if return_info else ())
-    return out[0] if len(out) == 1 else out
 
 
 def potrs_blocks(

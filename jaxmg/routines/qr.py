@@ -6,8 +6,9 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import adjoint as _adjoint_mod
 from jaxmg._core import factory as _factory
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -86,7 +87,7 @@ def _upper(r, n):
 
 def _place_r(m, user, n):
     if n % user.mesh_rows == 0 and n % user.mesh_cols == 0:
-        return _mesh.constrain(m, user.mesh, user.matrix_spec)
+        return _placement.constrain(m, user.mesh, user.matrix_spec)
     return m
 
 
@@ -95,8 +96,8 @@ def _right_solve(pl, r, m):
     shard_map, so that the transpose stays local too: XLA's partitioning of the triangular
     solve's transpose gathered the whole of m)."""
     rows = _rules.factor_rows_spec(pl)
-    r = _mesh.constrain(r, pl.mesh, P())
-    m = _mesh.constrain(m, pl.mesh, rows)
+    r = _placement.constrain(r, pl.mesh, P())
+    m = _placement.constrain(m, pl.mesh, rows)
     solve = jax.shard_map(
         lambda r, m: jax.lax.linalg.triangular_solve(r, m, left_side=False, lower=False),
         mesh=pl.mesh,
@@ -113,14 +114,16 @@ def _qr_tangent(variant, opts, pl, primals, out, tangents):
     n = r.shape[0]
     rep = P()
     spec = _rules.factor_spec(pl)  # (a's, except on 1 x P meshes: rows split)
-    da_rinv = _mesh.constrain(_right_solve(pl, r, da), pl.mesh, spec)
-    q_f = _mesh.constrain(q, pl.mesh, spec)
+    da_rinv = _placement.constrain(_right_solve(pl, r, da), pl.mesh, spec)
+    q_f = _placement.constrain(q, pl.mesh, spec)
     c = _rules.product(pl, _rules.adjoint(pl, q_f, _rules.factor_adjoint_spec(pl)), da_rinv, rep)
     lower = jnp.tril(c, -1)
-    omega = lower - jnp.conj(lower.T)
+    omega = lower - _adjoint_mod.transpose(lower)
     omega = omega + jnp.eye(n, dtype=c.dtype) * (c - jnp.real(c).astype(c.dtype))
-    dq = _rules.tall_product(pl, q_f, omega - c) + _mesh.constrain(da_rinv, pl.mesh, pl.matrix_spec)
-    dr = jnp.matmul(c - omega, _mesh.constrain(r, pl.mesh, rep))
+    dq = _rules.tall_product(pl, q_f, omega - c) + _placement.constrain(
+        da_rinv, pl.mesh, pl.matrix_spec
+    )
+    dr = jnp.matmul(c - omega, _placement.constrain(r, pl.mesh, rep))
     return dq, _place_r(dr, pl, n), _rules.float0()
 
 
@@ -205,16 +208,16 @@ def _lstsq_tangent(variant, opts, pl, primals, out, tangents):
     rep = P()
     vector = b.ndim == 1
     b2, db2, x2 = (m[:, None] if vector else m for m in (b, db, x))
-    x2 = _mesh.constrain(x2, pl.mesh, rep)
+    x2 = _placement.constrain(x2, pl.mesh, rep)
     _, r, _ = QR_API.differentiable()(opts, False, a)
-    r = _mesh.constrain(r, pl.mesh, rep)
+    r = _placement.constrain(r, pl.mesh, rep)
     rows, spec, adj = (
         _rules.factor_rows_spec(pl),
         _rules.factor_spec(pl),
         _rules.factor_adjoint_spec(pl),
     )
-    a, da = (_mesh.constrain(m, pl.mesh, spec) for m in (a, da))
-    b2, db2 = (_mesh.constrain(m, pl.mesh, rows) for m in (b2, db2))
+    a, da = (_placement.constrain(m, pl.mesh, spec) for m in (a, da))
+    b2, db2 = (_placement.constrain(m, pl.mesh, rows) for m in (b2, db2))
     resid = b2 - _rules.product(pl, a, x2, rows)
     rhs = _rules.product(pl, _rules.adjoint(pl, da, adj), resid, rep)
     dres = db2 - _rules.product(pl, da, x2, rows)
@@ -225,7 +228,7 @@ def _lstsq_tangent(variant, opts, pl, primals, out, tangents):
     dx = jax.lax.linalg.triangular_solve(r, y, left_side=True, lower=False)
     n = a.shape[1]
     spec = pl.rhs_spec if n % pl.mesh_rows == 0 else rep
-    dx = _mesh.constrain(dx[:, 0] if vector else dx, pl.mesh, P(spec[0]) if vector else spec)
+    dx = _placement.constrain(dx[:, 0] if vector else dx, pl.mesh, P(spec[0]) if vector else spec)
     return dx, _rules.float0()
 
 

@@ -9,8 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from jaxmg._core import adjoint as _adjoint_mod
 from jaxmg._core import factory as _factory
-from jaxmg._core import placement as _mesh
+from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -103,7 +104,7 @@ def _like_a(b, placement, in_specs) -> bool:
     if isinstance(in_specs, tuple | list) and len(in_specs) > 1:
         spec = in_specs[1]
     if spec is None:
-        spec = _mesh.known_spec(b)
+        spec = _placement.known_spec(b)
     if not isinstance(spec, P):
         return False
     sizes = dict(zip(placement.mesh.axis_names, placement.mesh.axis_sizes, strict=True))
@@ -136,12 +137,12 @@ class _Operand:
 
     a: object
     kw: dict
-    placement: _mesh.MatrixPlacement
+    placement: _placement.MatrixPlacement
 
 
 def _factor(a, **kw):
     spec = _routine._matrix_spec(kw.get("matrix_specs"), kw.get("in_specs"))
-    return _Operand(a, kw, _mesh.resolve_placement(a, kw.get("mesh"), spec))
+    return _Operand(a, kw, _placement.resolve_placement(a, kw.get("mesh"), spec))
 
 
 def _solve_t(f, r):
@@ -163,7 +164,7 @@ def _status(f):
     pl = f.placement
     i = jax.lax.broadcasted_iota(jnp.int32, f.a.shape, 0)
     j = jax.lax.broadcasted_iota(jnp.int32, f.a.shape, 1)
-    diagonal = _mesh.constrain(jnp.sum(jnp.where(i == j, f.a, 0), axis=0), pl.mesh, P())
+    diagonal = _placement.constrain(jnp.sum(jnp.where(i == j, f.a, 0), axis=0), pl.mesh, P())
     magnitude = jnp.abs(diagonal)
     bad = ~(magnitude > 0) | ~jnp.isfinite(magnitude)
     status = jnp.where(jnp.any(bad), jnp.argmax(bad) + 1, 0).astype(jnp.int32)
@@ -183,7 +184,7 @@ def _triangle(placement, m, lower, unit_diagonal, tangent):
             t = t + (i == j).astype(m.dtype)
     else:
         t = jnp.where(keep, m, 0)
-    return _mesh.constrain(t, placement.mesh, placement.matrix_spec)
+    return _placement.constrain(t, placement.mesh, placement.matrix_spec)
 
 
 def _matvec(placement, m, v, *, tangent, trans, lower, unit_diagonal, matrix_rhs, **_):
@@ -192,18 +193,18 @@ def _matvec(placement, m, v, *, tangent, trans, lower, unit_diagonal, matrix_rhs
     t = _triangle(placement, m, lower, unit_diagonal, tangent)
     op = "NTC"[trans]
     if not matrix_rhs:
-        return _mesh.place_like(_rules.matvec(placement, t, v, op), v, placement.mesh)
+        return _placement.place_like(_rules.matvec(placement, t, v, op), v, placement.mesh)
     if op != "N":
-        t = jnp.conj(t.T) if op == "C" and jnp.iscomplexobj(t) else t.T
-    return _mesh.place_like(_rules.product(placement, t, v), v, placement.mesh)
+        t = _adjoint_mod.transpose(t, conjugate=op == "C")
+    return _placement.place_like(_rules.product(placement, t, v), v, placement.mesh)
 
 
 def _like_b(r, kw, b):
-    return _mesh.place_like(r.x, b, r.user.mesh), r.logdet, r.status
+    return _placement.place_like(r.x, b, r.user.mesh), r.logdet, r.status
 
 
 def _placed_b(kw):
-    placement = _mesh.resolve_placement(
+    placement = _placement.resolve_placement(
         kw["a"], kw["mesh"], _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
     )
     return dict(matrix_rhs=_like_a(kw["b"], placement, kw["in_specs"]))

@@ -17,7 +17,7 @@ _COMMON = dict(
     redistribute=True,
     solution_cols=lambda n, nrhs: 1,  # the eigenvalues
     solution_whole=True,
-    # cuSOLVERMp's Syevd on 2 H200s, N = 16384: tile 256 3.25 s, 512 3.37 s, 1024 3.87 s
+    # cuSOLVERMp's Syevd is fastest at tile 256 of the tiles measured on 2 H200s
     # (bench/results/syevd_tiles_16384_h200x2_50138e9.json).
     tile_target={"cuda": 256},
 )

@@ -22,11 +22,9 @@ int64_t Engine::EigBand(int64_t t, int64_t n, bool vectors) const {
   // config.eig_band: the widest band tried (algorithms/band_reduce.h BandWidth), up to the
   // chase's widest (cuda::MaxChaseBand: 128, 64 for complex128). 0, the default, by measurement
   // on one H200 (random matrices; bench/results/eigsweep_b_l_random_h200x1_54f15a8.json): 128
-  // with eigenvectors for float64 and complex64 from n = 16384 (float64 N = 32768: 11.66 s
-  // against 13.42 s; Q₂ 5.16 against 7.08 s and the band reduction 2.1 against 2.5 s outweigh
-  // the chase, 1.48 against 0.87 s; N = 16384: 2.14 against 2.16 s; complex64 16384: 3.63
-  // against 3.92 s); otherwise 64 (float32 16384: 1.89 against 1.85 s; eigenvalues alone, where
-  // the chase weighs most: 3.78 against 3.68 s at N = 32768).
+  // with eigenvectors for float64 and complex64 from n = 16384, where Q₂ and the band reduction
+  // gain more than the wider chase loses; otherwise 64 (float32, and eigenvalues alone, where
+  // the chase weighs most).
   const bool wide = vectors && n >= 16384 &&
                     (std::is_same_v<T, double> || std::is_same_v<T, std::complex<float>>);
   const int64_t widest = config_.eig_band > 0 ? config_.eig_band : wide ? 128 : 64;
@@ -81,19 +79,18 @@ Status Engine::BandEigh(const Matrix& a, void* w, Matrix* z_out) {
   const size_t es = sizeof(T);
   algorithms::EighTuning tune;
   // ℓ: sweeps per Q₂ block (config.eig_q2_group, 0: min(b, 64); at most 128 and ℓ² elements in
-  // 160 KB, the factor kernel's shared memory). At N = 32768 on one H200, ℓ = 128 (b = 64) took
-  // 9.2 s against 8.3 s for ℓ = 64, and at b = 128 ℓ = 128 5.37 s against 5.16 s for 64 in Q₂:
-  // their blocks hold more zeros than their larger products gain.
+  // 160 KB, the factor kernel's shared memory). At N = 32768 on one H200 ℓ = 64 beat ℓ = 128
+  // at b = 64 and at b = 128 (the same sweep): their blocks hold more zeros than their larger
+  // products gain.
   const int64_t group = config_.eig_q2_group;
   int64_t ell = std::clamp<int64_t>(group > 0 ? group : std::min<int64_t>(b, 64), 1, 128);
   while (ell > 1 && static_cast<int64_t>(es) * ell * ell > (int64_t{160} << 10)) ell /= 2;
   tune.ell = ell;
   // Q₂'s waves: by default three cuBLAS products, W as Wᴴ = Zᴴ V (EighTuning's default; Z's
-  // columns the long side: 7.10 s against 7.35 s for W = Vᴴ Z at N = 32768 on one H200).
-  // config.eig_q2 = fused applies each block in one pass over Z on the tensor cores
-  // (cuda::WaveApply, where it applies: float64, ℓ a multiple of 8 up to 64): correct, but
-  // slower as it stands (Q₂ 6.64 s against 5.16 s at N = 32768, b = 128, ℓ = 64;
-  // bench/results/eigsweep_q2_fused_random_h200x1_0968828.json).
+  // columns the long side, faster than W = Vᴴ Z on one H200). config.eig_q2 = fused applies
+  // each block in one pass over Z on the tensor cores (cuda::WaveApply, where it applies:
+  // float64, ℓ a multiple of 8 up to 64): correct, but slower as it stands
+  // (bench/results/eigsweep_q2_fused_random_h200x1_0968828.json).
   tune.fused_q2 = config_.eig_q2 == Choice::kOwn && cuda::WaveApplies(KernelType<T>(), b, ell);
   // config.eig_q1_width: the panels joined in Q₁ (a multiple of b dividing t; 0: t).
   tune.q1_width = config_.eig_q1_width > 0 ? config_.eig_q1_width : t;

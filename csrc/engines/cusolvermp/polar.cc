@@ -142,9 +142,10 @@ Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_
     JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
     return SingularValuesOut<T>(w, n, x, x_rows, x_cols);
   }
-  // cuSOLVERMp's Syevd is fastest at tile 256 (syevd_tiles_16384_*: 3.25 s against 3.87 s at
-  // 1024), QDWH at 1024 or more: H goes into tiles of 256 (Remap) for the eigensolver, with a
-  // Z (not computed) of the same layout. Buffers and workspaces first, agreed.
+  // cuSOLVERMp's Syevd is fastest at tile 256
+  // (bench/results/syevd_tiles_16384_h200x2_50138e9.json), QDWH at 1024 or more: H goes into
+  // tiles of 256 (Remap) for the eigensolver, with a Z (not computed) of the same layout.
+  // Buffers and workspaces first, agreed.
   const int64_t te = std::min<int64_t>(t, 256);
   const bool retile = te != t;
   const int64_t lh = retile ? CyclicAxis{te, ctx_.nprow, ctx_.myrow}.Extent(n) : hm.local_rows;
