@@ -388,7 +388,20 @@ def solve_triangular(
       TypeError: dtypes jaxmg does not support, b's dtype differing from a's, or a flag that is
         not a bool.
     """
-    return _triangular.API.linalg(locals())
+    return _triangular.API.linalg(
+        a=a,
+        b=b,
+        trans=trans,
+        lower=lower,
+        unit_diagonal=unit_diagonal,
+        overwrite_b=overwrite_b,
+        debug=debug,
+        check_finite=check_finite,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        pad=pad,
+    )
 
 
 @_public
@@ -408,7 +421,15 @@ def inv(
     Raises:
       ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
     """
-    return _inv.API.linalg(locals())
+    return _inv.API.linalg(
+        a=a,
+        overwrite_a=overwrite_a,
+        check_finite=check_finite,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        pad=pad,
+    )
 
 
 @_public
@@ -429,7 +450,11 @@ def slogdet(a, *, method=None, T_A=None, mesh=None, matrix_specs=None, pad=True)
       ValueError: an unknown method; shapes, specs or meshes jaxmg cannot take.
       TypeError: dtypes jaxmg does not support.
     """
-    return SlogdetResult(*_slogdet.API.linalg(locals()))
+    return SlogdetResult(
+        *_slogdet.API.linalg(
+            a=a, method=method, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad
+        )
+    )
 
 
 @_public
@@ -640,7 +665,7 @@ def qr(a, mode="reduced", *, T_A=None, mesh=None, matrix_specs=None, pad=True):
       ValueError: an unknown mode, a wide a; shapes, specs or meshes jaxmg cannot take.
       TypeError: dtypes jaxmg does not support.
     """
-    out = _qr.QR_API.linalg(locals())
+    out = _qr.QR_API.linalg(a=a, mode=mode, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
     return out if mode == "r" else QRResult(*out)
 
 
@@ -818,7 +843,17 @@ def svd(
       NotImplementedError: subset_by_index.
       ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
     """
-    out = _gesvd.API.linalg(locals())
+    out = _gesvd.API.linalg(
+        a=a,
+        full_matrices=full_matrices,
+        compute_uv=compute_uv,
+        hermitian=hermitian,
+        subset_by_index=subset_by_index,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        pad=pad,
+    )
     return SVDResult(*out) if compute_uv else out
 
 

@@ -119,3 +119,19 @@ def test_cpp_dependencies_point_down():
                 wrong.append(f"{path.relative_to(CSRC)} includes {name}/")
     assert not wrong, wrong
     assert not long_files, long_files
+
+
+def test_no_locals_in_the_library():
+    """Every function passes its arguments by name: `locals()` (which hands over whatever is
+    bound at that point, and made a routine `del` the arguments it only accepts) appears
+    nowhere in the package."""
+    calls = [
+        f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("locals", "vars")
+        and not node.args
+    ]
+    assert calls == [], f"locals()/vars() in the library: {calls}"

@@ -3,7 +3,7 @@ form, its JAXMg-1.x context form and its derivative rule (as JAX's `linalg_primi
 primitive's rules from one declaration).
 
 A routine module declares `Routine(Declaration(...))` and writes its public signatures and
-docstrings, whose bodies hand the bound arguments over (`return API.public(locals())`); the
+docstrings, whose bodies pass their arguments by name (`return API.public(a=a, b=b, ...)`); the
 factory owns what every routine repeats: the flag checks, the operand checks, the placement
 keywords (T_A, mesh, matrix_specs, in_specs, pad, donate), the derivative rule's static
 options, the call on blocks or in the caller's jit, the outputs' shardings (x in b's own
@@ -87,7 +87,7 @@ def _check_symmetry(kw) -> dict:
 @dataclass(frozen=True)
 class Alias:
     """A routine's `jaxmg.linalg` function: JAX's name, signature and docstring are written in
-    jaxmg/linalg.py, whose body hands its bound arguments over (`return API.linalg(locals())`);
+    jaxmg/linalg.py, whose body passes its arguments by name (`return API.linalg(a=a, ...)`);
     this says how they map onto the routine.
 
     function: the routine's public function, called once per matrix of a stack.
@@ -163,8 +163,8 @@ class Declaration:
 
 
 class Routine:
-    """The forms of one declared routine; each takes the bound arguments of its public
-    signature (`locals()` at the top of the function)."""
+    """The forms of one declared routine; each takes every argument of its public signature,
+    by name."""
 
     def __init__(self, declaration: Declaration):
         self.d = declaration
@@ -172,7 +172,7 @@ class Routine:
 
     # The forms.
 
-    def public(self, args: Mapping):
+    def public(self, **args):
         """The routine on the global arrays, differentiable, inside or outside jit."""
         d = self.d
         _placement.check_flags(**_flags(args))
@@ -196,7 +196,7 @@ class Routine:
             outputs = finish(dict(zip(self._computed(variant), out, strict=True)))
             return self._returned(outputs, given, _placer(given))
 
-    def blocks(self, args: Mapping):
+    def blocks(self, **args):
         """The routine on this device's blocks inside the caller's shard_map (not
         differentiable; the outputs are blocks, as the engine leaves them)."""
         _placement.check_flags(**_flags(args))
@@ -205,7 +205,7 @@ class Routine:
         outputs = self._unpacked(r, kw)
         return self._returned(outputs, args, lambda m, how: m)
 
-    def context(self, args: Mapping):
+    def context(self, **args):
         """JAXMg 1.x's context form: the global arrays inside the caller's jit (no jit of
         jaxmg's own, a taken as it lies); (the work array in a's shape and sharding, the
         outputs...), without the work array where an output takes its place. Inside the
@@ -271,8 +271,8 @@ class Routine:
         (every variant keyword), with the derivative rule."""
         return self._rule(tuple(bool(variant[k]) for k in self.d.variants))
 
-    def linalg(self, args: Mapping):
-        """The routine under its `jaxmg.linalg` name, on JAX's bound arguments (`locals()`):
+    def linalg(self, **args):
+        """The routine under its `jaxmg.linalg` name, on JAX's arguments (by name):
         `a` (..., M, N) and its operands, one call per matrix of a stack."""
         alias = self.d.linalg
         a = args["a"]

@@ -14,6 +14,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -107,6 +108,22 @@ class Result:
     placement: object = None  # the engine's placement (a factor keeps it)
     user: object = None  # the placement of a as given (and of b and x)
     tile: int = 0
+
+
+class EngineOutputs(NamedTuple):
+    """What one device's engine call returns (`_local`), each family's own (the others None):
+    solve and factor families: x (shaped like b, or n x solution_cols), logdet, status, sign,
+    pivots, work (the matrix written, in a's place); eigen: x the eigenvalues (n, 1), status,
+    work the eigenvectors; svd: x Vᴴ's rows, status, work U, s the singular values; polar: x
+    H's rows, status, work U; product: work the product."""
+
+    x: object = None
+    logdet: object = None
+    status: object = None
+    sign: object = None
+    pivots: object = None
+    work: object = None
+    s: object = None
 
 
 def never_transpose(placement: _placement.MatrixPlacement, donate: bool) -> bool:
@@ -218,77 +235,139 @@ def plan(
     config = _config.current()  # (its errors before any work, like the arguments')
     local_blocks = None
     if blocks:
-        if mesh is None:
-            raise ValueError("a call on blocks inside shard_map needs mesh=... (the shard_map's)")
         local_blocks = (a, b)
-        matrix_specs = _matrix_spec(matrix_specs, in_specs)
-        in_specs = None
-        a, b, matrix_specs = _global_standins(a, b, mesh, matrix_specs)
+        a, b, matrix_specs, in_specs = _block_standins(a, b, mesh, matrix_specs, in_specs)
+    m, n, b = _checked_operands(routine, a, b, kept)
+    if kept is not None:  # the factor's plan
+        placement, pivots = kept.placement, kept.pivots
+        engine_placement, tile, pad = kept.engine_placement, kept.tile, kept.pad
+    else:
+        placement, pivots = _new_placement(routine, a, b, m, n, mesh, matrix_specs, in_specs), None
+    if n == 0:
+        return Plan(None, a, b, pivots, local_blocks, bool(ctx), placement, placement)
+    # The test hook config.redistribute: redistribute even where relabeling would do.
+    redistribute = routine.redistribute or config.redistribute
+    if routine.rectangular:  # the columns keep their order: on one device column, or moved
+        redistribute = redistribute or placement.mesh_cols > 1
+    if kept is None or routine.rectangular:
+        tile = _tile(routine, placement, m, n, T_A, pad, redistribute)
+    if placement.platform == "cpu":
+        _placement.check_cpu_placement(placement)
+    _native.engine(placement.platform)
+    if kept is None:
+        # (On blocks the engine takes a as it lies: the policy's in-place choice.)
+        in_place = bool(donate) or local_blocks is not None or bool(ctx)
+        engine_placement = _engine_placement(routine, placement, in_place, local_blocks)
+    c = _call_key(
+        routine,
+        config,
+        placement,
+        engine_placement,
+        m=m,
+        n=n,
+        b=b,
+        tile=tile,
+        pad=pad,
+        redistribute=redistribute,
+        donate=donate,
+        check_symmetry=check_symmetry,
+        thread=0 if local_blocks is not None else _thread_tag(a),
+        ctx=ctx,
+        variant=variant,
+    )
+    return Plan(c, a, b, pivots, local_blocks, bool(ctx), engine_placement, placement, tile)
+
+
+def _block_standins(a_blk, b_blk, mesh, matrix_specs, in_specs):
+    """A call on blocks: stand-ins of the global arrays the blocks make up, checked as those
+    (a, b, matrix_specs, in_specs=None)."""
+    if mesh is None:
+        raise ValueError("a call on blocks inside shard_map needs mesh=... (the shard_map's)")
+    matrix_specs = _matrix_spec(matrix_specs, in_specs)
+    a, b, matrix_specs = _global_standins(a_blk, b_blk, mesh, matrix_specs)
+    return a, b, matrix_specs, None
+
+
+def _checked_operands(routine: SolveRoutine, a, b, kept):
+    """(m, n, b) of a call: a's shape checked for the routine (a kept factor's order), its
+    dtype, and b's; b None for a routine without a right-hand side."""
     if routine.rectangular:
         m, n = _placement.check_tall_matrix(a)
     else:
         m = n = _placement.check_square_matrix(a) if kept is None else kept.order
     dtype = _placement.check_dtype(a)
-    if routine.takes_rhs:
-        _check_rhs(b, m, dtype)
-        if routine.rhs_like_a and b.ndim != 2:
-            raise ValueError(f"{routine.name}: b must be an (N, K) matrix, got shape {b.shape}")
-    else:
-        b = None  # the call takes an empty right-hand side (made inside the jitted function)
-    if kept is not None:
-        engine_placement, placement, tile, pad = (
-            kept.engine_placement,
-            kept.placement,
-            kept.tile,
-            kept.pad,
+    if not routine.takes_rhs:
+        return m, n, None  # the call takes an empty right-hand side (made inside the call)
+    _check_rhs(b, m, dtype)
+    if routine.rhs_like_a and b.ndim != 2:
+        raise ValueError(f"{routine.name}: b must be an (N, K) matrix, got shape {b.shape}")
+    return m, n, b
+
+
+def _new_placement(routine: SolveRoutine, a, b, m, n, mesh, matrix_specs, in_specs):
+    """The placement of a (without a kept factor), checked: its mesh divides the matrix (and
+    b's columns, for a b sharded like a)."""
+    matrix_specs = _matrix_spec(matrix_specs, in_specs)
+    placement = _placement.resolve_placement(a, mesh, matrix_specs)
+    _placement.check_divisible(m, placement, cols=n if routine.rectangular else None)
+    if routine.rhs_like_a and b.shape[1] % placement.mesh_cols:
+        raise ValueError(
+            f"b's {b.shape[1]} columns are not divisible by the {placement.mesh_cols} "
+            "devices over a's columns: b cannot be sharded like a (split only its rows)"
         )
-        pivots = kept.pivots
-    else:
-        pivots = None
-        matrix_specs = _matrix_spec(matrix_specs, in_specs)
-        placement = _placement.resolve_placement(a, mesh, matrix_specs)
-        _placement.check_divisible(m, placement, cols=n if routine.rectangular else None)
-        if routine.rhs_like_a and b.shape[1] % placement.mesh_cols:
-            raise ValueError(
-                f"b's {b.shape[1]} columns are not divisible by the {placement.mesh_cols} "
-                "devices over a's columns: b cannot be sharded like a (split only its rows)"
-            )
-    if n == 0:
-        return Plan(None, a, b, pivots, local_blocks, bool(ctx), placement, placement)
-    # The test hook config.redistribute: redistribute even where relabeling would do.
-    redistribute = routine.redistribute or config.redistribute
+    return placement
+
+
+def _tile(routine: SolveRoutine, placement, m, n, T_A, pad, redistribute) -> int:
+    """The engine's tile: T_A checked, or one chosen for the matrix and the mesh."""
     if routine.rectangular:
-        # The columns keep their order: on one device column, or redistributed.
-        redistribute = redistribute or placement.mesh_cols > 1
-        tile = _placement.choose_rectangular_tile(m, n, placement, T_A, pad, redistribute)
-    elif kept is None:
-        tile = _placement.choose_tile(
-            n,
-            placement,
-            T_A,
-            pad,
-            symmetric=routine.symmetric and not routine.redistribute,
-            target=(routine.tile_target or {}).get(placement.platform),
+        return _placement.choose_rectangular_tile(m, n, placement, T_A, pad, redistribute)
+    return _placement.choose_tile(
+        n,
+        placement,
+        T_A,
+        pad,
+        symmetric=routine.symmetric and not routine.redistribute,
+        target=(routine.tile_target or {}).get(placement.platform),
+    )
+
+
+def _engine_placement(routine: SolveRoutine, placement, in_place: bool, local_blocks):
+    """The placement the engine sees: a's, or its transpose's where the routine hands the
+    engine aᵀ (rectangular routines always; others by their policy)."""
+    if local_blocks is not None and routine.rectangular:
+        raise ValueError(
+            f"{routine.name} hands the engine aᵀ, which moves blocks between devices: it "
+            "has no form on blocks inside shard_map; call it outside"
         )
-    if placement.platform == "cpu":
-        _placement.check_cpu_placement(placement)
-    _native.engine(placement.platform)
-    if kept is None:
-        engine_placement = placement
-        if local_blocks is not None and routine.rectangular:
-            raise ValueError(
-                f"{routine.name} hands the engine aᵀ, which moves blocks between devices: it "
-                "has no form on blocks inside shard_map; call it outside"
-            )
-        # (On blocks the engine takes a as it lies: the policy's in-place choice.)
-        in_place = bool(donate) or local_blocks is not None or bool(ctx)
-        hand_t = routine.hand_transpose(placement, in_place)
-        if routine.rectangular or hand_t:
-            engine_placement = _placement.transposed(placement)
+    if routine.rectangular or routine.hand_transpose(placement, in_place):
+        return _placement.transposed(placement)
+    return placement
+
+
+def _call_key(
+    routine: SolveRoutine,
+    config,
+    placement,
+    engine_placement,
+    *,
+    m,
+    n,
+    b,
+    tile,
+    pad,
+    redistribute,
+    donate,
+    check_symmetry,
+    thread,
+    ctx,
+    variant,
+) -> _Call:
+    """The frozen key of the call's compiled function: the routine's traits, the placements,
+    the engine's order and the GPU context."""
     context = None
     if placement.platform == "cuda":
         context = _gpu.context_for(engine_placement, routine.symmetric, redistribute)
-    check_symmetry = bool(check_symmetry and routine.symmetric)
     order = n
     if not routine.rectangular:
         order = _placement.engine_order(n, engine_placement, tile, redistribute)
@@ -300,7 +379,7 @@ def plan(
     solution_cols = 0
     if routine.solution_cols is not None:
         solution_cols = routine.solution_cols(n, 1 if b is None or b.ndim == 1 else b.shape[1])
-    c = _Call(
+    return _Call(
         name=routine.name,
         symmetric=routine.symmetric,
         user=placement,
@@ -315,8 +394,8 @@ def plan(
         b_ndim=2 if b is None else b.ndim,
         donate=bool(donate),
         context=context,
-        check_symmetry=check_symmetry,
-        thread=0 if local_blocks is not None else _thread_tag(a),
+        check_symmetry=bool(check_symmetry and routine.symmetric),
+        thread=thread,
         returns_matrix=routine.returns_matrix,
         reads_factor=routine.reads_factor,
         pivots_in=order if routine.pivots_in else 0,
@@ -328,7 +407,6 @@ def plan(
         rhs_like_a=routine.rhs_like_a,
         variant=int(variant),
     )
-    return Plan(c, a, b, pivots, local_blocks, bool(ctx), engine_placement, placement, tile)
 
 
 def build(p: Plan):
@@ -367,15 +445,14 @@ def run(p: Plan, fn, a, b, pivots) -> Result:
     else:  # concrete arrays: no transformation to serve (saves ~0.2 ms a call)
         with _placement.mesh_scope(p.placement.mesh):
             out = fn(a, b, pivots)
-    x, logdet, status, sign, piv_out, a_work, s = out
     return Result(
-        x=x,
-        matrix=a_work,
-        logdet=logdet,
-        status=status,
-        sign=sign,
-        pivots=piv_out,
-        s=s,
+        x=out.x,
+        matrix=out.work,
+        logdet=out.logdet,
+        status=out.status,
+        sign=out.sign,
+        pivots=out.pivots,
+        s=out.s,
         placement=p.placement,
         user=p.user,
         tile=p.tile,
@@ -430,16 +507,17 @@ def _on_blocks(c: _Call, a_blk, b_blk):
         b_blk = jnp.zeros((c.cols // placement.mesh_rows, 1), a_blk.dtype)
     b2 = b_blk.reshape(-1, 1) if c.b_ndim == 1 else b_blk
     piv_in = jnp.zeros((max(c.pivots_in, 1),), jnp.int32)
-    x, logdet, status, sign, piv_out, a_work, s = _local(c)(a_blk, b2, piv_in)
+    out = _local(c)(a_blk, b2, piv_in)
+    x, work = out.x, out.work
     if a_axes or b_axes:
         like_a = a_axes | sized
-        a_work = None if a_work is None else _vary(a_work, like_a)
+        work = None if work is None else _vary(work, like_a)
         if x is not None and c.rhs_like_a:
             x = _vary(x, like_a)
         elif x is not None and _layout(c)[2] != P():  # rows like b's
             x = _vary(x, b_axes | (sized & {placement.row_axis}))
     x = x.reshape(-1) if c.b_ndim == 1 else x
-    return x, logdet, status, sign, piv_out, a_work, s
+    return out._replace(x=x, work=work)
 
 
 def _check_block_axes(c: _Call, a_axes, b_axes, sized) -> None:
@@ -596,12 +674,10 @@ class _Call:
 
 @functools.cache
 def _local(c: _Call):
-    """The function one device runs on its blocks, (a_blk, b_blk, pivots) -> (x, logdet,
-    status, sign, pivots, a_work, s): one FFI call, where the mesh's axes are manual (inside
-    `_build`'s shard_map, or a caller's own). The call is the routine's family's
-    (csrc/ffi/families.h; the family from the library's list, `_native.family`); the outputs a
-    family has not are None (eigen: x holds the eigenvalues, (n, 1); svd: x holds Vᴴ's rows and
-    s the singular values; polar: x holds H's rows)."""
+    """The function one device runs on its blocks, (a_blk, b_blk, pivots) -> `EngineOutputs`:
+    one FFI call, where the mesh's axes are manual (inside `_build`'s shard_map, or a caller's
+    own). The call is the routine's family's (csrc/ffi/families.h; the family from the
+    library's list, `_native.family`)."""
     placement, n = c.placement, c.n
     # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
@@ -656,21 +732,21 @@ def _local(c: _Call):
             w, vectors, st = ffi(jax.ShapeDtypeStruct((n,), dtype), like_a, status, alias=1)(
                 a_blk, b, position, **attrs
             )
-            return w.reshape(n, 1), None, st, None, None, vectors, None
+            return EngineOutputs(x=w.reshape(n, 1), status=st, work=vectors)
         if family == "svd":
             # Vᴴ's rows when the routine has them (solution_cols: n), else one element.
             vh = jax.ShapeDtypeStruct((x_rows, n), dtype) if c.solution_cols == n else one
             u, s, vh, st = ffi(like_a, jax.ShapeDtypeStruct((x_rows,), dtype), vh, status)(
                 a_blk, position, **attrs
             )
-            return vh, None, st, None, None, u, s
+            return EngineOutputs(x=vh, status=st, work=u, s=s)
         if family == "polar":
             h = jax.ShapeDtypeStruct((x_rows, n), dtype) if c.solution_cols == n else one
             u, h, st = ffi(like_a, h, status)(a_blk, position, **attrs)
-            return h, None, st, None, None, u, None
+            return EngineOutputs(x=h, status=st, work=u)
         if family == "product":
             (prod,) = ffi(like_a)(a_blk, b_blk, position, **attrs)
-            return None, None, None, None, None, prod, None
+            return EngineOutputs(work=prod)
         real = jnp.finfo(dtype).dtype
         if c.reads_factor:
             work_shape = (1,)
@@ -694,7 +770,7 @@ def _local(c: _Call):
             alias=0 if work_shape == a_blk.shape else None,
         )
         a_work, x, logdet, st, sign, piv_out = call(a_blk, b_blk, position, piv_in, **attrs)
-        return x, logdet, st, sign, piv_out, a_work, None
+        return EngineOutputs(x, logdet, st, sign, piv_out, a_work)
 
     return local
 
@@ -738,7 +814,7 @@ def _pipeline(c: _Call):
         local,
         mesh=placement.mesh,
         in_specs=(placement.matrix_spec, rhs_spec, P()),
-        out_specs=(x_spec, P(), P(), P(), P(), work_spec, P(*tuple(x_spec)[:1])),
+        out_specs=EngineOutputs(x_spec, P(), P(), P(), P(), work_spec, P(*tuple(x_spec)[:1])),
         check_vma=False,
     )
 
@@ -760,7 +836,8 @@ def _pipeline(c: _Call):
             a = _adjoint_mod.transpose(a, conjugate=c.symmetric)
             a = _placement.constrain(a, placement.mesh, placement.matrix_spec)
         b2 = _placement.constrain(b2, placement.mesh, rhs_spec)
-        x, logdet, status, sign, piv_out, a_work, s = call(a, b2, piv_in)
+        out = call(a, b2, piv_in)
+        x, a_work = out.x, out.work
         if c.rhs_like_a:
             x = _placement.constrain(x, user.mesh, user.matrix_spec)
         elif x_spec == rhs_spec:
@@ -775,7 +852,7 @@ def _pipeline(c: _Call):
             a_work = _placement.constrain(a_work, user.mesh, user.matrix_spec)
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
         keep = c.donate or c.returns_matrix or c.ctx
-        return x, logdet, status, sign, piv_out, (a_work if keep else None), s
+        return out._replace(x=x, work=a_work if keep else None)
 
     return run
 

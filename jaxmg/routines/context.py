@@ -94,7 +94,17 @@ def potrs_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    return _potrs.API.context(locals())
+    return _potrs.API.context(
+        a=a,
+        b=b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_logdet=return_logdet,
+        pad=pad,
+        check_symmetry=check_symmetry,
+    )
 
 
 @_scoped
@@ -126,7 +136,9 @@ def lu_solve_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    return _lu.API.context(locals())
+    return _lu.API.context(
+        a=a, b=b, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=pad
+    )
 
 
 @_scoped
@@ -160,7 +172,16 @@ def syevd_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    return _syevd.API.context(locals())
+    return _syevd.API.context(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_eigenvectors=return_eigenvectors,
+        pad=pad,
+        check_symmetry=check_symmetry,
+    )
 
 
 @_scoped
@@ -192,7 +213,9 @@ def qr_shardmap_ctx(
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes, tiles or
         non-boolean flags, before any work.
     """
-    return _qr.QR_API.context(locals())
+    return _qr.QR_API.context(
+        a=a, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=pad
+    )
 
 
 @_scoped
@@ -226,7 +249,9 @@ def least_squares_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    return _qr.LEAST_SQUARES_API.context(locals())
+    return _qr.LEAST_SQUARES_API.context(
+        a=a, b=b, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, in_specs=in_specs, pad=pad
+    )
 
 
 @_scoped
@@ -260,7 +285,17 @@ def gesvd_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    return _gesvd.API.context(locals())
+    return _gesvd.API.context(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        compute_u=compute_u,
+        compute_vh=compute_vh,
+        full_matrices=full_matrices,
+        pad=pad,
+    )
 
 
 @_scoped
@@ -291,4 +326,12 @@ def polar_shardmap_ctx(
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes, tiles or non-boolean
         flags, before any work.
     """
-    return _polar.API.context(locals())
+    return _polar.API.context(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        compute_h=compute_h,
+        pad=pad,
+    )

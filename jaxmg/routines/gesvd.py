@@ -96,7 +96,19 @@ def gesvd(
       TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    return API.public(locals())
+    return API.public(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        compute_u=compute_u,
+        compute_vh=compute_vh,
+        full_matrices=full_matrices,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+    )
 
 
 def _svd_keywords(args) -> dict:

@@ -76,7 +76,17 @@ def inv(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    return API.public(locals())
+    return API.public(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_status=return_status,
+        return_logdet=return_logdet,
+        pad=pad,
+        donate=donate,
+    )
 
 
 def _tangent(variant, opts, placement, primals, out, tangents):

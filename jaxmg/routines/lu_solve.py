@@ -96,7 +96,20 @@ def lu_solve(
     if factor_dtype is None:
         if return_info is not False:
             raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
-        return API.public(locals())
+        return API.public(
+            a=a,
+            b=b,
+            T_A=T_A,
+            mesh=mesh,
+            matrix_specs=matrix_specs,
+            in_specs=in_specs,
+            return_status=return_status,
+            return_logdet=return_logdet,
+            pad=pad,
+            donate=donate,
+            factor_dtype=factor_dtype,
+            return_info=return_info,
+        )
     # Mixed precision: lu_factor in low precision, then the refined solve (routines/mixed.py).
     flags = dict(
         return_status=return_status,
@@ -149,7 +162,17 @@ def lu_solve_blocks(
       ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
       TypeError: on bad dtypes or non-boolean flags.
     """
-    return API.blocks(locals())
+    return API.blocks(
+        a=a,
+        b=b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_status=return_status,
+        return_logdet=return_logdet,
+        pad=pad,
+    )
 
 
 API = _factory.Routine(

@@ -41,7 +41,18 @@ def matmul(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs or meshes, before any work.
     """
-    return API.public(locals())
+    return API.public(
+        a=a,
+        b=b,
+        adjoint_a=adjoint_a,
+        adjoint_b=adjoint_b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        pad=pad,
+        donate=donate,
+    )
 
 
 def _check(kw):

@@ -59,7 +59,17 @@ def polar(
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before any
         work.
     """
-    return API.public(locals())
+    return API.public(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        compute_h=compute_h,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+    )
 
 
 def _tangent(variant, opts, placement, primals, out, tangents):

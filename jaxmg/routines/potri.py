@@ -57,7 +57,18 @@ def potri(
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    return API.public(locals())
+    return API.public(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_status=return_status,
+        return_logdet=return_logdet,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
 
 
 def _tangent(variant, opts, placement, primals, out, tangents):

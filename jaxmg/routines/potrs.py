@@ -100,7 +100,21 @@ def potrs(
     if factor_dtype is None:
         if return_info is not False:
             raise ValueError("return_info=True needs factor_dtype (the mixed precision solve)")
-        return API.public(locals())
+        return API.public(
+            a=a,
+            b=b,
+            T_A=T_A,
+            mesh=mesh,
+            matrix_specs=matrix_specs,
+            in_specs=in_specs,
+            return_logdet=return_logdet,
+            return_status=return_status,
+            pad=pad,
+            donate=donate,
+            check_symmetry=check_symmetry,
+            factor_dtype=factor_dtype,
+            return_info=return_info,
+        )
     # Mixed precision: cho_factor in low precision, then the refined solve (routines/mixed.py).
     flags = dict(
         return_logdet=return_logdet,
@@ -167,7 +181,18 @@ def potrs_blocks(
       ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
       TypeError: on bad dtypes or non-boolean flags.
     """
-    return API.blocks(locals())
+    return API.blocks(
+        a=a,
+        b=b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_logdet=return_logdet,
+        return_status=return_status,
+        pad=pad,
+        check_symmetry=check_symmetry,
+    )
 
 
 API = _factory.Routine(

@@ -73,7 +73,16 @@ def qr(
       ValueError, TypeError: on bad shapes (M < N), dtypes, specs, meshes or tiles, before
         any work.
     """
-    return QR_API.public(locals())
+    return QR_API.public(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+    )
 
 
 def _upper(r, n):
@@ -198,7 +207,17 @@ def least_squares(
       ValueError, TypeError: on bad shapes (M < N, b's rows not M), dtypes, specs, meshes or
         tiles, before any work.
     """
-    return LEAST_SQUARES_API.public(locals())
+    return LEAST_SQUARES_API.public(
+        a=a,
+        b=b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+    )
 
 
 def _lstsq_tangent(variant, opts, pl, primals, out, tangents):

@@ -82,8 +82,19 @@ def solve_triangular(
       ValueError: trans not 0, 1, 2, "N", "T" or "C"; bad shapes, specs, meshes or tiles,
         before any work.
     """
-    del overwrite_b, debug, check_finite
-    return API.public(locals())
+    return API.public(
+        a=a,
+        b=b,
+        trans=trans,
+        lower=lower,
+        unit_diagonal=unit_diagonal,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_status=return_status,
+        pad=pad,
+    )
 
 
 def _trans(trans) -> int:

@@ -73,7 +73,18 @@ def syevd(
       TypeError: a flag that is not a Python bool (the message names it).
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
     """
-    return API.public(locals())
+    return API.public(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_eigenvectors=return_eigenvectors,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
 
 
 def syevd_blocks(
@@ -106,7 +117,17 @@ def syevd_blocks(
       ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
       TypeError: on bad dtypes or non-boolean flags.
     """
-    return API.blocks(locals())
+    return API.blocks(
+        a=a,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_eigenvectors=return_eigenvectors,
+        return_status=return_status,
+        pad=pad,
+        check_symmetry=check_symmetry,
+    )
 
 
 def unpack(r, kw, b):

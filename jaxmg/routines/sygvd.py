@@ -74,7 +74,19 @@ def eigh(
             donate=donate,
             check_symmetry=check_symmetry,
         )
-    return API.public(locals())
+    return API.public(
+        a=a,
+        b=b,
+        T_A=T_A,
+        mesh=mesh,
+        matrix_specs=matrix_specs,
+        in_specs=in_specs,
+        return_eigenvectors=return_eigenvectors,
+        return_status=return_status,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
+    )
 
 
 def _check_b(kw):
