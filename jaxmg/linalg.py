@@ -587,7 +587,7 @@ def eigvalsh(
 
 # The Cholesky factor in a's own order: the engine redistributes a into true block-cyclic tiles
 # (no relabeling, which would factor a permuted matrix) and writes the factor back there.
-_CHOLESKY = _routine.SolveRoutine(
+_CHOLESKY = _routine.EngineRoutine(
     name="cho_factor",
     symmetric=True,
     hand_transpose=_routine.never_transpose,

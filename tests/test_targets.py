@@ -47,12 +47,12 @@ def _declared(module) -> set[str]:
     found = set()
     for v in vars(module).values():
         items = v.values() if isinstance(v, dict) else v if isinstance(v, list | tuple) else (v,)
-        found |= {x.name for x in items if isinstance(x, _routine.SolveRoutine)}
+        found |= {x.name for x in items if isinstance(x, _routine.EngineRoutine)}
     return found
 
 
 def test_every_routine_module_calls_a_listed_target(cpu_routines):
-    """Python's view: each SolveRoutine the package declares has a target in the library."""
+    """Python's view: each EngineRoutine the package declares has a target in the library."""
     from jaxmg._core import product
 
     declared = _declared(product)

@@ -1,7 +1,7 @@
 // The configuration of one call: its algorithm choices, tuning and test hooks, from jaxmg.config
 // (jaxmg/_core/config.py, where the environment's JAXMG_* defaults are read). Python hands it to
 // every call as the `config` attribute; the FFI layer decodes it once (ffi/config.h) into
-// SolveAttrs::config, and the engines read it from there. So it is part of the jit cache key, and
+// CallAttrs::config, and the engines read it from there. So it is part of the jit cache key, and
 // the call agreement's fingerprint hashes it whole (ConfigHash): ranks configured differently get
 // the agreement's error instead of pairing different collectives.
 //

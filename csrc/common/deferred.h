@@ -55,7 +55,8 @@ inline const TestFailurePoint*& ActiveTestFailure() {
   return point;
 }
 
-// Installs a call's test_fail point on this thread for the scope's life (ffi/families.h RunSolve).
+// Installs a call's test_fail point on this thread for the scope's life (ffi/families.h
+// RunRoutine).
 class TestFailureScope {
  public:
   explicit TestFailureScope(const char* setting)

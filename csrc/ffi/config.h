@@ -1,5 +1,5 @@
 // Decodes a call's `config` attribute (the dictionary jaxmg/_core/config.py builds from
-// jaxmg.config) into common/config.h's Config, once per call, for SolveAttrs::config.
+// jaxmg.config) into common/config.h's Config, once per call, for CallAttrs::config.
 #pragma once
 
 #include <cstdint>

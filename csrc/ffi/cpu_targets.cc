@@ -21,7 +21,7 @@ namespace sl = ::jaxmg::scalapack;
 struct CpuEngine {
   template <class R>
   ffi::Error Run(const char* target, ffi::DataType dtype, ffi::Buffer<ffi::S32> position,
-                 const ffi_util::CallAttrs& call, SolveAttrs& attrs, const SolveIo& io) const {
+                 const ffi_util::FfiAttrs& call, CallAttrs& attrs, const CallBuffers& io) const {
     attrs.u = position.typed_data()[0];
     attrs.v = position.typed_data()[1];
     layout::Plan plan;
@@ -33,7 +33,7 @@ struct CpuEngine {
     sl::Engine engine;
     s = sl::Engine::Create(attrs, plan, Fingerprint(target, static_cast<int>(dtype), attrs),
                            &engine);
-    if (s.ok()) s = RunSolve<R>(engine, dtype, target, attrs, io);
+    if (s.ok()) s = RunRoutine<R>(engine, dtype, target, attrs, io);
     return ffi_util::ToFfi(s);
   }
 };

@@ -48,7 +48,7 @@ struct GpuEngine {
 
   template <class R>
   ffi::Error Run(const char* target, ffi::DataType dtype, ffi::Buffer<ffi::S32> position,
-                 const ffi_util::CallAttrs& call, SolveAttrs& attrs, const SolveIo& io) const {
+                 const ffi_util::FfiAttrs& call, CallAttrs& attrs, const CallBuffers& io) const {
     mp::Context* ctx = nullptr;
     Status s = mp::FindContext(call.context, device, &ctx);  // this device's of the mesh's
     if (!s.ok()) return ffi_util::ToFfi(s);
@@ -72,7 +72,7 @@ struct GpuEngine {
     XlaScratch source(*scratch);
     mp::Engine engine(*ctx, *state, stream, source, position.typed_data(), attrs.transposed,
                       attrs.config);
-    return ffi_util::ToFfi(RunSolve<R>(engine, dtype, target, attrs, io));
+    return ffi_util::ToFfi(RunRoutine<R>(engine, dtype, target, attrs, io));
   }
 };
 

@@ -3,8 +3,8 @@
 //
 // A target is one routine of the list (routines/targets.h) bound as its family binds. Its handler:
 //   1. checks every buffer against the attributes (a bad attribute is an out-of-bounds access)
-//      and decodes the call's configuration (ffi/config.h), filling the routine's SolveAttrs and
-//      SolveIo (routines/contract.h, no XLA there);
+//      and decodes the call's configuration (ffi/config.h), filling the routine's CallAttrs and
+//      CallBuffers (routines/contract.h, no XLA there);
 //   2. hands them to the engine's part (Engine::Run in ffi/cpu_targets.cc and
 //      ffi/cuda_targets.cc: the layout plan, the engine for this call, the dtype dispatch and
 //      the routine R<E, T>).
@@ -38,7 +38,7 @@ namespace jaxmg::ffi_util {
 
 // The call's attributes, every target's the same, decoded as one struct from the keywords
 // jaxmg/_core/routine.py's _local passes (XLA_FFI_REGISTER_STRUCT_ATTR_DECODING below).
-struct CallAttrs {
+struct FfiAttrs {
   int64_t n;     // rows of the matrix handed (its order for square routines)
   int64_t cols;  // its columns (n for the square routines)
   int64_t mesh_rows, mesh_cols;
@@ -50,14 +50,14 @@ struct CallAttrs {
   int64_t thread;                         // the calling Python thread's tag
   int64_t check_symmetry;
   ::xla::ffi::Dictionary config;  // jaxmg.config (ffi/config.h DecodeConfig)
-  int64_t variant;                // the routine's own (SolveAttrs::variant)
+  int64_t variant;                // the routine's own (CallAttrs::variant)
   int64_t context;                // GPUs: the id of the mesh's NCCL/cuSOLVERMp context; CPUs: 0
 };
 
 }  // namespace jaxmg::ffi_util
 
 XLA_FFI_REGISTER_STRUCT_ATTR_DECODING(
-    ::jaxmg::ffi_util::CallAttrs, ::xla::ffi::StructMember<int64_t>("n"),
+    ::jaxmg::ffi_util::FfiAttrs, ::xla::ffi::StructMember<int64_t>("n"),
     ::xla::ffi::StructMember<int64_t>("cols"), ::xla::ffi::StructMember<int64_t>("mesh_rows"),
     ::xla::ffi::StructMember<int64_t>("mesh_cols"), ::xla::ffi::StructMember<int64_t>("tile"),
     ::xla::ffi::StructMember<int64_t>("pad"),
@@ -72,11 +72,11 @@ XLA_FFI_REGISTER_STRUCT_ATTR_DECODING(
 namespace jaxmg {
 
 // Runs routine R (a struct deriving from RoutineTraits, with `static constexpr layout::Symmetry
-// kSymmetry` and `template <class E, class T> static Status Run(E&, const SolveAttrs&, const
-// SolveIo&)`) on engine E, for the dtype of the call.
+// kSymmetry` and `template <class E, class T> static Status Run(E&, const CallAttrs&, const
+// CallBuffers&)`) on engine E, for the dtype of the call.
 template <class R, class E>
-Status RunSolve(E& engine, ::xla::ffi::DataType dtype, const char* routine, const SolveAttrs& attrs,
-                const SolveIo& io) {
+Status RunRoutine(E& engine, ::xla::ffi::DataType dtype, const char* routine,
+                  const CallAttrs& attrs, const CallBuffers& io) {
   static_assert(std::is_base_of_v<RoutineTraits, R>, "a routine derives from RoutineTraits");
   const TestFailureScope hook(attrs.config.test_fail);  // the test hook, for this call's steps
   return engine.Finish(ffi_util::DispatchFloating(dtype, routine, [&](auto tag) {
@@ -90,8 +90,8 @@ namespace ffi_util {
 namespace ffi = ::xla::ffi;
 
 // The call's attributes into attrs, checked (mesh, order, ranks), and its configuration decoded.
-inline Status DecodeCall(const char* target, const CallAttrs& c, bool rectangular,
-                         SolveAttrs* attrs) {
+inline Status DecodeCall(const char* target, const FfiAttrs& c, bool rectangular,
+                         CallAttrs* attrs) {
   attrs->n = c.n;
   attrs->cols = c.cols;
   attrs->mesh_rows = c.mesh_rows;
@@ -119,7 +119,7 @@ inline Status DecodeCall(const char* target, const CallAttrs& c, bool rectangula
 // The checks every family makes: a is a shard of the matrix handed (unless `any_shape`: a kept
 // factor, whose size the engine checks), the position holds (u, v) and the status is a scalar
 // (status_count: its elements; 1 for a family without one).
-inline Status CheckCommon(const std::string& name, const SolveAttrs& attrs, ffi::AnyBuffer a,
+inline Status CheckCommon(const std::string& name, const CallAttrs& attrs, ffi::AnyBuffer a,
                           ffi::Buffer<ffi::S32> position, size_t status_count, bool any_shape) {
   const auto dims = a.dimensions();
   if (dims.size() != 2 || (!any_shape && (dims[0] != attrs.n / attrs.mesh_rows ||
@@ -134,7 +134,7 @@ inline Status CheckCommon(const std::string& name, const SolveAttrs& attrs, ffi:
 // A result that overwrites a (`vectors`, `u`, `c`): a's dtype and shape; the engine works in it,
 // from a's contents (aliased: XLA hands the same buffer).
 inline Status BindWork(const std::string& name, const char* what, ffi::AnyBuffer a,
-                       ffi::Result<ffi::AnyBuffer>& work, SolveIo* io) {
+                       ffi::Result<ffi::AnyBuffer>& work, CallBuffers* io) {
   const auto a_dims = a.dimensions(), w_dims = work->dimensions();
   if (work->element_type() != a.element_type() || w_dims.size() != a_dims.size() ||
       w_dims[0] != a_dims[0] || w_dims[1] != a_dims[1]) {
@@ -151,7 +151,7 @@ inline Status BindWork(const std::string& name, const char* what, ffi::AnyBuffer
 
 // The rows of a result of n rows split like the caller's right-hand side (over the engine mesh's
 // columns when the matrix was handed transposed), or whole on every device.
-inline Status CheckSplitRows(const std::string& name, const char* what, const SolveAttrs& attrs,
+inline Status CheckSplitRows(const std::string& name, const char* what, const CallAttrs& attrs,
                              int64_t rows) {
   const int64_t split = attrs.n / (attrs.transposed ? attrs.mesh_cols : attrs.mesh_rows);
   if (rows != split && rows != attrs.n) {
@@ -167,7 +167,7 @@ inline ffi::Error Invalid(const Status& s) { return ffi::Error::InvalidArgument(
 // handler's order), and Call<R>(target, engine, ...) checks the buffers and runs routine R
 // through the engine's part, engine.Run<R>(target, dtype, position, call, attrs, io) (the
 // engines' targets files: ffi/cpu_targets.cc, ffi/cuda_targets.cc), which builds the engine
-// for the call and runs R<E, T> for its dtype (RunSolve).
+// for the call and runs R<E, T> for its dtype (RunRoutine).
 namespace families {
 
 // Solves, factors, inverses, determinants, QR, least squares, triangular solves.
@@ -193,7 +193,7 @@ struct solve {
         .template Ret<ffi::Buffer<ffi::S32>>()  // status
         .template Ret<ffi::AnyBuffer>()         // sign
         .template Ret<ffi::Buffer<ffi::S32>>()  // pivots out
-        .template Attrs<CallAttrs>();
+        .template Attrs<FfiAttrs>();
   }
 
   template <class R, class Engine>
@@ -203,9 +203,9 @@ struct solve {
                          ffi::Result<ffi::AnyBuffer> x, ffi::Result<ffi::AnyBuffer> logdet,
                          ffi::Result<ffi::Buffer<ffi::S32>> status,
                          ffi::Result<ffi::AnyBuffer> sign,
-                         ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, CallAttrs call) {
-    SolveAttrs attrs;
-    SolveIo io;
+                         ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, FfiAttrs call) {
+    CallAttrs attrs;
+    CallBuffers io;
     const std::string name(target);
     // x is the routine's own, or a rectangular routine's (RoutineTraits).
     constexpr bool kOwnSolution = R::kOwnSolution || R::kRectangular;
@@ -223,8 +223,8 @@ struct solve {
                       ffi::AnyBuffer b, ffi::Buffer<ffi::S32> pivots_in,
                       ffi::Result<ffi::AnyBuffer>& work, ffi::Result<ffi::AnyBuffer>& x,
                       ffi::Result<ffi::AnyBuffer>& logdet, ffi::Result<ffi::AnyBuffer>& sign,
-                      ffi::Result<ffi::Buffer<ffi::S32>>& pivots_out, SolveAttrs* attrs,
-                      SolveIo* io) {
+                      ffi::Result<ffi::Buffer<ffi::S32>>& pivots_out, CallAttrs* attrs,
+                      CallBuffers* io) {
     auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
     const ffi::DataType dt = a.element_type();
     if (b.element_type() != dt || x->element_type() != dt || work->element_type() != dt ||
@@ -285,16 +285,16 @@ struct eigen {
         .template Ret<ffi::AnyBuffer>()         // w
         .template Ret<ffi::AnyBuffer>()         // vectors
         .template Ret<ffi::Buffer<ffi::S32>>()  // status
-        .template Attrs<CallAttrs>();
+        .template Attrs<FfiAttrs>();
   }
 
   template <class R, class Engine>
   static ffi::Error Call(const char* target, const Engine& engine, ffi::AnyBuffer a,
                          ffi::AnyBuffer b, ffi::Buffer<ffi::S32> position,
                          ffi::Result<ffi::AnyBuffer> w, ffi::Result<ffi::AnyBuffer> vectors,
-                         ffi::Result<ffi::Buffer<ffi::S32>> status, CallAttrs call) {
-    SolveAttrs attrs;
-    SolveIo io;
+                         ffi::Result<ffi::Buffer<ffi::S32>> status, FfiAttrs call) {
+    CallAttrs attrs;
+    CallBuffers io;
     const std::string name(target);
     Status s = DecodeCall(target, call, /*rectangular=*/false, &attrs);
     if (s.ok())
@@ -338,16 +338,16 @@ struct svd {
         .template Ret<ffi::AnyBuffer>()         // s
         .template Ret<ffi::AnyBuffer>()         // vh
         .template Ret<ffi::Buffer<ffi::S32>>()  // status
-        .template Attrs<CallAttrs>();
+        .template Attrs<FfiAttrs>();
   }
 
   template <class R, class Engine>
   static ffi::Error Call(const char* target, const Engine& engine, ffi::AnyBuffer a,
                          ffi::Buffer<ffi::S32> position, ffi::Result<ffi::AnyBuffer> u,
                          ffi::Result<ffi::AnyBuffer> sv, ffi::Result<ffi::AnyBuffer> vh,
-                         ffi::Result<ffi::Buffer<ffi::S32>> status, CallAttrs call) {
-    SolveAttrs attrs;
-    SolveIo io;
+                         ffi::Result<ffi::Buffer<ffi::S32>> status, FfiAttrs call) {
+    CallAttrs attrs;
+    CallBuffers io;
     const std::string name(target);
     Status s = DecodeCall(target, call, /*rectangular=*/true, &attrs);
     if (s.ok())
@@ -388,16 +388,16 @@ struct polar {
         .template Ret<ffi::AnyBuffer>()         // u
         .template Ret<ffi::AnyBuffer>()         // h
         .template Ret<ffi::Buffer<ffi::S32>>()  // status
-        .template Attrs<CallAttrs>();
+        .template Attrs<FfiAttrs>();
   }
 
   template <class R, class Engine>
   static ffi::Error Call(const char* target, const Engine& engine, ffi::AnyBuffer a,
                          ffi::Buffer<ffi::S32> position, ffi::Result<ffi::AnyBuffer> u,
                          ffi::Result<ffi::AnyBuffer> h, ffi::Result<ffi::Buffer<ffi::S32>> status,
-                         CallAttrs call) {
-    SolveAttrs attrs;
-    SolveIo io;
+                         FfiAttrs call) {
+    CallAttrs attrs;
+    CallBuffers io;
     const std::string name(target);
     Status s = DecodeCall(target, call, /*rectangular=*/true, &attrs);
     if (s.ok())
@@ -433,15 +433,15 @@ struct product {
         .template Arg<ffi::AnyBuffer>()         // b
         .template Arg<ffi::Buffer<ffi::S32>>()  // position
         .template Ret<ffi::AnyBuffer>()         // c
-        .template Attrs<CallAttrs>();
+        .template Attrs<FfiAttrs>();
   }
 
   template <class R, class Engine>
   static ffi::Error Call(const char* target, const Engine& engine, ffi::AnyBuffer a,
                          ffi::AnyBuffer b, ffi::Buffer<ffi::S32> position,
-                         ffi::Result<ffi::AnyBuffer> c, CallAttrs call) {
-    SolveAttrs attrs;
-    SolveIo io;
+                         ffi::Result<ffi::AnyBuffer> c, FfiAttrs call) {
+    CallAttrs attrs;
+    CallBuffers io;
     const std::string name(target);
     Status s = DecodeCall(target, call, /*rectangular=*/false, &attrs);
     if (s.ok()) s = CheckCommon(name, attrs, a, position, /*status_count=*/1, /*any_shape=*/false);

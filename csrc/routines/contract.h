@@ -1,5 +1,5 @@
 // The contract between the routines (csrc/routines/) and the engines: a call's attributes and
-// buffers (SolveAttrs, SolveIo), what every rank agrees on before a collective
+// buffers (CallAttrs, CallBuffers), what every rank agrees on before a collective
 // (CallFingerprint), the matrix handle the steps pass (DistributedMatrix), and the engine steps
 // (routines/steps.h). No XLA here: the FFI layer (ffi/families.h) fills these from its bindings,
 // and the engines and routines see only them.
@@ -82,7 +82,7 @@ struct DistributedMatrix {
 
 // The call's attributes, every target's (ffi/families.h decodes them), and what the family's
 // checks derive (nrhs).
-struct SolveAttrs {
+struct CallAttrs {
   int64_t n = 0, mesh_rows = 1, mesh_cols = 1, tile = 1;
   int64_t cols = 0;  // the columns of the matrix handed (n for the square routines)
   bool pad = true;
@@ -106,7 +106,7 @@ struct CallFingerprint {
   std::vector<const char*> names;
 };
 
-inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAttrs& a) {
+inline CallFingerprint Fingerprint(const char* target, int dtype, const CallAttrs& a) {
   uint64_t routine = 1469598103934665603ull;  // FNV-1a of the target name
   for (const char* c = target; *c; ++c)
     routine = (routine ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
@@ -124,7 +124,7 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const SolveAtt
 }
 
 // The buffers of one call.
-struct SolveIo {
+struct CallBuffers {
   // The shard: the result a_work aliases it, or (a_work empty or of another size) it is an
   // input the engine only reads.
   void* a = nullptr;

@@ -19,9 +19,9 @@ struct ChoFactor : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix l;
-    JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a_out, io.a_out_count, &l)));
+    JAXMG_RETURN_IF_ERROR((Posv::Factor<E, T>(e, attrs, io, io.a_out, io.a_out_count, &l)));
     if (l.empty()) return Status();
     return e.template FactorOut<T>(l, io.a_out, io.a_out_count);
   }
@@ -32,10 +32,10 @@ struct ChoSolve : RoutineTraits {
   static constexpr bool kReadsFactor = true;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix l;
     JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count, Factorization::kCholesky, &l));
-    return Potrs::Solve<E, T>(e, io, l);
+    return Posv::Solve<E, T>(e, io, l);
   }
 };
 
@@ -43,7 +43,7 @@ struct LuFactor : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     if (io.pivots_out_count != e.plan().engine_rows()) {
       return JAXMG_ERROR("lu_factor: the pivots buffer has " + std::to_string(io.pivots_out_count) +
                          " entries, the engine matrix " + std::to_string(e.plan().engine_rows()));
@@ -66,7 +66,7 @@ struct LuSolveKept : RoutineTraits {
   static constexpr bool kReadsFactor = true;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     if (io.pivots_in_count != e.plan().engine_rows()) {
       return JAXMG_ERROR("lu_solve: the factor's pivots have " +
                          std::to_string(io.pivots_in_count) + " entries, the engine matrix " +

@@ -23,7 +23,7 @@ struct GesvdOf : RoutineTraits {
   static constexpr bool kWantsVh = kVt;  // vh holds Vᴴ (else one unused element)
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("gesvd runs on a redistributed matrix");
     }

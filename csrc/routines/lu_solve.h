@@ -17,7 +17,7 @@ struct LuSolve : RoutineTraits {
   // *lu := the engine matrix from the shard, factored by pivoted LU; the status written,
   // *info agreed by every rank. Shared by inv, slogdet and lu_factor.
   template <class E, class T>
-  static Status Factor(E& e, const SolveIo& io, typename E::Matrix* lu, int* info) {
+  static Status Factor(E& e, const CallBuffers& io, typename E::Matrix* lu, int* info) {
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, lu));
     *info = 0;
     JAXMG_RETURN_IF_ERROR(e.template Getrf<T>(lu, info));
@@ -25,7 +25,7 @@ struct LuSolve : RoutineTraits {
   }
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix lu;
     int info = 0;
     JAXMG_RETURN_IF_ERROR((Factor<E, T>(e, io, &lu, &info)));
@@ -37,7 +37,7 @@ struct LuSolve : RoutineTraits {
   // The solve with the factors lu (shared with the solves from a kept factor, factor.h):
   // A x = b, or Aᵀ x = b with `transpose` (M = Aᵀ: Aᵀ x = b <=> B (Π_c x) = Π_r b).
   template <class E, class T>
-  static Status Solve(E& e, const SolveAttrs& attrs, const SolveIo& io,
+  static Status Solve(E& e, const CallAttrs& attrs, const CallBuffers& io,
                       const typename E::Matrix& lu, bool transpose = false) {
     const bool holds_transpose = !attrs.transposed != transpose;
     typename E::Matrix c;

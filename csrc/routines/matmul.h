@@ -20,7 +20,7 @@ struct MatmulOf : RoutineTraits {
   static constexpr bool kSecondMatrix = true;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("matmul runs on redistributed matrices");
     }

@@ -111,7 +111,7 @@ struct PolarOf : RoutineTraits {
   static constexpr bool kWantsH = kH;  // x holds H's rows (else one unused element)
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("polar runs on a redistributed matrix");
     }

@@ -17,9 +17,9 @@ struct Potri : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix l, y;
-    JAXMG_RETURN_IF_ERROR((Potrs::Factor<E, T>(e, attrs, io, io.a, io.a_count, &l)));
+    JAXMG_RETURN_IF_ERROR((Posv::Factor<E, T>(e, attrs, io, io.a, io.a_count, &l)));
     if (l.empty()) return Status();
     JAXMG_RETURN_IF_ERROR(e.template CholeskyInverse<T>(l, &y));  // y := B⁻¹
     return e.template ShardOut<T>(y, io.a);

@@ -1,4 +1,6 @@
-// potrs: Cholesky solve of a symmetric (Hermitian) positive-definite system, with log det A.
+// potrs (JAXMg's name; LAPACK's posv): Cholesky factorization and solve of a symmetric
+// (Hermitian) positive-definite system, with log det A. The engine's solve with a factor is
+// its Potrs step.
 //
 // The engine holds conj(A) relabeled (B = Π conj(A) Πᵀ, see layout.h), so it solves
 // conj(A) y = conj(b): the right-hand side goes in and the solution comes out conjugated, both
@@ -9,7 +11,7 @@
 
 namespace jaxmg::routines {
 
-struct Potrs : RoutineTraits {
+struct Posv : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
   static constexpr int kNotSymmetric = -1;  // the status of a matrix that is not Hermitian
 
@@ -20,7 +22,7 @@ struct Potrs : RoutineTraits {
   // With attrs.check_symmetry: *rejected (agreed) when the matrix is not Hermitian, with the
   // status kNotSymmetric and nan_count entries of nan_out NaN. Shared by syevd.
   template <class E, class T>
-  static Status RejectAsymmetric(E& e, const SolveAttrs& attrs, const SolveIo& io, void* nan_out,
+  static Status RejectAsymmetric(E& e, const CallAttrs& attrs, const CallBuffers& io, void* nan_out,
                                  int64_t nan_count, bool* rejected) {
     *rejected = false;
     if (!attrs.check_symmetry) return Status();
@@ -31,7 +33,7 @@ struct Potrs : RoutineTraits {
   }
 
   template <class E, class T>
-  static Status Factor(E& e, const SolveAttrs& attrs, const SolveIo& io, void* nan_out,
+  static Status Factor(E& e, const CallAttrs& attrs, const CallBuffers& io, void* nan_out,
                        int64_t nan_count, typename E::Matrix* l) {
     *l = typename E::Matrix();
     // The symmetry check's verdict comes with the factorization's status agreement (a matrix
@@ -52,7 +54,7 @@ struct Potrs : RoutineTraits {
   // x := B⁻¹ c for the factor l, c = conj(b) through Π (the solution conjugated back). Shared by
   // cho_solve.
   template <class E, class T>
-  static Status Solve(E& e, const SolveIo& io, const typename E::Matrix& l) {
+  static Status Solve(E& e, const CallBuffers& io, const typename E::Matrix& l) {
     typename E::Matrix c;
     JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/true, &c));
     JAXMG_RETURN_IF_ERROR(e.template Potrs<T>(l, c));  // c := B⁻¹ c
@@ -60,7 +62,7 @@ struct Potrs : RoutineTraits {
   }
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix l;
     JAXMG_RETURN_IF_ERROR((Factor<E, T>(e, attrs, io, io.x, io.x_count, &l)));
     if (l.empty()) return Status();

@@ -22,7 +22,7 @@ struct Qr : RoutineTraits {
   static constexpr bool kRectangular = true;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix a;
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     int info = 0;
@@ -43,7 +43,7 @@ struct LeastSquares : RoutineTraits {
   static constexpr bool kRectangular = true;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix a, c, z;
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/false, &c));

@@ -15,7 +15,7 @@ struct Slogdet : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix lu;
     int info = 0;
     JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &info)));

@@ -4,7 +4,7 @@
 // The engine redistributes (jaxmg/routines/solve_triangular.py asks for it: a relabeling permutes
 // rows and columns apart, and the permuted matrix is no longer triangular), so it holds exactly
 // M = Aᵀ, the shards read column-major: A's lower triangle is M's upper one, the diagonal the
-// same. The variant (SolveAttrs::variant): bit 0 A lower, bits 1-2 op (0 N, 1 T, 2 C), bit 3 a
+// same. The variant (CallAttrs::variant): bit 0 A lower, bits 1-2 op (0 N, 1 T, 2 C), bit 3 a
 // unit diagonal.
 //
 // b with its rows split like a's rows (RhsIn: the whole b, into the engine's layout of c = b):
@@ -26,7 +26,7 @@ struct SolveTriangularOf : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     const int64_t variant = attrs.variant, op = (variant >> 1) & 3;
     if (variant < 0 || variant > 15 || op > 2) {
       return JAXMG_ERROR("solve_triangular: bad variant " + std::to_string(variant));

@@ -22,13 +22,13 @@ struct SyevdOf : RoutineTraits {
   static constexpr bool kSecondMatrix = kGeneralized;
 
   template <class E, class T>
-  static Status Run(E& e, const SolveAttrs& attrs, const SolveIo& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("syevd and sygvd run on a redistributed matrix");
     }
     bool rejected = false;
     JAXMG_RETURN_IF_ERROR(
-        (Potrs::RejectAsymmetric<E, T>(e, attrs, io, io.x, io.x_count, &rejected)));
+        (Posv::RejectAsymmetric<E, T>(e, attrs, io, io.x, io.x_count, &rejected)));
     if (rejected) return kVectors ? e.template FillNan<T>(io.a, io.a_count) : Status();
     typename E::Matrix m, z;  // the engine matrix, its eigenvectors
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &m));

@@ -29,7 +29,7 @@
 
 // clang-format off
 #define JAXMG_ROUTINES(X)                                          \
-  X(potrs, Potrs, solve)                                           \
+  X(potrs, Posv, solve)                                            \
   X(lu_solve, LuSolve, solve)                                      \
   X(potri, Potri, solve)                                           \
   X(inv, Inv, solve)                                               \

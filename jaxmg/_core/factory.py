@@ -109,7 +109,7 @@ class Alias:
 class Declaration:
     """What a routine declares.
 
-    routine: the engine's routine (`routine.SolveRoutine`), or a function of the keywords
+    routine: the engine's routine (`routine.EngineRoutine`), or a function of the keywords
       giving it (syevd's with or without eigenvectors).
     outputs: the outputs (`Output`), in the order returned, the status last.
     unpack(r, kw, b) -> the computed outputs, in order, from a call's `routine.Result` (kw: the
@@ -144,7 +144,7 @@ class Declaration:
       form's work array under "work"). The outputs are placed for the arguments given.
     """
 
-    routine: _routine.SolveRoutine | Callable
+    routine: _routine.EngineRoutine | Callable
     outputs: tuple[Output, ...]
     unpack: Callable
     keywords: tuple[str, ...] = ()

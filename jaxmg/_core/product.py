@@ -29,7 +29,7 @@ from jaxmg._core import routine as _routine
 def _variant(name):
     # Both matrices redistributed into the engine's tiles (b as the second matrix); the
     # product comes back into a's buffer and sharding (csrc/routines/matmul.h).
-    return _routine.SolveRoutine(
+    return _routine.EngineRoutine(
         name=name,
         symmetric=False,
         hand_transpose=_routine.never_transpose,

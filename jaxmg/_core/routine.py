@@ -1,6 +1,6 @@
 """The one pipeline every solve routine takes: checks, placement, tile, engine, call, result.
 
-A routine module (jaxmg/routines/) declares a `SolveRoutine` (its name, whether it assumes a
+A routine module (jaxmg/routines/) declares a `EngineRoutine` (its name, whether it assumes a
 symmetric matrix, when the engine is handed aᵀ) and calls `solve`. This module owns everything
 else: argument checks, the mesh and process grid, the tile, the native engine and its GPU context,
 and the jitted `shard_map` + `ffi_call` with donation. One FFI call per device runs the native
@@ -29,7 +29,7 @@ from jaxmg._core import placement as _placement
 
 
 @dataclass(frozen=True)
-class SolveRoutine:
+class EngineRoutine:
     """What a solve routine declares.
 
     name: the routine's FFI target suffix (jaxmg_<engine>_<name>).
@@ -146,7 +146,7 @@ def transpose_when(*, always: set[str], by_shape: set[str], tall: bool):
     return decide
 
 
-def solve(routine: SolveRoutine, a, b, **kwargs):
+def solve(routine: EngineRoutine, a, b, **kwargs):
     """Runs `routine` on (a, b) (keywords as for `call`); returns (x, logdet, status), x shaped
     like b; for a routine that returns a matrix (b is None), (the new matrix in a's sharding,
     logdet, status). Raises ValueError/TypeError for bad arguments before any work, identically
@@ -182,7 +182,7 @@ class Plan:
     tile: int = 0
 
 
-def call(routine: SolveRoutine, a, b, **kwargs) -> Result:
+def call(routine: EngineRoutine, a, b, **kwargs) -> Result:
     """Runs `routine` and returns every output it has (a `Result`): `plan`, `build`, `run`
     (the keywords are `plan`'s)."""
     p = plan(routine, a, b, **kwargs)
@@ -191,7 +191,7 @@ def call(routine: SolveRoutine, a, b, **kwargs) -> Result:
 
 
 def plan(
-    routine: SolveRoutine,
+    routine: EngineRoutine,
     a,
     b,
     *,
@@ -230,7 +230,7 @@ def plan(
       so that a jit donating a can reuse its buffer. Concrete arrays run in a jit without
       donation.
     variant: the routine's own variant (an integer the native routine reads: e.g.
-      solve_triangular's triangle, op and diagonal; csrc/routines/contract.h SolveAttrs).
+      solve_triangular's triangle, op and diagonal; csrc/routines/contract.h CallAttrs).
     """
     config = _config.current()  # (its errors before any work, like the arguments')
     local_blocks = None
@@ -288,7 +288,7 @@ def _block_standins(a_blk, b_blk, mesh, matrix_specs, in_specs):
     return a, b, matrix_specs, None
 
 
-def _checked_operands(routine: SolveRoutine, a, b, kept):
+def _checked_operands(routine: EngineRoutine, a, b, kept):
     """(m, n, b) of a call: a's shape checked for the routine (a kept factor's order), its
     dtype, and b's; b None for a routine without a right-hand side."""
     if routine.rectangular:
@@ -304,7 +304,7 @@ def _checked_operands(routine: SolveRoutine, a, b, kept):
     return m, n, b
 
 
-def _new_placement(routine: SolveRoutine, a, b, m, n, mesh, matrix_specs, in_specs):
+def _new_placement(routine: EngineRoutine, a, b, m, n, mesh, matrix_specs, in_specs):
     """The placement of a (without a kept factor), checked: its mesh divides the matrix (and
     b's columns, for a b sharded like a)."""
     matrix_specs = _matrix_spec(matrix_specs, in_specs)
@@ -318,7 +318,7 @@ def _new_placement(routine: SolveRoutine, a, b, m, n, mesh, matrix_specs, in_spe
     return placement
 
 
-def _tile(routine: SolveRoutine, placement, m, n, T_A, pad, redistribute) -> int:
+def _tile(routine: EngineRoutine, placement, m, n, T_A, pad, redistribute) -> int:
     """The engine's tile: T_A checked, or one chosen for the matrix and the mesh."""
     if routine.rectangular:
         return _placement.choose_rectangular_tile(m, n, placement, T_A, pad, redistribute)
@@ -332,7 +332,7 @@ def _tile(routine: SolveRoutine, placement, m, n, T_A, pad, redistribute) -> int
     )
 
 
-def _engine_placement(routine: SolveRoutine, placement, in_place: bool, local_blocks):
+def _engine_placement(routine: EngineRoutine, placement, in_place: bool, local_blocks):
     """The placement the engine sees: a's, or its transpose's where the routine hands the
     engine aᵀ (rectangular routines always; others by their policy)."""
     if local_blocks is not None and routine.rectangular:
@@ -346,7 +346,7 @@ def _engine_placement(routine: SolveRoutine, placement, in_place: bool, local_bl
 
 
 def _call_key(
-    routine: SolveRoutine,
+    routine: EngineRoutine,
     config,
     placement,
     engine_placement,
@@ -669,7 +669,7 @@ class _Call:
     ctx: bool = False  # the context form: the work array back, in a's shape and sharding
     config: _config.Config = _config.Config()  # algorithm choices, tuning, test hooks
     rhs_like_a: bool = False  # b and x (N x K) sharded like a
-    variant: int = 0  # the routine's own variant (SolveAttrs::variant)
+    variant: int = 0  # the routine's own variant (CallAttrs::variant)
 
 
 @functools.cache
@@ -690,7 +690,7 @@ def _local(c: _Call):
     rhs_procs = placement.mesh_cols if transposed else placement.mesh_rows
     x_split = x_spec != P()
     x_rows = n // rhs_procs if x_split else n
-    # The call's attributes (csrc/ffi/families.h CallAttrs), every family's the same.
+    # The call's attributes (csrc/ffi/families.h FfiAttrs), every family's the same.
     attrs = dict(
         n=np.int64(n),
         mesh_rows=np.int64(placement.mesh_rows),
@@ -861,7 +861,7 @@ def _pipeline(c: _Call):
 NOT_SYMMETRIC = -1
 
 
-def solve_blocks(routine: SolveRoutine, a, b, *, return_logdet=False, return_status=False, **kw):
+def solve_blocks(routine: EngineRoutine, a, b, *, return_logdet=False, return_status=False, **kw):
     """A solve routine on this device's blocks inside the caller's shard_map (call(...,
     blocks=True)), with the routines' return structure."""
     r = call(routine, a, b, blocks=True, **kw)

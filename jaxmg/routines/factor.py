@@ -169,7 +169,7 @@ class LUFactor(_Unpacks):
         return cls(*arrays, plan, a)
 
 
-CHO_FACTOR = _routine.SolveRoutine(
+CHO_FACTOR = _routine.EngineRoutine(
     name="cho_factor",
     symmetric=True,
     hand_transpose=_routine.never_transpose,
@@ -177,13 +177,13 @@ CHO_FACTOR = _routine.SolveRoutine(
     takes_rhs=False,
     keeps_factor=True,
 )
-CHO_SOLVE = _routine.SolveRoutine(
+CHO_SOLVE = _routine.EngineRoutine(
     name="cho_solve",
     symmetric=True,
     hand_transpose=_routine.never_transpose,
     reads_factor=True,
 )
-LU_FACTOR = _routine.SolveRoutine(
+LU_FACTOR = _routine.EngineRoutine(
     name="lu_factor",
     symmetric=False,
     hand_transpose=_lu_policy.HAND_TRANSPOSE,
@@ -192,7 +192,7 @@ LU_FACTOR = _routine.SolveRoutine(
     keeps_factor=True,
     pivots_out=True,
 )
-LU_SOLVE = _routine.SolveRoutine(
+LU_SOLVE = _routine.EngineRoutine(
     name="lu_solve_factored",
     symmetric=False,
     hand_transpose=_routine.never_transpose,
@@ -201,7 +201,7 @@ LU_SOLVE = _routine.SolveRoutine(
 )
 
 
-LU_SOLVE_T = _routine.SolveRoutine(
+LU_SOLVE_T = _routine.EngineRoutine(
     name="lu_solve_factored_t",
     symmetric=False,
     hand_transpose=_routine.never_transpose,

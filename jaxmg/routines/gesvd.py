@@ -22,7 +22,7 @@ def _variant(name, u, vh):
     # The engine is handed aᵀ, so it holds A (M x N, M >= N), redistributed into tiles of its
     # exact extents; U comes back in a's sharding, Vᴴ's N rows in x (solution_cols: N columns;
     # 1: no Vᴴ, one unused element) and the singular values in s (csrc/ffi/families.h, svd).
-    return _routine.SolveRoutine(
+    return _routine.EngineRoutine(
         name=name,
         symmetric=False,
         hand_transpose=_routine.never_transpose,  # (rectangular routines are always handed aᵀ)

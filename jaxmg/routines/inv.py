@@ -10,7 +10,7 @@ from jaxmg._core import rules as _rules
 
 # The engine redistributes the matrix (no relabeling): with independent row and column
 # relabelings, an entry of the inverse would belong to another device (csrc/routines/inv.h).
-ROUTINE = _routine.SolveRoutine(
+ROUTINE = _routine.EngineRoutine(
     name="inv",
     symmetric=False,
     hand_transpose=_routine.never_transpose,
@@ -21,7 +21,7 @@ ROUTINE = _routine.SolveRoutine(
 
 
 # The transpose of the inverse, A⁻ᵀ, in a's sharding (for derivatives of log |det A|).
-TRANSPOSED = _routine.SolveRoutine(
+TRANSPOSED = _routine.EngineRoutine(
     name="inv_t",
     symmetric=False,
     hand_transpose=_routine.never_transpose,

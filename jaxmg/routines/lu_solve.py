@@ -11,7 +11,7 @@ from jaxmg.routines import inv as _inv
 from jaxmg.routines.lu_policy import TRANSPOSE_PLATFORMS, TRANSPOSE_WIDE_MESHES  # noqa: F401
 
 # Where the engine is handed aᵀ: jaxmg/routines/lu_policy.py (shared with lu_factor).
-ROUTINE = _routine.SolveRoutine(
+ROUTINE = _routine.EngineRoutine(
     name="lu_solve",
     symmetric=False,
     hand_transpose=_factor.LU_FACTOR.hand_transpose,

@@ -8,7 +8,7 @@ from jaxmg._core import factory as _factory
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
-ROUTINE = _routine.SolveRoutine(
+ROUTINE = _routine.EngineRoutine(
     name="potri",
     symmetric=True,
     hand_transpose=_routine.never_transpose,

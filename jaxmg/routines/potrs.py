@@ -19,7 +19,7 @@ from jaxmg.routines import potri as _potri
 TRANSPOSE_TALL_MESHES = {"cuda"}
 TRANSPOSE_PLATFORMS: set[str] = set()
 
-ROUTINE = _routine.SolveRoutine(
+ROUTINE = _routine.EngineRoutine(
     name="potrs",
     symmetric=True,
     hand_transpose=_routine.transpose_when(

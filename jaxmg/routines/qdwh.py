@@ -9,7 +9,7 @@ from jaxmg._core import routine as _routine
 def _variant(name, h):
     # As gesvd (csrc/routines/gesvd.h): the engine holds A, redistributed; Up comes back in a's
     # sharding, H (N x N) in x.
-    return _routine.SolveRoutine(
+    return _routine.EngineRoutine(
         name=name,
         symmetric=False,
         hand_transpose=_routine.never_transpose,

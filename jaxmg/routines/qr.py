@@ -15,7 +15,7 @@ from jaxmg._core import rules as _rules
 # The engine is handed aᵀ (a transpose local to each device), so it holds A itself, and factors
 # it where it lies: the rows relabeled, the columns in their order (on one device column; a
 # matrix whose columns are split over devices is redistributed). csrc/routines/qr.h.
-QR = _routine.SolveRoutine(
+QR = _routine.EngineRoutine(
     name="qr",
     symmetric=False,
     hand_transpose=_routine.never_transpose,  # (rectangular routines are always handed aᵀ)
@@ -24,7 +24,7 @@ QR = _routine.SolveRoutine(
     rectangular=True,
     solution_cols=lambda n, nrhs: n,  # R: N x N
 )
-LEAST_SQUARES = _routine.SolveRoutine(
+LEAST_SQUARES = _routine.EngineRoutine(
     name="least_squares",
     symmetric=False,
     hand_transpose=_routine.never_transpose,

@@ -12,7 +12,7 @@ from jaxmg.routines import lu_solve as _lu
 
 # The determinant is that of aᵀ: the same engine paths as lu_solve (aᵀ on GPU meshes wider
 # than tall, where the engine's own 1-D LU runs).
-ROUTINE = _routine.SolveRoutine(
+ROUTINE = _routine.EngineRoutine(
     name="slogdet",
     symmetric=False,
     hand_transpose=_lu.ROUTINE.hand_transpose,

@@ -19,8 +19,8 @@ from jaxmg._core import rules as _rules
 # and reads b's rows split like a's rows (ROWS) or b sharded like a (MATRIX;
 # csrc/routines/solve_triangular.h).
 _COMMON = dict(symmetric=False, hand_transpose=_routine.never_transpose, redistribute=True)
-ROWS = _routine.SolveRoutine(name="solve_triangular", **_COMMON)
-MATRIX = _routine.SolveRoutine(name="solve_triangular_matrix", rhs_like_a=True, **_COMMON)
+ROWS = _routine.EngineRoutine(name="solve_triangular", **_COMMON)
+MATRIX = _routine.EngineRoutine(name="solve_triangular_matrix", rhs_like_a=True, **_COMMON)
 
 _TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
 

@@ -21,8 +21,8 @@ _COMMON = dict(
     # (bench/results/syevd_tiles_16384_h200x2_50138e9.json).
     tile_target={"cuda": 256},
 )
-SYEVD = _routine.SolveRoutine(name="syevd", returns_matrix=True, **_COMMON)
-EIGVALSH = _routine.SolveRoutine(name="eigvalsh", **_COMMON)
+SYEVD = _routine.EngineRoutine(name="syevd", returns_matrix=True, **_COMMON)
+EIGVALSH = _routine.EngineRoutine(name="eigvalsh", **_COMMON)
 
 
 def syevd(

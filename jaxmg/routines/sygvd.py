@@ -10,8 +10,8 @@ from jaxmg.routines import syevd as _syevd
 # As syevd (jaxmg/routines/syevd.py): redistributed, eigenvalues whole in x; B comes as the
 # call's b, a second matrix sharded like a (csrc/routines/sygvd.h).
 _COMMON = dict(_syevd._COMMON, takes_rhs=True, second_matrix=True)
-SYGVD = _routine.SolveRoutine(name="sygvd", returns_matrix=True, **_COMMON)
-SYGVD_VALUES = _routine.SolveRoutine(name="sygvd_values", **_COMMON)
+SYGVD = _routine.EngineRoutine(name="sygvd", returns_matrix=True, **_COMMON)
+SYGVD_VALUES = _routine.EngineRoutine(name="sygvd_values", **_COMMON)
 
 
 def eigh(

@@ -526,7 +526,7 @@ class Backend {
   Status PPotrf(const Tiled<T>& z, int64_t* info) {
     StepTimer timer("PolarFactor", e_.stream_);
     Descriptor dz;
-    int32_t* out = e_.small_ + 2;
+    int32_t* out = e_.Slot(Engine::Slots::kSolveInfo);
     const auto potrf = [&] {
       return vendor::MpPotrf<T>{
           e_.ctx_.handle, CUBLAS_FILL_MODE_LOWER, z.cols, {z.p, z.row, 1, dz.get()}, out};
@@ -561,12 +561,21 @@ class Backend {
     StepTimer timer("PolarQr", e_.stream_);
     Descriptor dy;
     const auto geqrf = [&] {
-      return vendor::MpGeqrf<T>{e_.ctx_.handle, y.rows, y.cols, {y.p, y.row, 1, dy.get()}, tau,
-                                e_.small_ + 2};
+      return vendor::MpGeqrf<T>{e_.ctx_.handle,
+                                y.rows,
+                                y.cols,
+                                {y.p, y.row, 1, dy.get()},
+                                tau,
+                                e_.Slot(Engine::Slots::kSolveInfo)};
     };
     const auto orgqr = [&] {
-      return vendor::MpOrgqr<T>{
-          e_.ctx_.handle, y.rows, y.cols, y.cols, {y.p, y.row, 1, dy.get()}, tau, e_.small_ + 2};
+      return vendor::MpOrgqr<T>{e_.ctx_.handle,
+                                y.rows,
+                                y.cols,
+                                y.cols,
+                                {y.p, y.row, 1, dy.get()},
+                                tau,
+                                e_.Slot(Engine::Slots::kSolveInfo)};
     };
     const auto geqrf_size = [&](size_t* dev, size_t* host) -> Status {
       JAXMG_RETURN_IF_ERROR(dy.Create(e_.ctx_, DataTypeOf<T>(), y.rows, y.cols, y.t, y.t, y.ld()));

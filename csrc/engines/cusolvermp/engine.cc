@@ -88,7 +88,8 @@ Status Engine::Small() {
   JAXMG_RETURN_IF_ERROR(Scratch(64, &small));
   small_ = static_cast<int32_t*>(small);
   JAXMG_CUDA(cudaMemsetAsync(small_, 0, 64, stream_));
-  JAXMG_CUDA(cudaMemsetAsync(small_ + 8, 0x7f, 2 * sizeof(int32_t), stream_));  // kNoColumn
+  JAXMG_CUDA(cudaMemsetAsync(Slot(Slots::kFactorNonFinite), 0x7f, 2 * sizeof(int32_t),
+                             stream_));  // kNoColumn
   return Status();
 }
 

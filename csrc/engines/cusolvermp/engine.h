@@ -453,9 +453,19 @@ class Engine {
   void* tau_ = nullptr;  // the Householder scalars of a QR factorization
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  int32_t* small_ = nullptr;     // [0..1]: agreement, [2]: solve info, [3]: diagonal check, then
-                                 // 16 bytes for a sum, [8]: first non-finite column
-                                 // of the factor, [9]: of the input (Getrf)
+  // The call's small device buffer: 16 int32 slots, zeroed on first use (Small()).
+  int32_t* small_ = nullptr;
+  // Its slots, by what they hold.
+  struct Slots {
+    static constexpr int kInfo = 0;             // a factorization's or solver's info
+    static constexpr int kSolveInfo = 2;        // a solve's info
+    static constexpr int kDiagonal = 3;         // the diagonal check's first bad entry
+    static constexpr int kSum = 4;              // 16 bytes: a sum (slots 4 to 7)
+    static constexpr int kFactorNonFinite = 8;  // the factor's first non-finite column
+    static constexpr int kInputNonFinite = 9;   // the input's (Getrf)
+    static constexpr int kAgreed = 10;          // 3 slots: the status agreement's all-reduce
+  };
+  int32_t* Slot(int slot) const { return small_ + slot; }
   void* full_ = nullptr;         // n x nrhs, row-major: the whole right-hand side
   algorithms::Qr1DKept own_qr_;  // Qr1D's τ, T_k and scratch, for Orgqr1D
   int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host

@@ -124,14 +124,17 @@ Status Engine::Agree(const Matrix& a, bool failed, int* info, int64_t diag_limit
   // every rank before anyone branches.
   JAXMG_CUDA(cuda::DiagCheck(KernelType<T>(), a.data, a.local_rows, a.local_cols, a.tile,
                              ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol,
-                             diag_limit < 0 ? a.rows : diag_limit, small_ + 3, stream_));
-  if (scan) JAXMG_RETURN_IF_ERROR(NonFinite<T>(a, small_ + 8));  // else kNoColumn, from Small()
+                             diag_limit < 0 ? a.rows : diag_limit, Slot(Slots::kDiagonal),
+                             stream_));
+  if (scan)
+    JAXMG_RETURN_IF_ERROR(
+        NonFinite<T>(a, Slot(Slots::kFactorNonFinite)));  // else kNoColumn, from Small()
   int32_t* host = ctx_.pinned;
   JAXMG_CUDA(cudaMemcpyAsync(host, small_, 4 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(
       cudaMemcpyAsync(host + 4, position_, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(host + 6, small_ + 8, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(host + 6, Slot(Slots::kFactorNonFinite), 2 * sizeof(int32_t),
+                             cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   host[6] = std::min(host[6], host[7]);  // the factor's scan, the input's (Getrf; else kNoColumn)
   int32_t local = host[0] > 0 ? host[0] : 0;
@@ -152,11 +155,12 @@ Status Engine::Agree(const Matrix& a, bool failed, int* info, int64_t diag_limit
     agreed[2] = symmetry::Differs<T>(static_cast<const T*>(ctx_.probe_host), symmetry_n_) ? 1 : 0;
     symmetry_n_ = 0;
   }
-  JAXMG_CUDA(
-      cudaMemcpyAsync(small_ + 10, agreed, 3 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-  JAXMG_NCCL(ncclAllReduce(small_ + 10, small_ + 10, 3, ncclInt32, ncclMax, ctx_.comm, stream_));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(agreed, small_ + 10, 3 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(Slot(Slots::kAgreed), agreed, 3 * sizeof(int32_t),
+                             cudaMemcpyHostToDevice, stream_));
+  JAXMG_NCCL(ncclAllReduce(Slot(Slots::kAgreed), Slot(Slots::kAgreed), 3, ncclInt32, ncclMax,
+                           ctx_.comm, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(agreed, Slot(Slots::kAgreed), 3 * sizeof(int32_t),
+                             cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   if (agreed[1] != 0) {  // the same branch on every rank
     return Status::Error(
@@ -243,7 +247,7 @@ Status Engine::WriteStatus(int info, int32_t* status) {
 
 template <typename T>
 Status Engine::LogAbsDiag(const Matrix& a, double scale, bool ok, void* out) {
-  void* sum = small_ + 4;
+  void* sum = Slot(Slots::kSum);
   if (ok) {
     JAXMG_CUDA(cuda::LogDiagSum(KernelType<T>(), a.data, a.local_rows, a.local_cols, a.tile,
                                 ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol, sum, stream_));
@@ -267,10 +271,10 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
                             ctx_.nprow, ctx_.npcol, ctx_.myrow, ctx_.mycol,
                             static_cast<double*>(sums), stream_));
   // A non-finite entry anywhere in the factor counts, not only on the diagonal.
-  JAXMG_RETURN_IF_ERROR(NonFinite<T>(lu, small_ + 8));
+  JAXMG_RETURN_IF_ERROR(NonFinite<T>(lu, Slot(Slots::kFactorNonFinite)));
   int32_t columns[2] = {kNoColumn, kNoColumn};  // the factor's scan, the input's (Getrf)
-  JAXMG_CUDA(
-      cudaMemcpyAsync(columns, small_ + 8, sizeof(columns), cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(columns, Slot(Slots::kFactorNonFinite), sizeof(columns),
+                             cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   // Pageable: each copy has read its source when cudaMemcpyAsync returns.
   const double factor_nonfinite = columns[0] != kNoColumn ? 1.0 : 0.0;

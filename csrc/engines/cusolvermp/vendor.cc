@@ -52,7 +52,7 @@ Status Engine::LocalGetrs(const Matrix& lu, const Matrix& c, bool transpose) {
                              stream_));
   JAXMG_SOLVER(lb->getrs(dn, params, transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, c.cols,
                          DataTypeOf<T>(), lu.data, lu.ld, static_cast<const int64_t*>(piv),
-                         DataTypeOf<T>(), c.data, c.ld, small_ + 2));
+                         DataTypeOf<T>(), c.data, c.ld, Slot(Slots::kSolveInfo)));
   return Status();
 }
 
@@ -90,7 +90,7 @@ Status Engine::Getrf(Matrix* a, int* info) {
   // The input is scanned first: pivoting can keep a NaN off the diagonal, and the LU libraries
   // do not all carry it into the factor.
   JAXMG_RETURN_IF_ERROR(Small());
-  JAXMG_RETURN_IF_ERROR(NonFinite<T>(*a, small_ + 9));
+  JAXMG_RETURN_IF_ERROR(NonFinite<T>(*a, Slot(Slots::kInputNonFinite)));
   if (UseOwnLu()) return Lu1D<T>(a, info);
   a->factored = Factorization::kLu;  // cuSOLVERMp's pivots, in ipiv_
   const int64_t n = a->rows;
@@ -119,7 +119,7 @@ Status Engine::Potrs(const Matrix& l, const Matrix& c) {
     cusolverDnParams_t params = nullptr;
     JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
     JAXMG_SOLVER(lb->potrs(dn, params, CUBLAS_FILL_MODE_LOWER, n, nrhs, DataTypeOf<T>(), l.data,
-                           l.ld, DataTypeOf<T>(), c.data, c.ld, small_ + 2));
+                           l.ld, DataTypeOf<T>(), c.data, c.ld, Slot(Slots::kSolveInfo)));
     return Status();
   }
   return Call(vendor::MpPotrs<T>{ctx_.handle,
@@ -128,7 +128,7 @@ Status Engine::Potrs(const Matrix& l, const Matrix& c) {
                                  nrhs,
                                  {l.As<T>(), 1, 1, l.desc->get()},
                                  {c.As<T>(), 1, 1, c.desc->get()},
-                                 small_ + 2});
+                                 Slot(Slots::kSolveInfo)});
 }
 
 template <typename T>
@@ -152,7 +152,7 @@ Status Engine::Getrs(const Matrix& lu, const Matrix& c, bool transpose) {
                                  {lu.As<T>(), 1, 1, lu.desc->get()},
                                  ipiv_,
                                  {c.As<T>(), 1, 1, c.desc->get()},
-                                 small_ + 2});
+                                 Slot(Slots::kSolveInfo)});
 }
 
 // The global 1-based pivot list of cuSOLVERMp's Getrf. cuSOLVERMp distributes it with A's
@@ -301,7 +301,7 @@ Status Engine::Orgqr(Matrix* a) {
                                  n,
                                  {a->As<T>(), 1, 1, a->desc->get()},
                                  static_cast<const T*>(tau_),
-                                 small_ + 2});
+                                 Slot(Slots::kSolveInfo)});
 }
 
 template <typename T>

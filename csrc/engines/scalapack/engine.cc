@@ -85,7 +85,7 @@ void Engine::ForEachRhsEntry(const Matrix& rhs, Axis axis, Fn&& fn) const {
   }
 }
 
-Status Engine::Create(const SolveAttrs& attrs, const layout::Plan& plan,
+Status Engine::Create(const CallAttrs& attrs, const layout::Plan& plan,
                       const CallFingerprint& fingerprint, Engine* out) {
   const int mr = plan.mesh_rows, mc = plan.mesh_cols;
   JAXMG_RETURN_IF_ERROR(EnsureMpi());

@@ -27,7 +27,7 @@ class Engine {
   // Agrees on the call with the other processes of the mesh (bounded wait, AgreeOnCall), then
   // joins (or creates, collectively) the grid of the plan for mesh position (attrs.u, attrs.v).
   // Callers hold EngineLock().
-  static Status Create(const SolveAttrs& attrs, const layout::Plan& plan,
+  static Status Create(const CallAttrs& attrs, const layout::Plan& plan,
                        const CallFingerprint& fingerprint, Engine* out);
 
   const layout::Plan& plan() const { return *plan_; }
