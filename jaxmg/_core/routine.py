@@ -13,7 +13,7 @@ import functools
 import threading
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import jax
@@ -74,7 +74,8 @@ class EngineRoutine:
     rectangular: bool = False
     solution_cols: Callable[[int, int], int] | None = None  # (N, nrhs) -> columns of x
     solution_whole: bool = False  # x (solution_cols) whole on every device (eigenvalues)
-    tile_target: dict | None = None  # {platform: automatic tile near this} (else placement's)
+    # {platform: automatic tile near this} (else placement's); not hashed (a dict)
+    tile_target: dict | None = field(default=None, hash=False)
     second_matrix: bool = False  # b is an N x N matrix sharded like a
     rhs_like_a: bool = False  # b and x (N x K) sharded like a
 
@@ -380,14 +381,12 @@ def _call_key(
     if routine.solution_cols is not None:
         solution_cols = routine.solution_cols(n, 1 if b is None or b.ndim == 1 else b.shape[1])
     return _Call(
-        name=routine.name,
-        symmetric=routine.symmetric,
+        routine=routine,
         user=placement,
         placement=engine_placement,
         n=n,
         cols=m,
         solution_cols=solution_cols,
-        solution_whole=routine.solution_whole,
         tile=tile,
         pad=bool(pad),
         redistribute=redistribute,
@@ -396,15 +395,11 @@ def _call_key(
         context=context,
         check_symmetry=bool(check_symmetry and routine.symmetric),
         thread=thread,
-        returns_matrix=routine.returns_matrix,
-        reads_factor=routine.reads_factor,
         pivots_in=order if routine.pivots_in else 0,
         pivots_out=order if routine.pivots_out else 0,
         factor_order=factor_order,
-        second_matrix=routine.second_matrix,
         ctx=bool(ctx),
         config=config,
-        rhs_like_a=routine.rhs_like_a,
         variant=int(variant),
     )
 
@@ -512,7 +507,7 @@ def _on_blocks(c: _Call, a_blk, b_blk):
     if a_axes or b_axes:
         like_a = a_axes | sized
         work = None if work is None else _vary(work, like_a)
-        if x is not None and c.rhs_like_a:
+        if x is not None and c.routine.rhs_like_a:
             x = _vary(x, like_a)
         elif x is not None and _layout(c)[2] != P():  # rows like b's
             x = _vary(x, b_axes | (sized & {placement.row_axis}))
@@ -534,7 +529,7 @@ def _check_block_axes(c: _Call, a_axes, b_axes, sized) -> None:
             f"{placement.matrix_spec}"
         )
     col = placement.col_axis
-    if not (c.rhs_like_a or c.second_matrix) and col in sized and col in b_axes:
+    if not (c.routine.rhs_like_a or c.routine.second_matrix) and col in sized and col in b_axes:
         raise ValueError(
             f"b's block differs along a's column axis {col!r}: the engine takes b's rows split "
             f"like a's rows and its columns whole on every device; pass b to the shard_map "
@@ -642,16 +637,15 @@ def _axis_index(axis):
 
 @dataclass(frozen=True)
 class _Call:
-    """Everything a compiled call depends on (the key of its cache)."""
+    """Everything a compiled call depends on (the key of its cache): the routine (its name and
+    traits), the placements, and what the plan decided."""
 
-    name: str
-    symmetric: bool
+    routine: EngineRoutine
     user: _placement.MatrixPlacement  # the placement of b and x (and of a, unless reads_factor)
     placement: _placement.MatrixPlacement  # the engine's placement of a
     n: int
     cols: int  # the columns of the matrix handed (M of a rectangular a, which is handed aᵀ)
     solution_cols: int  # columns of x when it is not shaped like b (rectangular routines)
-    solution_whole: bool  # that x whole on every device
     tile: int
     pad: bool
     redistribute: bool
@@ -660,15 +654,11 @@ class _Call:
     context: int | None
     check_symmetry: bool
     thread: int
-    returns_matrix: bool
-    reads_factor: bool
     pivots_in: int
     pivots_out: int
     factor_order: int = 0  # the order of a padded factor's engine matrix (0: a's shape)
-    second_matrix: bool = False  # b: an N x N matrix sharded like a
     ctx: bool = False  # the context form: the work array back, in a's shape and sharding
     config: _config.Config = _config.Config()  # algorithm choices, tuning, test hooks
-    rhs_like_a: bool = False  # b and x (N x K) sharded like a
     variant: int = 0  # the routine's own variant (CallAttrs::variant)
 
 
@@ -682,8 +672,8 @@ def _local(c: _Call):
     # MPI rank (= JAX process index, checked by _native.engine) of each mesh position; empty
     # when only the abstract mesh is known (inside jit): the engine then gathers the map.
     ranks = np.asarray(placement.process_ids or (), dtype=np.int64)
-    target = _native.target(placement.platform, c.name)
-    family = _native.family(placement.platform, c.name)
+    target = _native.target(placement.platform, c.routine.name)
+    family = _native.family(placement.platform, c.routine.name)
     # x: shaped like b, or n x solution_cols, its rows split like b's where they divide, else
     # whole on every device (_layout).
     transposed, _, x_spec, _ = _layout(c)
@@ -728,7 +718,7 @@ def _local(c: _Call):
         # operand or result has one element.
         one = jax.ShapeDtypeStruct((1, 1), dtype)
         if family == "eigen":
-            b = b_blk if c.second_matrix else jnp.zeros((1,), dtype)
+            b = b_blk if c.routine.second_matrix else jnp.zeros((1,), dtype)
             w, vectors, st = ffi(jax.ShapeDtypeStruct((n,), dtype), like_a, status, alias=1)(
                 a_blk, b, position, **attrs
             )
@@ -748,7 +738,7 @@ def _local(c: _Call):
             (prod,) = ffi(like_a)(a_blk, b_blk, position, **attrs)
             return EngineOutputs(work=prod)
         real = jnp.finfo(dtype).dtype
-        if c.reads_factor:
+        if c.routine.reads_factor:
             work_shape = (1,)
         elif c.factor_order:
             work_shape = (
@@ -780,12 +770,12 @@ def _layout(c: _Call):
     placement, user = c.placement, c.user
     transposed = placement is not user and placement != user
     rhs_procs = placement.mesh_cols if transposed else placement.mesh_rows
-    x_split = c.n % rhs_procs == 0 and not c.solution_whole
+    x_split = c.n % rhs_procs == 0 and not c.routine.solution_whole
     rhs_spec = P(placement.col_axis, None) if transposed else placement.rhs_spec
     x_spec = rhs_spec if not c.solution_cols or x_split else P()
-    if c.second_matrix:
+    if c.routine.second_matrix:
         rhs_spec = placement.matrix_spec
-    if c.rhs_like_a:
+    if c.routine.rhs_like_a:
         rhs_spec = x_spec = placement.matrix_spec
     return transposed, rhs_spec, x_spec, c.cols
 
@@ -804,9 +794,9 @@ def _pipeline(c: _Call):
     placement, user, n = c.placement, c.user, c.n
     local = _local(c)
     transposed, rhs_spec, x_spec, rhs_rows = _layout(c)
-    transpose_here = transposed and not c.reads_factor
+    transpose_here = transposed and not c.routine.reads_factor
 
-    work_spec = P() if c.reads_factor else placement.matrix_spec
+    work_spec = P() if c.routine.reads_factor else placement.matrix_spec
     # b and x keep the caller's row sharding (over the engine mesh's columns when transposed):
     # resharding them would put an XLA collective before the call, which could pair with a
     # peer's unrelated collective. The engine reads them where they are.
@@ -828,30 +818,30 @@ def _pipeline(c: _Call):
         if piv_in is None:
             piv_in = jnp.zeros((max(c.pivots_in, 1),), jnp.int32)
         b2 = b.reshape(rhs_rows, 1) if c.b_ndim == 1 else b
-        if c.reads_factor:
+        if c.routine.reads_factor:
             a = _placement.constrain(a, placement.mesh, placement.matrix_spec)
         else:
             a = _placement.constrain(a, user.mesh, user.matrix_spec)
         if transpose_here:  # aᵀ (aᴴ = a for symmetric routines), sharded the other way
-            a = _adjoint_mod.transpose(a, conjugate=c.symmetric)
+            a = _adjoint_mod.transpose(a, conjugate=c.routine.symmetric)
             a = _placement.constrain(a, placement.mesh, placement.matrix_spec)
         b2 = _placement.constrain(b2, placement.mesh, rhs_spec)
         out = call(a, b2, piv_in)
         x, a_work = out.x, out.work
-        if c.rhs_like_a:
+        if c.routine.rhs_like_a:
             x = _placement.constrain(x, user.mesh, user.matrix_spec)
         elif x_spec == rhs_spec:
             x = _placement.constrain(x, user.mesh, user.rhs_spec)
         x = x.reshape(n) if c.b_ndim == 1 else x
-        if c.returns_matrix and not transposed and not c.factor_order:
+        if c.routine.returns_matrix and not transposed and not c.factor_order:
             a_work = _placement.constrain(a_work, user.mesh, user.matrix_spec)
-        elif (c.returns_matrix or c.ctx) and c.solution_cols:
+        elif (c.routine.returns_matrix or c.ctx) and c.solution_cols:
             # a rectangular routine's matrix (handed aᵀ): back to a's shape and sharding
             a_work = _placement.constrain(a_work.T, user.mesh, user.matrix_spec)
-        elif c.ctx and not c.reads_factor:
+        elif c.ctx and not c.routine.reads_factor:
             a_work = _placement.constrain(a_work, user.mesh, user.matrix_spec)
         # With donation, returning the overwritten matrix lets XLA reuse a's buffer in place.
-        keep = c.donate or c.returns_matrix or c.ctx
+        keep = c.donate or c.routine.returns_matrix or c.ctx
         return out._replace(x=x, work=a_work if keep else None)
 
     return run
