@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # GPU round trip, the part that runs HERE (no GPU needed): build the wheel a user's `pip install .`
 # builds (`scripts/build_wheels.sh both`: `pip wheel .`, both engines), put it and the wheels the
-# GPU machine needs into .gpu/, and print the device-tool call that runs scripts/gpu_remote.sh on the
-# GPU machine, which installs them with `pip install --no-deps` into its image's venv. So every
-# GPU run tests the file a user installs. The device tool is called by the agent, not by this
-# script.
+# GPU machine needs into .gpu/, and print how to run scripts/gpu_remote.sh on the GPU machine
+# (with .gpu/ copied beside the source tree), which installs them with `pip install --no-deps`
+# into its image's venv. So every GPU run tests the file a user installs. This script does not
+# reach the GPU machine itself.
 #
 #   scripts/gpu_roundtrip.sh            # download what is missing, build, print the run command
 #   scripts/gpu_roundtrip.sh collect F  # results file from the device -> bench/results/
@@ -150,10 +150,9 @@ if [ "$size" -gt $((60 * 1048576)) ]; then
 fi
 cat <<MSG
 
-Run on the GPU machine with the device tool:
-  kind:    nvidia-h200-x2
-  carry:   [".gpu"]   (.gpu/jaxmg, .gpu/wheels, .gpu/bin, .gpu/fuzz_cases.json; about 60 MB)
-  command: set -o pipefail; bash scripts/gpu_remote.sh 2>&1 | tee \$OUT/log.txt   (timeout_s 600)
+Run on the GPU machine, from a copy of this source tree with .gpu/ beside it:
+  copy:    .gpu/ (.gpu/jaxmg, .gpu/wheels, .gpu/bin, .gpu/fuzz_cases.json; about 60 MB)
+  command: set -o pipefail; OUT=<results folder> bash scripts/gpu_remote.sh 2>&1 | tee <results folder>/log.txt
   (stages: info multi readme single bench qrbench sweep reliability launch; e.g. bash scripts/gpu_remote.sh multi readme)
 Then: scripts/gpu_roundtrip.sh collect <files_at>/gpu_results.json
       (-> bench/results/gpu_tests_h200x2_<commit>.json.gz with "commit" and "dirty")
