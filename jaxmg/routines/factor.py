@@ -275,18 +275,19 @@ def is_mixed(factor) -> bool:
     return factor.a is not None and factor.a.dtype != factor.matrix.dtype
 
 
-def mixed_precision_solve(make_factor, a, b, factor_dtype, *, flags, return_status, return_info):
+def mixed_precision_solve(make_factor, a, b, factor_dtype, **flags):
     """potrs's and lu_solve's mixed-precision path (docs/mixed_precision.md): the checks of the
-    flags (by name, as given), of factor_dtype and of the operands, then `make_factor()` (the
-    routine's factorization of a in factor_dtype) and the refined solve. Returns x, with the
-    status and the `MixedInfo` after it as asked."""
+    routine's flags (by name, in its signature's order), of factor_dtype and of the operands,
+    then `make_factor()` (the routine's factorization of a in factor_dtype) and the refined
+    solve. Returns x, with the status and the `MixedInfo` after it as the flags ask."""
     _placement.check_flags(**flags)
     _mixed.check_factor_dtype(a, factor_dtype)
     _mixed.check_mixed_flags(donate=flags["donate"], return_logdet=flags["return_logdet"])
     _routine.check_operands(a, b)
     _placement.warn_if_replicated(a=a, b=b)
     x, status, info = solve_mixed(make_factor(), b)
-    out = (x,) + ((status,) if return_status else ()) + ((info,) if return_info else ())
+    out = (x,) + ((status,) if flags["return_status"] else ())
+    out += (info,) if flags["return_info"] else ()
     return out[0] if len(out) == 1 else out
 
 

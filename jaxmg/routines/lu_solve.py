@@ -111,13 +111,6 @@ def lu_solve(
             return_info=return_info,
         )
     # Mixed precision: lu_factor in low precision, then the refined solve (routines/mixed.py).
-    flags = dict(
-        return_status=return_status,
-        return_logdet=return_logdet,
-        pad=pad,
-        donate=donate,
-        return_info=return_info,
-    )
     return _factor.mixed_precision_solve(
         lambda: _factor.lu_factor(
             a, T_A, mesh, matrix_specs, in_specs=in_specs, pad=pad, factor_dtype=factor_dtype
@@ -125,8 +118,10 @@ def lu_solve(
         a,
         b,
         factor_dtype,
-        flags=flags,
         return_status=return_status,
+        return_logdet=return_logdet,
+        pad=pad,
+        donate=donate,
         return_info=return_info,
     )
 

@@ -116,14 +116,6 @@ def potrs(
             return_info=return_info,
         )
     # Mixed precision: cho_factor in low precision, then the refined solve (routines/mixed.py).
-    flags = dict(
-        return_logdet=return_logdet,
-        return_status=return_status,
-        pad=pad,
-        donate=donate,
-        check_symmetry=check_symmetry,
-        return_info=return_info,
-    )
     return _factor.mixed_precision_solve(
         lambda: _factor.cho_factor(
             a,
@@ -138,8 +130,11 @@ def potrs(
         a,
         b,
         factor_dtype,
-        flags=flags,
+        return_logdet=return_logdet,
         return_status=return_status,
+        pad=pad,
+        donate=donate,
+        check_symmetry=check_symmetry,
         return_info=return_info,
     )
 
