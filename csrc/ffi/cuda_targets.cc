@@ -40,7 +40,8 @@ class XlaScratch final : public ScratchSource {
 
 // The GPU engine's part of every handler (after the family's checks): this device's context of
 // the mesh (call.context), the call agreement, the plan, the engine on XLA's stream and scratch
-// memory, routine R. On GPUs `ranks` is unused: the context's communicator fixes who is who.
+// memory, routine R. On GPUs the context's communicator fixes who is who; `ranks` is empty when
+// the call was traced with only the abstract mesh, and then the shards' positions pick it.
 struct GpuEngine {
   cudaStream_t stream;
   ffi::ScratchAllocator* scratch;
@@ -55,14 +56,21 @@ struct GpuEngine {
     if (ctx->mesh_rows != call.mesh_rows || ctx->mesh_cols != call.mesh_cols) {
       return ffi::Error::InvalidArgument(std::string(target) + ": context made for another mesh");
     }
-    attrs.u = ctx->mesh_u;  // checked against `position` in the first status agreement
-    attrs.v = ctx->mesh_v;
     std::lock_guard<std::mutex> lock(ctx->mu);
     s = mp::CudaCheck(cudaSetDevice(ctx->device), "cudaSetDevice");
     if (s.ok()) {
       const CallFingerprint fp = Fingerprint(target, static_cast<int>(dtype), attrs);
       s = mp::AgreeOnCall(*ctx, fp.values, fp.names);
     }
+    // Traced with only the abstract mesh (no `ranks`), the call's context assumed
+    // jax.make_mesh's order of the devices: the shards' real positions pick the context of
+    // their order.
+    if (s.ok() && call.ranks.size() == 0) {
+      s = mp::ContextOfPositions(*ctx, stream, position.typed_data(), R::kSymmetry,
+                                 attrs.force_redistribute, &ctx);
+    }
+    attrs.u = ctx->mesh_u;  // checked against `position` in the first status agreement
+    attrs.v = ctx->mesh_v;
     const mp::PlanState* state = nullptr;
     if (s.ok()) {
       s = ctx->GetPlan(R::kSymmetry, call.n, call.cols, call.tile, attrs.pad,

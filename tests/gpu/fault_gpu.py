@@ -25,6 +25,7 @@ engine's k-th agreement on them (before the step's collectives).
 """
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -51,7 +52,8 @@ CASES = {
     ],
     "eigvalsh": [("band_reduce", 3), ("band_eigvals", 0)],
 }
-LIMIT = 420  # s for all the cases of a mode (a hang ends there)
+# s for all the cases of a mode (a hang ends there); FAULT_LIMIT: another
+LIMIT = int(os.environ.get("FAULT_LIMIT", "420"))
 
 
 MESHES = {
@@ -62,6 +64,8 @@ MESHES = {
     "shared4": ["4x1", "1x4", "2x2"],
 }
 FAILING_RANKS = {"single": [0], "shared4": [3]}  # (the others: each rank in turn)
+# FAULT_MESHES: some of the mode's meshes (e.g. "2x2"), into fault_<mode>-<meshes>.json.
+PICKED = [m for m in os.environ.get("FAULT_MESHES", "").split(",") if m]
 
 
 def processes(mode):
@@ -70,7 +74,7 @@ def processes(mode):
 
 
 def case_names(mode):
-    meshes = MESHES[mode]
+    meshes = [m for m in MESHES[mode] if not PICKED or m in PICKED]
     ranks = FAILING_RANKS.get(mode, [0, 1])
     return [
         (routine, algorithm, rank, step, mesh)
@@ -150,7 +154,8 @@ def agreed_part(message):
 def drive(mode, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     procs = processes(mode)
-    prefix = out_dir / f"fault_{mode}_records"
+    name = f"fault_{mode}" + ("-" + "-".join(PICKED) if PICKED else "")
+    prefix = out_dir / f"{name}_records"
     cmd = [sys.executable, __file__, "cases", mode, str(prefix)]
     if procs > 1:
         launch = ["launch", "-n", str(procs), "--timeout", str(LIMIT)]
@@ -190,7 +195,7 @@ def drive(mode, out_dir):
     summary = {"mode": mode, "rc": rc, "seconds": seconds, "cases": len(results)}
     summary.update(failed=failed, not_on_path=absent, stderr_tail="" if not failed else tail)
     out = {"summary": summary, "cases": results}
-    (out_dir / f"fault_{mode}.json").write_text(json.dumps(out, indent=1))
+    (out_dir / f"{name}.json").write_text(json.dumps(out, indent=1))
     print(f"[fault] {mode}: {json.dumps(summary)[:600]}", flush=True)
     return 1 if failed or rc != 0 else 0
 

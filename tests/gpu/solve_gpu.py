@@ -8,8 +8,8 @@ Usage (see scripts/gpu_remote.sh):
   python -m jaxmg launch -n P --share-gpu tests/gpu/solve_gpu.py shared OUT_DIR  # P ranks, 1 GPU
 
 shared: the multi cases with P ranks sharing one GPU (NCCL over loopback sockets), on the meshes
-of P (SHARED_MESHES; JAXMG_GPU_MESHES picks some, e.g. "4x1,2x2"); above two ranks the plan's
-cases of tests/solve_plan.py's shared_gpu_case. Process 0 writes OUT_DIR/gpu_shared_p<P>.json.
+of P (SHARED_MESHES; JAXMG_GPU_MESHES picks some, e.g. "4x1,2x2"); the plan's cases of
+tests/solve_plan.py's shared_gpu_case. Process 0 writes OUT_DIR/gpu_shared_p<P>.json.
 multi: meshes 2x1 and 1x2, the cases of tests/solve_plan.py's gpu_plan (four dtypes, tiles that
 divide and pad, every engine path: in place, transposed, redistributed (Gemr2D), hence P x 1 and
 1 x P engine grids and row and column tile permutations), then 200 mixed calls with flat GPU
@@ -19,6 +19,7 @@ from two threads on the two GPUs at once. Each record is named as in the plan; t
 cases missing from the records or failed. Process 0 writes OUT_DIR/gpu_<mode>.json after every case.
 """
 
+import functools
 import json
 import os
 import re
@@ -283,21 +284,24 @@ def main():
         mesh = jax.make_mesh((1, 2), ("pr", "pc"))
         run_plan({"mesh1x2/eigh-repeated": lambda: case_repeated_eigh(mesh)})
     elif mode == "shared":
-        # Ranks sharing one GPU: every mesh of the rank count (above two ranks, the cases of
-        # shared_gpu_case), then the repeated calls on the first mesh, shorter above two ranks.
-        pick = None if jax.process_count() <= 2 else shared_gpu_case
+        # Ranks sharing one GPU: every mesh of the rank count (the cases of shared_gpu_case;
+        # every order in the two-stage eigensolver's stage), then the repeated calls on the
+        # first mesh, shorter above two ranks.
+        largest = None if "twostage" in TAG else 400 if jax.process_count() <= 4 else 64
+        pick = functools.partial(shared_gpu_case, largest=largest)
         meshes = shared_meshes()
         for shape in meshes:
             mesh = jax.make_mesh(shape, ("pr", "pc"))
             run_plan(mesh_plan(mesh, f"mesh{shape[0]}x{shape[1]}{TAG}", pick))
         calls = 200 if jax.process_count() <= 2 else 40
+        eigh_calls = 40 if jax.process_count() <= 4 else 12  # (about 2 s a call at 2 ranks)
         if meshes and not TAG:
             shape = meshes[0]
             mesh = jax.make_mesh(shape, ("pr", "pc"))
             tag = f"mesh{shape[0]}x{shape[1]}"
             run_plan({f"{tag}/mixed-repeated": lambda: case_repeated(mesh, calls)})
-            # (about 2 s a call over loopback sockets: 40 calls show flat memory too)
-            run_plan({f"{tag}/eigh-repeated": lambda: case_repeated_eigh(mesh, min(calls, 40))})
+            # (over loopback sockets a few dozen calls show flat memory too)
+            run_plan({f"{tag}/eigh-repeated": lambda: case_repeated_eigh(mesh, eigh_calls)})
     elif mode == "local":
         assert jax.process_count() == 1 and jax.device_count() >= 2, jax.devices()
         for shape in ((2, 1), (1, 2)):

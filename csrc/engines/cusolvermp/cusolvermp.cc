@@ -164,19 +164,8 @@ Status SplitAgreeComm(Context* c) {
   return NcclCheck(r, "ncclCommSplit (the agreement communicator)");
 }
 
-// One device's context (its rank of the collective creation).
-Status CreateOne(const ContextParams& p, std::unique_ptr<Context>* out) {
-  if (p.nranks != p.nprow * p.npcol) return JAXMG_ERROR("nranks != grid rows * grid cols");
-  if (p.rank < 0 || p.rank >= p.nranks) return JAXMG_ERROR("rank out of range");
-  int nccl_version = 0;
-  JAXMG_NCCL(ncclGetVersion(&nccl_version));
-  if (nccl_version < 22900) {
-    return Status::Error(
-        "cuSOLVERMp 0.9 and cuBLASMp 0.10 need NCCL >= 2.29, but the loaded libnccl is " +
-        VersionString(nccl_version) +
-        ": install nvidia-nccl-cu13>=2.29.2 (pip install 'jaxmg[cuda13]' resolves it)");
-  }
-  auto c = std::make_unique<Context>();
+// The fields of p in a new context (its grid position from its rank: row-major mapping).
+void SetFields(const ContextParams& p, Context* c) {
   c->device = p.device;
   c->nranks = p.nranks;
   c->rank = p.rank;
@@ -188,15 +177,14 @@ Status CreateOne(const ContextParams& p, std::unique_ptr<Context>* out) {
   c->mesh_cols = p.mesh_cols;
   c->mesh_u = p.mesh_u;
   c->mesh_v = p.mesh_v;
-  JAXMG_CUDA(cudaSetDevice(p.device));
-  ncclUniqueId uid;
-  static_assert(sizeof(uid.internal) == NCCL_UNIQUE_ID_BYTES, "unexpected ncclUniqueId");
-  std::memcpy(uid.internal, p.unique_id, NCCL_UNIQUE_ID_BYTES);
-  // Every process has joined before this (jaxmg/_core/gpu.py agrees first, with a bounded wait).
-  JAXMG_NCCL(ncclCommInitRank(&c->comm, p.nranks, uid, p.rank));
-  JAXMG_RETURN_IF_ERROR(SplitAgreeComm(c.get()));
-  // A local failure is agreed on before the grids, whose creation is collective.
-  const Status local = CreateLocal(p, c.get());
+}
+
+// The steps of a context's creation after its communicator (c->comm): the agreement
+// communicator, this process's handles and buffers (a local failure agreed on before the grids,
+// whose creation is collective), the grids.
+Status FinishContext(const ContextParams& p, Context* c) {
+  JAXMG_RETURN_IF_ERROR(SplitAgreeComm(c));
+  const Status local = CreateLocal(p, c);
   int64_t failed = local.ok() ? 0 : 1;
   if (c->agree_dev != nullptr && c->agree_host != nullptr && c->agree_stream != nullptr) {
     JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(*c, &failed, 1));
@@ -213,6 +201,30 @@ Status CreateOne(const ContextParams& p, std::unique_ptr<Context>* out) {
                                           CUSOLVERMP_GRID_MAPPING_ROW_MAJOR));
   JAXMG_BLASMP(
       cublasMpGridCreate(p.nprow, p.npcol, CUBLASMP_GRID_LAYOUT_ROW_MAJOR, c->comm, &c->blas_grid));
+  return Status();
+}
+
+// One device's context (its rank of the collective creation).
+Status CreateOne(const ContextParams& p, std::unique_ptr<Context>* out) {
+  if (p.nranks != p.nprow * p.npcol) return JAXMG_ERROR("nranks != grid rows * grid cols");
+  if (p.rank < 0 || p.rank >= p.nranks) return JAXMG_ERROR("rank out of range");
+  int nccl_version = 0;
+  JAXMG_NCCL(ncclGetVersion(&nccl_version));
+  if (nccl_version < 22900) {
+    return Status::Error(
+        "cuSOLVERMp 0.9 and cuBLASMp 0.10 need NCCL >= 2.29, but the loaded libnccl is " +
+        VersionString(nccl_version) +
+        ": install nvidia-nccl-cu13>=2.29.2 (pip install 'jaxmg[cuda13]' resolves it)");
+  }
+  auto c = std::make_unique<Context>();
+  SetFields(p, c.get());
+  JAXMG_CUDA(cudaSetDevice(p.device));
+  ncclUniqueId uid;
+  static_assert(sizeof(uid.internal) == NCCL_UNIQUE_ID_BYTES, "unexpected ncclUniqueId");
+  std::memcpy(uid.internal, p.unique_id, NCCL_UNIQUE_ID_BYTES);
+  // Every process has joined before this (jaxmg/_core/gpu.py agrees first, with a bounded wait).
+  JAXMG_NCCL(ncclCommInitRank(&c->comm, p.nranks, uid, p.rank));
+  JAXMG_RETURN_IF_ERROR(FinishContext(p, c.get()));
   *out = std::move(c);
   return Status();
 }
@@ -315,6 +327,71 @@ Status AgreeOnCall(Context& c, const std::vector<int64_t>& values,
                          "); every process must make the same jaxmg calls, in the same order, "
                          "with the same arguments");
   }
+  return Status();
+}
+
+Status ContextOfPositions(Context& c, cudaStream_t stream, const int32_t* position,
+                          layout::Symmetry symmetry, bool force_redistribute, Context** out) {
+  *out = &c;
+  if (c.nranks == 1) return Status();
+  const size_t count = static_cast<size_t>(c.nranks) + 1;
+  if (count > static_cast<size_t>(Context::kAgreeSlots)) {
+    return Status::Error("jaxmg: a mesh of " + std::to_string(c.nranks) +
+                         " devices seen only as an abstract mesh inside jit: pass mesh=... (the "
+                         "concrete mesh) to the jaxmg call");
+  }
+  // This rank's real NCCL rank (+1; 0 where it failed) in its slot of c's ranks, agreed (max).
+  int32_t uv[2] = {-1, -1};
+  Status local = CudaCheck(
+      cudaMemcpyAsync(uv, position, sizeof(uv), cudaMemcpyDeviceToHost, stream), "the position");
+  if (local.ok()) local = CudaCheck(cudaStreamSynchronize(stream), "the position");
+  ContextParams p;
+  if (local.ok()) {
+    local = RankOfMeshPosition(symmetry, force_redistribute, c.mesh_rows, c.mesh_cols, uv[0], uv[1],
+                               &p.rank, &p.nprow, &p.npcol);
+  }
+  std::vector<int64_t> slots(count, 0);
+  slots[c.rank] = local.ok() ? p.rank + 1 : 0;
+  slots[c.nranks] = local.ok() ? 0 : 1;
+  JAXMG_RETURN_IF_ERROR(BoundedAllreduceMax(c, slots.data(), count));
+  if (!local.ok()) return local;
+  if (slots[c.nranks] != 0) {
+    return Status::Error(
+        "jaxmg: another process of this mesh could not read its shard's mesh "
+        "position (its error says why)");
+  }
+  std::vector<int> order(c.nranks);  // the real NCCL rank of each of c's ranks
+  std::vector<bool> seen(c.nranks, false);
+  bool same = true;
+  for (int r = 0; r < c.nranks; ++r) {
+    order[r] = static_cast<int>(slots[r] - 1);
+    if (order[r] < 0 || order[r] >= c.nranks || seen[order[r]]) {
+      return JAXMG_ERROR("the shards' mesh positions are not a permutation of the mesh");
+    }
+    seen[order[r]] = true;
+    same = same && order[r] == r;
+  }
+  if (same) return Status();
+  for (auto& [key, made] : c.reordered) {
+    if (key == order) {
+      *out = made.get();
+      return Status();
+    }
+  }
+  // Every rank is here with the same order: split c's communicator, ranked by the real order.
+  p.nranks = c.nranks;
+  p.device = c.device;
+  p.mesh_rows = c.mesh_rows;
+  p.mesh_cols = c.mesh_cols;
+  p.mesh_u = uv[0];
+  p.mesh_v = uv[1];
+  auto d = std::make_unique<Context>();
+  SetFields(p, d.get());
+  d->id = c.id;
+  JAXMG_NCCL(ncclCommSplit(c.comm, 0, p.rank, &d->comm, nullptr));
+  JAXMG_RETURN_IF_ERROR(FinishContext(p, d.get()));
+  c.reordered.emplace_back(order, std::move(d));
+  *out = c.reordered.back().second.get();
   return Status();
 }
 

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/scalar.h"
@@ -110,7 +111,11 @@ struct Context {
   std::vector<char> host_work;  // engine host workspace
   std::map<std::tuple<int64_t, int64_t, int64_t, bool, int, bool>, std::unique_ptr<PlanState>>
       plans;
-  std::mutex mu;  // one call at a time per context
+  // The contexts split from this one whose NCCL ranks follow another order of the mesh's
+  // devices (ContextOfPositions), by their ranks' ranks in this context's communicator. Used
+  // under this context's mutex only.
+  std::vector<std::pair<std::vector<int>, std::unique_ptr<Context>>> reordered;
+  std::mutex mu;  // one call at a time per context (and its reordered ones)
 
   Context() = default;
   Context(const Context&) = delete;
@@ -146,6 +151,14 @@ Status BoundedAllreduceMax(Context& c, int64_t* values, size_t count);
 // difference is the same error on every rank, naming the field (names[i] for values[i]).
 Status AgreeOnCall(Context& c, const std::vector<int64_t>& values,
                    const std::vector<const char*>& names);
+// For a call traced with only the abstract mesh (its context assumed jax.make_mesh's order of
+// the devices): the context whose NCCL ranks follow the shards' real mesh positions. Reads this
+// shard's position (device memory, on `stream`), agrees every rank's real NCCL rank in one
+// all-reduce, and returns `c` itself when they are c's ranks, else the context split from c's
+// communicator in the real order (made once per order, kept in c.reordered). Collective over
+// c's ranks; call with c.mu held.
+Status ContextOfPositions(Context& c, cudaStream_t stream, const int32_t* position,
+                          layout::Symmetry symmetry, bool force_redistribute, Context** out);
 // The context of GPU `device` (the CUDA ordinal) among those with this id, or an error.
 Status FindContext(int64_t id, int device, Context** out);
 

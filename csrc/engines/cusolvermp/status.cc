@@ -165,8 +165,8 @@ Status Engine::Agree(const Matrix& a, bool failed, int* info, int64_t diag_limit
   if (agreed[1] != 0) {  // the same branch on every rank
     return Status::Error(
         "jaxmg GPU context was made for another placement of the mesh's devices than this call's "
-        "(a mesh whose device order differs from jax.make_mesh's, seen only as an abstract mesh "
-        "inside jit): pass mesh=... (the concrete mesh) to the jaxmg call");
+        "(the mesh handed does not hold the arrays' devices in their order): pass mesh=... (the "
+        "arrays' concrete mesh) to the jaxmg call");
   }
   if (symmetry) asymmetric_ = agreed[2] != 0;
   *info = agreed[0];
