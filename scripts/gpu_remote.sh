@@ -367,9 +367,10 @@ PYEOF
     sharedcases)
       # The seed README example, JAXMg 1.4.1's cases and jaxmg.linalg's cases with ranks
       # sharing the GPU, for each P of SHARED_PROCS.
-      # SHARED_CASES: some of "readme jaxmg1 linalg" (default: all three).
+      # SHARED_CASES: some of "readme,jaxmg1,linalg" (default: all three).
       for procs in ${SHARED_PROCS:-2 4}; do
-        parts=" ${SHARED_CASES:-readme jaxmg1 linalg} "
+        parts=${SHARED_CASES:-readme,jaxmg1,linalg}
+        parts=" ${parts//,/ } "
         [[ $parts == *" readme "* ]] && shared_launch "$procs" 90 examples/readme_example.py 2>&1 |
           tee "$OUT/readme_shared_p$procs.log"
         [[ $parts == *" jaxmg1 "* ]] && shared_launch "$procs" "${T_JAXMG1:-300}" \
