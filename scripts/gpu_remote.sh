@@ -367,14 +367,15 @@ PYEOF
     sharedcases)
       # The seed README example, JAXMg 1.4.1's cases and jaxmg.linalg's cases with ranks
       # sharing the GPU, for each P of SHARED_PROCS.
-      # SHARED_CASES: some of "readme,jaxmg1,linalg" (default: all three).
+      # SHARED_CASES: some of "readme,jaxmg1,linalg" (default: all three); JAXMG1_SELECT: some
+      # of JAXMg's cases ("|"-separated parts of their names).
       for procs in ${SHARED_PROCS:-2 4}; do
         parts=${SHARED_CASES:-readme,jaxmg1,linalg}
         parts=" ${parts//,/ } "
         [[ $parts == *" readme "* ]] && shared_launch "$procs" 90 examples/readme_example.py 2>&1 |
           tee "$OUT/readme_shared_p$procs.log"
         [[ $parts == *" jaxmg1 "* ]] && shared_launch "$procs" "${T_JAXMG1:-300}" \
-          tests/gpu/jaxmg1_gpu.py "$OUT/jaxmg1_shared_p$procs"
+          tests/gpu/jaxmg1_gpu.py "$OUT/jaxmg1_shared_p$procs" ${JAXMG1_SELECT:-}
         mesh=$([ "$procs" = 4 ] && echo "2 2" || echo "$procs 1")
         [[ $parts == *" linalg "* ]] && shared_launch "$procs" "${T_LINALG:-300}" \
           tests/mp/linalg_worker.py $mesh float32,float64,complex64,complex128 1 \

@@ -26,6 +26,7 @@ engine's k-th agreement on them (before the step's collectives).
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -64,8 +65,10 @@ MESHES = {
     "shared4": ["4x1", "1x4", "2x2"],
 }
 FAILING_RANKS = {"single": [0], "shared4": [3]}  # (the others: each rank in turn)
-# FAULT_MESHES: some of the mode's meshes (e.g. "2x2"), into fault_<mode>-<meshes>.json.
+# FAULT_MESHES: some of the mode's meshes (e.g. "2x2"), into fault_<mode>-<meshes>.json;
+# FAULT_CASES: a regular expression that picks cases by name (routine/algorithm:rank:step/mesh).
 PICKED = [m for m in os.environ.get("FAULT_MESHES", "").split(",") if m]
+PICK_CASES = os.environ.get("FAULT_CASES", "")
 
 
 def processes(mode):
@@ -82,6 +85,7 @@ def case_names(mode):
         for routine, hooks in CASES.items()
         for algorithm, step in hooks
         for rank in ranks
+        if re.search(PICK_CASES, f"{routine}/{algorithm}:{rank}:{step}/{mesh}")
     ]
 
 
@@ -154,8 +158,8 @@ def agreed_part(message):
 def drive(mode, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     procs = processes(mode)
-    name = f"fault_{mode}" + ("-" + "-".join(PICKED) if PICKED else "")
-    prefix = out_dir / f"{name}_records"
+    out_name = f"fault_{mode}" + ("-" + "-".join(PICKED) if PICKED else "")
+    prefix = out_dir / f"{out_name}_records"
     cmd = [sys.executable, __file__, "cases", mode, str(prefix)]
     if procs > 1:
         launch = ["launch", "-n", str(procs), "--timeout", str(LIMIT)]
@@ -195,7 +199,7 @@ def drive(mode, out_dir):
     summary = {"mode": mode, "rc": rc, "seconds": seconds, "cases": len(results)}
     summary.update(failed=failed, not_on_path=absent, stderr_tail="" if not failed else tail)
     out = {"summary": summary, "cases": results}
-    (out_dir / f"{name}.json").write_text(json.dumps(out, indent=1))
+    (out_dir / f"{out_name}.json").write_text(json.dumps(out, indent=1))
     print(f"[fault] {mode}: {json.dumps(summary)[:600]}", flush=True)
     return 1 if failed or rc != 0 else 0
 

@@ -21,6 +21,7 @@ cases missing from the records or failed. Process 0 writes OUT_DIR/gpu_<mode>.js
 
 import functools
 import json
+import math
 import os
 import re
 import sys
@@ -100,9 +101,14 @@ def gpu_used_bytes():
         return int((jax.local_devices()[0].memory_stats() or {}).get("bytes_in_use", -1))
 
 
+def repeated_order(mesh):
+    """256, or the nearest order below it that the mesh's sides divide (252 on 3 x 2)."""
+    return 256 - 256 % math.lcm(*mesh.devices.shape)
+
+
 def case_repeated(mesh, calls=200):
-    """Mixed potrs and lu_solve calls: flat GPU memory, per-call time at n = 256."""
-    n = 256
+    """Mixed potrs and lu_solve calls: flat GPU memory, per-call time at n = 256 (252 on 3x2)."""
+    n = repeated_order(mesh)
     a, b = spd(n, np.float64, 8), rhs(n, 1, np.float64, 8)
     ap, bp = place(a, mesh, A_SPEC), place(b, mesh, B_SPEC)
     fns = [jax.jit(lambda a, b, r=r: routine_fn(r)(a, b, T_A=32)) for r in ("potrs", "lu_solve")]
@@ -130,7 +136,7 @@ def case_repeated_eigh(mesh, calls=200):
     flat GPU memory and the last results right."""
     import jaxmg
 
-    n = 256
+    n = repeated_order(mesh)
     a = hermitian(n, np.float64, 5)
     ap = place(a, mesh, A_SPEC)
     fns = [
