@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -92,6 +93,23 @@ def log(*args):
 
 
 def gpu_used_bytes():
+    """This process's GPU memory: its line of nvidia-smi's compute processes (so that ranks
+    sharing the GPU and jobs beside this one do not count), else the device's used memory
+    (cupy), else XLA's own count."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout
+        for line in out.splitlines():
+            pid, mib = (field.strip() for field in line.split(","))
+            if pid == str(os.getpid()):
+                return int(mib) << 20
+    except (OSError, ValueError, subprocess.SubprocessError):
+        pass
     try:
         import cupy
 
