@@ -32,6 +32,7 @@ Every name of `jax.numpy.linalg`, and the `jax.scipy.linalg` names served here:
 | `norm`, `matrix_norm` | ord 2, -2, "nuc": `svdvals`; other orders: (2) |
 | `qr` | `jaxmg.qr` (M >= N) |
 | `matrix_power` | `jaxmg.matmul` (repeated squaring); n < 0: `inv` first |
+| `lu` | the engine's pivoted LU, redistributed (1), unpacked into p, l, u |
 | `lu_factor`, `lu_solve` | `jaxmg.lu_factor` and its solve |
 | `solve_triangular` | `jaxmg.solve_triangular` |
 | `cho_factor`, `cho_solve` | `jaxmg.cho_factor` and its solve |
@@ -43,7 +44,8 @@ Every name of `jax.numpy.linalg`, and the `jax.scipy.linalg` names served here:
 | `eig`, `eigvals` | `NotImplementedError` (3) |
 | `tensorinv`, `tensorsolve` | `NotImplementedError`: reshape to a matrix, `inv` or `solve` |
 
-(1) In a's own order: the layout `cho_factor` keeps factors a relabeled (permuted) matrix.
+(1) In a's own order: the layout `cho_factor` and `lu_factor` keep factors a relabeled
+(permuted) matrix.
 (2) jax.numpy.linalg's own function: no factorization; XLA partitions it where the operands
 lie (sums, maxima and products).
 (3) jaxmg has no distributed non-Hermitian eigensolver: `eigh` for a Hermitian matrix, or
@@ -71,6 +73,7 @@ from jaxmg._core import adjoint as _adjoint_mod
 from jaxmg._core import factory as _factory
 from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
+from jaxmg._core import rules as _rules
 from jaxmg.routines import factor as _factor
 from jaxmg.routines import gesvd as _gesvd
 from jaxmg.routines import inv as _inv
@@ -103,6 +106,7 @@ __all__ = [
     "eigvalsh",
     "inv",
     "lstsq",
+    "lu",
     "lu_factor",
     "lu_solve",
     "matmul",
@@ -777,6 +781,140 @@ def lu_factor(
     if getattr(a, "ndim", 0) != 2:
         raise ValueError(f"a must be one (N, N) matrix, got shape {tuple(getattr(a, 'shape', ()))}")
     return _factor.lu_factor(a, T_A=T_A, mesh=mesh, matrix_specs=matrix_specs, pad=pad)
+
+
+# The pivoted LU of `lu`, in a's own order: the engine is handed aᵀ (a transpose local to each
+# device), so that its column-major reading of the shards is a itself and its row interchanges
+# are a's; it redistributes into its tiles and the factors back.
+_LU = _routine.EngineRoutine(
+    name="lu_factor",
+    symmetric=False,
+    hand_transpose=lambda placement, donate: True,
+    returns_matrix=True,
+    takes_rhs=False,
+    keeps_factor=True,
+    pivots_out=True,
+    redistribute=True,
+)
+
+
+def _triangle(t, lower, unit):
+    """t's lower (upper) triangle, with ones on the diagonal where `unit`."""
+    i = jax.lax.broadcasted_iota(jnp.int32, t.shape, 0)
+    j = jax.lax.broadcasted_iota(jnp.int32, t.shape, 1)
+    part = jnp.where(i > j if lower else i < j, t, 0)
+    return part + jnp.where(i == j, jnp.ones((), t.dtype) if unit else t, 0)
+
+
+def _lu_parts(a, opts):
+    """(p, l, u) with a = p @ l @ u, each in a's sharding."""
+    pl = _resolved_placement(a, opts["mesh"], opts["matrix_specs"])
+    r = _routine.call(_LU, a, None, **opts)
+    # The engine's matrix was a, factored in place in the shards handed (aᵀ's, read
+    # column-major): read back in JAX's row-major order they hold the packed factors
+    # transposed, and their local transpose is in a's sharding.
+    packed = _placement.constrain(r.matrix.T, pl.mesh, pl.matrix_spec)
+    n = a.shape[0]
+    lower = _placement.constrain(_triangle(packed, True, True), pl.mesh, pl.matrix_spec)
+    upper = _placement.constrain(_triangle(packed, False, False), pl.mesh, pl.matrix_spec)
+    # The 1-based row interchanges -> the permutation: a[perm] = l @ u, so p[perm[k], k] = 1.
+    perm = jax.lax.linalg.lu_pivots_to_permutation(r.pivots[:n] - 1, n)
+    i = jax.lax.broadcasted_iota(jnp.int32, a.shape, 0)
+    p = jnp.where(perm[None, :] == i, jnp.ones((), a.dtype), 0)
+    return _placement.constrain(p, pl.mesh, pl.matrix_spec), lower, upper
+
+
+def _triangular_solve(t, y, lower, unit, trans, opts):
+    """op(t)⁻¹ y (op: t, or tᵀ with trans=1) for a triangular t, as a linear map of y that JAX
+    can transpose (`lax.custom_linear_solve`: the transposed map solves with the other op)."""
+    pl = _resolved_placement(t, opts["mesh"], opts["matrix_specs"])
+    tri = _triangle(t, lower, unit)
+
+    def matvec(x):
+        m = _placement.constrain(tri.T, pl.mesh, pl.matrix_spec) if trans else tri
+        return _product(m, x, pl, pl.matrix_spec)
+
+    def solve(op):
+        return lambda _, r: solve_triangular(
+            t, r, trans=op, lower=lower, unit_diagonal=unit, **opts
+        )
+
+    return jax.lax.custom_linear_solve(matvec, y, solve(trans), transpose_solve=solve(1 - trans))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _lu_differentiable(a, opts):
+    return _lu_parts(a, opts.kwargs())
+
+
+@_lu_differentiable.defjvp
+def _lu_jvp(opts, primals, tangents):
+    """a = P L U: with Φ = L⁻¹ Pᵀ dA U⁻¹, dL = L strict_lower(Φ), dU = upper(Φ) U, dP = 0."""
+    (a,), (da,) = primals, tangents
+    kw = opts.kwargs()
+    p, lower, upper = _lu_differentiable(a, opts)
+    pl = _resolved_placement(a, kw["mesh"], kw["matrix_specs"])
+    spec = pl.matrix_spec
+    pt_da = _product(_placement.constrain(p.T, pl.mesh, spec), da, pl, spec)
+    x = _triangular_solve(lower, pt_da, True, True, 0, kw)  # L⁻¹ Pᵀ dA
+    # Φ = X U⁻¹, i.e. Φᵀ = U⁻ᵀ Xᵀ
+    x_t = _placement.constrain(x.T, pl.mesh, spec)
+    phi = _placement.constrain(_triangular_solve(upper, x_t, False, False, 1, kw).T, pl.mesh, spec)
+    i = jax.lax.broadcasted_iota(jnp.int32, a.shape, 0)
+    j = jax.lax.broadcasted_iota(jnp.int32, a.shape, 1)
+    dl = _product(lower, jnp.where(i > j, phi, 0), pl, spec)
+    du = _product(jnp.where(i <= j, phi, 0), upper, pl, spec)
+    return (p, lower, upper), (jnp.zeros_like(p), dl, du)
+
+
+@_public
+def lu(
+    a,
+    permute_l=False,
+    overwrite_a=False,
+    check_finite=True,
+    *,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    pad=True,
+):
+    """The pivoted LU decomposition a = p @ l @ u (`jax.scipy.linalg.lu`), in a's sharding.
+
+    The engine factors a with partial pivoting over rows (LAPACK's getrf: ScaLAPACK's p?getrf,
+    cuSOLVERMp's Getrf): it is handed aᵀ (a transpose local to each device), redistributes it
+    into its block-cyclic tiles (about one copy of a over the mesh) and the factors back; the
+    row interchanges become the permutation matrix p. Nothing is gathered.
+
+    Args:
+      a: (..., N, N) array sharded over a mesh.
+      permute_l: return (p @ l, u) instead: the permuted lower factor (a distributed product).
+      overwrite_a, check_finite: unused, as in JAX.
+      T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
+
+    Returns:
+      (p, l, u), each (..., N, N) in a's sharding and dtype: p a permutation matrix, l unit
+      lower triangular, u upper triangular, equal to SciPy's `lu(a)` (the same pivots); with
+      permute_l, (p @ l, u). A singular a gives a zero on u's diagonal, as in SciPy.
+      Differentiable (forward and reverse) in a through l and u; p's derivative is zero.
+
+    Raises:
+      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
+    """
+    del overwrite_a, check_finite
+    _check_matrix(a)
+    if not isinstance(permute_l, bool):
+        raise TypeError(f"permute_l must be a bool, got {permute_l!r}")
+    opts = _rules.options(**_options(T_A, mesh, matrix_specs, pad))
+
+    def one(m):
+        p, lower, upper = _lu_differentiable(m, opts)
+        if not permute_l:
+            return p, lower, upper
+        pl = _resolved_placement(m, mesh, matrix_specs)
+        return _product(p, lower, pl, pl.matrix_spec), upper
+
+    return _batched(one, a)
 
 
 @_public

@@ -31,6 +31,7 @@ PER_DTYPE = {
     "svd",
     "pinv_lstsq",
     "qr",
+    "lu",
     "lu_factor",
     "cho_factor",
     "norms",
@@ -42,6 +43,7 @@ ONCE = {
     "lstsq_deficient",
     "jit_no_mesh",
     "grad_unpacked",
+    "grad_lu",
     "refusals",
 }
 VMAP = {

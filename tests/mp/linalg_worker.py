@@ -242,6 +242,37 @@ def case_qr(dt):
     }
 
 
+def case_lu(dt):
+    a = signed_general(N, dt, 13)
+    ap = on(a)
+    p, lower, upper = L.lu(ap)
+    p5, lower5, upper5 = L.lu(ap, T_A=5)  # a tile that pads
+    pl, u_pl = L.lu(ap, permute_l=True)
+    ref_p, ref_l, ref_u = scipy.linalg.lu(a)
+    singular = a.copy()
+    singular[:, 3] = singular[:, 1]
+    p_s, l_s, u_singular = L.lu(on(singular))
+    return {
+        "p": err(p, ref_p),
+        "l": err(lower, ref_l),
+        "u": err(upper, ref_u),
+        "p, tile 5": err(p5, ref_p),
+        "l, tile 5": err(lower5, ref_l),
+        "u, tile 5": err(upper5, ref_u),
+        "permute_l": err(pl, ref_p @ ref_l),
+        "permute_l u": err(u_pl, ref_u),
+        "p sharding": sharded_as(p, mesh, A_SPEC),
+        "l sharding": sharded_as(lower, mesh, A_SPEC),
+        "u sharding": sharded_as(upper, mesh, A_SPEC),
+        "permute_l sharding": sharded_as(pl, mesh, A_SPEC),
+        "reconstructs": rel_err(gather(p) @ gather(lower) @ gather(upper), a),
+        "singular: reconstructs": rel_err(gather(p_s) @ gather(l_s) @ gather(u_singular), singular),
+        "singular: a zero on u's diagonal": float(
+            np.min(np.abs(np.diag(gather(u_singular)))) / np.abs(a).max()
+        ),
+    }
+
+
 def case_lu_factor(dt):
     a, b = signed_general(N, dt, 12), rhs(N, 2, dt, 12)
     ap, bp = on(a), on(b, B_SPEC)
@@ -441,6 +472,27 @@ def case_grad_unpacked(dt):
         }
 
 
+def case_grad_lu(dt):
+    """lu's derivatives against JAX's own on the gathered matrix: forward (l's and u's tangents)
+    and reverse (a scalar of both factors)."""
+    a = signed_general(N, dt, 21)
+    t = signed_general(N, dt, 22)
+    ap, tp = on(a), on(t)
+    _, tangents = jax.jvp(lambda m: L.lu(m)[1:], (ap,), (tp,))
+    _, ref = jax.jvp(lambda m: jax.scipy.linalg.lu(m)[1:], (jnp.asarray(a),), (jnp.asarray(t),))
+
+    def loss(lu):
+        return lambda m: jnp.sum(jnp.sin(lu(m)[1])) + jnp.sum(lu(m)[2] ** 2)
+
+    grad = jax.jit(jax.grad(loss(L.lu)))(ap)
+    return {
+        "jvp l": err(tangents[0], np.asarray(ref[0])),
+        "jvp u": err(tangents[1], np.asarray(ref[1])),
+        "grad": err(grad, np.asarray(jax.grad(loss(jax.scipy.linalg.lu))(jnp.asarray(a)))),
+        "grad sharding": sharded_as(grad, mesh, A_SPEC),
+    }
+
+
 def case_refusals(dt):
     a, b = signed_general(N, dt, 19), rhs(N, 2, dt, 19)
     ap, bp = on(a), on(b, B_SPEC)
@@ -499,6 +551,7 @@ PER_DTYPE = [
     case_svd,
     case_pinv_lstsq,
     case_qr,
+    case_lu,
     case_lu_factor,
     case_cho_factor,
     case_norms,
@@ -510,6 +563,7 @@ ONCE = [
     case_lstsq_deficient,
     case_jit_no_mesh,
     case_grad_unpacked,
+    case_grad_lu,
     case_refusals,
 ]
 
