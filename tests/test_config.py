@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import textwrap
@@ -98,18 +97,22 @@ def test_hooks_are_checked_too():
 
 
 def test_the_call_attribute_is_what_the_native_library_decodes():
-    """The fields jaxmg/_core/config.py sends are those csrc/ffi/config.h decodes and
-    csrc/common/config.h's Config holds (the native side has no other list)."""
-    decoder = (CSRC / "ffi" / "config.h").read_text()
-    decoded = set(re.findall(r'(?:choice|integer)\("(\w+)"', decoder))
-    decoded |= set(re.findall(r'd\.get<std::string_view>\("(\w+)"\)', decoder))
-    struct = (CSRC / "common" / "config.h").read_text()
-    body = struct[
-        struct.index("struct Config {") : struct.index("};", struct.index("struct Config"))
-    ]
-    members = set(re.findall(r"^\s*(?:Choice|int64_t|char) (\w+)", body, re.M))
+    """The fields jaxmg/_core/config.py sends are those of csrc/common/config.h's one list
+    (kConfigFields, which the decoder reads and the library exports), of the same kinds."""
+    from jaxmg._core import native
+
+    fields = native.config_fields("cpu")
     sent = _config.engine_attribute(_config.Config())
-    assert set(sent) == decoded == members
+    assert list(sent) == list(fields)
+    kinds = {
+        name: f.metadata["kind"] if f.metadata["kind"] == "choice" else f.type
+        for name, f in _config._FIELDS.items()
+        if name in sent
+    }
+    assert {
+        n: {"choice": "choice", "int": "count", "str": "text"}[k] for n, k in kinds.items()
+    } == (fields)
+    struct = (CSRC / "common" / "config.h").read_text()
     assert len(_config.Config().test_fail) < 48 and "char test_fail[48]" in struct
     codes = _config.engine_attribute(
         _config.Config(cpu_inverses="blocked", gpu_eigh="cusolvermp", eig_band=32)

@@ -6,11 +6,15 @@
 // the agreement's error instead of pairing different collectives.
 //
 // Adding a field: a member here (8 bytes, so that the struct has no padding and hashes as its
-// bytes), its decoding in ffi/config.h, and its field in jaxmg/_core/config.py.
+// bytes) and its line in kConfigFields below, which the decoder (ffi/config.h) and the names the
+// libraries export (jaxmg_<engine>_config_fields) read; and its field in jaxmg/_core/config.py,
+// which tests/test_config.py holds to the exported names.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 namespace jaxmg {
@@ -44,6 +48,61 @@ struct Config {
   // step (common/deferred.h); empty: none. NUL-terminated.
   char test_fail[48] = {};
 };
+
+// One field of Config: its name (jaxmg.config's field and the call attribute's key), its kind
+// and its member (an algorithm choice, a count of at least 0, or test_fail's text).
+struct ConfigField {
+  enum Kind { kChoice, kCount, kText };
+  const char* name;
+  Kind kind;
+  Choice Config::* choice = nullptr;
+  int64_t Config::* count = nullptr;
+};
+
+// Every field of Config, in its order: the one list of them.
+inline constexpr ConfigField kConfigFields[] = {
+    {"cpu_lu", ConfigField::kChoice, &Config::cpu_lu},
+    {"cpu_qr", ConfigField::kChoice, &Config::cpu_qr},
+    {"cpu_inverses", ConfigField::kChoice, &Config::cpu_inverses},
+    {"cpu_eigh", ConfigField::kChoice, &Config::cpu_eigh},
+    {"gpu_lu", ConfigField::kChoice, &Config::gpu_lu},
+    {"gpu_qr", ConfigField::kChoice, &Config::gpu_qr},
+    {"gpu_eigh", ConfigField::kChoice, &Config::gpu_eigh},
+    {"gpu_eigvals", ConfigField::kChoice, &Config::gpu_eigvals},
+    {"gpu_one_device", ConfigField::kChoice, &Config::gpu_one_device},
+    {"eig_q2", ConfigField::kChoice, &Config::eig_q2},
+    {"eig_band", ConfigField::kCount, nullptr, &Config::eig_band},
+    {"eig_q2_group", ConfigField::kCount, nullptr, &Config::eig_q2_group},
+    {"eig_q1_width", ConfigField::kCount, nullptr, &Config::eig_q1_width},
+    {"rows_per_chunk", ConfigField::kCount, nullptr, &Config::rows_per_chunk},
+    {"test_fail", ConfigField::kText},
+};
+
+// Every member is listed once: the members' bytes add up to the struct's.
+constexpr size_t ConfigFieldBytes() {
+  size_t bytes = 0;
+  for (const ConfigField& f : kConfigFields) {
+    bytes += f.kind == ConfigField::kText ? sizeof(Config::test_fail) : sizeof(int64_t);
+  }
+  return bytes;
+}
+static_assert(ConfigFieldBytes() == sizeof(Config), "a Config member missing in kConfigFields");
+
+// "name kind" lines of kConfigFields (kind: choice, count, text), for the libraries' exported
+// jaxmg_<engine>_config_fields.
+inline const char* ConfigFieldLines() {
+  static const std::string lines = [] {
+    std::string out;
+    for (const ConfigField& f : kConfigFields) {
+      const char* kind = f.kind == ConfigField::kChoice  ? "choice"
+                         : f.kind == ConfigField::kCount ? "count"
+                                                         : "text";
+      out += std::string(f.name) + " " + kind + "\n";
+    }
+    return out;
+  }();
+  return lines.c_str();
+}
 
 static_assert(std::is_trivially_copyable_v<Config> &&
                   std::has_unique_object_representations_v<Config>,

@@ -35,28 +35,22 @@ inline Status DecodeConfig(const char* target, const ::xla::ffi::Dictionary& d, 
     *field = static_cast<Choice>(v);
   };
   constexpr int64_t kMax = int64_t{1} << 40;
-  choice("cpu_lu", &c.cpu_lu);
-  choice("cpu_qr", &c.cpu_qr);
-  choice("cpu_inverses", &c.cpu_inverses);
-  choice("cpu_eigh", &c.cpu_eigh);
-  choice("gpu_lu", &c.gpu_lu);
-  choice("gpu_qr", &c.gpu_qr);
-  choice("gpu_eigh", &c.gpu_eigh);
-  choice("gpu_eigvals", &c.gpu_eigvals);
-  choice("gpu_one_device", &c.gpu_one_device);
-  choice("eig_q2", &c.eig_q2);
-  integer("eig_band", 0, kMax, &c.eig_band);
-  integer("eig_q2_group", 0, kMax, &c.eig_q2_group);
-  integer("eig_q1_width", 0, kMax, &c.eig_q1_width);
-  integer("rows_per_chunk", 0, kMax, &c.rows_per_chunk);
-  known.push_back("test_fail");
-  auto fail = d.get<std::string_view>("test_fail");
-  if (!fail.has_value()) {
-    if (bad.empty()) bad = "no string field test_fail";
-  } else if (fail->size() >= sizeof(c.test_fail)) {
-    if (bad.empty()) bad = "test_fail is too long";
-  } else {
-    fail->copy(c.test_fail, fail->size());
+  for (const ConfigField& f : kConfigFields) {
+    if (f.kind == ConfigField::kChoice) {
+      choice(f.name, &(c.*f.choice));
+    } else if (f.kind == ConfigField::kCount) {
+      integer(f.name, 0, kMax, &(c.*f.count));
+    } else {  // test_fail, NUL-terminated
+      known.push_back(f.name);
+      auto text = d.get<std::string_view>(f.name);
+      if (!text.has_value()) {
+        if (bad.empty()) bad = std::string("no string field ") + f.name;
+      } else if (text->size() >= sizeof(c.test_fail)) {
+        if (bad.empty()) bad = std::string(f.name) + " is too long";
+      } else {
+        text->copy(c.test_fail, text->size());
+      }
+    }
   }
   for (auto it = d.begin(); it != d.end() && bad.empty(); ++it) {
     bool found = false;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/config.h"
 #include "engines/scalapack/engine.h"
 #include "ffi/dispatch.h"
 #include "ffi/families.h"
@@ -62,6 +63,12 @@ extern "C" {
 // jaxmg/_core/native.py.
 __attribute__((visibility("default"))) const char* jaxmg_cpu_routines() {
   return JAXMG_ROUTINE_LIST;
+}
+
+// The configuration's fields, "name kind" lines (common/config.h kConfigFields), for
+// jaxmg/_core/native.py.
+__attribute__((visibility("default"))) const char* jaxmg_cpu_config_fields() {
+  return jaxmg::ConfigFieldLines();
 }
 __attribute__((visibility("default"))) int jaxmg_mpi_init(char* err, int err_len) {
   auto lock = jaxmg::scalapack::EngineLock();

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/config.h"
 #include "common/scratch.h"
 #include "engines/cusolvermp/cusolvermp.h"
 #include "engines/cusolvermp/engine.h"
@@ -120,6 +121,12 @@ extern "C" {
 // jaxmg/_core/native.py.
 __attribute__((visibility("default"))) const char* jaxmg_cuda_routines() {
   return JAXMG_ROUTINE_LIST;
+}
+
+// The configuration's fields, "name kind" lines (common/config.h kConfigFields), for
+// jaxmg/_core/native.py.
+__attribute__((visibility("default"))) const char* jaxmg_cuda_config_fields() {
+  return jaxmg::ConfigFieldLines();
 }
 
 // NCCL unique id of a new communicator (128 bytes). Returns 0 on success.

@@ -107,6 +107,15 @@ def _routine_list(lib: ctypes.CDLL, kind: str) -> dict[str, str]:
     return dict(line.split() for line in fn().decode().splitlines() if line.strip())
 
 
+def config_fields(kind: str) -> dict[str, str]:
+    """{field: kind} of the configuration an engine's library decodes (choice, count or text):
+    csrc/common/config.h's one list, which the library exports as "name kind" lines."""
+    fn = getattr(load(kind), f"jaxmg_{kind}_config_fields")
+    fn.restype = ctypes.c_char_p
+    fn.argtypes = []
+    return dict(line.split() for line in fn().decode().splitlines() if line.strip())
+
+
 @functools.cache
 def routines(kind: str) -> dict[str, str]:
     """{routine: family} of the engine for platform `kind` ("cpu" or "cuda"): the routines with
