@@ -49,9 +49,9 @@ struct FfiAttrs {
   ::xla::ffi::Span<const int64_t> ranks;  // MPI rank per mesh position, or empty
   int64_t thread;                         // the calling Python thread's tag
   int64_t check_symmetry;
-  ::xla::ffi::Dictionary config;  // jaxmg.config (ffi/config.h DecodeConfig)
-  int64_t variant;                // the routine's own (CallAttrs::variant)
-  int64_t context;                // GPUs: the id of the mesh's NCCL/cuSOLVERMp context; CPUs: 0
+  ::xla::ffi::Dictionary config;     // jaxmg.config (ffi/config.h DecodeConfig)
+  int64_t lower, op, unit_diagonal;  // solve_triangular's (CallAttrs), else 0
+  int64_t context;                   // GPUs: the id of the mesh's NCCL/cuSOLVERMp context; CPUs: 0
 };
 
 }  // namespace jaxmg::ffi_util
@@ -67,7 +67,9 @@ XLA_FFI_REGISTER_STRUCT_ATTR_DECODING(
     ::xla::ffi::StructMember<int64_t>("thread"),
     ::xla::ffi::StructMember<int64_t>("check_symmetry"),
     ::xla::ffi::StructMember<::xla::ffi::Dictionary>("config"),
-    ::xla::ffi::StructMember<int64_t>("variant"), ::xla::ffi::StructMember<int64_t>("context"));
+    ::xla::ffi::StructMember<int64_t>("lower"), ::xla::ffi::StructMember<int64_t>("op"),
+    ::xla::ffi::StructMember<int64_t>("unit_diagonal"),
+    ::xla::ffi::StructMember<int64_t>("context"));
 
 namespace jaxmg {
 
@@ -103,8 +105,11 @@ inline Status DecodeCall(const char* target, const FfiAttrs& c, bool rectangular
   attrs->ranks.assign(c.ranks.begin(), c.ranks.end());
   attrs->thread = c.thread;
   attrs->check_symmetry = c.check_symmetry != 0;
-  attrs->variant = c.variant;
+  attrs->lower = c.lower != 0;
+  attrs->op = c.op;
+  attrs->unit_diagonal = c.unit_diagonal != 0;
   const std::string name(target);
+  if (c.op < 0 || c.op > 2) return Status::Error(name + ": op must be 0, 1 or 2");
   if (c.mesh_rows <= 0 || c.mesh_cols <= 0 || c.n < 0 || c.cols < 0 ||
       (!rectangular && c.cols != c.n)) {
     return Status::Error(name + ": bad mesh or order");

@@ -94,9 +94,11 @@ struct CallAttrs {
   bool check_symmetry = false;      // symmetric routines: check the matrix first
   int64_t nrhs = 0;
   Config config;  // algorithm choices, tuning and test hooks (common/config.h)
-  // The routine's own variant (its meaning is the routine's: routines/solve_triangular.h's
-  // triangle, op and diagonal).
-  int64_t variant = 0;
+  // solve_triangular's (routines/solve_triangular.h): which triangle of A it reads, op(A)
+  // (0: A, 1: Aᵀ, 2: Aᴴ) and a unit diagonal; false and 0 for the other routines.
+  bool lower = false;
+  int64_t op = 0;
+  bool unit_diagonal = false;
 };
 
 // What every rank of a call must agree on before any engine collective (with the engine's own
@@ -112,13 +114,13 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const CallAttr
     routine = (routine ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
   return CallFingerprint{
       {static_cast<int64_t>(routine >> 1), dtype, a.n, a.cols, a.nrhs, a.mesh_rows, a.mesh_cols,
-       a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry, a.variant,
-       ConfigHash(a.config)},
+       a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry, a.lower, a.op,
+       a.unit_diagonal, ConfigHash(a.config)},
       {"routine", "dtype", "matrix rows", "matrix columns", "right-hand sides", "mesh rows",
        "mesh columns", "tile", "pad", "redistribution", "transposition",
        "calling thread (a jaxmg call made outside jit carries its Python "
        "thread's name; calls of several threads pair by that name)",
-       "symmetry check", "routine variant",
+       "symmetry check", "triangle (lower)", "op", "unit diagonal",
        "algorithm switches and tuning (jaxmg.config: compare it on the processes; its defaults "
        "come from their JAXMG_* environment variables, read at the first call)"}};
 }

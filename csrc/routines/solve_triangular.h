@@ -4,8 +4,7 @@
 // The engine redistributes (jaxmg/routines/solve_triangular.py asks for it: a relabeling permutes
 // rows and columns apart, and the permuted matrix is no longer triangular), so it holds exactly
 // M = Aᵀ, the shards read column-major: A's lower triangle is M's upper one, the diagonal the
-// same. The variant (CallAttrs::variant): bit 0 A lower, bits 1-2 op (0 N, 1 T, 2 C), bit 3 a
-// unit diagonal.
+// same. CallAttrs::lower: A's lower triangle; op: 0 N, 1 T, 2 C; unit_diagonal.
 //
 // b with its rows split like a's rows (RhsIn: the whole b, into the engine's layout of c = b):
 //   op N: A x = b   <=>  Mᵀ x = b
@@ -27,15 +26,12 @@ struct SolveTriangularOf : RoutineTraits {
 
   template <class E, class T>
   static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
-    const int64_t variant = attrs.variant, op = (variant >> 1) & 3;
-    if (variant < 0 || variant > 15 || op > 2) {
-      return JAXMG_ERROR("solve_triangular: bad variant " + std::to_string(variant));
-    }
+    const int64_t op = attrs.op;  // (0, 1 or 2: checked where the attributes are decoded)
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("solve_triangular runs on a redistributed matrix");
     }
-    const char uplo = (variant & 1) ? 'U' : 'L';  // M = Aᵀ: A's lower triangle is M's upper
-    const char diag = (variant & 8) ? 'U' : 'N';
+    const char uplo = attrs.lower ? 'U' : 'L';  // M = Aᵀ: A's lower triangle is M's upper
+    const char diag = attrs.unit_diagonal ? 'U' : 'N';
     typename E::Matrix m, c;
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &m));
     int info = 0;

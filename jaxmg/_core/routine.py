@@ -111,6 +111,16 @@ class Result:
     tile: int = 0
 
 
+class Triangular(NamedTuple):
+    """solve_triangular's options, which the engine reads as named attributes
+    (csrc/routines/contract.h CallAttrs): A's lower triangle (else the upper one), op(A) (0: A,
+    1: Aᵀ, 2: Aᴴ), a unit diagonal (not read)."""
+
+    lower: bool = False
+    op: int = 0
+    unit_diagonal: bool = False
+
+
 class EngineOutputs(NamedTuple):
     """What one device's engine call returns (`_local`), each family's own (the others None):
     solve and factor families: x (shaped like b, or n x solution_cols), logdet, status, sign,
@@ -206,7 +216,7 @@ def plan(
     kept=None,
     blocks=False,
     ctx=False,
-    variant=0,
+    triangular=None,
 ) -> Plan:
     """Checks the arguments of a call of `routine` and decides everything about it: the
     placement, the tile, the engine and its placement, and the frozen key of its compiled
@@ -230,8 +240,7 @@ def plan(
       in-place path) and the result's `matrix` is the work array in a's shape and sharding,
       so that a jit donating a can reuse its buffer. Concrete arrays run in a jit without
       donation.
-    variant: the routine's own variant (an integer the native routine reads: e.g.
-      solve_triangular's triangle, op and diagonal; csrc/routines/contract.h CallAttrs).
+    triangular: solve_triangular's `Triangular` options (None for the other routines).
     """
     config = _config.current()  # (its errors before any work, like the arguments')
     local_blocks = None
@@ -274,7 +283,7 @@ def plan(
         check_symmetry=check_symmetry,
         thread=0 if local_blocks is not None else _thread_tag(a),
         ctx=ctx,
-        variant=variant,
+        triangular=triangular or Triangular(),
     )
     return Plan(c, a, b, pivots, local_blocks, bool(ctx), engine_placement, placement, tile)
 
@@ -362,7 +371,7 @@ def _call_key(
     check_symmetry,
     thread,
     ctx,
-    variant,
+    triangular,
 ) -> _Call:
     """The frozen key of the call's compiled function: the routine's traits, the placements,
     the engine's order and the GPU context."""
@@ -400,7 +409,7 @@ def _call_key(
         factor_order=factor_order,
         ctx=bool(ctx),
         config=config,
-        variant=int(variant),
+        triangular=triangular,
     )
 
 
@@ -659,7 +668,7 @@ class _Call:
     factor_order: int = 0  # the order of a padded factor's engine matrix (0: a's shape)
     ctx: bool = False  # the context form: the work array back, in a's shape and sharding
     config: _config.Config = _config.Config()  # algorithm choices, tuning, test hooks
-    variant: int = 0  # the routine's own variant (CallAttrs::variant)
+    triangular: Triangular = Triangular()  # solve_triangular's options (CallAttrs)
 
 
 @functools.cache
@@ -694,7 +703,9 @@ def _local(c: _Call):
         check_symmetry=np.int64(c.check_symmetry),
         cols=np.int64(c.cols),
         config=_config.engine_attribute(c.config),
-        variant=np.int64(c.variant),
+        lower=np.int64(c.triangular.lower),
+        op=np.int64(c.triangular.op),
+        unit_diagonal=np.int64(c.triangular.unit_diagonal),
         context=np.int64(c.context or 0),  # the GPU context's id (0 on CPUs)
     )
 

@@ -130,11 +130,6 @@ def _like_a(b, placement, in_specs) -> bool:
     )
 
 
-def _variant(trans, lower, unit_diagonal) -> int:
-    """The native routine's variant (csrc/routines/solve_triangular.h)."""
-    return int(lower) | (trans << 1) | (int(unit_diagonal) << 3)
-
-
 def _solve(a, b, trans, **kw):
     """The routine's call: (x, logdet (unused, 0), status), x in b's own sharding where it is
     known (on Explicit mesh axes the derivative rule's solves must give their input's type)."""
@@ -231,7 +226,9 @@ API = _factory.Routine(
         check=lambda kw: dict(trans=_trans(kw["trans"])),
         prepare=_placed_b,
         call_keywords=lambda kw: dict(
-            variant=_variant(kw["trans"], kw["lower"], kw["unit_diagonal"])
+            triangular=_routine.Triangular(
+                bool(kw["lower"]), int(kw["trans"]), bool(kw["unit_diagonal"])
+            )
         ),
         solve_rule=_rules.SolveRule(
             primal=None,
