@@ -42,13 +42,45 @@ def test_the_cpu_library_exports_exactly_the_listed_targets(cpu_routines):
     assert targets == {native.target("cpu", r) for r in cpu_routines}
 
 
-def _declared(module) -> set[str]:
-    """Names of the SolveRoutines a module holds (also in dicts, lists and tuples)."""
-    found = set()
+def _routines_of(module) -> list[_routine.EngineRoutine]:
+    """The EngineRoutines a module holds (also in dicts, lists and tuples)."""
+    found = []
     for v in vars(module).values():
         items = v.values() if isinstance(v, dict) else v if isinstance(v, list | tuple) else (v,)
-        found |= {x.name for x in items if isinstance(x, _routine.EngineRoutine)}
+        found += [x for x in items if isinstance(x, _routine.EngineRoutine)]
     return found
+
+
+def _declared(module) -> set[str]:
+    """Names of the EngineRoutines a module holds."""
+    return {x.name for x in _routines_of(module)}
+
+
+def _all_declared() -> list[_routine.EngineRoutine]:
+    import jaxmg.linalg
+    from jaxmg._core import product
+
+    found = _routines_of(product) + _routines_of(jaxmg.linalg)
+    for info in pkgutil.iter_modules(jaxmg.routines.__path__):
+        found += _routines_of(importlib.import_module(f"jaxmg.routines.{info.name}"))
+    return found
+
+
+def test_python_declares_each_routine_with_the_native_traits(cpu_routines):
+    """Every EngineRoutine the package declares has the traits the native routine declares
+    (csrc/routines/contract.h RoutineTraits, exported with the list)."""
+    native_traits = native.routine_traits("cpu")
+    assert set(native_traits) == set(cpu_routines)
+    for r in _all_declared():
+        t = native_traits[r.name]
+        ours = {
+            "reads_factor": r.reads_factor,
+            "rectangular": r.rectangular,
+            "own_solution": r.solution_cols is not None and not r.rectangular,
+            "second_matrix": r.second_matrix,
+        }
+        theirs = dict(t, own_solution=t["own_solution"] and not t["rectangular"])
+        assert ours == theirs, r.name
 
 
 def test_every_routine_module_calls_a_listed_target(cpu_routines):

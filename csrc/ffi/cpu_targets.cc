@@ -59,10 +59,10 @@ JAXMG_ROUTINES(JAXMG_CPU_TARGET)
 #undef JAXMG_CPU_TARGET
 
 extern "C" {
-// The routines with a target here, "name family" lines (routines/targets.h), for
-// jaxmg/_core/native.py.
+// The routines with a target here, a line each with its family and traits (routines/targets.h),
+// for jaxmg/_core/native.py.
 __attribute__((visibility("default"))) const char* jaxmg_cpu_routines() {
-  return JAXMG_ROUTINE_LIST;
+  return jaxmg::routines::RoutineListText();
 }
 
 // The configuration's fields, "name kind" lines (common/config.h kConfigFields), for

@@ -117,10 +117,10 @@ void WriteError(const jaxmg::Status& s, char* err, int err_len) {
 
 extern "C" {
 
-// The routines with a target here, "name family" lines (routines/targets.h), for
-// jaxmg/_core/native.py.
+// The routines with a target here, a line each with its family and traits (routines/targets.h),
+// for jaxmg/_core/native.py.
 __attribute__((visibility("default"))) const char* jaxmg_cuda_routines() {
-  return JAXMG_ROUTINE_LIST;
+  return jaxmg::routines::RoutineListText();
 }
 
 // The configuration's fields, "name kind" lines (common/config.h kConfigFields), for

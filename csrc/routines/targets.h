@@ -9,9 +9,12 @@
 //   polar    a -> u, h, status                                       (polar)
 //   product  a, b -> c, status                                       (matmul)
 // Both engines' libraries generate their registrations from this list (ffi/cpu_targets.cc,
-// ffi/cuda_targets.cc) and export it as text (JAXMG_ROUTINE_LIST: "name family" lines), which
-// jaxmg/_core/native.py reads: there is no other list. No XLA here.
+// ffi/cuda_targets.cc) and export it as text (RoutineListText: a line per routine, its name, its
+// family and its traits, contract.h's RoutineTraits), which jaxmg/_core/native.py reads: there
+// is no other list. No XLA here.
 #pragma once
+
+#include <string>
 
 #include "routines/factor.h"
 #include "routines/gesvd.h"
@@ -59,6 +62,30 @@
   X(matmul_nc, MatmulNC, product)
 // clang-format on
 
-// The list as text, one "name family" line a routine.
-#define JAXMG_ROUTINE_LINE(name, routine, family) #name " " #family "\n"
-#define JAXMG_ROUTINE_LIST JAXMG_ROUTINES(JAXMG_ROUTINE_LINE)
+namespace jaxmg::routines {
+
+// One routine's line: "name family reads_factor=0 rectangular=0 own_solution=0 second_matrix=0".
+template <class R>
+std::string RoutineLine(const char* name, const char* family) {
+  auto flag = [](const char* trait, bool value) {
+    return std::string(" ") + trait + (value ? "=1" : "=0");
+  };
+  return std::string(name) + " " + family + flag("reads_factor", R::kReadsFactor) +
+         flag("rectangular", R::kRectangular) + flag("own_solution", R::kOwnSolution) +
+         flag("second_matrix", R::kSecondMatrix) + "\n";
+}
+
+// The list as text, one line a routine (RoutineLine), for the libraries' exported
+// jaxmg_<engine>_routines.
+inline const char* RoutineListText() {
+  static const std::string text = [] {
+    std::string out;
+#define JAXMG_ROUTINE_LINE(name, routine, family) out += RoutineLine<routine>(#name, #family);
+    JAXMG_ROUTINES(JAXMG_ROUTINE_LINE)
+#undef JAXMG_ROUTINE_LINE
+    return out;
+  }();
+  return text.c_str();
+}
+
+}  // namespace jaxmg::routines

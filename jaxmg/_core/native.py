@@ -98,13 +98,28 @@ def target(kind: str, routine: str) -> str:
     return f"jaxmg_{_ENGINE_NAMES[kind]}_{routine}"
 
 
-def _routine_list(lib: ctypes.CDLL, kind: str) -> dict[str, str]:
-    """{routine: family} of the routines with an FFI target in an engine's library: the one list
-    (csrc/routines/targets.h), which the library exports as "name family" lines."""
+def _routine_lines(lib: ctypes.CDLL, kind: str) -> list[list[str]]:
+    """The routines with an FFI target in an engine's library: the one list
+    (csrc/routines/targets.h), which the library exports as lines "name family trait=0|1 ..."."""
     fn = getattr(lib, f"jaxmg_{kind}_routines")
     fn.restype = ctypes.c_char_p
     fn.argtypes = []
-    return dict(line.split() for line in fn().decode().splitlines() if line.strip())
+    return [line.split() for line in fn().decode().splitlines() if line.strip()]
+
+
+def _routine_list(lib: ctypes.CDLL, kind: str) -> dict[str, str]:
+    """{routine: family} of the routines with an FFI target in an engine's library."""
+    return {name: family for name, family, *_ in _routine_lines(lib, kind)}
+
+
+def routine_traits(kind: str) -> dict[str, dict[str, bool]]:
+    """{routine: {trait: value}} of an engine's routines, as the native routines declare them
+    (csrc/routines/contract.h RoutineTraits: reads_factor, rectangular, own_solution,
+    second_matrix)."""
+    return {
+        name: {k: v == "1" for k, v in (t.split("=") for t in traits)}
+        for name, _, *traits in _routine_lines(load(kind), kind)
+    }
 
 
 def config_fields(kind: str) -> dict[str, str]:
