@@ -73,7 +73,6 @@ from jaxmg._core import adjoint as _adjoint_mod
 from jaxmg._core import factory as _factory
 from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
-from jaxmg._core import rules as _rules
 from jaxmg.routines import factor as _factor
 from jaxmg.routines import gesvd as _gesvd
 from jaxmg.routines import inv as _inv
@@ -806,10 +805,19 @@ def _triangle(t, lower, unit):
     return part + jnp.where(i == j, jnp.ones((), t.dtype) if unit else t, 0)
 
 
-def _lu_parts(a, opts):
+class _Options(NamedTuple):
+    """jaxmg's options of a call (hashable: a static argument of a derivative rule)."""
+
+    T_A: int | None
+    mesh: object
+    matrix_specs: object
+    pad: bool
+
+
+def _lu_parts(a, o: _Options):
     """(p, l, u) with a = p @ l @ u, each in a's sharding."""
-    pl = _resolved_placement(a, opts["mesh"], opts["matrix_specs"])
-    r = _routine.call(_LU, a, None, **opts)
+    pl = _resolved_placement(a, o.mesh, o.matrix_specs)
+    r = _routine.call(_LU, a, None, T_A=o.T_A, mesh=o.mesh, matrix_specs=o.matrix_specs, pad=o.pad)
     # The engine's matrix was a, factored in place in the shards handed (aᵀ's, read
     # column-major): read back in JAX's row-major order they hold the packed factors
     # transposed, and their local transpose is in a's sharding.
@@ -824,10 +832,10 @@ def _lu_parts(a, opts):
     return _placement.constrain(p, pl.mesh, pl.matrix_spec), lower, upper
 
 
-def _triangular_solve(t, y, lower, unit, trans, opts):
+def _triangular_solve(t, y, lower, unit, trans, o: _Options):
     """op(t)⁻¹ y (op: t, or tᵀ with trans=1) for a triangular t, as a linear map of y that JAX
     can transpose (`lax.custom_linear_solve`: the transposed map solves with the other op)."""
-    pl = _resolved_placement(t, opts["mesh"], opts["matrix_specs"])
+    pl = _resolved_placement(t, o.mesh, o.matrix_specs)
     tri = _triangle(t, lower, unit)
 
     def matvec(x):
@@ -836,30 +844,37 @@ def _triangular_solve(t, y, lower, unit, trans, opts):
 
     def solve(op):
         return lambda _, r: solve_triangular(
-            t, r, trans=op, lower=lower, unit_diagonal=unit, **opts
+            t,
+            r,
+            trans=op,
+            lower=lower,
+            unit_diagonal=unit,
+            T_A=o.T_A,
+            mesh=o.mesh,
+            matrix_specs=o.matrix_specs,
+            pad=o.pad,
         )
 
     return jax.lax.custom_linear_solve(matvec, y, solve(trans), transpose_solve=solve(1 - trans))
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
-def _lu_differentiable(a, opts):
-    return _lu_parts(a, opts.kwargs())
+def _lu_differentiable(a, o: _Options):
+    return _lu_parts(a, o)
 
 
 @_lu_differentiable.defjvp
-def _lu_jvp(opts, primals, tangents):
+def _lu_jvp(o, primals, tangents):
     """a = P L U: with Φ = L⁻¹ Pᵀ dA U⁻¹, dL = L strict_lower(Φ), dU = upper(Φ) U, dP = 0."""
     (a,), (da,) = primals, tangents
-    kw = opts.kwargs()
-    p, lower, upper = _lu_differentiable(a, opts)
-    pl = _resolved_placement(a, kw["mesh"], kw["matrix_specs"])
+    p, lower, upper = _lu_differentiable(a, o)
+    pl = _resolved_placement(a, o.mesh, o.matrix_specs)
     spec = pl.matrix_spec
     pt_da = _product(_placement.constrain(p.T, pl.mesh, spec), da, pl, spec)
-    x = _triangular_solve(lower, pt_da, True, True, 0, kw)  # L⁻¹ Pᵀ dA
+    x = _triangular_solve(lower, pt_da, True, True, 0, o)  # L⁻¹ Pᵀ dA
     # Φ = X U⁻¹, i.e. Φᵀ = U⁻ᵀ Xᵀ
     x_t = _placement.constrain(x.T, pl.mesh, spec)
-    phi = _placement.constrain(_triangular_solve(upper, x_t, False, False, 1, kw).T, pl.mesh, spec)
+    phi = _placement.constrain(_triangular_solve(upper, x_t, False, False, 1, o).T, pl.mesh, spec)
     i = jax.lax.broadcasted_iota(jnp.int32, a.shape, 0)
     j = jax.lax.broadcasted_iota(jnp.int32, a.shape, 1)
     dl = _product(lower, jnp.where(i > j, phi, 0), pl, spec)
@@ -905,10 +920,11 @@ def lu(
     _check_matrix(a)
     if not isinstance(permute_l, bool):
         raise TypeError(f"permute_l must be a bool, got {permute_l!r}")
-    opts = _rules.options(**_options(T_A, mesh, matrix_specs, pad))
+    specs = tuple(matrix_specs) if isinstance(matrix_specs, list) else matrix_specs
+    o = _Options(T_A, mesh, specs, bool(pad))
 
     def one(m):
-        p, lower, upper = _lu_differentiable(m, opts)
+        p, lower, upper = _lu_differentiable(m, o)
         if not permute_l:
             return p, lower, upper
         pl = _resolved_placement(m, mesh, matrix_specs)
