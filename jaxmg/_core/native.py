@@ -122,6 +122,32 @@ def routine_traits(kind: str) -> dict[str, dict[str, bool]]:
     }
 
 
+@functools.cache
+def layout_plan(
+    n: int,
+    mesh_rows: int,
+    mesh_cols: int,
+    tile: int,
+    pad: bool,
+    symmetric: bool,
+    redistribute: bool,
+) -> tuple[bool, int]:
+    """(relabels, engine order) of the engines' plan of an n x n matrix: whether the engine
+    takes the shards as they lie (relabeled tiles) rather than redistributing them, and the
+    order of its matrix (n, or larger where it pads). The layout core decides
+    (csrc/layout/layout.h MakePlan, through the layout library), as in the engines: there is
+    no second copy of the rule here."""
+    fn = load("layout").jaxmg_layout_plan
+    i64, i32 = ctypes.c_int64, ctypes.c_int
+    fn.argtypes = [i64, i32, i32, i64, i32, i32, ctypes.POINTER(i64), ctypes.c_char_p, i32]
+    fn.restype = i32
+    info, err = (i64 * 8)(), _error_buffer()
+    kind = (0 if symmetric else 1) | (2 if redistribute else 0)
+    if fn(n, mesh_rows, mesh_cols, tile, int(pad), kind, info, err, len(err)):
+        raise ValueError(f"jaxmg's layout plan: {err.value.decode(errors='replace')}")
+    return info[0] == 0, int(info[1])
+
+
 def config_fields(kind: str) -> dict[str, str]:
     """{field: kind} of the configuration an engine's library decodes (choice, count or text):
     csrc/common/config.h's one list, which the library exports as "name kind" lines."""

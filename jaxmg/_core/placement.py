@@ -514,16 +514,6 @@ def choose_rectangular_tile(
     return top
 
 
-def engine_order(n: int, placement: MatrixPlacement, tile: int, redistribute: bool) -> int:
-    """The order of the engine's matrix (csrc/layout: padded_extent): n when redistributed,
-    else n cut into lcm(mesh rows, mesh cols) pieces, each padded to a multiple of the tile."""
-    if redistribute:
-        return n
-    pieces = int(np.lcm(placement.mesh_rows, placement.mesh_cols))
-    piece = n // pieces
-    return -(-piece // tile) * tile * pieces
-
-
 class ReplicatedMatrixWarning(UserWarning):
     """A routine was handed a matrix held whole on every device of a mesh of several
     (replicated), larger than `jaxmg.config.replicated_warning_bytes` (default 1 GiB).

@@ -378,12 +378,17 @@ def _call_key(
     context = None
     if placement.platform == "cuda":
         context = _gpu.context_for(engine_placement, routine.symmetric, redistribute)
-    order = n
+    relabels, order = False, n
     if not routine.rectangular:
-        order = _placement.engine_order(n, engine_placement, tile, redistribute)
-    big = max(engine_placement.mesh_rows, engine_placement.mesh_cols)
-    small = min(engine_placement.mesh_rows, engine_placement.mesh_cols)
-    relabels = not redistribute and (big % small == 0 or not routine.symmetric)
+        relabels, order = _native.layout_plan(
+            n,
+            engine_placement.mesh_rows,
+            engine_placement.mesh_cols,
+            tile,
+            bool(pad),
+            routine.symmetric,
+            redistribute,
+        )
     # A factor of a padded plan is the padded engine-local matrix (csrc/routines/factor.h).
     factor_order = order if routine.keeps_factor and relabels and order != n else 0
     solution_cols = 0
