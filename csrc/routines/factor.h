@@ -49,10 +49,11 @@ struct LuFactor : RoutineTraits {
                          " entries, the engine matrix " + std::to_string(e.plan().engine_rows()));
     }
     typename E::Matrix lu;
+    typename E::Pivots piv;
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &info)));
-    JAXMG_RETURN_IF_ERROR(e.template SignLogDet<T>(lu, io.sign, io.logdet));
-    JAXMG_RETURN_IF_ERROR(e.PivotsOut(lu, io.pivots_out));
+    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &piv, &info)));
+    JAXMG_RETURN_IF_ERROR(e.template SignLogDet<T>(lu, piv, io.sign, io.logdet));
+    JAXMG_RETURN_IF_ERROR(e.PivotsOut(lu, piv, io.pivots_out));
     if (info != 0) return e.template FillNan<T>(io.a_out, io.a_out_count);
     return e.template FactorOut<T>(lu, io.a_out, io.a_out_count);
   }
@@ -73,9 +74,10 @@ struct LuSolveKept : RoutineTraits {
                          std::to_string(e.plan().engine_rows()));
     }
     typename E::Matrix lu;
+    typename E::Pivots piv;
     JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count, Factorization::kLu, &lu));
-    JAXMG_RETURN_IF_ERROR(e.PivotsIn(io.pivots_in, &lu));
-    return LuSolve::Solve<E, T>(e, attrs, io, lu, kTranspose);
+    JAXMG_RETURN_IF_ERROR(e.PivotsIn(io.pivots_in, &lu, &piv));
+    return LuSolve::Solve<E, T>(e, attrs, io, lu, piv, kTranspose);
   }
 };
 using LuSolveFactored = LuSolveKept<false>;

@@ -25,11 +25,12 @@ struct InvOf : RoutineTraits {
       return JAXMG_ERROR("inv runs on a redistributed matrix");
     }
     typename E::Matrix lu, y;
+    typename E::Pivots piv;
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &info)));
+    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &piv, &info)));
     JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(lu, 1.0, info == 0, io.logdet));
     if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
-    JAXMG_RETURN_IF_ERROR(e.template InverseSolve<T>(lu, kTranspose, &y));  // y := M⁻¹ (M⁻ᵀ)
+    JAXMG_RETURN_IF_ERROR(e.template InverseSolve<T>(lu, piv, kTranspose, &y));  // y := M⁻¹ (M⁻ᵀ)
     return e.template ShardOut<T>(y, io.a);
   }
 };

@@ -17,9 +17,10 @@ struct Slogdet : RoutineTraits {
   template <class E, class T>
   static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix lu;
+    typename E::Pivots piv;
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &info)));
-    return e.template SignLogDet<T>(lu, io.sign, io.logdet);
+    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &piv, &info)));
+    return e.template SignLogDet<T>(lu, piv, io.sign, io.logdet);
   }
 };
 

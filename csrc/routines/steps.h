@@ -29,11 +29,13 @@
 
 namespace jaxmg {
 
-template <class Matrix>
+template <class Matrix, class Pivots>
 class EngineSteps {
  public:
   // Besides the steps, an engine provides `using Matrix = DistributedMatrix<its descriptor>;`,
-  // its plan and CheckSymmetry's verdict (agreed):
+  // its `Pivots` (an LU factorization's row interchanges, as Getrf leaves them for the steps
+  // that read them: a handle of their own, never engine state), its plan and CheckSymmetry's
+  // verdict (agreed):
   const layout::Plan& plan() const;
   bool asymmetric() const;
 
@@ -80,23 +82,23 @@ class EngineSteps {
   // a's lower triangle := L, a = L Lᴴ (a->factored := kCholesky); info agreed by every rank (max).
   template <typename T>
   Status Potrf(Matrix* a, int* info);
-  // a := its pivoted LU factors (a->factored := kLu or kLuHostPivots, the pivots kept by the
-  // engine); info agreed by every rank (max).
+  // a := its pivoted LU factors (a->factored := kLu or kLuHostPivots), *piv := their row
+  // interchanges; info agreed by every rank (max).
   template <typename T>
-  Status Getrf(Matrix* a, int* info);
+  Status Getrf(Matrix* a, Pivots* piv, int* info);
   // c := B⁻¹ c for the Cholesky factor l of B.
   template <typename T>
   Status Potrs(const Matrix& l, const Matrix& c);
-  // c := op(B)⁻¹ c for the LU factors lu of B, op = transpose ? Bᵀ : B.
+  // c := op(B)⁻¹ c for the LU factors lu of B and their pivots, op = transpose ? Bᵀ : B.
   template <typename T>
-  Status Getrs(const Matrix& lu, const Matrix& c, bool transpose);
+  Status Getrs(const Matrix& lu, const Pivots& piv, const Matrix& c, bool transpose);
   // (l from Potrf) *inverse := B⁻¹, a new matrix distributed like B.
   template <typename T>
   Status CholeskyInverse(const Matrix& l, Matrix* inverse);
-  // (lu from Getrf) *inverse := M⁻¹, or M⁻ᵀ with transpose, a new matrix distributed like M (lu
-  // may be overwritten).
+  // (lu, piv from Getrf) *inverse := M⁻¹, or M⁻ᵀ with transpose, a new matrix distributed like
+  // M (lu may be overwritten).
   template <typename T>
-  Status InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse);
+  Status InverseSolve(const Matrix& lu, const Pivots& piv, bool transpose, Matrix* inverse);
   // (a redistributed engine matrix m, n x n; c from RhsIn or RhsMatrixIn) c := op(m)⁻¹ c (side
   // 'L') or c op(m)⁻¹ (side 'R'), reading only the triangle `uplo` ('L' or 'U') of m; op 'N', 'T'
   // or 'C'; diag 'U': a unit diagonal (not read), 'N': m's own. info, agreed by every rank before
@@ -114,10 +116,10 @@ class EngineSteps {
   // out = scale * Σ log|diag a|, NaN if !ok.
   template <typename T>
   Status LogAbsDiag(const Matrix& a, double scale, bool ok, void* out);
-  // (lu from Getrf) det B's phase and log |det B|; sign 0 and -inf for an exactly singular B, NaN
-  // for a non-finite factor; the relabeling's parity included.
+  // (lu, piv from Getrf) det B's phase and log |det B|; sign 0 and -inf for an exactly singular
+  // B, NaN for a non-finite factor; the relabeling's parity included.
   template <typename T>
-  Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
+  Status SignLogDet(const Matrix& lu, const Pivots& piv, void* sign, void* logabsdet);
 
   // ---- Kept factors ----
   // out := the factored engine matrix f, kept for later solves: the engine-local matrix as it is
@@ -129,11 +131,10 @@ class EngineSteps {
   // f->factored := holds.
   template <typename T>
   Status Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f);
-  // lu's pivots, global and 1-based (engine order), the same on every rank.
-  Status PivotsOut(const Matrix& lu, int32_t* out);
-  // The pivots of a kept LU factor (lu->factored := the kind whose pivots the engine now
-  // holds).
-  Status PivotsIn(const int32_t* in, Matrix* lu);
+  // lu's pivots piv, global and 1-based (engine order), the same on every rank.
+  Status PivotsOut(const Matrix& lu, const Pivots& piv, int32_t* out);
+  // *piv := the pivots of a kept LU factor (lu->factored := the kind of pivots *piv holds).
+  Status PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv);
 
   // ---- QR and least squares ----
   // QR of the engine matrix a's leading cols.extent columns (all its rows), in place
@@ -244,7 +245,7 @@ constexpr bool kSame = std::is_same_v<typename Unbound<P>::type, typename Unboun
 // is missing, overloaded or of another type stops the build at its line here.
 template <class E, class T>
 constexpr bool StepsMatchFor() {
-  using S = EngineSteps<typename E::Matrix>;
+  using S = EngineSteps<typename E::Matrix, typename E::Pivots>;
   using steps_check::kSame;
   static_assert(kSame<decltype(&E::plan), decltype(&S::plan)>);
   static_assert(kSame<decltype(&E::asymmetric), decltype(&S::asymmetric)>);

@@ -45,6 +45,13 @@ class Engine {
  public:
   // A matrix the steps pass (routines/contract.h): device memory, a cuSOLVERMp descriptor.
   using Matrix = DistributedMatrix<Descriptor>;
+  // The row interchanges of an LU factorization, as Getrf leaves them: cuSOLVERMp's Getrf's
+  // (kLu: distributed with the columns, in the call's scratch memory), or the global 1-based
+  // list of jaxmg's 1-D LU or of a kept factor (kLuHostPivots: on the host).
+  struct Pivots {
+    int64_t* device = nullptr;
+    std::vector<int64_t> global;
+  };
 
   // position: this shard's (u, v) in device memory; checked against the context in the first
   // status agreement, so every rank learns of a mismatch together.
@@ -102,21 +109,22 @@ class Engine {
   // a's lower triangle := L, a = L Lᴴ (a->factored := kCholesky); info agreed (max).
   template <typename T>
   Status Potrf(Matrix* a, int* info);
-  // a := its pivoted LU factors (a->factored := kLu or kLuHostPivots); info agreed (max).
+  // a := its pivoted LU factors (a->factored := kLu or kLuHostPivots), *piv their row
+  // interchanges; info agreed (max).
   template <typename T>
-  Status Getrf(Matrix* a, int* info);
+  Status Getrf(Matrix* a, Pivots* piv, int* info);
   // c := B⁻¹ c for the Cholesky factor l of B.
   template <typename T>
   Status Potrs(const Matrix& l, const Matrix& c);
-  // c := op(B)⁻¹ c for the LU factors lu of B, op = transpose ? Bᵀ : B.
+  // c := op(B)⁻¹ c for the LU factors lu of B and their pivots, op = transpose ? Bᵀ : B.
   template <typename T>
-  Status Getrs(const Matrix& lu, const Matrix& c, bool transpose);
+  Status Getrs(const Matrix& lu, const Pivots& piv, const Matrix& c, bool transpose);
   // (l from Potrf) *inverse := B⁻¹, a new matrix distributed like B.
   template <typename T>
   Status CholeskyInverse(const Matrix& l, Matrix* inverse);
-  // (lu from Getrf) *inverse := M⁻¹, or M⁻ᵀ with transpose, a new matrix like M.
+  // (lu, piv from Getrf) *inverse := M⁻¹, or M⁻ᵀ with transpose, a new matrix like M.
   template <typename T>
-  Status InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse);
+  Status InverseSolve(const Matrix& lu, const Pivots& piv, bool transpose, Matrix* inverse);
   // c := op(m)⁻¹ c ('L') or c op(m)⁻¹ ('R'), m's triangle uplo; info agreed first.
   template <typename T>
   Status Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
@@ -129,9 +137,9 @@ class Engine {
   // out = scale * Σ log|diag a|, NaN if !ok.
   template <typename T>
   Status LogAbsDiag(const Matrix& a, double scale, bool ok, void* out);
-  // (lu from Getrf) det B's phase and log |det B|, the relabeling's parity included.
+  // (lu, piv from Getrf) det B's phase and log |det B|, the relabeling's parity included.
   template <typename T>
-  Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
+  Status SignLogDet(const Matrix& lu, const Pivots& piv, void* sign, void* logabsdet);
 
   // ---- Kept factors ----
   // out := the factored engine matrix f, kept for later solves.
@@ -140,10 +148,10 @@ class Engine {
   // *f := the engine matrix from a factor FactorOut wrote (read only; count checked).
   template <typename T>
   Status Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f);
-  // lu's pivots, global and 1-based (engine order), the same on every rank.
-  Status PivotsOut(const Matrix& lu, int32_t* out);
-  // The pivots of a kept LU factor (lu->factored := the kind the engine now holds).
-  Status PivotsIn(const int32_t* in, Matrix* lu);
+  // lu's pivots piv, global and 1-based (engine order), the same on every rank.
+  Status PivotsOut(const Matrix& lu, const Pivots& piv, int32_t* out);
+  // *piv := the pivots of a kept LU factor (lu->factored := kLuHostPivots).
+  Status PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv);
 
   // ---- QR and least squares ----
   // QR of a's leading cols.extent columns, in place (a->factored := kQr); info agreed.
@@ -280,9 +288,11 @@ class Engine {
   // One device (a 1 x 1 grid): the local array is the matrix, and the factorizations and solves
   // that cusolverDn has run there without cuSOLVERMp (vendor.cc).
   bool OneDevice() const;
-  // c := op(B)⁻¹ c with the own LU's factors lu on one device (cusolverDnXgetrs).
+  // c := op(B)⁻¹ c with the own LU's factors lu and global pivots on one device
+  // (cusolverDnXgetrs).
   template <typename T>
-  Status LocalGetrs(const Matrix& lu, const Matrix& c, bool transpose);
+  Status LocalGetrs(const Matrix& lu, const std::vector<int64_t>& piv, const Matrix& c,
+                    bool transpose);
   // Householder QR of a's leading cols.extent columns (tau_), in place, no agreement.
   template <typename T>
   Status QrFactor(const Matrix& a);
@@ -367,10 +377,11 @@ class Engine {
   template <typename T>
   Status LeadingRows(const Matrix& a, void** out);
   template <typename T>
-  Status Lu1D(Matrix* a, int* info);
-  Status EnginePivots(std::vector<int64_t>* out);
+  Status Lu1D(Matrix* a, Pivots* piv, int* info);
+  // The global 1-based list of cuSOLVERMp's pivots piv.device (collective).
+  Status EnginePivots(const Pivots& piv, std::vector<int64_t>* out);
   // The global 1-based pivots of the factorization lu (own LU or kept: on the host; cuSOLVERMp's).
-  Status Pivots(const Matrix& lu, std::vector<int64_t>* out);
+  Status GlobalPivots(const Matrix& lu, const Pivots& piv, std::vector<int64_t>* out);
   // x (row-major, row stride x_cols) := this shard's x_rows of the first cols.extent rows of the
   // local block-cyclic matrix `local` (ld rows, lc columns, `cols` global columns), in columns
   // 0..cols-1, gathered in chunks of rows (collective; see LeadingRowsOut).
@@ -449,7 +460,6 @@ class Engine {
   int64_t local_rows_ = 0, local_cols_ = 0;
   void* work_ = nullptr;  // the engine-local matrix (the shard itself, or scratch)
   Descriptor desc_a_;
-  int64_t* ipiv_ = nullptr;
   void* tau_ = nullptr;  // the Householder scalars of a QR factorization
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
@@ -470,7 +480,6 @@ class Engine {
   algorithms::Qr1DKept own_qr_;  // Qr1D's τ, T_k and scratch, for Orgqr1D
   int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
-  std::vector<int64_t> own_pivots_;     // the global pivots of a kLuHostPivots factorization
   std::deque<Descriptor> descriptors_;  // those of the matrices the steps made (NewLike, NewMatrix)
   // QDWH's buffers (routines/polar.h), allocated at first use in the call: A kept for H; the
   // stacked matrix [√c U; 0; I] of the QR steps and its Householder scalars; a copy of U; Z

@@ -66,7 +66,8 @@ Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
 // M⁻¹ = U⁻¹ L⁻¹ Pᵀ from the two triangular inverses, their product by blocks and a column
 // permutation (about 4N³/3 flops), and for M⁻ᵀ one distributed transpose (Geadd).
 template <typename T>
-Status Engine::InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse) {
+Status Engine::InverseSolve(const Matrix& lu, const Pivots& pivots, bool transpose,
+                            Matrix* inverse) {
   // M = P L U: M⁻¹ = U⁻¹ L⁻¹ Pᵀ by blocks (algorithms/inverses.h LuInverse), 4N³/3 flops
   // against 2N³ for two triangular solves with the N columns of the identity.
   StepTimer timer("InverseSolve", stream_);
@@ -76,12 +77,12 @@ Status Engine::InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse) {
     // solves (2N³ flops, against 4N³/3 for the blocks below; measured faster on one H200:
     // bench/one_device.py).
     JAXMG_RETURN_IF_ERROR(Identity<T>(lu, inverse));
-    return LocalGetrs<T>(lu, *inverse, transpose);
+    return LocalGetrs<T>(lu, pivots.global, *inverse, transpose);
   }
   const int64_t n = lu.rows, t = lu.tile, lr = lu.local_rows, lc = lu.local_cols;
   const int64_t ld = lu.ld;
   std::vector<int64_t> piv;
-  JAXMG_RETURN_IF_ERROR(Pivots(lu, &piv));
+  JAXMG_RETURN_IF_ERROR(GlobalPivots(lu, pivots, &piv));
   const size_t bytes = sizeof(T) * std::max<int64_t>(lr * lc, 1);
   Matrix w_lower;
   void *w_upper = nullptr, *x = nullptr;
@@ -125,9 +126,10 @@ Status Engine::InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse) {
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_INVERSES(T)                                           \
-  template Status Engine::CholeskyInverse<T>(const Matrix& l, Matrix* inverse); \
-  template Status Engine::InverseSolve<T>(const Matrix& lu, bool transpose, Matrix* inverse);
+#define JAXMG_INSTANTIATE_INVERSES(T)                                                             \
+  template Status Engine::CholeskyInverse<T>(const Matrix& l, Matrix* inverse);                   \
+  template Status Engine::InverseSolve<T>(const Matrix& lu, const Pivots& pivots, bool transpose, \
+                                          Matrix* inverse);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_INVERSES)
 #undef JAXMG_INSTANTIATE_INVERSES
 

@@ -38,7 +38,7 @@ bool Engine::UseOwnLu() const {
 // broadcasts, the row-swap kernel, cuBLAS trsm and gemm. The factors are stored as ScaLAPACK's
 // p?getrf stores them; the 1-based global pivots are kept on the host for the solve.
 template <typename T>
-Status Engine::Lu1D(Matrix* a, int* info) {
+Status Engine::Lu1D(Matrix* a, Pivots* piv, int* info) {
   algorithms::Cyclic1D g;
   g.n = a->rows;
   g.t = a->tile;
@@ -48,7 +48,7 @@ Status Engine::Lu1D(Matrix* a, int* info) {
   g.me = ctx_.mycol;
   g.rank = ctx_.rank;
   Backend backend(*this);
-  JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->As<T>(), &own_pivots_));
+  JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->As<T>(), &piv->global));
   a->factored = Factorization::kLuHostPivots;
   return Agree<T>(*a, false, info);  // the diagonal check finds a zero or non-finite pivot
 }
@@ -177,7 +177,7 @@ Status Engine::PivotRhs(const Matrix& c, const std::vector<int64_t>& piv, bool r
 }
 
 #define JAXMG_INSTANTIATE_LU_1D(T)                                                                \
-  template Status Engine::Lu1D<T>(Matrix * a, int* info);                                         \
+  template Status Engine::Lu1D<T>(Matrix * a, Pivots * piv, int* info);                           \
   template Status Engine::LuSolveWithPivots<T>(const Matrix& lu, const Matrix& c, bool transpose, \
                                                const std::vector<int64_t>& piv);                  \
   template Status Engine::TriangularSolves<T>(const Matrix& lu, const Matrix& c, bool transpose,  \

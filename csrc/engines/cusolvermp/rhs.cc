@@ -182,18 +182,18 @@ Status Engine::SingularValuesOut(const void* w, int64_t n, void* x, int64_t x_ro
   return Status();
 }
 
-Status Engine::Pivots(const Matrix& lu, std::vector<int64_t>* out) {
+Status Engine::GlobalPivots(const Matrix& lu, const Pivots& pivots, std::vector<int64_t>* out) {
   JAXMG_RETURN_IF_ERROR(CheckLu(lu, "Pivots"));
   if (lu.factored == Factorization::kLuHostPivots) {
-    *out = own_pivots_;
+    *out = pivots.global;
     return Status();
   }
-  return EnginePivots(out);
+  return EnginePivots(pivots, out);
 }
 
-Status Engine::PivotsOut(const Matrix& lu, int32_t* out) {
+Status Engine::PivotsOut(const Matrix& lu, const Pivots& pivots, int32_t* out) {
   std::vector<int64_t> piv;
-  JAXMG_RETURN_IF_ERROR(Pivots(lu, &piv));
+  JAXMG_RETURN_IF_ERROR(GlobalPivots(lu, pivots, &piv));
   std::vector<int32_t> narrow(piv.begin(), piv.end());
   // Pageable: the copy has read `narrow` when cudaMemcpyAsync returns.
   JAXMG_CUDA(cudaMemcpyAsync(out, narrow.data(), sizeof(int32_t) * narrow.size(),
@@ -201,7 +201,7 @@ Status Engine::PivotsOut(const Matrix& lu, int32_t* out) {
   return Status();
 }
 
-Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
+Status Engine::PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv) {
   // The kept pivots go to the solve that applies them on the host (LuSolveWithPivots), as the
   // engine's own LU does.
   const int64_t n = state_.plan.engine_rows();
@@ -209,7 +209,8 @@ Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
   JAXMG_CUDA(
       cudaMemcpyAsync(narrow.data(), in, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
-  own_pivots_.assign(narrow.begin(), narrow.end());
+  piv->global.assign(narrow.begin(), narrow.end());
+  piv->device = nullptr;
   lu->factored = Factorization::kLuHostPivots;
   return Status();
 }

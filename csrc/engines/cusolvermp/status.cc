@@ -258,7 +258,7 @@ Status Engine::LogAbsDiag(const Matrix& a, double scale, bool ok, void* out) {
 }
 
 template <typename T>
-Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
+Status Engine::SignLogDet(const Matrix& lu, const Pivots& pivots, void* sign, void* logabsdet) {
   using R = RealOf<T>;
   JAXMG_RETURN_IF_ERROR(CheckLu(lu, "SignLogDet"));
   // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries (one kernel),
@@ -290,7 +290,7 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
   JAXMG_CUDA(cudaMemcpyAsync(host, sums, sizeof(host), cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   std::vector<int64_t> piv;
-  JAXMG_RETURN_IF_ERROR(Pivots(lu, &piv));
+  JAXMG_RETURN_IF_ERROR(GlobalPivots(lu, pivots, &piv));
   int64_t swaps = 0;
   for (size_t i = 0; i < piv.size(); ++i) swaps += piv[i] != static_cast<int64_t>(i) + 1;
   const int parity = static_cast<int>((swaps + layout::RelabelParity(plan)) % 2);
@@ -312,7 +312,8 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
                                    bool scan);                                                   \
   template Status Engine::AgreeValues<T>(const void* values, int64_t n, bool failed, int* info); \
   template Status Engine::LogAbsDiag<T>(const Matrix& a, double scale, bool ok, void* out);      \
-  template Status Engine::SignLogDet<T>(const Matrix& lu, void* sign, void* logabsdet);
+  template Status Engine::SignLogDet<T>(const Matrix& lu, const Pivots& pivots, void* sign,      \
+                                        void* logabsdet);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_STATUS)
 #undef JAXMG_INSTANTIATE_STATUS
 

@@ -32,12 +32,13 @@ bool Engine::OneDevice() const {
 }
 
 template <typename T>
-Status Engine::LocalGetrs(const Matrix& lu, const Matrix& c, bool transpose) {
+Status Engine::LocalGetrs(const Matrix& lu, const std::vector<int64_t>& own_pivots, const Matrix& c,
+                          bool transpose) {
   // The own LU's factors (as getrf leaves them) and its global 1-based pivots: cusolverDn's
   // getrs, op(B) z = c (op = T: the transpose, not the adjoint).
   const int64_t n = lu.rows;
   for (int64_t i = 0; i < n; ++i) {  // (kept pivots come back from the caller)
-    if (own_pivots_[i] - 1 < i || own_pivots_[i] > n) return JAXMG_ERROR("a pivot is out of range");
+    if (own_pivots[i] - 1 < i || own_pivots[i] > n) return JAXMG_ERROR("a pivot is out of range");
   }
   if (c.cols == 0) return Status();
   const LocalBlas* lb = nullptr;
@@ -47,8 +48,8 @@ Status Engine::LocalGetrs(const Matrix& lu, const Matrix& c, bool transpose) {
   JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
   void* piv = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(int64_t) * n, &piv));
-  // Pageable: the copy has read own_pivots_ when cudaMemcpyAsync returns.
-  JAXMG_CUDA(cudaMemcpyAsync(piv, own_pivots_.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice,
+  // Pageable: the copy has read own_pivots when cudaMemcpyAsync returns.
+  JAXMG_CUDA(cudaMemcpyAsync(piv, own_pivots.data(), sizeof(int64_t) * n, cudaMemcpyHostToDevice,
                              stream_));
   JAXMG_SOLVER(lb->getrs(dn, params, transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, c.cols,
                          DataTypeOf<T>(), lu.data, lu.ld, static_cast<const int64_t*>(piv),
@@ -85,22 +86,22 @@ Status Engine::Potrf(Matrix* a, int* info) {
 }
 
 template <typename T>
-Status Engine::Getrf(Matrix* a, int* info) {
+Status Engine::Getrf(Matrix* a, Pivots* piv, int* info) {
   StepTimer timer("Getrf", stream_);
   // The input is scanned first: pivoting can keep a NaN off the diagonal, and the LU libraries
   // do not all carry it into the factor.
   JAXMG_RETURN_IF_ERROR(Small());
   JAXMG_RETURN_IF_ERROR(NonFinite<T>(*a, Slot(Slots::kInputNonFinite)));
-  if (UseOwnLu()) return Lu1D<T>(a, info);
-  a->factored = Factorization::kLu;  // cuSOLVERMp's pivots, in ipiv_
+  if (UseOwnLu()) return Lu1D<T>(a, piv, info);
+  a->factored = Factorization::kLu;  // cuSOLVERMp's pivots, in piv->device
   const int64_t n = a->rows;
   void* p = nullptr;
   const size_t pivots = std::max(a->local_rows, a->local_cols) + a->tile;
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(sizeof(int64_t) * pivots, &p)));
-  ipiv_ = static_cast<int64_t*>(p);
-  JAXMG_CUDA(cudaMemsetAsync(ipiv_, 0, sizeof(int64_t) * pivots, stream_));
-  JAXMG_RETURN_IF_ERROR(Call(
-      vendor::MpGetrf<T>{ctx_.handle, n, n, {a->As<T>(), 1, 1, a->desc->get()}, ipiv_, small_}));
+  piv->device = static_cast<int64_t*>(p);
+  JAXMG_CUDA(cudaMemsetAsync(piv->device, 0, sizeof(int64_t) * pivots, stream_));
+  JAXMG_RETURN_IF_ERROR(Call(vendor::MpGetrf<T>{
+      ctx_.handle, n, n, {a->As<T>(), 1, 1, a->desc->get()}, piv->device, small_}));
   return Agree<T>(*a, false, info);
 }
 
@@ -132,16 +133,16 @@ Status Engine::Potrs(const Matrix& l, const Matrix& c) {
 }
 
 template <typename T>
-Status Engine::Getrs(const Matrix& lu, const Matrix& c, bool transpose) {
+Status Engine::Getrs(const Matrix& lu, const Pivots& piv, const Matrix& c, bool transpose) {
   StepTimer timer("Getrs", stream_);
   JAXMG_RETURN_IF_ERROR(CheckLu(lu, "Getrs"));
   if (lu.factored == Factorization::kLuHostPivots) {
-    if (OneDevice()) return LocalGetrs<T>(lu, c, transpose);
-    return LuSolveWithPivots<T>(lu, c, transpose, own_pivots_);
+    if (OneDevice()) return LocalGetrs<T>(lu, piv.global, c, transpose);
+    return LuSolveWithPivots<T>(lu, c, transpose, piv.global);
   }
   if (transpose) {
     std::vector<int64_t> pivots;
-    JAXMG_RETURN_IF_ERROR(EnginePivots(&pivots));
+    JAXMG_RETURN_IF_ERROR(EnginePivots(piv, &pivots));
     return LuSolveWithPivots<T>(lu, c, true, pivots);
   }
   const int64_t n = lu.rows, nrhs = c.cols;
@@ -150,7 +151,7 @@ Status Engine::Getrs(const Matrix& lu, const Matrix& c, bool transpose) {
                                  n,
                                  nrhs,
                                  {lu.As<T>(), 1, 1, lu.desc->get()},
-                                 ipiv_,
+                                 piv.device,
                                  {c.As<T>(), 1, 1, c.desc->get()},
                                  Slot(Slots::kSolveInfo)});
 }
@@ -158,13 +159,13 @@ Status Engine::Getrs(const Matrix& lu, const Matrix& c, bool transpose) {
 // The global 1-based pivot list of cuSOLVERMp's Getrf. cuSOLVERMp distributes it with A's
 // columns (seen on 2 H200s: local entry c is the pivot of global row CyclicAxis::Global(c) on the
 // column axis, replicated over process rows); each rank writes its entries, max over every rank.
-Status Engine::EnginePivots(std::vector<int64_t>* out) {
+Status Engine::EnginePivots(const Pivots& pivots, std::vector<int64_t>* out) {
   const int64_t n = state_.plan.engine_rows(), t = state_.plan.tile, lc = local_cols_;
   std::vector<int64_t>& piv = *out;
   piv.assign(static_cast<size_t>(n), 0);
   std::vector<int64_t> local(static_cast<size_t>(lc));
-  JAXMG_CUDA(
-      cudaMemcpyAsync(local.data(), ipiv_, sizeof(int64_t) * lc, cudaMemcpyDeviceToHost, stream_));
+  JAXMG_CUDA(cudaMemcpyAsync(local.data(), pivots.device, sizeof(int64_t) * lc,
+                             cudaMemcpyDeviceToHost, stream_));
   JAXMG_CUDA(cudaStreamSynchronize(stream_));
   for (int64_t c = 0; c < lc; ++c) {
     piv[layout::CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Global(layout::LocalIndex{c}).value] =
@@ -595,11 +596,13 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
 }
 
 #define JAXMG_INSTANTIATE_VENDOR(T)                                                              \
-  template Status Engine::LocalGetrs<T>(const Matrix& lu, const Matrix& c, bool transpose);      \
+  template Status Engine::LocalGetrs<T>(const Matrix& lu, const std::vector<int64_t>& piv,       \
+                                        const Matrix& c, bool transpose);                        \
   template Status Engine::Potrf<T>(Matrix * a, int* info);                                       \
-  template Status Engine::Getrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::Getrf<T>(Matrix * a, Pivots * piv, int* info);                         \
   template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                            \
-  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);           \
+  template Status Engine::Getrs<T>(const Matrix& lu, const Pivots& piv, const Matrix& c,         \
+                                   bool transpose);                                              \
   template Status Engine::Geqrf<T>(Matrix * a, int* info);                                       \
   template Status Engine::QrSolve<T>(const Matrix& a, const Matrix& rhs, int* info,              \
                                      void** solution);                                           \

@@ -209,7 +209,7 @@ Status Engine::Prepare(void* shard, Matrix* a) {
 }
 
 template <typename T>
-Status Engine::Agree(const Matrix& a, int* info) {
+Status Engine::Agree(const Matrix& a, int* info, int64_t input_nonfinite) {
   // The local status: the engine's info when positive (negative infos are engine errors, caught
   // by the wrappers), else the first diagonal entry of the factor that is zero or not finite
   // (NaN or Inf input, or a singular matrix the engine did not flag); agreed (max) by every rank.
@@ -220,7 +220,7 @@ Status Engine::Agree(const Matrix& a, int* info) {
       if (first == 0 && (!(m > 0.0) || !std::isfinite(m))) first = g + 1;
     });
     // A non-finite entry anywhere in the factor (a NaN that pivoting kept off the diagonal).
-    for (const int64_t column : {FirstNonFiniteColumn<T>(a), input_nonfinite_}) {
+    for (const int64_t column : {FirstNonFiniteColumn<T>(a), input_nonfinite}) {
       if (column > 0 && (first == 0 || column < first)) first = column;
     }
     *info = static_cast<int>(std::min<int64_t>(first, std::numeric_limits<int>::max()));
@@ -237,12 +237,12 @@ Status Engine::Potrf(Matrix* a, int* info) {
 }
 
 template <typename T>
-Status Engine::Getrf(Matrix* a, int* info) {
+Status Engine::Getrf(Matrix* a, Pivots* piv, int* info) {
   *info = 0;
-  ipiv_.assign(static_cast<size_t>(a->local_rows + a->tile), 0);
+  piv->local.assign(static_cast<size_t>(a->local_rows + a->tile), 0);
   // The input is scanned first: pivoting can keep a NaN off the diagonal.
-  input_nonfinite_ = FirstNonFiniteColumn<T>(*a);
-  // Either way the pivots are p?getrf's (ipiv_), which p?getrs and p?getri take.
+  piv->input_nonfinite = FirstNonFiniteColumn<T>(*a);
+  // Either way the pivots are p?getrf's local list, which p?getrs and p?getri take.
   a->factored = Factorization::kLu;
   if (UseOwnLu()) {
     // The 1-D LU (algorithms/lu_1d.h); on a 1 x P grid every row is local, so p?getrf's local
@@ -258,12 +258,14 @@ Status Engine::Getrf(Matrix* a, int* info) {
     Backend backend(*grid_);
     std::vector<int64_t> pivots;
     JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->As<T>(), &pivots));
-    for (int64_t i = 0; i < g.n; ++i) ipiv_[static_cast<size_t>(i)] = static_cast<int>(pivots[i]);
+    for (int64_t i = 0; i < g.n; ++i)
+      piv->local[static_cast<size_t>(i)] = static_cast<int>(pivots[i]);
     *info = 0;  // the diagonal check (Agree) finds a zero or non-finite pivot
-    return Agree<T>(*a, info);
+    return Agree<T>(*a, info, piv->input_nonfinite);
   }
-  JAXMG_RETURN_IF_ERROR(scalapack::Getrf<T>(a->rows, a->As<T>(), *a->desc, ipiv_.data(), info));
-  return Agree<T>(*a, info);
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Getrf<T>(a->rows, a->As<T>(), *a->desc, piv->local.data(), info));
+  return Agree<T>(*a, info, piv->input_nonfinite);
 }
 
 bool Engine::UseOwnLu() const {
@@ -322,11 +324,11 @@ Status Engine::Potrs(const Matrix& l, const Matrix& c) {
 }
 
 template <typename T>
-Status Engine::Getrs(const Matrix& lu, const Matrix& c, bool transpose) {
+Status Engine::Getrs(const Matrix& lu, const Pivots& piv, const Matrix& c, bool transpose) {
   JAXMG_RETURN_IF_ERROR(CheckLu(lu, "Getrs"));
   int info = 0;
   return scalapack::Getrs<T>(transpose ? 'T' : 'N', lu.rows, c.cols, lu.As<T>(), *lu.desc,
-                             ipiv_.data(), c.As<T>(), *c.desc, &info);
+                             piv.local.data(), c.As<T>(), *c.desc, &info);
 }
 
 template <typename T>
@@ -379,21 +381,21 @@ Status Engine::RhsOut(const Matrix& z, void* x, Axis axis, bool conj) {
 // config.cpu_inverses = blocked, U⁻¹ L⁻¹ Pᵀ by blocks (algorithms/inverses.h LuInverse); both
 // 4N³/3 flops against 2N³ for the solve with the identity. M⁻ᵀ by one distributed transpose.
 template <typename T>
-Status Engine::InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse) {
+Status Engine::InverseSolve(const Matrix& lu, const Pivots& piv, bool transpose, Matrix* inverse) {
   JAXMG_RETURN_IF_ERROR(CheckLu(lu, "InverseSolve"));
   const int64_t n = lu.rows, lr = lu.local_rows, lc = lu.local_cols;
   const T* m_inverse = lu.As<T>();  // M⁻¹, where p?getri leaves it
   if (UseOwnInverses(true)) {
     // M⁻¹ = U⁻¹ L⁻¹ Pᵀ by blocks over PBLAS (algorithms/inverses.h), into W_L.
     std::vector<int32_t> piv32(static_cast<size_t>(n), 0);
-    JAXMG_RETURN_IF_ERROR(PivotsOut(lu, piv32.data()));
-    const std::vector<int64_t> piv(piv32.begin(), piv32.end());
+    JAXMG_RETURN_IF_ERROR(PivotsOut(lu, piv, piv32.data()));
+    const std::vector<int64_t> global(piv32.begin(), piv32.end());
     Matrix w_lower, w_upper, x;
     JAXMG_RETURN_IF_ERROR(Identity<T>(lu, &w_lower));  // W_L := I
     JAXMG_RETURN_IF_ERROR(Identity<T>(lu, &w_upper));  // W_U := I
     JAXMG_RETURN_IF_ERROR(NewLike<T>(lu, &x));
     Backend backend(*grid_);
-    JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, SquareOf(n, lr), lu.As<T>(), piv,
+    JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, SquareOf(n, lr), lu.As<T>(), global,
                                                    w_lower.As<T>(), w_upper.As<T>(), x.As<T>(),
                                                    w_lower.As<T>()));
     if (!transpose) {
@@ -404,7 +406,7 @@ Status Engine::InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse) {
   } else {
     int info = 0;
     JAXMG_RETURN_IF_ERROR(
-        scalapack::Getri<T>(n, lr, lc, lu.As<T>(), *lu.desc, ipiv_.data(), &info));
+        scalapack::Getri<T>(n, lr, lc, lu.As<T>(), *lu.desc, piv.local.data(), &info));
     if (info != 0) return JAXMG_ERROR("p?getri: singular factor " + std::to_string(info));
     if (!transpose) {
       JAXMG_RETURN_IF_ERROR(NewLike<T>(lu, inverse));
@@ -523,7 +525,7 @@ Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Mat
   return Status();
 }
 
-Status Engine::PivotsOut(const Matrix& lu, int32_t* out) {
+Status Engine::PivotsOut(const Matrix& lu, const Pivots& pivots, int32_t* out) {
   JAXMG_RETURN_IF_ERROR(CheckLu(lu, "PivotsOut"));
   // p?getrf's pivots are tied to the local rows (replicated over process columns): process
   // column 0 writes its rows' entries, summed over the grid.
@@ -532,7 +534,7 @@ Status Engine::PivotsOut(const Matrix& lu, int32_t* out) {
   if (grid_->mycol == 0) {
     for (int64_t r = 0; r < lu.local_rows; ++r) {
       const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
-      if (g < n) piv[g] = ipiv_[r];
+      if (g < n) piv[g] = pivots.local[r];
     }
   }
   JAXMG_RETURN_IF_ERROR(AllreduceIntSum(*grid_, piv.data(), n));
@@ -540,20 +542,21 @@ Status Engine::PivotsOut(const Matrix& lu, int32_t* out) {
   return Status();
 }
 
-Status Engine::PivotsIn(const int32_t* in, Matrix* lu) {
+Status Engine::PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv) {
   const int64_t n = lu->rows, t = lu->tile;
-  ipiv_.assign(static_cast<size_t>(lu->local_rows + t), 0);
+  piv->local.assign(static_cast<size_t>(lu->local_rows + t), 0);
+  piv->input_nonfinite = 0;
   for (int64_t r = 0; r < lu->local_rows; ++r) {
     const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
     if (in[g] < g + 1 || in[g] > n) return JAXMG_ERROR("a kept pivot is out of range");
-    ipiv_[r] = in[g];
+    piv->local[r] = in[g];
   }
-  lu->factored = Factorization::kLu;  // p?getrf's local pivot list (ipiv_)
+  lu->factored = Factorization::kLu;  // p?getrf's local pivot list
   return Status();
 }
 
 template <typename T>
-Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
+Status Engine::SignLogDet(const Matrix& lu, const Pivots& piv, void* sign, void* logabsdet) {
   using R = RealOf<T>;
   JAXMG_RETURN_IF_ERROR(CheckLu(lu, "SignLogDet"));
   // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries; and the row
@@ -573,11 +576,11 @@ Status Engine::SignLogDet(const Matrix& lu, void* sign, void* logabsdet) {
   });
   // Anywhere in the factor, not only on the diagonal; and in the input.
   if (FirstNonFiniteColumn<T>(lu) > 0) sums[3] += 1;
-  if (input_nonfinite_ > 0) sums[5] += 1;
+  if (piv.input_nonfinite > 0) sums[5] += 1;
   if (grid_->mycol == 0) {
     for (int64_t r = 0; r < lu.local_rows; ++r) {
       const int64_t g = CyclicAxis{t, grid_->nprow, grid_->myrow}.Global(LocalIndex{r}).value;
-      if (g < n && ipiv_[r] != g + 1) sums[4] += 1;
+      if (g < n && piv.local[r] != g + 1) sums[4] += 1;
     }
   }
   JAXMG_RETURN_IF_ERROR(AllreduceSum<double>(*grid_, sums, 6));
@@ -909,17 +912,20 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c);                 \
   template Status Engine::RhsMatrixOut<T>(const Matrix& c, void* x);                              \
   template Status Engine::Potrf<T>(Matrix * a, int* info);                                        \
-  template Status Engine::Getrf<T>(Matrix * a, int* info);                                        \
+  template Status Engine::Getrf<T>(Matrix * a, Pivots * piv, int* info);                          \
   template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                             \
-  template Status Engine::Getrs<T>(const Matrix& lu, const Matrix& c, bool transpose);            \
+  template Status Engine::Getrs<T>(const Matrix& lu, const Pivots& piv, const Matrix& c,          \
+                                   bool transpose);                                               \
   template Status Engine::CholeskyInverse<T>(const Matrix& l, Matrix* inverse);                   \
-  template Status Engine::InverseSolve<T>(const Matrix& lu, bool transpose, Matrix* inverse);     \
+  template Status Engine::InverseSolve<T>(const Matrix& lu, const Pivots& piv, bool transpose,    \
+                                          Matrix* inverse);                                       \
   template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& m,      \
                                   const Matrix& c, int* info);                                    \
   template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,         \
                                   Matrix* c);                                                     \
   template Status Engine::LogAbsDiag<T>(const Matrix& a, double scale, bool ok, void* out);       \
-  template Status Engine::SignLogDet<T>(const Matrix& lu, void* sign, void* logabsdet);           \
+  template Status Engine::SignLogDet<T>(const Matrix& lu, const Pivots& piv, void* sign,          \
+                                        void* logabsdet);                                         \
   template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);                \
   template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds,        \
                                    Matrix* f);                                                    \

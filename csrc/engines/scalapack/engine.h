@@ -23,6 +23,14 @@ class Engine {
  public:
   // A matrix the steps pass (routines/contract.h): host memory, ScaLAPACK's descriptor.
   using Matrix = DistributedMatrix<Descriptor>;
+  // The row interchanges of an LU factorization, as Getrf leaves them: p?getrf's local pivot list
+  // (the 1-D LU's global one on 1 x P grids, where every row is local), which p?getrs and
+  // p?getri take; and the first column of the input that held a non-finite entry (pivoting can
+  // keep it off the diagonal), for SignLogDet.
+  struct Pivots {
+    std::vector<int> local;
+    int64_t input_nonfinite = 0;
+  };
 
   // Agrees on the call with the other processes of the mesh (bounded wait, AgreeOnCall), then
   // joins (or creates, collectively) the grid of the plan for mesh position (attrs.u, attrs.v).
@@ -72,21 +80,21 @@ class Engine {
   // a's lower triangle := L, a = L Lᴴ (a->factored := kCholesky); info agreed (max).
   template <typename T>
   Status Potrf(Matrix* a, int* info);
-  // a := its pivoted LU factors (a->factored := kLu or kLuHostPivots); info agreed (max).
+  // a := its pivoted LU factors (a->factored := kLu), *piv their row interchanges; info agreed.
   template <typename T>
-  Status Getrf(Matrix* a, int* info);
+  Status Getrf(Matrix* a, Pivots* piv, int* info);
   // c := B⁻¹ c for the Cholesky factor l of B.
   template <typename T>
   Status Potrs(const Matrix& l, const Matrix& c);
-  // c := op(B)⁻¹ c for the LU factors lu of B, op = transpose ? Bᵀ : B.
+  // c := op(B)⁻¹ c for the LU factors lu of B and their pivots, op = transpose ? Bᵀ : B.
   template <typename T>
-  Status Getrs(const Matrix& lu, const Matrix& c, bool transpose);
+  Status Getrs(const Matrix& lu, const Pivots& piv, const Matrix& c, bool transpose);
   // (l from Potrf) *inverse := B⁻¹, a new matrix distributed like B.
   template <typename T>
   Status CholeskyInverse(const Matrix& l, Matrix* inverse);
-  // (lu from Getrf) *inverse := M⁻¹, or M⁻ᵀ with transpose, a new matrix like M.
+  // (lu, piv from Getrf) *inverse := M⁻¹, or M⁻ᵀ with transpose, a new matrix like M.
   template <typename T>
-  Status InverseSolve(const Matrix& lu, bool transpose, Matrix* inverse);
+  Status InverseSolve(const Matrix& lu, const Pivots& piv, bool transpose, Matrix* inverse);
   // c := op(m)⁻¹ c ('L') or c op(m)⁻¹ ('R'), m's triangle uplo; info agreed first.
   template <typename T>
   Status Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
@@ -99,9 +107,9 @@ class Engine {
   // out = scale * Σ log|diag a|, NaN if !ok.
   template <typename T>
   Status LogAbsDiag(const Matrix& a, double scale, bool ok, void* out);
-  // (lu from Getrf) det B's phase and log |det B|, the relabeling's parity included.
+  // (lu, piv from Getrf) det B's phase and log |det B|, the relabeling's parity included.
   template <typename T>
-  Status SignLogDet(const Matrix& lu, void* sign, void* logabsdet);
+  Status SignLogDet(const Matrix& lu, const Pivots& piv, void* sign, void* logabsdet);
 
   // ---- Kept factors ----
   // out := the factored engine matrix f, kept for later solves.
@@ -110,10 +118,10 @@ class Engine {
   // *f := the engine matrix from a factor FactorOut wrote (read only; count checked).
   template <typename T>
   Status Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f);
-  // lu's pivots, global and 1-based (engine order), the same on every rank.
-  Status PivotsOut(const Matrix& lu, int32_t* out);
-  // The pivots of a kept LU factor (lu->factored := the kind the engine now holds).
-  Status PivotsIn(const int32_t* in, Matrix* lu);
+  // lu's pivots piv, global and 1-based (engine order), the same on every rank.
+  Status PivotsOut(const Matrix& lu, const Pivots& piv, int32_t* out);
+  // *piv := the pivots of a kept LU factor (lu->factored := kLu).
+  Status PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv);
 
   // ---- QR and least squares ----
   // QR of a's leading cols.extent columns, in place (a->factored := kQr); info agreed.
@@ -196,9 +204,10 @@ class Engine {
   // engine for the call).
   template <typename T>
   Status NewLike(const Matrix& like, Matrix* out);
-  // The status of the factorization in `a` (Potrf, Getrf), agreed.
+  // The status of the factorization in `a` (Potrf, Getrf), agreed; input_nonfinite: the first
+  // column of the input that held a non-finite entry (Getrf's scan), or 0.
   template <typename T>
-  Status Agree(const Matrix& a, int* info);
+  Status Agree(const Matrix& a, int* info, int64_t input_nonfinite = 0);
   // An error unless `lu` holds an LU factorization (step: the step's name).
   static Status CheckLu(const Matrix& lu, const char* step);
   // Eigh by the two stages on 1 x P and P x 1 grids (band_eigh.cc): config.cpu_eigh chooses;
@@ -251,11 +260,9 @@ class Engine {
   void* work_ = nullptr;     // the engine-local matrix (the shard itself, or owned_)
   std::vector<char> owned_;  // padded or redistributed copy
   Descriptor desc_a_{};
-  std::vector<int> ipiv_;
   std::vector<char> tau_;             // the Householder scalars of a QR factorization
   std::unique_ptr<Backend> backend_;  // the own algorithms' buffers, kept between steps
   algorithms::Qr1DKept own_qr_;       // the 1-D QR's τ and T_k (in backend_'s buffers)
-  int64_t input_nonfinite_ = 0;       // FirstNonFiniteColumn of the matrix before Getrf
   // QDWH's operands (algorithms/qdwh.h: A kept for H, W, Z, the stacked Y and its τ, the sums) in
   // backend_'s buffers, Z's descriptor (also PolarValues' Z) and local rows, and its steps so far.
   void *polar_a_ = nullptr, *polar_w_ = nullptr, *polar_z_ = nullptr, *polar_y_ = nullptr;
