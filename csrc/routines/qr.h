@@ -24,16 +24,17 @@ struct Qr : RoutineTraits {
   template <class E, class T>
   static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
     typename E::Matrix a;
+    typename E::Reflectors tau;
     JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Geqrf<T>(&a, &info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.template Geqrf<T>(&a, &tau, &info));  // agreed by every rank
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
       JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
       return e.template FillNan<T>(io.a, io.a_count);
     }
     JAXMG_RETURN_IF_ERROR(e.template LeadingRowsOut<T>(a, io.x, io.x_rows));  // R
-    JAXMG_RETURN_IF_ERROR(e.template Orgqr<T>(&a));                           // a := Q
+    JAXMG_RETURN_IF_ERROR(e.template Orgqr<T>(&a, tau));                      // a := Q
     return e.template ShardOut<T>(a, io.a);
   }
 };

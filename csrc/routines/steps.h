@@ -29,12 +29,13 @@
 
 namespace jaxmg {
 
-template <class Matrix, class Pivots>
+template <class Matrix, class Pivots, class Reflectors>
 class EngineSteps {
  public:
   // Besides the steps, an engine provides `using Matrix = DistributedMatrix<its descriptor>;`,
   // its `Pivots` (an LU factorization's row interchanges, as Getrf leaves them for the steps
-  // that read them: a handle of their own, never engine state), its plan and CheckSymmetry's
+  // that read them) and `Reflectors` (what Geqrf leaves for Orgqr: the Householder scalars, and
+  // the own QR's T_k): handles of their own, never engine state; its plan and CheckSymmetry's
   // verdict (agreed):
   const layout::Plan& plan() const;
   bool asymmetric() const;
@@ -138,12 +139,13 @@ class EngineSteps {
 
   // ---- QR and least squares ----
   // QR of the engine matrix a's leading cols.extent columns (all its rows), in place
-  // (a->factored := kQr); info: 1 + the first column holding a non-finite entry, or 0, agreed.
+  // (a->factored := kQr), *tau its reflectors' scalars; info: 1 + the first column holding a
+  // non-finite entry, or 0, agreed.
   template <typename T>
-  Status Geqrf(Matrix* a, int* info);
-  // (a from Geqrf) a := Q of that factorization (its leading cols.extent columns).
+  Status Geqrf(Matrix* a, Reflectors* tau, int* info);
+  // (a, tau from Geqrf) a := Q of that factorization (its leading cols.extent columns).
   template <typename T>
-  Status Orgqr(Matrix* a);
+  Status Orgqr(Matrix* a, const Reflectors& tau);
   // Least squares min ‖B z − c‖ for the engine matrix a (factored in place: a->factored := kQr)
   // and c from RhsIn (overwritten); *z := the solution, in its leading cols.extent rows (c's
   // storage, or replicated); info as Geqrf's, or 1 + the first exactly zero diagonal entry of R
@@ -245,7 +247,7 @@ constexpr bool kSame = std::is_same_v<typename Unbound<P>::type, typename Unboun
 // is missing, overloaded or of another type stops the build at its line here.
 template <class E, class T>
 constexpr bool StepsMatchFor() {
-  using S = EngineSteps<typename E::Matrix, typename E::Pivots>;
+  using S = EngineSteps<typename E::Matrix, typename E::Pivots, typename E::Reflectors>;
   using steps_check::kSame;
   static_assert(kSame<decltype(&E::plan), decltype(&S::plan)>);
   static_assert(kSame<decltype(&E::asymmetric), decltype(&S::asymmetric)>);

@@ -52,6 +52,12 @@ class Engine {
     int64_t* device = nullptr;
     std::vector<int64_t> global;
   };
+  // What a QR factorization (Geqrf) leaves for Orgqr: cuSOLVERMp's τ (in the call's scratch
+  // memory), or the 1-D QR's τ, T_k and scratch (`own`).
+  struct Reflectors {
+    void* tau = nullptr;
+    algorithms::Qr1DKept own;
+  };
 
   // position: this shard's (u, v) in device memory; checked against the context in the first
   // status agreement, so every rank learns of a mismatch together.
@@ -154,12 +160,13 @@ class Engine {
   Status PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv);
 
   // ---- QR and least squares ----
-  // QR of a's leading cols.extent columns, in place (a->factored := kQr); info agreed.
+  // QR of a's leading cols.extent columns, in place (a->factored := kQr), *tau its reflectors;
+  // info agreed.
   template <typename T>
-  Status Geqrf(Matrix* a, int* info);
-  // (a from Geqrf) a := Q of that factorization (its leading cols.extent columns).
+  Status Geqrf(Matrix* a, Reflectors* tau, int* info);
+  // (a, tau from Geqrf) a := Q of that factorization (its leading cols.extent columns).
   template <typename T>
-  Status Orgqr(Matrix* a);
+  Status Orgqr(Matrix* a, const Reflectors& tau);
   // Least squares min ‖B z − c‖ (a factored in place, c overwritten); *z := the solution.
   template <typename T>
   Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
@@ -293,9 +300,9 @@ class Engine {
   template <typename T>
   Status LocalGetrs(const Matrix& lu, const std::vector<int64_t>& piv, const Matrix& c,
                     bool transpose);
-  // Householder QR of a's leading cols.extent columns (tau_), in place, no agreement.
+  // Householder QR of a's leading cols.extent columns (*tau), in place, no agreement.
   template <typename T>
-  Status QrFactor(const Matrix& a);
+  Status QrFactor(const Matrix& a, Reflectors* tau);
   bool UseOwnQr() const;
   // Eigenvalues in two stages on 1 x P and P x 1 grids (algorithms/band_eigh.h over the
   // backend; band_eigh.cc): the band reduction over the devices, then the bulge chase and
@@ -336,9 +343,9 @@ class Engine {
   Status LibraryEigh(const Matrix& a, bool vectors, void* w, Matrix* z);
   // The 1-D QR (1 x P grids) and its Q, formed in place (qr_1d.cc).
   template <typename T>
-  Status Qr1D(const Matrix& a);
+  Status Qr1D(const Matrix& a, Reflectors* tau);
   template <typename T>
-  Status Orgqr1D(const Matrix& a);
+  Status Orgqr1D(const Matrix& a, const Reflectors& tau);
   // A stream with the single-GPU handles that run on it: the call's (the context's handles) or
   // the look-ahead's side stream (handles of its own).
   struct Lane {
@@ -460,7 +467,6 @@ class Engine {
   int64_t local_rows_ = 0, local_cols_ = 0;
   void* work_ = nullptr;  // the engine-local matrix (the shard itself, or scratch)
   Descriptor desc_a_;
-  void* tau_ = nullptr;  // the Householder scalars of a QR factorization
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   // The call's small device buffer: 16 int32 slots, zeroed on first use (Small()).
@@ -476,8 +482,7 @@ class Engine {
     static constexpr int kAgreed = 10;          // 3 slots: the status agreement's all-reduce
   };
   int32_t* Slot(int slot) const { return small_ + slot; }
-  void* full_ = nullptr;         // n x nrhs, row-major: the whole right-hand side
-  algorithms::Qr1DKept own_qr_;  // Qr1D's τ, T_k and scratch, for Orgqr1D
+  void* full_ = nullptr;    // n x nrhs, row-major: the whole right-hand side
   int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
   std::deque<Descriptor> descriptors_;  // those of the matrices the steps made (NewLike, NewMatrix)

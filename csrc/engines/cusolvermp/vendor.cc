@@ -187,9 +187,9 @@ Status Engine::EnginePivots(const Pivots& pivots, std::vector<int64_t>* out) {
 }
 
 template <typename T>
-Status Engine::Geqrf(Matrix* a, int* info) {
+Status Engine::Geqrf(Matrix* a, Reflectors* tau, int* info) {
   StepTimer timer("Geqrf", stream_);
-  JAXMG_RETURN_IF_ERROR(QrFactor<T>(*a));
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>(*a, tau));
   a->factored = Factorization::kQr;
   return Agree<T>(*a, false, info, /*diag_limit=*/0);  // a zero on R's diagonal is a valid QR
 }
@@ -206,14 +206,15 @@ Status Engine::QrSolve(const Matrix& a, const Matrix& rhs, int* info, void** sol
   const size_t es = sizeof(T);
   const int64_t n = plan.cols.extent, t = plan.tile, lr = a.local_rows, lc = a.local_cols;
   const int64_t k = rhs.cols;
-  JAXMG_RETURN_IF_ERROR(QrFactor<T>(a));
+  Reflectors tau;
+  JAXMG_RETURN_IF_ERROR(QrFactor<T>(a, &tau));
   JAXMG_RETURN_IF_ERROR(Agree<T>(a, false, info, /*diag_limit=*/n));  // zero on R's diagonal
   if (*info != 0) return Status();
   void* r = nullptr;
   JAXMG_RETURN_IF_ERROR(LeadingRows<T>(a, &r));  // R: n x n, row-major
   Matrix q = a;                                  // Q, formed in a's place
   q.factored = Factorization::kQr;
-  JAXMG_RETURN_IF_ERROR(Orgqr<T>(&q));
+  JAXMG_RETURN_IF_ERROR(Orgqr<T>(&q, tau));
   // This rank's part of c = Qᴴ b, with its buffers: a local failure is kept and agreed on
   // before the sum over the ranks.
   std::vector<int64_t> col_global(static_cast<size_t>(std::max<int64_t>(lc, 1)), -1);
@@ -278,30 +279,30 @@ Status Engine::QrSolve(const Matrix& a, const Matrix& rhs, int* info, void** sol
 }
 
 template <typename T>
-Status Engine::QrFactor(const Matrix& a) {
-  if (UseOwnQr()) return Qr1D<T>(a);
+Status Engine::QrFactor(const Matrix& a, Reflectors* tau) {
+  if (UseOwnQr()) return Qr1D<T>(a, tau);
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (local_cols_ + plan.tile), &tau_));
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (local_cols_ + plan.tile), &tau->tau));
   return Call(vendor::MpGeqrf<T>{
-      ctx_.handle, m, n, {a.As<T>(), 1, 1, a.desc->get()}, static_cast<T*>(tau_), small_});
+      ctx_.handle, m, n, {a.As<T>(), 1, 1, a.desc->get()}, static_cast<T*>(tau->tau), small_});
 }
 
 template <typename T>
-Status Engine::Orgqr(Matrix* a) {
+Status Engine::Orgqr(Matrix* a, const Reflectors& tau) {
   StepTimer timer("Orgqr", stream_);
   if (a->factored != Factorization::kQr) {
     return JAXMG_ERROR("Orgqr: the matrix handed holds no QR factorization");
   }
   a->factored = Factorization::kNone;
-  if (!own_qr_.empty()) return Orgqr1D<T>(*a);  // the 1-D QR's τ and T_k
+  if (!tau.own.empty()) return Orgqr1D<T>(*a, tau);  // the 1-D QR's τ and T_k
   const int64_t m = a->rows, n = state_.plan.cols.extent;
   return Call(vendor::MpOrgqr<T>{ctx_.handle,
                                  m,
                                  n,
                                  n,
                                  {a->As<T>(), 1, 1, a->desc->get()},
-                                 static_cast<const T*>(tau_),
+                                 static_cast<const T*>(tau.tau),
                                  Slot(Slots::kSolveInfo)});
 }
 
@@ -603,11 +604,11 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
   template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                            \
   template Status Engine::Getrs<T>(const Matrix& lu, const Pivots& piv, const Matrix& c,         \
                                    bool transpose);                                              \
-  template Status Engine::Geqrf<T>(Matrix * a, int* info);                                       \
+  template Status Engine::Geqrf<T>(Matrix * a, Reflectors * tau, int* info);                     \
   template Status Engine::QrSolve<T>(const Matrix& a, const Matrix& rhs, int* info,              \
                                      void** solution);                                           \
-  template Status Engine::QrFactor<T>(const Matrix& a);                                          \
-  template Status Engine::Orgqr<T>(Matrix * a);                                                  \
+  template Status Engine::QrFactor<T>(const Matrix& a, Reflectors* tau);                         \
+  template Status Engine::Orgqr<T>(Matrix * a, const Reflectors& tau);                           \
   template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);            \
   template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info); \
   template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z);     \

@@ -624,36 +624,36 @@ algorithms::Qr1DShape Engine::QrShapeOf() const {
 }
 
 template <typename T>
-Status Engine::Geqrf(Matrix* a, int* info) {
+Status Engine::Geqrf(Matrix* a, Reflectors* tau, int* info) {
   *info = 0;
   a->factored = Factorization::kQr;
   if (UseOwnQr()) {
     // The 1-D QR with look-ahead (algorithms/qr_1d.h): the factors as p?geqrf leaves them, and
-    // what its Q needs kept in the backend's buffers for Orgqr.
-    backend_ = std::make_unique<Backend>(*grid_);
+    // what its Q needs kept in its backend's buffers for Orgqr.
+    tau->backend = std::make_unique<Backend>(*grid_);
     algorithms::Qr1DFactors<T> f;
-    JAXMG_RETURN_IF_ERROR(algorithms::Qr1D(*backend_, QrShapeOf(), a->As<T>(), &f));
-    own_qr_ = algorithms::Qr1DKept::Of(f);
+    JAXMG_RETURN_IF_ERROR(algorithms::Qr1D(*tau->backend, QrShapeOf(), a->As<T>(), &f));
+    tau->own = algorithms::Qr1DKept::Of(f);
     return AgreeQr<T>(*a, /*rank_fails=*/false, info);
   }
-  tau_.assign(sizeof(T) * static_cast<size_t>(a->local_cols + a->tile), 0);
+  tau->tau.assign(sizeof(T) * static_cast<size_t>(a->local_cols + a->tile), 0);
   JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(a->rows, plan_->cols.extent, a->As<T>(), *a->desc,
-                                            As<T>(tau_.data()), info));
+                                            As<T>(tau->tau.data()), info));
   return AgreeQr<T>(*a, /*rank_fails=*/false, info);
 }
 
 template <typename T>
-Status Engine::Orgqr(Matrix* a) {
+Status Engine::Orgqr(Matrix* a, const Reflectors& tau) {
   if (a->factored != Factorization::kQr) {
     return JAXMG_ERROR("Orgqr: the matrix handed holds no QR factorization");
   }
   a->factored = Factorization::kNone;
-  if (!own_qr_.empty()) {  // the 1-D QR's τ and T_k
-    return algorithms::Orgqr1D(*backend_, QrShapeOf(), a->As<T>(), own_qr_.As<T>());
+  if (!tau.own.empty()) {  // the 1-D QR's τ and T_k
+    return algorithms::Orgqr1D(*tau.backend, QrShapeOf(), a->As<T>(), tau.own.As<T>());
   }
   int info = 0;
-  return scalapack::Orgqr<T>(a->rows, plan_->cols.extent, a->As<T>(), *a->desc, As<T>(tau_.data()),
-                             &info);
+  return scalapack::Orgqr<T>(a->rows, plan_->cols.extent, a->As<T>(), *a->desc,
+                             reinterpret_cast<const T*>(tau.tau.data()), &info);
 }
 
 template <typename T>
@@ -929,8 +929,8 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);                \
   template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds,        \
                                    Matrix* f);                                                    \
-  template Status Engine::Geqrf<T>(Matrix * a, int* info);                                        \
-  template Status Engine::Orgqr<T>(Matrix * a);                                                   \
+  template Status Engine::Geqrf<T>(Matrix * a, Reflectors * tau, int* info);                      \
+  template Status Engine::Orgqr<T>(Matrix * a, const Reflectors& tau);                            \
   template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);             \
   template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);  \
   template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x,       \

@@ -31,6 +31,13 @@ class Engine {
     std::vector<int> local;
     int64_t input_nonfinite = 0;
   };
+  // What a QR factorization (Geqrf) leaves for Orgqr: p?geqrf's τ, or the 1-D QR's τ and T_k
+  // (`own`) in the buffers of its backend.
+  struct Reflectors {
+    std::vector<char> tau;
+    std::unique_ptr<Backend> backend;
+    algorithms::Qr1DKept own;
+  };
 
   // Agrees on the call with the other processes of the mesh (bounded wait, AgreeOnCall), then
   // joins (or creates, collectively) the grid of the plan for mesh position (attrs.u, attrs.v).
@@ -124,12 +131,13 @@ class Engine {
   Status PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv);
 
   // ---- QR and least squares ----
-  // QR of a's leading cols.extent columns, in place (a->factored := kQr); info agreed.
+  // QR of a's leading cols.extent columns, in place (a->factored := kQr), *tau its reflectors;
+  // info agreed.
   template <typename T>
-  Status Geqrf(Matrix* a, int* info);
-  // (a from Geqrf) a := Q of that factorization (its leading cols.extent columns).
+  Status Geqrf(Matrix* a, Reflectors* tau, int* info);
+  // (a, tau from Geqrf) a := Q of that factorization (its leading cols.extent columns).
   template <typename T>
-  Status Orgqr(Matrix* a);
+  Status Orgqr(Matrix* a, const Reflectors& tau);
   // Least squares min ‖B z − c‖ (a factored in place, c overwritten); *z := the solution.
   template <typename T>
   Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
@@ -260,9 +268,7 @@ class Engine {
   void* work_ = nullptr;     // the engine-local matrix (the shard itself, or owned_)
   std::vector<char> owned_;  // padded or redistributed copy
   Descriptor desc_a_{};
-  std::vector<char> tau_;             // the Householder scalars of a QR factorization
   std::unique_ptr<Backend> backend_;  // the own algorithms' buffers, kept between steps
-  algorithms::Qr1DKept own_qr_;       // the 1-D QR's τ and T_k (in backend_'s buffers)
   // QDWH's operands (algorithms/qdwh.h: A kept for H, W, Z, the stacked Y and its τ, the sums) in
   // backend_'s buffers, Z's descriptor (also PolarValues' Z) and local rows, and its steps so far.
   void *polar_a_ = nullptr, *polar_w_ = nullptr, *polar_z_ = nullptr, *polar_y_ = nullptr;
