@@ -35,8 +35,11 @@ struct GesvdOf : RoutineTraits {
       // cuSOLVERMp's, it goes through the polar decomposition and an eigensolver with vectors.
       int info = 0;
       typename E::Matrix h;
-      JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, a, /*h=*/true, &h, &info)));
-      if (info == 0) JAXMG_RETURN_IF_ERROR(e.template PolarValues<T>(h, io.s, io.x_rows, 1, &info));
+      typename E::QdwhOperands q;
+      JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, a, /*h=*/true, &q, &h, &info)));
+      if (info == 0) {
+        JAXMG_RETURN_IF_ERROR(e.template PolarValues<T>(h, &q, io.s, io.x_rows, 1, &info));
+      }
       JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
       return info != 0 ? e.template FillNan<T>(io.s, io.x_rows) : Status();
     }

@@ -29,14 +29,15 @@
 
 namespace jaxmg {
 
-template <class Matrix, class Pivots, class Reflectors>
+template <class Matrix, class Pivots, class Reflectors, class QdwhOperands>
 class EngineSteps {
  public:
   // Besides the steps, an engine provides `using Matrix = DistributedMatrix<its descriptor>;`,
   // its `Pivots` (an LU factorization's row interchanges, as Getrf leaves them for the steps
   // that read them) and `Reflectors` (what Geqrf leaves for Orgqr: the Householder scalars, and
-  // the own QR's T_k): handles of their own, never engine state; its plan and CheckSymmetry's
-  // verdict (agreed):
+  // the own QR's T_k) and `QdwhOperands` (QDWH's operands between its steps, which PolarBegin
+  // makes): handles of their own, never engine state; its plan and CheckSymmetry's verdict
+  // (agreed):
   const layout::Plan& plan() const;
   bool asymmetric() const;
 
@@ -177,27 +178,30 @@ class EngineSteps {
 
   // ---- QDWH (routines/polar.h), on a redistributed m x n engine matrix u, m >= n, which holds U
   // in place throughout (the handle from Prepare, passed to each step); the iteration's other
-  // operands (A kept, W, Z, the stacked Y) are the engine's own ----
+  // operands (A kept, W, Z, the stacked Y) are *q, which PolarBegin makes and each step takes
+  // ----
   // info agreed: > 0 for a non-finite entry (nothing more to do); else U := A / (‖A‖₁ ‖A‖∞)^½
   // (A kept, keep_a) and *lower := 1 / ‖L⁻¹‖_F for UᴴU = L Lᴴ, or 0 where the factorization
   // fails; the same on every rank.
   template <typename T>
-  Status PolarBegin(const Matrix& u, bool keep_a, double* lower, int* info);
+  Status PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double* lower, int* info);
   // U := e U + coef Q₁ Q₂ᴴ, [sqrt_c U; I] = [Q₁; Q₂] R.
   template <typename T>
-  Status PolarQr(const Matrix& u, double sqrt_c, double coef, double e);
+  Status PolarQr(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, double e);
   // U := e U + coef U Z⁻¹, Z = I + c UᴴU; *change := ‖U − U_prev‖_F, the same on every rank.
   template <typename T>
-  Status PolarCholesky(const Matrix& u, double c, double coef, double e, double* change);
+  Status PolarCholesky(const Matrix& u, QdwhOperands* q, double c, double coef, double e,
+                       double* change);
   // U := (3U − U UᴴU) / 2 (in u); with h, *hm := H = ½ (UᴴA + AᴴU), a new n x n
   // matrix (columns distributed like the engine matrix's); info agreed: > 0 for a non-finite
   // entry of U.
   template <typename T>
-  Status PolarEnd(const Matrix& u, bool h, Matrix* hm, int* info);
+  Status PolarEnd(const Matrix& u, QdwhOperands* q, bool h, Matrix* hm, int* info);
   // (hm from PolarEnd; overwritten) H's eigenvalues, A's singular values: descending, at least 0,
   // into x's last column for x's rows (as Gesvd's); info agreed.
   template <typename T>
-  Status PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info);
+  Status PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x_rows, int64_t x_cols,
+                     int* info);
 
   // ---- Results ----
   // The shard := its part of y (distributed like the engine matrix: an inverse, a product) in the
@@ -247,7 +251,8 @@ constexpr bool kSame = std::is_same_v<typename Unbound<P>::type, typename Unboun
 // is missing, overloaded or of another type stops the build at its line here.
 template <class E, class T>
 constexpr bool StepsMatchFor() {
-  using S = EngineSteps<typename E::Matrix, typename E::Pivots, typename E::Reflectors>;
+  using S = EngineSteps<typename E::Matrix, typename E::Pivots, typename E::Reflectors,
+                        typename E::QdwhOperands>;
   using steps_check::kSame;
   static_assert(kSame<decltype(&E::plan), decltype(&S::plan)>);
   static_assert(kSame<decltype(&E::asymmetric), decltype(&S::asymmetric)>);

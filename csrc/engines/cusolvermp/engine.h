@@ -58,6 +58,16 @@ class Engine {
     void* tau = nullptr;
     algorithms::Qr1DKept own;
   };
+  // QDWH's operands between its steps (routines/polar.h), which PolarBegin makes in the call's
+  // scratch memory: A kept for H, W (a copy of U), Z (n x n, z_rows local rows), the stacked Y
+  // of the QR steps and its Householder scalars, the n column and m row sums of |A|; and the
+  // steps so far (the test hook's step).
+  struct QdwhOperands {
+    void *a = nullptr, *w = nullptr, *z = nullptr, *y = nullptr, *tau = nullptr;
+    int64_t z_rows = 0;
+    double* norms = nullptr;
+    int64_t steps = 0;
+  };
 
   // position: this shard's (u, v) in device memory; checked against the context in the first
   // status agreement, so every rank learns of a mismatch together.
@@ -186,19 +196,21 @@ class Engine {
   // ---- QDWH (routines/polar.h), on u, which holds U in place throughout ----
   // info agreed; U := A / (‖A‖₁ ‖A‖∞)^½ and *lower := 1 / ‖L⁻¹‖_F for UᴴU = L Lᴴ.
   template <typename T>
-  Status PolarBegin(const Matrix& u, bool keep_a, double* lower, int* info);
+  Status PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double* lower, int* info);
   // U := e U + coef Q₁ Q₂ᴴ, [sqrt_c U; I] = [Q₁; Q₂] R.
   template <typename T>
-  Status PolarQr(const Matrix& u, double sqrt_c, double coef, double e);
+  Status PolarQr(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, double e);
   // U := e U + coef U Z⁻¹, Z = I + c UᴴU; *change := ‖U − U_prev‖_F, agreed.
   template <typename T>
-  Status PolarCholesky(const Matrix& u, double c, double coef, double e, double* change);
+  Status PolarCholesky(const Matrix& u, QdwhOperands* q, double c, double coef, double e,
+                       double* change);
   // U := (3U − U UᴴU) / 2; with h, *hm := H = ½ (UᴴA + AᴴU), a new n x n matrix; info agreed.
   template <typename T>
-  Status PolarEnd(const Matrix& u, bool h, Matrix* hm, int* info);
+  Status PolarEnd(const Matrix& u, QdwhOperands* q, bool h, Matrix* hm, int* info);
   // (hm from PolarEnd; overwritten) H's eigenvalues, descending, >= 0, into x.
   template <typename T>
-  Status PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info);
+  Status PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x_rows, int64_t x_cols,
+                     int* info);
 
   // ---- Results ----
   // The shard := its part of y (distributed like the engine matrix) in the JAX layout.
@@ -451,12 +463,12 @@ class Engine {
   Status AgreedWorkspace(size_t bytes, size_t host_bytes, void** out);
   // Every buffer of QDWH's steps and the workspace of its QR steps.
   template <typename T>
-  Status PolarBuffers(const Matrix& u, bool keep_a);
+  Status PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q);
   // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
   algorithms::Square Square(int64_t n, int64_t ld) const;
   // QDWH's operands (algorithms/qdwh.h) in this call's buffers (PolarBuffers).
   template <typename T>
-  algorithms::QdwhWork<T> PolarWork(const Matrix& u);
+  algorithms::QdwhWork<T> PolarWork(const Matrix& u, QdwhOperands* q);
   Context& ctx_;
   const PlanState& state_;
   cudaStream_t stream_;
@@ -486,16 +498,7 @@ class Engine {
   int64_t symmetry_n_ = 0;  // > 0: CheckSymmetry's [A v, A u] (2 n) is coming to ctx_.probe_host
   bool asymmetric_ = false;
   std::deque<Descriptor> descriptors_;  // those of the matrices the steps made (NewLike, NewMatrix)
-  // QDWH's buffers (routines/polar.h), allocated at first use in the call: A kept for H; the
-  // stacked matrix [√c U; 0; I] of the QR steps and its Householder scalars; a copy of U; Z
-  // (n x n, z_rows_ local rows); a device double for sums.
-  void *polar_a_ = nullptr, *polar_y_ = nullptr, *polar_tau_ = nullptr, *polar_w_ = nullptr;
-  void* polar_z_ = nullptr;
-  int64_t z_rows_ = 0;
-  double* polar_norms_ = nullptr;  // n column sums and m row sums of |A|
-  double* polar_sum_ = nullptr;
-  int64_t polar_iteration_ = 0;    // QDWH's steps so far (the test hook's step)
-  int64_t buffer_agreements_ = 0;  // AgreeOnBuffers' calls so far (the test hook's step)
+  int64_t buffer_agreements_ = 0;       // AgreeOnBuffers' calls so far (the test hook's step)
 };
 
 }  // namespace jaxmg::cusolvermp

@@ -25,7 +25,7 @@
 namespace jaxmg::cusolvermp {
 
 template <typename T>
-algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u) {
+algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u, QdwhOperands* operands) {
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
   const int64_t lc = u.local_cols, lu = u.local_rows;
@@ -34,55 +34,55 @@ algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u) {
   q.mp = (m + round - 1) / round * round;
   q.top = q.mp / ctx_.nprow;
   q.u = {u.As<T>(), m, n, lu, lc, t};
-  q.a = {static_cast<T*>(polar_a_), m, n, lu, lc, t};
-  q.w = {static_cast<T*>(polar_w_), m, n, lu, lc, t};
-  q.z = {static_cast<T*>(polar_z_), n, n, z_rows_, lc, t};
-  q.y = {static_cast<T*>(polar_y_), q.mp + n, n, q.top + z_rows_, lc, t};
-  q.tau = static_cast<T*>(polar_tau_);
-  q.sums = polar_norms_;
-  q.steps = &polar_iteration_;
+  const int64_t zr = operands->z_rows;
+  q.a = {static_cast<T*>(operands->a), m, n, lu, lc, t};
+  q.w = {static_cast<T*>(operands->w), m, n, lu, lc, t};
+  q.z = {static_cast<T*>(operands->z), n, n, zr, lc, t};
+  q.y = {static_cast<T*>(operands->y), q.mp + n, n, q.top + zr, lc, t};
+  q.tau = static_cast<T*>(operands->tau);
+  q.sums = operands->norms;
+  q.steps = &operands->steps;
   q.rank = ctx_.rank;
   return q;
 }
 
 template <typename T>
-Status Engine::PolarBegin(const Matrix& u, bool keep_a, double* lower, int* info) {
+Status Engine::PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double* lower, int* info) {
   StepTimer timer("PolarBegin", stream_);
   *lower = 0;
   // Every buffer of the iteration first, agreed: no rank leaves alone before a collective.
-  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(PolarBuffers<T>(u, keep_a)));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(PolarBuffers<T>(u, keep_a, q)));
   JAXMG_RETURN_IF_ERROR(Agree<T>(u, false, info, /*diag_limit=*/0));  // a non-finite input
   if (*info != 0) return Status();
   Backend backend(*this);
-  return algorithms::QdwhBounds<T>(backend, PolarWork<T>(u), keep_a, lower);
+  return algorithms::QdwhBounds<T>(backend, PolarWork<T>(u, q), keep_a, lower);
 }
 
 template <typename T>
-Status Engine::PolarBuffers(const Matrix& u, bool keep_a) {
+Status Engine::PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q) {
   // A kept, W (a copy of U), Z (n x n), two sums, the stacked matrix Y of the QR steps with its
   // Householder scalars, and the workspace of Y's QR (the largest of the steps').
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
   const int64_t lc = u.local_cols;
   const size_t bytes = sizeof(T) * std::max<int64_t>(u.local_rows * lc, 1);
-  if (keep_a) JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_a_));
-  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &polar_w_));
-  z_rows_ = CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(n);
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(z_rows_ * lc, 1), &polar_z_));
+  if (keep_a) JAXMG_RETURN_IF_ERROR(Scratch(bytes, &q->a));
+  JAXMG_RETURN_IF_ERROR(Scratch(bytes, &q->w));
+  q->z_rows = CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(n);
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(q->z_rows * lc, 1), &q->z));
   void* sums = nullptr;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(double) * (n + m + 1), &sums));
-  polar_norms_ = static_cast<double*>(sums);
-  polar_sum_ = polar_norms_ + n + m;
+  q->norms = static_cast<double*>(sums);
   const int64_t round = t * ctx_.nprow, mp = (m + round - 1) / round * round;
-  const int64_t ly = mp / ctx_.nprow + z_rows_;
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(ly * lc, 1), &polar_y_));
-  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (lc + t), &polar_tau_));
+  const int64_t ly = mp / ctx_.nprow + q->z_rows;
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(ly * lc, 1), &q->y));
+  JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (lc + t), &q->tau));
   Descriptor desc_y;
   JAXMG_RETURN_IF_ERROR(
       desc_y.Create(ctx_, DataTypeOf<T>(), mp + n, n, t, t, std::max<int64_t>(ly, 1)));
   // The workspace of the stacked QR's two calls (backend.h PQr), asked for here.
-  const vendor::SolverAt<T> y{static_cast<T*>(polar_y_), 1, 1, desc_y.get()};
-  T* tau = static_cast<T*>(polar_tau_);
+  const vendor::SolverAt<T> y{static_cast<T*>(q->y), 1, 1, desc_y.get()};
+  T* tau = static_cast<T*>(q->tau);
   size_t dev = 0, host = 0, dev2 = 0, host2 = 0;
   JAXMG_RETURN_IF_ERROR(
       vendor::Size(vendor::MpGeqrf<T>{ctx_.handle, mp + n, n, y, tau, small_}, &dev, &host));
@@ -94,25 +94,26 @@ Status Engine::PolarBuffers(const Matrix& u, bool keep_a) {
 }
 
 template <typename T>
-Status Engine::PolarQr(const Matrix& u, double sqrt_c, double coef, double e) {
+Status Engine::PolarQr(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, double e) {
   StepTimer timer("PolarQr", stream_);
   Backend backend(*this);
-  return algorithms::QdwhQrStep<T>(backend, PolarWork<T>(u), sqrt_c, coef, e);
+  return algorithms::QdwhQrStep<T>(backend, PolarWork<T>(u, q), sqrt_c, coef, e);
 }
 
 template <typename T>
-Status Engine::PolarCholesky(const Matrix& u, double c, double coef, double e, double* change) {
+Status Engine::PolarCholesky(const Matrix& u, QdwhOperands* q, double c, double coef, double e,
+                             double* change) {
   StepTimer timer("PolarCholesky", stream_);
   Backend backend(*this);
-  return algorithms::QdwhCholeskyStep<T>(backend, PolarWork<T>(u), c, coef, e, change);
+  return algorithms::QdwhCholeskyStep<T>(backend, PolarWork<T>(u, q), c, coef, e, change);
 }
 
 template <typename T>
-Status Engine::PolarEnd(const Matrix& u, bool h, Matrix* h_out, int* info) {
+Status Engine::PolarEnd(const Matrix& u, QdwhOperands* operands, bool h, Matrix* h_out, int* info) {
   StepTimer timer("PolarEnd", stream_);
   *h_out = Matrix();
   Backend backend(*this);
-  const algorithms::QdwhWork<T> q = PolarWork<T>(u);
+  const algorithms::QdwhWork<T> q = PolarWork<T>(u, operands);
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(backend, q));
   JAXMG_RETURN_IF_ERROR(Agree<T>(u, false, info, /*diag_limit=*/0));  // a non-finite entry of U
   if (*info != 0 || !h) return Status();
@@ -127,7 +128,8 @@ Status Engine::PolarEnd(const Matrix& u, bool h, Matrix* h_out, int* info) {
 }
 
 template <typename T>
-Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info) {
+Status Engine::PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x_rows,
+                           int64_t x_cols, int* info) {
   StepTimer timer("PolarValues", stream_);
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
@@ -149,7 +151,7 @@ Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_
   const int64_t te = std::min<int64_t>(t, 256);
   const bool retile = te != t;
   const int64_t lh = retile ? CyclicAxis{te, ctx_.nprow, ctx_.myrow}.Extent(n) : hm.local_rows;
-  void *h = hm.data, *z = polar_z_, *w = nullptr;
+  void *h = hm.data, *z = q->z, *w = nullptr;
   RemapBuffers move;
   Descriptor dh, dz;
   // H's eigenvalues alone (Z is not computed), once H is in its tiles.
@@ -187,16 +189,19 @@ Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_
   return SingularValuesOut<T>(w, n, x, x_rows, x_cols);
 }
 
-#define JAXMG_INSTANTIATE_POLAR(T)                                                               \
-  template algorithms::QdwhWork<T> Engine::PolarWork<T>(const Matrix& u);                        \
-  template Status Engine::PolarBegin<T>(const Matrix& u, bool keep_a, double* lower, int* info); \
-  template Status Engine::PolarBuffers<T>(const Matrix& u, bool keep_a);                         \
-  template Status Engine::PolarQr<T>(const Matrix& u, double sqrt_c, double coef, double e);     \
-  template Status Engine::PolarCholesky<T>(const Matrix& u, double c, double coef, double e,     \
-                                           double* change);                                      \
-  template Status Engine::PolarEnd<T>(const Matrix& u, bool h, Matrix* hm, int* info);           \
-  template Status Engine::PolarValues<T>(const Matrix& hm, void* x, int64_t x_rows,              \
-                                         int64_t x_cols, int* info);
+#define JAXMG_INSTANTIATE_POLAR(T)                                                                 \
+  template algorithms::QdwhWork<T> Engine::PolarWork<T>(const Matrix& u, QdwhOperands* q);         \
+  template Status Engine::PolarBegin<T>(const Matrix& u, bool keep_a, QdwhOperands* q,             \
+                                        double* lower, int* info);                                 \
+  template Status Engine::PolarBuffers<T>(const Matrix& u, bool keep_a, QdwhOperands* q);          \
+  template Status Engine::PolarQr<T>(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, \
+                                     double e);                                                    \
+  template Status Engine::PolarCholesky<T>(const Matrix& u, QdwhOperands* q, double c,             \
+                                           double coef, double e, double* change);                 \
+  template Status Engine::PolarEnd<T>(const Matrix& u, QdwhOperands* q, bool h, Matrix* hm,        \
+                                      int* info);                                                  \
+  template Status Engine::PolarValues<T>(const Matrix& hm, QdwhOperands* q, void* x,               \
+                                         int64_t x_rows, int64_t x_cols, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_POLAR)
 #undef JAXMG_INSTANTIATE_POLAR
 

@@ -42,8 +42,7 @@ Status Engine::TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const M
   s.me = s.by_rows ? grid_->myrow : grid_->mycol;
   s.n = n, s.t = t, s.lr = a.local_rows, s.b = EigBand(t), s.rank = s.me;
   s.held = CyclicAxis{t, s.procs, s.me}.Extent(n);  // local columns (rows)
-  backend_ = std::make_unique<Backend>(*grid_);
-  Backend& bk = *backend_;
+  Backend bk(*grid_);  // its buffers live for this step: the results are copied out below
   if (!vectors) {
     JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(bk, s, a.As<T>(), w));
   } else {

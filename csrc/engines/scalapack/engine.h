@@ -38,6 +38,18 @@ class Engine {
     std::unique_ptr<Backend> backend;
     algorithms::Qr1DKept own;
   };
+  // QDWH's operands between its steps (routines/polar.h), which PolarBegin makes in the buffers
+  // of their backend: A kept for H, W, Z (n x n, z_rows local rows, descriptor desc_z; also
+  // PolarValues' workspace), the stacked Y of the QR steps and its Householder scalars, the sums;
+  // and the steps so far (the test hook's step).
+  struct QdwhOperands {
+    std::unique_ptr<Backend> backend;
+    void *a = nullptr, *w = nullptr, *z = nullptr, *y = nullptr, *tau = nullptr;
+    double* sums = nullptr;
+    int64_t steps = 0;
+    Descriptor desc_z{};
+    int64_t z_rows = 0;
+  };
 
   // Agrees on the call with the other processes of the mesh (bounded wait, AgreeOnCall), then
   // joins (or creates, collectively) the grid of the plan for mesh position (attrs.u, attrs.v).
@@ -157,19 +169,21 @@ class Engine {
   // ---- QDWH (routines/polar.h), on u, which holds U in place throughout ----
   // info agreed; U := A / (‖A‖₁ ‖A‖∞)^½ and *lower := 1 / ‖L⁻¹‖_F for UᴴU = L Lᴴ.
   template <typename T>
-  Status PolarBegin(const Matrix& u, bool keep_a, double* lower, int* info);
+  Status PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double* lower, int* info);
   // U := e U + coef Q₁ Q₂ᴴ, [sqrt_c U; I] = [Q₁; Q₂] R.
   template <typename T>
-  Status PolarQr(const Matrix& u, double sqrt_c, double coef, double e);
+  Status PolarQr(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, double e);
   // U := e U + coef U Z⁻¹, Z = I + c UᴴU; *change := ‖U − U_prev‖_F, agreed.
   template <typename T>
-  Status PolarCholesky(const Matrix& u, double c, double coef, double e, double* change);
+  Status PolarCholesky(const Matrix& u, QdwhOperands* q, double c, double coef, double e,
+                       double* change);
   // U := (3U − U UᴴU) / 2; with h, *hm := H = ½ (UᴴA + AᴴU), a new n x n matrix; info agreed.
   template <typename T>
-  Status PolarEnd(const Matrix& u, bool h, Matrix* hm, int* info);
+  Status PolarEnd(const Matrix& u, QdwhOperands* q, bool h, Matrix* hm, int* info);
   // (hm from PolarEnd; overwritten) H's eigenvalues, descending, >= 0, into x.
   template <typename T>
-  Status PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info);
+  Status PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x_rows, int64_t x_cols,
+                     int* info);
 
   // ---- Results ----
   // The shard := its part of y (distributed like the engine matrix) in the JAX layout.
@@ -231,9 +245,9 @@ class Engine {
   Status TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const Matrix& z, int* info);
   // QDWH's buffers, allocated (a local outcome, for the caller's agreement), and its operands.
   template <typename T>
-  Status PolarBuffers(const Matrix& u, bool keep_a);
+  Status PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q);
   template <typename T>
-  algorithms::QdwhWork<T> PolarWork(const Matrix& u);
+  algorithms::QdwhWork<T> PolarWork(const Matrix& u, QdwhOperands* q);
   // The status of a QR factorization held: 1 + the first column with a non-finite entry or,
   // with rank_fails, an exactly zero diagonal entry of R; agreed (max).
   template <typename T>
@@ -268,15 +282,6 @@ class Engine {
   void* work_ = nullptr;     // the engine-local matrix (the shard itself, or owned_)
   std::vector<char> owned_;  // padded or redistributed copy
   Descriptor desc_a_{};
-  std::unique_ptr<Backend> backend_;  // the own algorithms' buffers, kept between steps
-  // QDWH's operands (algorithms/qdwh.h: A kept for H, W, Z, the stacked Y and its τ, the sums) in
-  // backend_'s buffers, Z's descriptor (also PolarValues' Z) and local rows, and its steps so far.
-  void *polar_a_ = nullptr, *polar_w_ = nullptr, *polar_z_ = nullptr, *polar_y_ = nullptr;
-  void* polar_tau_ = nullptr;
-  double* polar_sums_ = nullptr;
-  int64_t polar_steps_ = 0;
-  Descriptor desc_z_{};
-  int64_t z_rows_ = 0;
   // The matrices the steps made for the call (NewLike) and their descriptors; a deque keeps
   // the handles' pointers valid as it grows.
   std::deque<std::vector<char>> matrices_;

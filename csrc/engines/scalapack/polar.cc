@@ -54,28 +54,28 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
 }
 
 template <typename T>
-Status Engine::PolarBuffers(const Matrix& u, bool keep_a) {
+Status Engine::PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q) {
   // A kept, W (distributed as U), Z (n x n), the stacked Y of the QR steps with its Householder
   // scalars, and the sums; in the backend's buffers, kept for the call.
   const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
   const int64_t count = u.local_rows * u.local_cols, lc = u.local_cols;
   const int64_t round = t * grid_->nprow, mp = (m + round - 1) / round * round;
-  z_rows_ = CyclicAxis{t, grid_->nprow, grid_->myrow}.Extent(n);
-  backend_ = std::make_unique<Backend>(*grid_);
-  Backend& b = *backend_;
+  q->z_rows = CyclicAxis{t, grid_->nprow, grid_->myrow}.Extent(n);
+  q->backend = std::make_unique<Backend>(*grid_);
+  Backend& b = *q->backend;
   T *a = nullptr, *w = nullptr, *z = nullptr, *y = nullptr, *tau = nullptr;
   if (keep_a) JAXMG_RETURN_IF_ERROR(b.Buffer(count, &a));
   JAXMG_RETURN_IF_ERROR(b.Buffer(count, &w));
-  JAXMG_RETURN_IF_ERROR(b.Buffer(z_rows_ * lc, &z));
-  JAXMG_RETURN_IF_ERROR(b.Buffer((mp / grid_->nprow + z_rows_) * lc, &y));
+  JAXMG_RETURN_IF_ERROR(b.Buffer(q->z_rows * lc, &z));
+  JAXMG_RETURN_IF_ERROR(b.Buffer((mp / grid_->nprow + q->z_rows) * lc, &y));
   JAXMG_RETURN_IF_ERROR(b.Buffer(lc + t, &tau));
-  JAXMG_RETURN_IF_ERROR(b.Buffer(n + m + 1, &polar_sums_));
-  polar_a_ = a, polar_w_ = w, polar_z_ = z, polar_y_ = y, polar_tau_ = tau;
-  return MakeDescriptor(*grid_, n, n, t, t, std::max<int64_t>(z_rows_, 1), &desc_z_);
+  JAXMG_RETURN_IF_ERROR(b.Buffer(n + m + 1, &q->sums));
+  q->a = a, q->w = w, q->z = z, q->y = y, q->tau = tau;
+  return MakeDescriptor(*grid_, n, n, t, t, std::max<int64_t>(q->z_rows, 1), &q->desc_z);
 }
 
 template <typename T>
-algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u) {
+algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u, QdwhOperands* operands) {
   const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
   const int64_t lc = u.local_cols, lr = u.local_rows;
   const int64_t round = t * grid_->nprow;
@@ -83,44 +83,47 @@ algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u) {
   q.mp = (m + round - 1) / round * round;
   q.top = q.mp / grid_->nprow;
   q.u = {u.As<T>(), m, n, lr, lc, t};
-  q.a = {As<T>(polar_a_), m, n, lr, lc, t};
-  q.w = {As<T>(polar_w_), m, n, lr, lc, t};
-  q.z = {As<T>(polar_z_), n, n, z_rows_, lc, t};
-  q.y = {As<T>(polar_y_), q.mp + n, n, q.top + z_rows_, lc, t};
-  q.tau = As<T>(polar_tau_);
-  q.sums = polar_sums_;
-  q.steps = &polar_steps_;
+  const int64_t zr = operands->z_rows;
+  q.a = {As<T>(operands->a), m, n, lr, lc, t};
+  q.w = {As<T>(operands->w), m, n, lr, lc, t};
+  q.z = {As<T>(operands->z), n, n, zr, lc, t};
+  q.y = {As<T>(operands->y), q.mp + n, n, q.top + zr, lc, t};
+  q.tau = As<T>(operands->tau);
+  q.sums = operands->sums;
+  q.steps = &operands->steps;
   q.rank = grid_->myrow * grid_->npcol + grid_->mycol;
   return q;
 }
 
 template <typename T>
-Status Engine::PolarBegin(const Matrix& u, bool keep_a, double* lower, int* info) {
+Status Engine::PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double* lower, int* info) {
   *lower = 0;
   // Every buffer of the iteration first, agreed: no rank leaves alone before a collective.
-  JAXMG_RETURN_IF_ERROR(AgreeOnFailure(*grid_, "buffers", PolarBuffers<T>(u, keep_a)));
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure(*grid_, "buffers", PolarBuffers<T>(u, keep_a, q)));
   int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(u), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   *info = bad;
   if (bad != 0) return Status();
-  return algorithms::QdwhBounds<T>(*backend_, PolarWork<T>(u), keep_a, lower);
+  return algorithms::QdwhBounds<T>(*q->backend, PolarWork<T>(u, q), keep_a, lower);
 }
 
 template <typename T>
-Status Engine::PolarQr(const Matrix& u, double sqrt_c, double coef, double e) {
-  return algorithms::QdwhQrStep<T>(*backend_, PolarWork<T>(u), sqrt_c, coef, e);
+Status Engine::PolarQr(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, double e) {
+  return algorithms::QdwhQrStep<T>(*q->backend, PolarWork<T>(u, q), sqrt_c, coef, e);
 }
 
 template <typename T>
-Status Engine::PolarCholesky(const Matrix& u, double c, double coef, double e, double* change) {
-  return algorithms::QdwhCholeskyStep<T>(*backend_, PolarWork<T>(u), c, coef, e, change);
+Status Engine::PolarCholesky(const Matrix& u, QdwhOperands* q, double c, double coef, double e,
+                             double* change) {
+  return algorithms::QdwhCholeskyStep<T>(*q->backend, PolarWork<T>(u, q), c, coef, e, change);
 }
 
 template <typename T>
-Status Engine::PolarEnd(const Matrix& u, bool h, Matrix* hm, int* info) {
+Status Engine::PolarEnd(const Matrix& u, QdwhOperands* operands, bool h, Matrix* hm, int* info) {
   *hm = Matrix();
-  const algorithms::QdwhWork<T> q = PolarWork<T>(u);
-  JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(*backend_, q));
+  const algorithms::QdwhWork<T> q = PolarWork<T>(u, operands);
+  Backend& backend = *operands->backend;
+  JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(backend, q));
   int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(u), INT32_MAX));
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   *info = bad;
@@ -129,17 +132,18 @@ Status Engine::PolarEnd(const Matrix& u, bool h, Matrix* hm, int* info) {
   JAXMG_RETURN_IF_ERROR(NewMatrix<T>(q.z.rows, q.z.cols, hm));
   algorithms::Tiled<T> h_tiles = q.z;
   h_tiles.p = hm->As<T>();
-  JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(*backend_, q, h_tiles));
+  JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(backend, q, h_tiles));
   return Status();
 }
 
 template <typename T>
-Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_cols, int* info) {
+Status Engine::PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x_rows,
+                           int64_t x_cols, int* info) {
   using R = RealOf<T>;
   const int64_t n = plan_->cols.extent;
   std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
   JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(false, n, hm.local_rows, hm.local_cols, hm.As<T>(),
-                                           *hm.desc, w.data(), As<T>(polar_z_), desc_z_, info));
+                                           *hm.desc, w.data(), As<T>(q->z), q->desc_z, info));
   for (int64_t i = 0; i < n && *info == 0; ++i) {
     if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
   }
@@ -153,16 +157,19 @@ Status Engine::PolarValues(const Matrix& hm, void* x, int64_t x_rows, int64_t x_
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_POLAR(T)                                                               \
-  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,         \
-                                   int64_t x_rows, int64_t x_cols, Matrix* vt, int* info);       \
-  template Status Engine::PolarBegin<T>(const Matrix& u, bool keep_a, double* lower, int* info); \
-  template Status Engine::PolarQr<T>(const Matrix& u, double sqrt_c, double coef, double e);     \
-  template Status Engine::PolarCholesky<T>(const Matrix& u, double c, double coef, double e,     \
-                                           double* change);                                      \
-  template Status Engine::PolarEnd<T>(const Matrix& u, bool h, Matrix* hm, int* info);           \
-  template Status Engine::PolarValues<T>(const Matrix& hm, void* x, int64_t x_rows,              \
-                                         int64_t x_cols, int* info);
+#define JAXMG_INSTANTIATE_POLAR(T)                                                                 \
+  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,           \
+                                   int64_t x_rows, int64_t x_cols, Matrix* vt, int* info);         \
+  template Status Engine::PolarBegin<T>(const Matrix& u, bool keep_a, QdwhOperands* q,             \
+                                        double* lower, int* info);                                 \
+  template Status Engine::PolarQr<T>(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, \
+                                     double e);                                                    \
+  template Status Engine::PolarCholesky<T>(const Matrix& u, QdwhOperands* q, double c,             \
+                                           double coef, double e, double* change);                 \
+  template Status Engine::PolarEnd<T>(const Matrix& u, QdwhOperands* q, bool h, Matrix* hm,        \
+                                      int* info);                                                  \
+  template Status Engine::PolarValues<T>(const Matrix& hm, QdwhOperands* q, void* x,               \
+                                         int64_t x_rows, int64_t x_cols, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_POLAR)
 #undef JAXMG_INSTANTIATE_POLAR
 
