@@ -922,3 +922,23 @@ def test_remap_lists_move_every_entry_to_its_target(lib, m, n, grid, before, aft
     for (r, c), d in dst.items():
         want = local_part(x, *after, p, q, r, c)
         assert np.array_equal(d, want), f"process {(r, c)}: wrong entries after the remap"
+
+
+@pytest.mark.parametrize("pr,pc", MESHES, ids=_ids(MESHES))
+def test_python_asks_the_layout_core(lib, pr, pc):
+    """jaxmg._core.native.layout_plan (what routine.py's planning reads) is the C plan: symmetric
+    routines relabel where one mesh side divides the other, general ones everywhere, forced
+    redistribution never; the engine's order is the padded one."""
+    from jaxmg._core import native
+
+    pieces = math.lcm(pr, pc)
+    n, tile = 6 * pieces, 4  # a piece of 6 rows pads to 8 with tile 4
+    for symmetric, redistribute in ((True, False), (False, False), (True, True), (False, True)):
+        relabels, order = native.layout_plan(n, pr, pc, tile, True, symmetric, redistribute)
+        kind = (0 if symmetric else GENERAL) | (FORCE_REDISTRIBUTE if redistribute else 0)
+        plan, msg = c_plan(lib, n, pr, pc, tile, True, kind=kind)
+        assert plan is not None, msg
+        assert relabels == (plan.strategy == RELABEL), (symmetric, redistribute)
+        want = not redistribute and (not symmetric or max(pr, pc) % min(pr, pc) == 0)
+        assert relabels == want, (symmetric, redistribute)
+        assert order == (8 * pieces if relabels else n), (symmetric, redistribute, order)
