@@ -797,14 +797,6 @@ _LU = _routine.EngineRoutine(
 )
 
 
-def _triangle(t, lower, unit):
-    """t's lower (upper) triangle, with ones on the diagonal where `unit`."""
-    i = jax.lax.broadcasted_iota(jnp.int32, t.shape, 0)
-    j = jax.lax.broadcasted_iota(jnp.int32, t.shape, 1)
-    part = jnp.where(i > j if lower else i < j, t, 0)
-    return part + jnp.where(i == j, jnp.ones((), t.dtype) if unit else t, 0)
-
-
 class _Options(NamedTuple):
     """jaxmg's options of a call (hashable: a static argument of a derivative rule)."""
 
@@ -823,8 +815,9 @@ def _lu_parts(a, o: _Options):
     # transposed, and their local transpose is in a's sharding.
     packed = _placement.constrain(r.matrix.T, pl.mesh, pl.matrix_spec)
     n = a.shape[0]
-    lower = _placement.constrain(_triangle(packed, True, True), pl.mesh, pl.matrix_spec)
-    upper = _placement.constrain(_triangle(packed, False, False), pl.mesh, pl.matrix_spec)
+    # (solve_triangular's masks: the triangle, the unit diagonal; in a's sharding)
+    lower = _triangular._triangle(pl, packed, True, True, tangent=False)
+    upper = _triangular._triangle(pl, packed, False, False, tangent=False)
     # The 1-based row interchanges -> the permutation: a[perm] = l @ u, so p[perm[k], k] = 1.
     perm = jax.lax.linalg.lu_pivots_to_permutation(r.pivots[:n] - 1, n)
     i = jax.lax.broadcasted_iota(jnp.int32, a.shape, 0)
@@ -833,29 +826,19 @@ def _lu_parts(a, o: _Options):
 
 
 def _triangular_solve(t, y, lower, unit, trans, o: _Options):
-    """op(t)⁻¹ y (op: t, or tᵀ with trans=1) for a triangular t, as a linear map of y that JAX
-    can transpose (`lax.custom_linear_solve`: the transposed map solves with the other op)."""
-    pl = _resolved_placement(t, o.mesh, o.matrix_specs)
-    tri = _triangle(t, lower, unit)
-
-    def matvec(x):
-        m = _placement.constrain(tri.T, pl.mesh, pl.matrix_spec) if trans else tri
-        return _product(m, x, pl, pl.matrix_spec)
-
-    def solve(op):
-        return lambda _, r: solve_triangular(
-            t,
-            r,
-            trans=op,
-            lower=lower,
-            unit_diagonal=unit,
-            T_A=o.T_A,
-            mesh=o.mesh,
-            matrix_specs=o.matrix_specs,
-            pad=o.pad,
-        )
-
-    return jax.lax.custom_linear_solve(matvec, y, solve(trans), transpose_solve=solve(1 - trans))
+    """op(t)⁻¹ y (op: t, or tᵀ with trans=1) for a triangular t: `solve_triangular`, whose
+    derivative rule makes it a linear map of y that JAX transposes."""
+    return solve_triangular(
+        t,
+        y,
+        trans=trans,
+        lower=lower,
+        unit_diagonal=unit,
+        T_A=o.T_A,
+        mesh=o.mesh,
+        matrix_specs=o.matrix_specs,
+        pad=o.pad,
+    )
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
