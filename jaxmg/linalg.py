@@ -826,19 +826,30 @@ def _lu_parts(a, o: _Options):
 
 
 def _triangular_solve(t, y, lower, unit, trans, o: _Options):
-    """op(t)⁻¹ y (op: t, or tᵀ with trans=1) for a triangular t: `solve_triangular`, whose
-    derivative rule makes it a linear map of y that JAX transposes."""
-    return solve_triangular(
-        t,
-        y,
-        trans=trans,
-        lower=lower,
-        unit_diagonal=unit,
-        T_A=o.T_A,
-        mesh=o.mesh,
-        matrix_specs=o.matrix_specs,
-        pad=o.pad,
-    )
+    """op(t)⁻¹ y (op: t, or tᵀ with trans=1) for a triangular t, as a linear map of y that JAX
+    can transpose (`lax.custom_linear_solve`: the transposed map solves with the other op; the
+    routine's own rule is not transposable inside this rule's tangent)."""
+    pl = _resolved_placement(t, o.mesh, o.matrix_specs)
+    tri = _triangular._triangle(pl, t, lower, unit, tangent=False)
+
+    def matvec(x):
+        m = _placement.constrain(tri.T, pl.mesh, pl.matrix_spec) if trans else tri
+        return _product(m, x, pl, pl.matrix_spec)
+
+    def solve(op):
+        return lambda _, r: solve_triangular(
+            t,
+            r,
+            trans=op,
+            lower=lower,
+            unit_diagonal=unit,
+            T_A=o.T_A,
+            mesh=o.mesh,
+            matrix_specs=o.matrix_specs,
+            pad=o.pad,
+        )
+
+    return jax.lax.custom_linear_solve(matvec, y, solve(trans), transpose_solve=solve(1 - trans))
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
