@@ -272,17 +272,17 @@ print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/
     ceiling)
       # The eigensolver, SVD and one-device rows on one GPU, random matrices, with the stage
       # breakdown (JAXMG_DEBUG=1: "stages_best_ms" in each JSON): CEIL_CASES of
-      # routine:sizes:dtypes:flags, against JAX on the same GPU (flag "base") and JAXMg 1.4.1
-      # (flag "peer", when carried).
+      # routine:sizes:dtypes:flags[:cols], against JAX on the same GPU (flag "base") and JAXMg
+      # 1.4.1 (flag "peer", when carried); cols: qr's and least_squares' N (M x N matrices).
       for spec in ${CEIL_CASES:-syevd:32768:float64:base syevd:16384:float64,float32,complex128:base,peer eigvalsh:32768:float64: gesvd:8192:float64:base gesvd_values:16384:float64:base potrs:32768:float64:base,peer lu_solve:32768:float64:base}; do
-        IFS=: read -r routine sizes dtypes flags <<< "$spec"
+        IFS=: read -r routine sizes dtypes flags cols <<< "$spec"
         JAXMG_DEBUG=1 JAXMG_COMMIT=$(cat .gpu/jaxmg/COMMIT 2>/dev/null || echo unknown) \
           XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} \
           timeout ${T_SPEC:-300} "$PY" -m jaxmg bench -n 1 --routine "$routine" --sizes "$sizes" \
-          --matrix random --dtypes "$dtypes" --repeats 1 \
+          --matrix random --dtypes "$dtypes" --repeats 1 ${cols:+--cols $cols} \
           $([[ $flags == *peer* ]] && [ -n "${JAXMG_PEER_PATH:-}" ] && echo --peer) \
           $([[ $flags == *base* ]] || echo --no-baseline) \
-          --timeout "${T_SPEC:-300}" --out "$OUT/${routine}_${sizes}_random_h200x1.json" 2>&1 \
+          --timeout "${T_SPEC:-300}" --out "$OUT/${routine}_${sizes}${cols:+x$cols}_random_h200x1.json" 2>&1 \
           | grep -v -e Gloo -e '^\[jaxmg\] step' -e '^\[jaxmg\] .* part '
       done
       rm -f "$OUT"/*.png ;;

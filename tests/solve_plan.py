@@ -58,23 +58,79 @@ def mesh_dependent(name: str) -> bool:
 _ORDER = re.compile(r"/n(\d+)/|/(\d+)x(\d+)/")
 
 
-def shared_gpu_case(name: str, largest: int | None = 400) -> bool:
-    """With ranks sharing one GPU (slow: NCCL over loopback sockets), the cases that run: of
-    each routine's dtype x tile grid, float64 in every tile and one tile of each other dtype
-    (float32 and complex128 padding, complex64 dividing); every engine path, variant and
-    failure; matrices of order up to `largest` (None: all; the larger orders are there for the
-    two-stage eigensolver's bands, which its own stage runs)."""
+# The variants that are the same local computation on every grid of a rank count: with ranks
+# sharing one GPU they run on the first mesh of 2 and of 4 ranks (shared_gpu_case's variants).
+MESH_FREE_VARIANTS = frozenset(
+    (
+        "donate",
+        "degenerate",
+        "clustered",
+        "values-degenerate",
+        "values-clustered",
+        "rank-deficient",
+        "values-rank-deficient",
+        "ill-conditioned",
+        "u",
+        "vh",
+        "up",
+        "chunked",
+        "blocked",
+        "nopad",
+        "vmap",
+        "grad",
+    )
+)
+
+
+def _within(name: str, largest: int | None) -> bool:
     order = _ORDER.search(name)
-    if largest is not None and order is not None:
-        if max(int(g) for g in order.groups() if g) > largest:
-            return False
-    m = _GRID_CASE.match(name)
-    if m is None:
-        return True
-    dtype_name, tile = m.group(1), m.group(2)
-    if dtype_name == "float64":
-        return True
-    return tile == ("8" if dtype_name == "complex64" else "5")
+    return largest is None or order is None or max(int(g) for g in order.groups() if g) <= largest
+
+
+# The meshes of each rank count with ranks sharing one GPU: 1 x P, P x 1 and the 2-D grids.
+SHARED_MESHES = {2: ((2, 1), (1, 2)), 4: ((4, 1), (1, 4), (2, 2)), 6: ((3, 2),)}
+# Each dtype's tile with ranks sharing one GPU, beside float64's every tile (padding for float32
+# and complex128, dividing for complex64).
+_SHARED_TILE = {"float32": "5", "complex64": "8", "complex128": "5"}
+
+
+def shared_pick(shape: tuple[int, int], twostage: bool = False):
+    """The cases of gpu_plan(*shape) that run with ranks sharing one GPU (slow: NCCL over
+    loopback sockets, the GPU time-sliced among the processes), as a predicate on names.
+
+    Of each routine's dtype x tile grid: float64 in every tile and each other dtype in one
+    (_SHARED_TILE, else its first), with at least one tile that divides the pieces and one
+    that pads. Every engine path, inside jit, and every failure. The variants that are the same
+    local computation on every grid (MESH_FREE_VARIANTS) and the orders above 64 only on the
+    first mesh of 2 and of 4 ranks; the two-stage eigensolver's stage (`twostage`) keeps every
+    order and variant (its larger orders are there for the bands)."""
+    count = shape[0] * shape[1]
+    first = twostage or (shape == SHARED_MESHES[count][0] and count <= 4)
+    largest = None if twostage else 400 if first else 64
+    n = 64 if 64 % math.lcm(*shape) == 0 else 48
+    piece = n // math.lcm(*shape)
+    keep, grids = set(), {}
+    for name, _, _ in gpu_plan(*shape):
+        if not _within(name, largest):
+            continue
+        m = _GRID_CASE.match(name)
+        if m is None:
+            if first or name.rsplit("/", 1)[-1] not in MESH_FREE_VARIANTS:
+                keep.add(name)
+            continue
+        dtype_name, tile = m.group(1), m.group(2)
+        grids.setdefault(name.split("/")[0], []).append((name, dtype_name, tile))
+        if dtype_name == "float64" or tile == _SHARED_TILE[dtype_name]:
+            keep.add(name)
+    for cases in grids.values():
+        for dtype_name in DTYPE_NAMES:  # every dtype, in its first tile where not its own
+            if not any(d == dtype_name and c in keep for c, d, _ in cases):
+                keep.add(next(c for c, d, _ in cases if d == dtype_name))
+        for divides in (True, False):  # a tile that divides the pieces, and one that pads
+            kind = [c for c, _, t in cases if t.isdigit() and (piece % int(t) == 0) == divides]
+            if kind and not keep.intersection(kind):
+                keep.add(kind[0])
+    return keep.__contains__
 
 
 def cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
@@ -240,7 +296,7 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
     from svd_cases import svd_plan
     from triangular_cases import triangular_plan
 
-    plan.extend(qr_plan(n, tiles=(8, 5), lstsq_tiles=(8,)))
+    plan.extend(qr_plan(n, tiles=(8, 5), lstsq_tiles=(8, 5)))
     plan.extend(triangular_plan(n, tiles=(8, 5)))
     # Larger, for the two-stage paths' bands of 64 (tile 128), 48 (96) and 40.
     plan.extend(

@@ -9,7 +9,8 @@ Usage (see scripts/gpu_remote.sh):
 
 shared: the multi cases with P ranks sharing one GPU (NCCL over loopback sockets), on the meshes
 of P (SHARED_MESHES; JAXMG_GPU_MESHES picks some, e.g. "4x1,2x2"); the plan's cases of
-tests/solve_plan.py's shared_gpu_case. Process 0 writes OUT_DIR/gpu_shared_p<P>.json.
+tests/solve_plan.py's shared_pick (JAXMG_GPU_SKIP: a file of cases already recorded, left out).
+Process 0 writes OUT_DIR/gpu_shared_p<P>.json.
 multi: meshes 2x1 and 1x2, the cases of tests/solve_plan.py's gpu_plan (four dtypes, tiles that
 divide and pad, every engine path: in place, transposed, redistributed (Gemr2D), hence P x 1 and
 1 x P engine grids and row and column tile permutations), then 200 mixed calls with flat GPU
@@ -19,7 +20,6 @@ from two threads on the two GPUs at once. Each record is named as in the plan; t
 cases missing from the records or failed. Process 0 writes OUT_DIR/gpu_<mode>.json after every case.
 """
 
-import functools
 import json
 import math
 import os
@@ -66,13 +66,11 @@ from linalg_cases import (  # noqa: E402
 )
 from matmul_cases import matmul_case  # noqa: E402
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
-from solve_plan import gpu_plan, shared_gpu_case  # noqa: E402
+from solve_plan import SHARED_MESHES, gpu_plan, shared_pick  # noqa: E402
 from svd_cases import svd_case, svd_failure_case  # noqa: E402
 from triangular_cases import triangular_kinds  # noqa: E402
 
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}
-# The meshes of each rank count in the shared mode: 1 x P, P x 1 and the 2-D grids.
-SHARED_MESHES = {2: ((2, 1), (1, 2)), 4: ((4, 1), (1, 4), (2, 2)), 6: ((3, 2),)}
 # JAXMG_GPU_TAG: a suffix of the output's name and the meshes' tags (e.g. "-twostage").
 TAG = os.environ.get("JAXMG_GPU_TAG", "")
 # JAXMG_GPU_PART: a suffix of the output's name alone, for one part of a rank count's cases run
@@ -238,6 +236,11 @@ def run_plan(plan):
     pick = os.environ.get("JAXMG_GPU_CASES")
     if pick:
         plan = {k: v for k, v in plan.items() if re.search(pick, k)}
+    # JAXMG_GPU_SKIP: a file of case names, one a line, that an earlier part of the same
+    # commit's run recorded (a stage cut off at its limit goes on where it stopped).
+    if os.environ.get("JAXMG_GPU_SKIP"):
+        done = set(Path(os.environ["JAXMG_GPU_SKIP"]).read_text().split())
+        plan = {k: v for k, v in plan.items() if k not in done}
     RESULTS["expected"] += list(plan)
     save()
     run_named(plan, [], on_record=log_record)
@@ -308,21 +311,18 @@ def main():
         mesh = jax.make_mesh((1, 2), ("pr", "pc"))
         run_plan({"mesh1x2/eigh-repeated": lambda: case_repeated_eigh(mesh)})
     elif mode == "shared":
-        # Ranks sharing one GPU: every mesh of the rank count (the cases of shared_gpu_case;
-        # every order in the two-stage eigensolver's stage), then the repeated calls on the
-        # first mesh, shorter above two ranks.
-        largest = None if "twostage" in TAG else 400 if jax.process_count() <= 4 else 64
-        pick = functools.partial(shared_gpu_case, largest=largest)
-        meshes = shared_meshes()
-        for shape in meshes:
+        # Ranks sharing one GPU: every mesh of the rank count (the cases of shared_pick), then
+        # the repeated calls on the rank count's first mesh, shorter above two ranks.
+        for shape in shared_meshes():
             mesh = jax.make_mesh(shape, ("pr", "pc"))
+            pick = shared_pick(shape, twostage="twostage" in TAG)
             run_plan(mesh_plan(mesh, f"mesh{shape[0]}x{shape[1]}{TAG}", pick))
+        first = SHARED_MESHES[jax.process_count()][0]
         calls = 200 if jax.process_count() <= 2 else 40
         eigh_calls = 40 if jax.process_count() <= 4 else 12  # (about 2 s a call at 2 ranks)
-        if meshes and not TAG:
-            shape = meshes[0]
-            mesh = jax.make_mesh(shape, ("pr", "pc"))
-            tag = f"mesh{shape[0]}x{shape[1]}"
+        if first in shared_meshes() and not TAG:
+            mesh = jax.make_mesh(first, ("pr", "pc"))
+            tag = f"mesh{first[0]}x{first[1]}"
             run_plan({f"{tag}/mixed-repeated": lambda: case_repeated(mesh, calls)})
             # (over loopback sockets a few dozen calls show flat memory too)
             run_plan({f"{tag}/eigh-repeated": lambda: case_repeated_eigh(mesh, eigh_calls)})

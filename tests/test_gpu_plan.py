@@ -1,0 +1,73 @@
+"""The GPU cases with ranks sharing one GPU (tests/gpu/solve_gpu.py shared) cover what their
+selection says, on every mesh of 2, 4 and 6 ranks: every routine in four dtypes, with a tile
+that divides the pieces and one that pads; every engine path and failure of the full GPU plan.
+The GPU machine runs them; this holds the selection itself, which needs no GPU."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from solve_plan import _GRID_CASE, MESH_FREE_VARIANTS, SHARED_MESHES, gpu_plan, shared_pick
+
+SHARED = [shape for shapes in SHARED_MESHES.values() for shape in shapes]
+IDS = [f"{r}x{c}" for r, c in SHARED]
+DTYPES = {"float32", "float64", "complex64", "complex128"}
+
+
+def picked(shape, twostage=False):
+    pick = shared_pick(shape, twostage)
+    return [name for name, _, _ in gpu_plan(*shape) if pick(name)]
+
+
+def routine(name):
+    return name.split("/")[0]
+
+
+@pytest.mark.parametrize("shape", SHARED, ids=IDS)
+def test_every_routine_in_four_dtypes_dividing_and_padding(shape):
+    n = 64 if 64 % math.lcm(*shape) == 0 else 48
+    piece = n // math.lcm(*shape)
+    names = picked(shape)
+    for r in {routine(name) for name, _, _ in gpu_plan(*shape)}:
+        grid = [_GRID_CASE.match(name) for name in names if routine(name) == r]
+        grid = [m for m in grid if m]
+        if not grid:  # (the routines without a dtype x tile grid: its variants are below)
+            continue
+        assert {m.group(1) for m in grid} == DTYPES, r
+        tiles = {int(m.group(2)) for m in grid if m.group(2).isdigit()}
+        assert any(piece % t == 0 for t in tiles), (r, tiles)
+        assert any(piece % t for t in tiles), (r, tiles)
+
+
+@pytest.mark.parametrize("shape", SHARED, ids=IDS)
+def test_every_path_failure_and_jit_case_runs(shape):
+    """Beside the grids, only the grid-free variants and the orders above 64 are left out, and
+    only on the meshes after a rank count's first."""
+    names = set(picked(shape))
+    count = shape[0] * shape[1]
+    first = shape == SHARED_MESHES[count][0] and count <= 4
+    order = re.compile(r"/n(\d+)/|/(\d+)x(\d+)/")
+    for name, _, _ in gpu_plan(*shape):
+        m = order.search(name)
+        large = m is not None and max(int(g) for g in m.groups() if g) > (400 if first else 64)
+        free = name.rsplit("/", 1)[-1] in MESH_FREE_VARIANTS
+        if _GRID_CASE.match(name) or large or (free and not first):
+            assert name not in names or not (large or (free and not first)), name
+            continue
+        assert name in names, name
+
+
+@pytest.mark.parametrize("count", sorted(set(SHARED_MESHES) - {6}))
+def test_grid_free_variants_run_once_per_rank_count(count):
+    first = picked(SHARED_MESHES[count][0])
+    assert {name.rsplit("/", 1)[-1] for name in first} >= MESH_FREE_VARIANTS - {"nopad"}
+    for shape in SHARED_MESHES[count][1:]:
+        assert not {name.rsplit("/", 1)[-1] for name in picked(shape)} & MESH_FREE_VARIANTS
+
+
+def test_two_stage_stage_keeps_every_order():
+    for shape in ((2, 1), (1, 2)):
+        assert set(picked(shape, twostage=True)) >= set(picked(shape))
+        assert any("/n640/" in name for name in picked(shape, twostage=True))
