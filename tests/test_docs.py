@@ -148,6 +148,8 @@ def test_measured_numbers_come_from_bench_results():
     assert bench.value(stem, "seconds", n=65536, mesh="1x2", engine="jaxmg") == "1.012 s"
     text, used = bench.expand('{{ bench("' + stem + '", "seconds", n=65536, engine="jax") }}')
     assert text == "1.695 s" and used == [stem]
+    text, used = bench.expand('{{ ratio("' + stem + '", n=65536) }}')
+    assert text == f"{1.012 / 1.695:.2f}" and used == [stem]
     with pytest.raises(Exception, match="match"):
         bench.value(stem, "seconds", n=65536)  # two records: ambiguous
     assert "potrs_h200x2_e81b98d.json" in bench.data_section(["potrs_h200x2_e81b98d"])

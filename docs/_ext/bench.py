@@ -4,7 +4,9 @@ A page writes `{{ bench("FILE", "seconds", n=65536, engine="jaxmg") }}`: the rec
 bench/results/FILE.json whose fields match the keywords (exactly one, or the build fails), its
 field formatted. `mesh="1x2"` matches the record's mesh [1, 2]. Options: `fmt` (a format
 spec, default ".3f" for seconds, else "g"), `unit` (default " s" for seconds, " ms" with
-`scale=1000`), `scale` (a factor applied first).
+`scale=1000`), `scale` (a factor applied first). `{{ ratio("FILE", n=65536) }}` is jaxmg's time
+over JAX's in that file (the one jaxmg and the one JAX record that match the keywords), to two
+decimals.
 
 Each page that cites results ends with a "Data" section listing the files once: those its
 `bench(...)` calls read, and those its front matter names under `data:` (numbers the text
@@ -22,7 +24,7 @@ from mkdocs.exceptions import PluginError
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
-CALL = re.compile(r"\{\{\s*(bench\(.*?\))\s*\}\}", re.S)
+CALL = re.compile(r"\{\{\s*((?:bench|ratio)\(.*?\))\s*\}\}", re.S)
 OPTIONS = ("fmt", "unit", "scale")
 
 
@@ -43,25 +45,37 @@ def _matches(record: dict, key: str, want) -> bool:
 def value(stem: str, field: str, **keys) -> str:
     """The formatted `field` of the one record of `stem` that matches `keys`."""
     options = {k: keys.pop(k) for k in OPTIONS if k in keys}
-    records = [r for r in load(stem)["records"] if all(_matches(r, k, v) for k, v in keys.items())]
-    if len(records) != 1:
-        raise PluginError(f"bench: {len(records)} records of {stem} match {keys} (need one)")
-    if field not in records[0]:
+    record = _record(stem, **keys)
+    if field not in record:
         raise PluginError(f"bench: the record of {stem} matching {keys} has no {field!r}")
-    x = records[0][field] * options.get("scale", 1)
+    x = record[field] * options.get("scale", 1)
     seconds = field == "seconds" or field.endswith(("_s", "_seconds"))
     fmt = options.get("fmt", ".3f" if seconds else "g")
     unit = options.get("unit", (" ms" if options.get("scale") == 1000 else " s") if seconds else "")
     return f"{x:{fmt}}{unit}"
 
 
+def _record(stem: str, **keys) -> dict:
+    records = [r for r in load(stem)["records"] if all(_matches(r, k, v) for k, v in keys.items())]
+    if len(records) != 1:
+        raise PluginError(f"bench: {len(records)} records of {stem} match {keys} (need one)")
+    return records[0]
+
+
+def ratio(stem: str, **keys) -> str:
+    """jaxmg's time over JAX's: the seconds of the one record of each engine matching `keys`."""
+    jaxmg = _record(stem, engine="jaxmg", **keys)["seconds"]
+    return f"{jaxmg / _record(stem, engine='jax', **keys)['seconds']:.2f}"
+
+
 def _call(source: str):
     node = ast.parse(source, mode="eval").body
-    if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "bench"):
-        raise PluginError(f"bench: not a bench(...) call: {source}")
+    name = getattr(node.func, "id", None) if isinstance(node, ast.Call) else None
+    if name not in ("bench", "ratio"):
+        raise PluginError(f"bench: not a bench(...) or ratio(...) call: {source}")
     args = [ast.literal_eval(a) for a in node.args]
     kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-    return args, kwargs
+    return (value if name == "bench" else ratio), args, kwargs
 
 
 def expand(markdown: str) -> tuple[str, list[str]]:
@@ -69,10 +83,10 @@ def expand(markdown: str) -> tuple[str, list[str]]:
     used: list[str] = []
 
     def one(m):
-        args, kwargs = _call(m.group(1))
+        fn, args, kwargs = _call(m.group(1))
         if args[0] not in used:
             used.append(args[0])
-        return value(*args, **kwargs)
+        return fn(*args, **kwargs)
 
     return CALL.sub(one, markdown), used
 
