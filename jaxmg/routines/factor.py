@@ -315,11 +315,12 @@ def _refined_solve(plan, lu: bool, transpose: bool):
     symmetric there does not fall back)."""
     user = plan.user
 
-    def low_solve(matrix, pivots, r):
+    def low_solve(matrix, pivots, r, t):
+        """A_lo⁻¹ r, or A_loᵀ⁻¹ r with t."""
         if lu:
             f = LUFactor(matrix, pivots, None, None, None, plan)
-            return lu_solve_transposed(f, r) if transpose else lu_solve_factored(f, r)
-        if transpose:  # Aᵀ = conj(A) for Hermitian A
+            return lu_solve_transposed(f, r) if t else lu_solve_factored(f, r)
+        if t:  # Aᵀ = conj(A) for Hermitian A
             return jnp.conj(_cho_solve_raw(plan, matrix, jnp.conj(r)))
         return _cho_solve_raw(plan, matrix, r)
 
@@ -342,7 +343,8 @@ def _refined_solve(plan, lu: bool, transpose: bool):
             a,
             b2,
             lo_status,
-            lambda r: low_solve(matrix, pivots, r),
+            lambda r: low_solve(matrix, pivots, r, transpose),
+            lambda r: jnp.conj(low_solve(matrix, pivots, jnp.conj(r), not transpose)),
             lambda: high_solve(a, b2),
             transpose,
         )

@@ -56,6 +56,13 @@ MAX_STEPS = 10
 STALL = 0.5
 # GMRES iterations per cycle (one cycle per GMRES-IR step).
 RESTART = 10
+# Refinement is not tried where the condition number estimated from the low-precision factor,
+# κ₁ ≈ ‖A‖₁ ‖A_lo⁻¹‖₁, times ε of the factor's dtype exceeds this: there classical refinement
+# diverges and GMRES-IR needs far more than MAX_STEPS cycles (the contraction ‖I − A_lo⁻¹A‖
+# is about κ₁ ε / 20), so the solve falls back to the float64 factorization at once instead of
+# after MAX_STEPS steps that cost up to 20 float64 solves (float32, N = 1024, one CPU process:
+# κ₂ = 1e8 gives κ₁ ε ≈ 3e3 and never converged; at N = 24, κ₁ ε ≈ 40 and GMRES-IR converges).
+HOPELESS = 512.0
 
 
 def tolerance(n: int) -> float:
@@ -78,14 +85,21 @@ class MixedInfo(NamedTuple):
       the low-precision Cholesky factorization finds not symmetric (status -1) reports 0:
       no fallback runs for it.
     iterations: int32 scalar: the refinement steps taken (a GMRES-IR step is one cycle of
-      `RESTART` GMRES iterations).
+      `RESTART` GMRES iterations); 0 where the estimate below ruled refinement out.
     backward_error: float64, one per right-hand side column (a scalar for a vector b): the
       normwise backward error ‖b − A x‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) of the x returned.
+    condition_estimate: float64 scalar, replicated: κ₁(A) ≈ ‖A‖₁ ‖A_lo⁻¹‖₁, from the
+      low-precision factor A_lo (Hager's and Higham's estimates of ‖A_lo⁻¹‖₁, three solves of
+      one or two columns; a lower bound, usually within a factor of 3). Past about 1 / ε of the
+      factor's dtype the factor no longer resolves A and the estimate stops growing; where it
+      exceeds `HOPELESS` / ε the solve falls back without refinement. NaN where the
+      low-precision factorization failed.
     """
 
     path: jax.Array
     iterations: jax.Array
     backward_error: jax.Array
+    condition_estimate: jax.Array
 
     def path_name(self) -> str:
         """The name of the path (outside jit): "mixed", "gmres" or "fallback"."""
@@ -149,14 +163,15 @@ def _inf_norm(a, transpose):
     return jnp.max(jnp.sum(jnp.abs(a), axis=0 if transpose else 1))
 
 
-def refine(user, a, b2, lo_status, low_solve, high_solve, transpose: bool):
+def refine(user, a, b2, lo_status, low_solve, low_solve_adjoint, high_solve, transpose: bool):
     """(x, status, info) of op(A) x = b2 (op: Aᵀ with transpose; b2 (N, K) of A's dtype),
     refined with a low-precision factor, inside the caller's jit.
 
     user: a's placement; a: A itself (its derivative stopped); lo_status: the low-precision
-    factorization's status; low_solve(r) -> op(A_lo)⁻¹ r for r in the factor's dtype (the
-    result in any dtype); high_solve() -> (x, status) of the float64 factorization (the
-    fallback, under `lax.cond`: run only when taken).
+    factorization's status; low_solve(r) -> op(A_lo)⁻¹ r and low_solve_adjoint(r) ->
+    op(A_lo)ᴴ⁻¹ r for r in the factor's dtype (the results in any dtype); high_solve() ->
+    (x, status) of the float64 factorization (the fallback, under `lax.cond`: run only when
+    taken).
     """
     tol = tolerance(a.shape[0])
     rows = P(user.row_axis, None)
@@ -175,6 +190,16 @@ def refine(user, a, b2, lo_status, low_solve, high_solve, transpose: bool):
 
     b2 = constrain_rows(b2)
     a_norm = _inf_norm(a, transpose)
+    low = LOW_PRECISION[np.dtype(b2.dtype)]
+    kappa = _inf_norm(a, not transpose) * _inverse_one_norm(
+        a.shape[0],
+        b2.dtype,
+        lambda r: low_solve(r.astype(low)).astype(r.dtype),
+        lambda r: low_solve_adjoint(r.astype(low)).astype(r.dtype),
+        constrain_rows,
+    )
+    kappa = jnp.where(lo_status == 0, kappa, jnp.nan)  # (no estimate from a failed factor)
+    hopeless = kappa * float(np.finfo(low).eps) > HOPELESS
 
     def residual(x):
         return constrain_rows(b2 - _rules.matvec(user, a, x, op))
@@ -205,7 +230,13 @@ def refine(user, a, b2, lo_status, low_solve, high_solve, transpose: bool):
     def running(state):
         x, r, e, steps, mode = state
         unconverged = jnp.any(~(e <= tol))
-        return (lo_status == 0) & unconverged & (steps < MAX_STEPS) & jnp.all(jnp.isfinite(e))
+        return (
+            (lo_status == 0)
+            & ~hopeless
+            & unconverged
+            & (steps < MAX_STEPS)
+            & jnp.all(jnp.isfinite(e))
+        )
 
     def step(state):
         x, r, e, steps, mode = state
@@ -236,7 +267,30 @@ def refine(user, a, b2, lo_status, low_solve, high_solve, transpose: bool):
     x, status = jax.lax.cond(fall_back, fallback, keep, x, lo_status)
     path = jnp.where(fall_back, FALLBACK, jnp.where(mode == GMRES, GMRES, MIXED))
     e = berr(x, residual(x))
-    return x, status, MixedInfo(path.astype(jnp.int32), steps.astype(jnp.int32), e)
+    info = MixedInfo(path.astype(jnp.int32), steps.astype(jnp.int32), e, kappa)
+    return x, status, info
+
+
+def _inverse_one_norm(n, dtype, solve, solve_adjoint, constrain_rows):
+    """An estimate of ‖B‖₁ (a lower bound) for B given by its products: solve(v) = B v and
+    solve_adjoint(v) = Bᴴ v for v (N, K) in `dtype`, each a sharded solve. Hager's estimate
+    (Higham's LAPACK xLACON) carried one step: ‖B x‖₁ for x = 1/N, then for the unit vector of
+    the largest entry of Bᴴ sign(B x), with Higham's alternating vector, whose image is large
+    where Hager's misses (N ≥ 2): three solves in all, the first of two columns. Replicated."""
+    real = jnp.finfo(dtype).dtype
+    i = jnp.arange(n, dtype=real)
+    x = jnp.full((n,), 1.0 / n, real)
+    alternating = jnp.where(i % 2 == 0, 1.0, -1.0) * (1 + i / max(n - 1, 1))
+    y = solve(constrain_rows(jnp.stack([x, alternating], axis=1).astype(dtype)))
+    column_norms = jnp.sum(jnp.abs(y), axis=0)
+    magnitude = jnp.abs(y[:, :1])
+    sign = jnp.where(magnitude > 0, y[:, :1] / jnp.where(magnitude > 0, magnitude, 1), 1)
+    z = solve_adjoint(constrain_rows(sign.astype(dtype)))
+    j = jnp.argmax(jnp.abs(z[:, 0]))
+    unit = constrain_rows((jnp.arange(n) == j).astype(dtype)[:, None])
+    second = jnp.sum(jnp.abs(solve(unit)))
+    estimate = jnp.maximum(jnp.maximum(column_norms[0], second), 2 * column_norms[1] / (3 * n))
+    return estimate.astype(jnp.float64 if real == jnp.float64 else real)
 
 
 def _gmres_cycle(operator, z, constrain_rows):

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from mpirun import mpirun_available, run_cases
 
+from jaxmg.routines.mixed import HOPELESS
+
 pytestmark = pytest.mark.skipif(not mpirun_available(), reason="needs Open MPI (scripts/setup.sh)")
 
 WORKER = Path(__file__).resolve().parents[1] / "mp" / "mixed_worker.py"
@@ -65,6 +67,16 @@ def test_mixed_precision_solves(tmp_path, mesh, monkeypatch):
                 assert r["info_backward"] <= r["backward_tol"] / 2, r
             if want == "mixed":
                 assert 1 <= r["iterations"] <= 3, r
+            # The condition estimate from the low-precision factor: a lower bound of κ₁(A)
+            # within a factor of 10 where that factor resolves A (κ ε(float32) ≪ 1); past
+            # HOPELESS / ε it rules refinement out, and the solve falls back at once.
+            estimate, kappa1 = r["condition_estimate"], r["kappa1"]
+            if kappa1 * r["factor_eps"] < 1e-2:
+                assert kappa1 / 10 <= estimate <= kappa1 * 1.01, r
+            if estimate * r["factor_eps"] > HOPELESS:
+                assert r["path"] == "fallback" and r["iterations"] == 0, r
+            elif want != "fallback":
+                assert estimate * r["factor_eps"] <= HOPELESS, r
         if "/factor/" in r["case"]:
             assert r["paths"] == ["mixed"] * 3, r
         if r["case"] == "errors":
