@@ -632,6 +632,7 @@ def _mixed_record(args, rec, info, gen, n, times, procs):
         path=info.path_name(),
         iterations=int(np.asarray(info.iterations.addressable_data(0))),
         backward_error=float(np.max(np.asarray(info.backward_error.addressable_data(0)))),
+        condition_estimate=float(np.asarray(info.condition_estimate.addressable_data(0))),
         donate=False,
         shard_bytes=n * n * np.dtype(rec["dtype"]).itemsize // procs,
         peak_bytes=_peak_bytes(),
