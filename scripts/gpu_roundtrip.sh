@@ -51,7 +51,25 @@ PYEOF
   exit 0
 fi
 
-# `scripts/gpu_roundtrip.sh collect-shared FILES_AT/gpu_shared_p<P>[-PART].json... COMMIT`: the
+# `scripts/gpu_roundtrip.sh passed RESULTS.json[.gz]... > .gpu/skip.txt`: the names of the cases
+# that passed in result files (bench/results' merged ones or a run's parts), one a line: carried
+# as JAXMG_GPU_SKIP, a later run at the same commit leaves them out and runs the rest.
+if [ "${1:-}" = passed ]; then
+  shift
+  python3 - "$@" <<'PYEOF'
+import gzip, json, sys
+for path in sys.argv[1:]:
+    res = json.load(gzip.open(path, "rt") if path.endswith(".gz") else open(path))
+    records = res.get("records") or [r for s in (res.get("stages") or {}).values() if s
+                                      for r in s.get("records", [])]
+    for r in records:
+        if r.get("ok"):
+            print(r["case"])
+PYEOF
+  exit 0
+fi
+
+# `scripts/gpu_roundtrip.sh collect-shared FILES_AT/gpu_shared_p<P>[-PART].json[.gz]... COMMIT`: the
 # results of ranks sharing one GPU (one file, or the parts of one rank count that ran as separate
 # jobs, merged) into bench/results/gpu_shared_p<P>_h200x1_<commit>.json.gz, with the commit the
 # carried wheel was built from (.gpu/jaxmg/COMMIT at the run), the process count and the meshes
@@ -62,7 +80,7 @@ if [ "${1:-}" = collect-shared ]; then
   python3 - "$@" <<'PYEOF'
 import gzip, json, os, sys
 *srcs, commit = sys.argv[1:]
-parts = [json.load(open(src)) for src in srcs]
+parts = [json.load(gzip.open(src, "rt") if src.endswith(".gz") else open(src)) for src in srcs]
 procs = parts[0]["processes"]
 assert all(p["processes"] == procs for p in parts), "parts of different process counts"
 by_case, expected = {}, []

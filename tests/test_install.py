@@ -226,15 +226,24 @@ def site_packages(python: Path, env: dict[str, str], cwd: Path) -> Path:
 
 
 def distributed_solve(python: Path, site: Path, run_dir: Path) -> None:
-    """The 2-process potrs with the installed package, checked against NumPy."""
+    """The 2-process potrs with the installed package, checked against NumPy; then JAXMg 1.x's
+    README example, verbatim, on 2 processes."""
     run_dir.mkdir()  # neither the repository nor the copy: the installed jaxmg
     (run_dir / "solve.py").write_text(SOLVE)
+    shutil.copy(REPO / "examples" / "readme_example.py", run_dir / "readme_example.py")
     cmd = ["mpirun", "-n", "2", *MPI_FLAGS]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
-    cmd += [str(python), "solve.py"]
     run_env = clean_env(JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
     run_env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    seed = run_killable(
+        [*cmd, str(python), "readme_example.py"], SOLVE_TIMEOUT, cwd=run_dir, env=run_env
+    )
+    lines = [line.strip() for line in seed.stdout.splitlines()]
+    assert seed.returncode == 0 and "True" in lines and "False" not in lines, (
+        f"the seed example (exit {seed.returncode}):\n{seed.stdout[-3000:]}\n{seed.stderr[-3000:]}"
+    )
+    cmd += [str(python), "solve.py"]
     proc = run_killable(cmd, SOLVE_TIMEOUT, cwd=run_dir, env=run_env)
     out = run_dir / "result.json"
     assert proc.returncode == 0 and out.exists(), (
