@@ -621,6 +621,51 @@ def test_bench_mixed_precision_records_path_and_backward_error(tmp_path):
     assert refused.returncode != 0 and "potrs and lu_solve" in refused.stderr + refused.stdout
 
 
+def test_bench_kappa_makes_matrices_of_that_condition_number(tmp_path):
+    """--kappa: random matrices of a chosen condition number (general for lu_solve), made on
+    the devices; each record names it (NumPy's measure at this size), the mixed solve's own
+    estimate and path; nonsense and impossible combinations are refused before any work."""
+    out_json = tmp_path / "kappa.json"
+    out = jaxmg(
+        tmp_path,
+        "bench",
+        "--routine",
+        "lu_solve",
+        "--factor-dtype",
+        "float32",
+        "--kappa",
+        "1e4",
+        "-n",
+        "2",
+        "--sizes",
+        "48",
+        "--repeats",
+        "1",
+        "--no-baseline",
+        "--out",
+        str(out_json),
+        env=cpu_env(),
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    import json
+
+    result = json.loads(out_json.read_text())
+    assert result["kappa"] == 1e4 and "condition number 10000" in result["matrix"], result
+    (r,) = result["records"]
+    assert "error" not in r, r
+    assert abs(r["kappa"] / 1e4 - 1) < 1e-6, r  # measured by NumPy on the gathered matrix
+    assert r["path"] == "mixed" and r["iterations"] >= 1, r
+    assert 1e4 / 10 <= r["condition_estimate"] <= 1e4 * 48, r  # κ₁ ≤ N κ₂
+    for bad, says in (
+        (("--routine", "qr", "--kappa", "10"), "square routine"),
+        (("--routine", "potrs", "--kappa", "0.5"), ">= 1"),
+        (("--routine", "potrs", "--kappa", "10", "--peer"), "--peer"),
+    ):
+        refused = jaxmg(tmp_path, "bench", *bad)
+        assert refused.returncode != 0 and says in refused.stderr + refused.stdout, bad
+
+
 def test_bench_argument_forms():
     from jaxmg.cli import bench
 

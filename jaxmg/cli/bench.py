@@ -129,6 +129,15 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "uniform entries made symmetric positive definite, symmetric or general as the routine "
         "needs, generated on the devices",
     )
+    p.add_argument(
+        "--kappa",
+        type=float,
+        default=None,
+        help="random matrices of this 2-norm condition number (square routines): Q diag(s) Qᴴ "
+        "(SPD or Hermitian as the routine needs) or U diag(s) Vᴴ, s log-spaced from 1 to "
+        "1/kappa, Q, U, V from XLA's QR of Gaussian matrices, made on each device; implies "
+        "--matrix random",
+    )
     p.add_argument("--cols", type=int, default=None, help="qr, least_squares: N (default: M)")
     p.add_argument("--peer", action="store_true", help="also time JAXMg 1.x (JAXMG_PEER_PATH)")
     p.add_argument("-n", "--processes", type=int, default=None, help="default: GPUs, else 2")
@@ -210,6 +219,18 @@ def run_namespace(args: argparse.Namespace) -> int:
     args.dtypes = _flatten(args.dtypes)
     args.tiles = _flatten(args.tile) or [None]
     args.jax_option = _flatten(args.jax_option)
+    if args.kappa is not None:
+        if args.kappa < 1 or args.routine in RECT_FLOPS or args.routine == "cho_solve":
+            raise SystemExit(
+                "jaxmg bench: --kappa takes a condition number >= 1 and a square routine "
+                f"(potrs, lu_solve, ...), got --kappa {args.kappa:g} --routine {args.routine}"
+            )
+        if args.peer:
+            raise SystemExit(
+                "jaxmg bench: --kappa cannot be combined with --peer (JAXMg's bench makes its "
+                "own matrices): leave one out"
+            )
+        args.matrix = "random"
     if args.factor_dtype is not None:
         if args.routine not in MIXED_ROUTINES:
             raise SystemExit(
@@ -243,7 +264,42 @@ def _matrix(args, n, dtype, sharding, cols=None):
     """The generator of the benchmark's matrix, made on the devices in `sharding`."""
     if args.matrix == "kms":
         return _kms(n, dtype, sharding, cols)
+    if getattr(args, "kappa", None) is not None:
+        return _conditioned(args.routine, n, dtype, sharding, args.kappa)
     return _random(args.routine, n, dtype, sharding, cols)
+
+
+def _conditioned(routine, n, dtype, sharding, kappa):
+    """Random n x n matrices of 2-norm condition number kappa: Q diag(s) Qᴴ for the Cholesky
+    routines and the eigensolvers, U diag(s) Vᴴ otherwise, the s log-spaced from 1 to 1/kappa
+    and Q, U, V the orthonormal factors of XLA's QR of Gaussian matrices (their columns' signs
+    fixed by R's diagonal: Haar distributed). A new key per call."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    real = np.dtype(dtype).type(0).real.dtype
+    counter = iter(range(1 << 30))
+
+    def orthonormal(key):
+        g = jax.random.normal(key, (n, n), real)
+        if np.issubdtype(dtype, np.complexfloating):
+            g = g + 1j * jax.random.normal(jax.random.fold_in(key, 1), (n, n), real)
+        q, r = jnp.linalg.qr(g.astype(dtype))
+        d = jnp.diagonal(r)
+        return q * jnp.where(d == 0, 1, d / jnp.abs(d))[None, :]
+
+    def gen(key):
+        s = jnp.logspace(0.0, -np.log10(kappa), n, dtype=real)
+        q = orthonormal(key)
+        if routine in SPD_ROUTINES or routine in SYMMETRIC_ROUTINES:
+            a = (q * s[None, :].astype(dtype)) @ q.conj().T
+            return ((a + a.conj().T) / 2).astype(dtype)
+        v = orthonormal(jax.random.fold_in(key, 2))
+        return ((q * s[None, :].astype(dtype)) @ v.conj().T).astype(dtype)
+
+    compiled = jax.jit(gen, out_shardings=sharding)
+    return lambda: compiled(jax.random.fold_in(jax.random.key(SEED), next(counter)))
 
 
 def _random(routine, n, dtype, sharding, cols=None):
@@ -488,6 +544,8 @@ def _run_jaxmg(args) -> list[dict]:
             tile=tile,
             symmetry_check=args.check_symmetry and args.routine in ("potrs", "potri"),
         )
+        if args.kappa is not None:
+            rec["kappa"] = args.kappa
         try:
             if rect := _rectangular(args, n):
                 m, cols = rect
@@ -619,6 +677,8 @@ def _mixed_record(args, rec, info, gen, n, times, procs):
     if n <= KAPPA_MAX_N:
         a = np.asarray(multihost_utils.process_allgather(gen(), tiled=True))
         kappa = float(np.linalg.cond(a))
+    elif args.kappa is not None:
+        kappa = args.kappa  # (by construction)
     elif args.matrix == "kms":
         kappa = ((1 + R) / (1 - R)) ** 2
     rec.update(
@@ -751,6 +811,8 @@ def _run_baseline(args) -> list[dict]:
         for dtype_name in args.dtypes:
             dtype = np.dtype(dtype_name)
             rec = dict(engine="jax", devices=1, n=n, dtype=dtype_name)
+            if args.kappa is not None:
+                rec["kappa"] = args.kappa
             try:
                 if rect := _rectangular(args, n):
                     m, cols = rect
@@ -1105,6 +1167,8 @@ def _run(args) -> int:
         passthrough += ["--baseline-max", str(args.baseline_max)]
     if args.cols:
         passthrough += ["--cols", str(args.cols)]
+    if args.kappa is not None:
+        passthrough += ["--kappa", repr(args.kappa)]
     records = []
     parts = [("jaxmg", out.with_suffix(".jaxmg.part"))]
     if args.peer:
@@ -1156,8 +1220,11 @@ def _run(args) -> int:
     result = dict(
         routine=routine_name(args),
         factor_dtype=args.factor_dtype,
-        matrix=f"Kac-Murdock-Szego r={R}" if args.matrix == "kms" else "random",
+        matrix=f"Kac-Murdock-Szego r={R}"
+        if args.matrix == "kms"
+        else "random" + ("" if args.kappa is None else f", condition number {args.kappa:g}"),
         matrix_kind=args.matrix,
+        kappa=args.kappa,
         commit=measured_commit(),
         jaxmg_version=_version(),
         host=os.uname().nodename,
