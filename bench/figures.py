@@ -434,6 +434,63 @@ def layout(plt, out: Path, rows: int, cols: int, k_tiles: int = 8) -> Path:
     return _save(fig, out / f"layout_{mesh}.svg")
 
 
+# Mixed precision solves against the condition number (bench/mixed_kappa.sh): CPU processes.
+MIXED_KAPPA = "mixed_kappa_cpu2_n2048_afd8363.json"
+PATH_MARKERS = {
+    "mixed": ("o", "classical refinement"),
+    "gmres": ("s", "GMRES-IR"),
+    "fallback": ("x", "fallback to float64"),
+}
+
+
+def mixed_precision(plt, out: Path) -> Path:
+    """Time against κ of potrs and lu_solve factored in float32 and refined to float64 (each
+    point marked by the path it took, its refinement steps beside it), in float64, and JAX's
+    float64 solve on one device."""
+    data = json.loads((RESULTS / MIXED_KAPPA).read_text())
+    records = data["records"]
+    n = records[0]["n"]
+    procs = next(r["processes"] for r in records if r["engine"] == "jaxmg")
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.4), sharey=False)
+    for ax, routine in zip(axes, ("potrs", "lu_solve"), strict=True):
+        mine = [r for r in records if r["bench_routine"] == routine and "seconds" in r]
+
+        def series(engine, variant, mine=mine):
+            rs = sorted(
+                (r for r in mine if r["engine"] == engine and r["variant"] == variant),
+                key=lambda r: r["kappa"],
+            )
+            return [r["kappa"] for r in rs], [r["seconds"] for r in rs], rs
+
+        k, t, _ = series("jaxmg", "float64")
+        ax.plot(k, t, color=JAXMG, label=f"jaxmg float64, {procs} processes")
+        k, t, _ = series("jax", "float64")
+        ax.plot(k, t, color=JAX, linestyle="--", label="JAX float64, 1 process")
+        k, t, rs = series("jaxmg", "mixed")
+        ax.plot(k, t, color=PEER, linewidth=0.8)
+        for path, (marker, label) in PATH_MARKERS.items():
+            pts = [(r["kappa"], r["seconds"]) for r in rs if r["path"] == path]
+            if pts:
+                ax.scatter(
+                    *zip(*pts, strict=True), marker=marker, color=PEER, label=label, zorder=3
+                )
+        for r in rs:
+            ax.annotate(
+                str(r["iterations"]),
+                (r["kappa"], r["seconds"]),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel("condition number κ₂")
+        ax.set_title(f"{routine}, N = {n}, float32 factor (orange; steps beside)", fontsize=8)
+        ax.set_ylim(bottom=0)
+    axes[0].set_ylabel("seconds (best warm call)")
+    axes[1].legend(frameon=False, fontsize=7, loc="upper left")
+    return _save(fig, out / "mixed_precision_kappa.svg")
+
+
 def draw_all(out: Path) -> list[Path]:
     """Draws every figure into `out`.
 
@@ -452,6 +509,7 @@ def draw_all(out: Path) -> list[Path]:
         tile_sweeps(plt, out),
         layout(plt, out, 2, 1),
         layout(plt, out, 2, 2),
+        mixed_precision(plt, out),
     ]
     plt.close("all")
     return paths

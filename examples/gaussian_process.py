@@ -2,7 +2,7 @@
 likelihood, with the kernel matrix sharded over every device of every process.
 
     python -m jaxmg launch -n 2 examples/gaussian_process.py [--n 1024] [--steps 40] [--json F]
-        [--axis-types explicit|auto]
+        [--axis-types explicit|auto] [--factor-dtype float32]
 
 The data are drawn from a GP with known hyperparameters (variance, length scale, noise); above
 N = 8192 they are a smooth function plus noise of that level (an exact draw needs a Cholesky
@@ -17,6 +17,13 @@ jaxmg's own distributed routines (the matrix is never gathered). K is built wher
 device computes its block from the points of its rows and of its columns, so no device ever holds
 the N x N matrix (docs/bigmatrix.md). The mesh's axes are JAX's default, Explicit (the shardings
 are part of the arrays' types), or Auto (--axis-types auto): the same code runs on both.
+
+Then, with the fitted hyperparameters, the posterior mean's weights K⁻¹ y (the mean at new
+points x* is K(x*, x) K⁻¹ y): with --factor-dtype float32 from a mixed precision solve (K
+factored in float32, refined to float64; docs/mixed_precision.md), checked against the float64
+solve's. (The likelihood's log-determinant stays in float64: a
+float32 factor gives log det K only to float32 accuracy, and potrs refuses return_logdet
+with factor_dtype.)
 """
 
 from __future__ import annotations
@@ -83,6 +90,29 @@ def make_nll(x, mesh):
     return nll
 
 
+def posterior_weights(x, mesh, log_params, y, factor_dtype):
+    """The posterior mean's weights α = K⁻¹ y (the mean at points x* is K(x*, x) α): with
+    `factor_dtype`, from a mixed precision solve, compared with the float64 solve's."""
+
+    @jax.jit
+    def weights(log_params, y):
+        k = kernel(log_params, x, mesh)
+        alpha64 = jaxmg.potrs(k, y)
+        if factor_dtype is None:
+            return alpha64, alpha64, None
+        alpha, info = jaxmg.potrs(k, y, factor_dtype=factor_dtype, return_info=True)
+        return alpha, alpha64, info
+
+    alpha, alpha64, info = weights(log_params, y)
+    diff = jnp.max(jnp.abs(alpha - alpha64)) / jnp.max(jnp.abs(alpha64))
+    return dict(
+        factor_dtype=factor_dtype,
+        path="float64" if info is None else info.path_name(),
+        iterations=0 if info is None else int(np.asarray(info.iterations.addressable_data(0))),
+        weights_rel_diff=float(np.asarray(diff.addressable_data(0))),
+    )
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--n", type=int, default=1024, help="data points (a multiple of the devices)")
@@ -95,6 +125,12 @@ def main(argv=None):
         choices=("explicit", "auto"),
         default="explicit",
         help="the mesh's axis types (explicit: JAX's default)",
+    )
+    p.add_argument(
+        "--factor-dtype",
+        choices=("float32",),
+        default=None,
+        help="the posterior mean's weights K⁻¹y from a mixed precision solve (float32 factor)",
     )
     args = p.parse_args(argv)
 
@@ -139,8 +175,17 @@ def main(argv=None):
                 flush=True,
             )
         log_params = log_params - args.lr * grad / args.n
+    posterior = posterior_weights(jnp.asarray(x), mesh, log_params, y_global, args.factor_dtype)
     if jax.process_index() == 0:
         print("true    variance {:.4f}  length {:.4f}  noise {:.4f}".format(*np.exp(true)))
+        print(
+            "posterior weights K⁻¹y: {} (path {}, {} steps), {:.1e} from float64's".format(
+                args.factor_dtype or "float64",
+                posterior["path"],
+                posterior["iterations"],
+                posterior["weights_rel_diff"],
+            )
+        )
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(
@@ -154,6 +199,7 @@ def main(argv=None):
                         x=x[:, 0].tolist() if args.n <= EXACT_SAMPLE_MAX else None,
                         y=y.tolist() if args.n <= EXACT_SAMPLE_MAX else None,
                         history=history,
+                        posterior=posterior,
                     ),
                     f,
                     indent=1,

@@ -654,7 +654,7 @@ def test_bench_kappa_makes_matrices_of_that_condition_number(tmp_path):
     assert result["kappa"] == 1e4 and "condition number 10000" in result["matrix"], result
     (r,) = result["records"]
     assert "error" not in r, r
-    assert abs(r["kappa"] / 1e4 - 1) < 1e-6, r  # measured by NumPy on the gathered matrix
+    assert r["kappa"] == 1e4 and abs(r["kappa_measured"] / 1e4 - 1) < 1e-6, r  # (NumPy's)
     assert r["path"] == "mixed" and r["iterations"] >= 1, r
     assert 1e4 / 10 <= r["condition_estimate"] <= 1e4 * 48, r  # κ₁ ≤ N κ₂
     for bad, says in (

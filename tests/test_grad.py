@@ -80,7 +80,9 @@ def test_inverse_and_eigensolver_gradients(tmp_path, mesh, monkeypatch):
 def test_gaussian_process_example(tmp_path, axis_types):
     """examples/gaussian_process.py on 2 processes, on a mesh of Explicit axes (JAX's default)
     and of Auto axes: the NLL it reports matches NumPy's at the first and last
-    hyperparameters, and gradient descent lowers it."""
+    hyperparameters, and gradient descent lowers it; then the posterior weights K⁻¹y, from a
+    mixed precision solve on Explicit axes (float32 factor, refined), match the float64
+    solve's."""
     import json
 
     import numpy as np
@@ -89,6 +91,8 @@ def test_gaussian_process_example(tmp_path, axis_types):
     example = Path(__file__).parents[1] / "examples" / "gaussian_process.py"
     out = tmp_path / "gp.json"
     args = ["--n", "128", "--steps", "25", "--json", str(out), "--axis-types", axis_types]
+    if axis_types == "explicit":
+        args += ["--factor-dtype", "float32"]
     proc = run_mpi(2, example, args, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0 and out.exists(), proc.stdout[-2000:] + proc.stderr[-4000:]
     r = json.loads(out.read_text())
@@ -107,3 +111,9 @@ def test_gaussian_process_example(tmp_path, axis_types):
     values = [h["nll"] for h in history]
     steps = zip(values[:-1], values[1:], strict=True)
     assert values[-1] < values[0] - 10 and all(b <= a + 1e-9 for a, b in steps)
+    posterior = r["posterior"]
+    if axis_types == "explicit":
+        assert posterior["path"] in ("mixed", "gmres") and posterior["iterations"] >= 1, posterior
+        assert posterior["weights_rel_diff"] <= 1e-9, posterior
+    else:
+        assert posterior["path"] == "float64" and posterior["weights_rel_diff"] == 0, posterior

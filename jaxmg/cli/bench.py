@@ -667,19 +667,21 @@ def _run_jaxmg(args) -> list[dict]:
 
 
 def _mixed_record(args, rec, info, gen, n, times, procs):
-    """A mixed precision case's record: the times, the condition number (NumPy's 2-norm one
-    up to KAPPA_MAX_N, else the Kac-Murdock-Szego matrix's bound ((1 + r) / (1 - r))², else
-    None), the path taken, the refinement steps and the backward error of the last call."""
+    """A mixed precision case's record: the times, the condition number (--kappa's, else
+    NumPy's 2-norm one up to KAPPA_MAX_N, else the Kac-Murdock-Szego matrix's bound
+    ((1 + r) / (1 - r))², else None; NumPy's measure as kappa_measured up to KAPPA_MAX_N), the
+    path taken, the refinement steps, the backward error of the last call and the solve's own
+    condition estimate."""
     import numpy as np
     from jax.experimental import multihost_utils
 
-    kappa = None
+    kappa = measured = None
     if n <= KAPPA_MAX_N:
         a = np.asarray(multihost_utils.process_allgather(gen(), tiled=True))
-        kappa = float(np.linalg.cond(a))
-    elif args.kappa is not None:
-        kappa = args.kappa  # (by construction)
-    elif args.matrix == "kms":
+        measured = kappa = float(np.linalg.cond(a))
+    if args.kappa is not None:
+        kappa = args.kappa  # (by construction; NumPy's measure beside it where taken)
+    elif args.matrix == "kms" and kappa is None:
         kappa = ((1 + R) / (1 - R)) ** 2
     rec.update(
         routine=routine_name(args),
@@ -689,6 +691,7 @@ def _mixed_record(args, rec, info, gen, n, times, procs):
         all_s=times,
         tflops=_flops(args, n) / min(times[1:]) / 1e12,
         kappa=kappa,
+        kappa_measured=measured,
         path=info.path_name(),
         iterations=int(np.asarray(info.iterations.addressable_data(0))),
         backward_error=float(np.max(np.asarray(info.backward_error.addressable_data(0)))),
