@@ -25,7 +25,8 @@ for routine in potrs lu_solve; do
       [ "$variant" = mixed ] && extra+=(--no-baseline)
       "$PY" -m jaxmg bench -n "$procs" --routine "$routine" --kappa "$kappa" --sizes "$n" \
         --dtypes float64 --repeats "${REPEATS:-2}" "${extra[@]}" \
-        --out "$parts/${routine}_${kappa}_${variant}.json" 2>&1 | grep -v -e Gloo -e '^\[bench\]'
+        --out "$parts/${routine}_${kappa}_${variant}.json" 2>&1 |
+        { grep -v -e Gloo -e '^\[bench\]' || true; }
     done
   done
 done

@@ -3,7 +3,7 @@
 #   bash scripts/gpu_remote.sh [STAGE...]   stages: info multi readme single local localreadme
 #                                           localbench overhead mgbench bench qrbench spectral
 #                                           sweep reliability twostage launch fault onedevice
-#                                           regress jaxmg1 linalg1 svd1 ceiling eigsweep
+#                                           regress jaxmg1 linalg1 svd1 ceiling eigsweep mixed
 #                                           shared sharedtwostage sharedcases sharedfault
 #                                           jobs (stages side by side: JOBS, below)
 #                                           (default: info multi readme single bench)
@@ -129,7 +129,7 @@ shared_launch() {
 for stage in $STAGES; do
   t0=$(date +%s)
   case $stage in  # the benchmarks: Python files from here (see the top)
-    localbench|overhead|bench|qrbench|spectral|sweep|twostage|svd1) export PYTHONPATH=$ROOT ;;
+    localbench|overhead|bench|qrbench|spectral|sweep|twostage|svd1|mixed) export PYTHONPATH=$ROOT ;;
     *) if [ -n "${JAXMG_TREE_PYTHON:-}" ]; then export PYTHONPATH=$ROOT; else unset PYTHONPATH; fi ;;
   esac
   case $stage in
@@ -286,6 +286,15 @@ print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/
           | grep -v -e Gloo -e '^\[jaxmg\] step' -e '^\[jaxmg\] .* part '
       done
       rm -f "$OUT"/*.png ;;
+    mixed)
+      # Mixed precision solves against the condition number on one GPU (bench/mixed_kappa.sh:
+      # potrs and lu_solve factored in float32 and in float64, JAX's float64 solve beside):
+      # MIXED_N (default 32768), MIXED_KAPPAS (default 1e3 1e6 1e12), into
+      # $OUT/mixed_kappa_h200x1_n<N>.json.
+      XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} CUDA_VISIBLE_DEVICES=0 \
+        REPEATS=${MIXED_REPEATS:-1} PYTHON=$PY timeout ${T_MIXED:-540} bash bench/mixed_kappa.sh \
+        "$OUT/mixed_kappa_h200x1_n${MIXED_N:-32768}.json" "${MIXED_N:-32768}" 1 \
+        ${MIXED_KAPPAS:-1e3 1e6 1e12} ;;
     eigsweep)
       # The two-stage eigensolver's band width b and Q₂ group ℓ on one GPU, random matrices, with
       # the stage breakdown: EIG_SWEEP of b:ℓ, EIG_CASES of routine:sizes:dtypes; every result
