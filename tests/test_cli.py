@@ -578,38 +578,41 @@ def test_bench_tile_sweep_on_a_random_matrix(tmp_path):
     assert out.stdout.count("jaxmg  2dev float64") == 3
 
 
-@needs_mpirun
-def test_bench_mixed_precision_records_path_and_backward_error(tmp_path):
-    """--factor-dtype float32: potrs in mixed precision, named potrs_mixed, each record with
-    the condition number, the path, the refinement steps and the backward error."""
+def mixed_bench(tmp_path: Path, *args: str) -> dict:
+    """`python -m jaxmg bench` of one mixed precision case at N = 48 on 2 CPU processes, no
+    baseline: the JSON it writes."""
+    import json
+
     out_json = tmp_path / "mixed.json"
     out = jaxmg(
         tmp_path,
         "bench",
-        "--routine",
-        "potrs",
         "--factor-dtype",
         "float32",
         "-n",
         "2",
         "--sizes",
         "48",
-        "--tile",
-        "5",
         "--repeats",
         "1",
         "--no-baseline",
         "--out",
         str(out_json),
+        *args,
         env=cpu_env(),
         timeout=300,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-    import json
+    return json.loads(out_json.read_text())
 
+
+@needs_mpirun
+def test_bench_mixed_precision_records_path_and_backward_error(tmp_path):
+    """--factor-dtype float32: potrs in mixed precision, named potrs_mixed, each record with
+    the condition number, the path, the refinement steps and the backward error."""
+    result = mixed_bench(tmp_path, "--routine", "potrs", "--tile", "5")
     from jaxmg.routines.mixed import tolerance
 
-    result = json.loads(out_json.read_text())
     assert result["routine"] == "potrs_mixed" and result["factor_dtype"] == "float32"
     (r,) = result["records"]
     assert "error" not in r, r
@@ -621,36 +624,12 @@ def test_bench_mixed_precision_records_path_and_backward_error(tmp_path):
     assert refused.returncode != 0 and "potrs and lu_solve" in refused.stderr + refused.stdout
 
 
+@needs_mpirun
 def test_bench_kappa_makes_matrices_of_that_condition_number(tmp_path):
     """--kappa: random matrices of a chosen condition number (general for lu_solve), made on
     the devices; each record names it (NumPy's measure at this size), the mixed solve's own
     estimate and path; nonsense and impossible combinations are refused before any work."""
-    out_json = tmp_path / "kappa.json"
-    out = jaxmg(
-        tmp_path,
-        "bench",
-        "--routine",
-        "lu_solve",
-        "--factor-dtype",
-        "float32",
-        "--kappa",
-        "1e4",
-        "-n",
-        "2",
-        "--sizes",
-        "48",
-        "--repeats",
-        "1",
-        "--no-baseline",
-        "--out",
-        str(out_json),
-        env=cpu_env(),
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-    import json
-
-    result = json.loads(out_json.read_text())
+    result = mixed_bench(tmp_path, "--routine", "lu_solve", "--kappa", "1e4")
     assert result["kappa"] == 1e4 and "condition number 10000" in result["matrix"], result
     (r,) = result["records"]
     assert "error" not in r, r
