@@ -7,6 +7,7 @@
 # reach the GPU machine itself.
 #
 #   scripts/gpu_roundtrip.sh            # download what is missing, build, print the run command
+#   JAXMG_AT=<commit> scripts/gpu_roundtrip.sh  # the same with that commit's wheel (see below)
 #   scripts/gpu_roundtrip.sh collect F  # results file from the device -> bench/results/
 #
 # Layout (all git-ignored: /.gpu/ and /build/ are in .gitignore):
@@ -130,12 +131,25 @@ download() {
 download .gpu/wheels nvidia-cusolvermp-cu13==0.9.1.9318.post1 nvidia-cublasmp-cu13==0.10.0.3695
 cp "$NCCL_WHEEL" .gpu/wheels/
 
-# The wheel, as `pip wheel .` builds it (the one CUDA build path).
-WHEEL=$(PYTHON=$PY scripts/build_wheels.sh both)
+# The wheel, as `pip wheel .` builds it (the one CUDA build path). JAXMG_AT=<commit>: the wheel
+# of that commit instead, built in a worktree of it (a GPU stage that goes on at the commit its
+# earlier results measured), with .gpu/skip.txt: the cases its results in bench/results passed.
+if [ -n "${JAXMG_AT:-}" ]; then
+  at=$(git rev-parse --short=7 "$JAXMG_AT")
+  tree=$ROOT/build/at-$at
+  [ -d "$tree" ] || git worktree add -q --detach "$tree" "$at"
+  WHEEL=$(cd "$tree" && PYTHON=$PY scripts/build_wheels.sh both)
+  commit=$at
+  bash scripts/gpu_roundtrip.sh passed bench/results/gpu_*_h200x1_"$at".json.gz > .gpu/skip.txt
+  echo "[gpu] the wheel of $at; .gpu/skip.txt: $(wc -l < .gpu/skip.txt) cases passed at $at"
+else
+  WHEEL=$(PYTHON=$PY scripts/build_wheels.sh both)
+  # The commit it was built from (bench/regress.py's "after" records it), "-dirty" if the tree
+  # was.
+  commit=$(git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
+  [ -n "$(git status --porcelain -- . ':!bench/results' 2>/dev/null)" ] && commit=$commit-dirty
+fi
 cp "$WHEEL" .gpu/jaxmg/
-# The commit it was built from (bench/regress.py's "after" records it), "-dirty" if the tree was.
-commit=$(git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
-[ -n "$(git status --porcelain -- . ':!bench/results' 2>/dev/null)" ] && commit=$commit-dirty
 echo "$commit" > .gpu/jaxmg/COMMIT
 
 # JAXMg 1.4.1, the peer of the benchmarks (bench/peer_jaxmg1.py): its wheel without the CUDA 12
