@@ -91,7 +91,7 @@ for part in parts:
 records = list(by_case.values())
 names = [r["case"] for r in records]
 res = {k: v for k, v in parts[0].items() if k not in ("records", "expected", "missing", "failed")}
-out = {"commit": commit, "processes": procs, "gpus": 1, "mode": "ranks sharing one H200",
+out = {**res, "commit": commit, "processes": procs, "gpus": 1, "mode": "ranks sharing one H200",
        "cases": len(names), "passed": sum(bool(r.get("ok")) for r in records),
        "failed": [r["case"] for r in records if not r.get("ok")],
        "not_run": sorted(set(expected) - set(names)),
@@ -99,7 +99,7 @@ out = {"commit": commit, "processes": procs, "gpus": 1, "mode": "ranks sharing o
        "meshes_not_reached": [f"mesh{m}" for m in
                               {2: ["2x1", "1x2"], 4: ["4x1", "1x4", "2x2"], 6: ["3x2"]}[procs]
                               if not any(n.startswith(f"mesh{m}/") for n in names)],
-       "parts": [os.path.basename(s) for s in srcs], **res,
+       "parts": [os.path.basename(s) for s in srcs],
        "records": records, "expected": expected}
 dst = f"bench/results/gpu_shared_p{procs}_h200x1_{commit.split('-')[0][:7]}.json.gz"
 with gzip.open(dst, "wt") as f:
