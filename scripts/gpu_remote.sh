@@ -4,7 +4,7 @@
 #                                           localbench overhead mgbench bench qrbench spectral
 #                                           sweep reliability twostage launch fault onedevice
 #                                           regress jaxmg1 linalg1 svd1 ceiling eigsweep mixed
-#                                           shared sharedtwostage sharedcases sharedfault
+#                                           shared sharedtwostage sharedcases sharedfault sharedlaunch
 #                                           jobs (stages side by side: JOBS, below)
 #                                           (default: info multi readme single bench)
 # Needs, carried in .gpu/ (scripts/gpu_roundtrip.sh): .gpu/jaxmg/jaxmg-*.whl, the wheel that
@@ -356,6 +356,14 @@ PYEOF
       # case with JAXMG_DEBUG=1).
       timeout $((${T_LAUNCH:-120} + 20)) "$PY" -m jaxmg launch -n 2 --timeout ${T_LAUNCH:-120} \
         "$LAUNCH_SCRIPT" ${LAUNCH_ARGS:-} ;;
+    sharedlaunch)
+      # Any script with SHARED_PROCS ranks sharing the GPU: LAUNCH_SCRIPT, with $OUT/<its name>_p<P>
+      # as its first argument (e.g. tests/gpu/lu_probe.py).
+      for procs in ${SHARED_PROCS:-2}; do
+        name=$(basename "$LAUNCH_SCRIPT" .py)_p$procs
+        shared_launch "$procs" "${T_LAUNCH:-120}" "$LAUNCH_SCRIPT" "$OUT/$name.json" 2>&1 |
+          tee "$OUT/$name.log"
+      done ;;
     shared)
       # Ranks sharing the one GPU (python -m jaxmg launch --share-gpu: a host id per rank, NCCL
       # over loopback sockets, JAX bound to GPU 0, 0.85/P of its memory each): the solve
