@@ -514,13 +514,15 @@ def test_bench_writes_json_table_and_plot(tmp_path):
         "1",
         "--out",
         str(out_json),
-        env=cpu_env(),
+        # (a GPU option: the CPU engine decodes it and runs as ever; the JSON records it)
+        env={**cpu_env(), "JAXMG_GPU_MATH": "tf32"},
         timeout=300,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     import json
 
     result = json.loads(out_json.read_text())
+    assert result["config"] == {"gpu_math": "tf32"}, result["config"]
     engines = [(r["engine"], r["n"]) for r in result["records"]]
     assert sorted(engines) == [("jax", 64), ("jax", 128), ("jaxmg", 64), ("jaxmg", 128)]
     for r in result["records"]:

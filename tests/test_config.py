@@ -71,6 +71,7 @@ def test_an_override_holds_on_its_own_thread_only():
         ("gpu_lu", "scalapack", ValueError, "gpu_lu must be one of 'auto', 'cusolvermp'"),
         ("eig_band", -1, ValueError, "eig_band must be at least 0"),
         ("eig_q2", "gemm", ValueError, "eig_q2 must be one of 'auto', 'fused'"),
+        ("gpu_math", "fp16", ValueError, "gpu_math must be one of 'auto', 'tf32', 'bf16x9'"),
         ("eig_band", "64", TypeError, "eig_band must be an int"),
         ("eig_q2_group", True, TypeError, "eig_q2_group must be an int"),
         ("qr_panel", 256, ValueError, "no configuration option 'qr_panel'; the options are"),
@@ -119,6 +120,18 @@ def test_the_call_attribute_is_what_the_native_library_decodes():
     )
     assert (codes["cpu_inverses"], codes["gpu_eigh"], codes["eig_band"]) == (2, 1, 32)
     assert "kAuto = 0" in struct and "kLibrary = 1" in struct and "kOwn = 2" in struct
+    # gpu_math's codes: the Choice values the GPU engine maps to cuBLAS and cuSOLVER math modes
+    # (csrc/engines/cusolvermp/local_blas.cc), each decoded (the decoder's largest code last).
+    for value, code, member in (
+        ("tf32", 3, "kTf32 = 3"),
+        ("bf16x9", 4, "kBf16x9 = 4"),
+        ("fixed-point", 5, "kFixedPoint = 5"),
+        ("bf16x9+fixed-point", 6, "kBf16x9FixedPoint = 6"),
+    ):
+        assert _config.engine_attribute(_config.Config(gpu_math=value))["gpu_math"] == code
+        assert member in struct
+    decoder = (CSRC / "ffi" / "config.h").read_text()
+    assert "static_cast<int64_t>(Choice::kBf16x9FixedPoint)" in decoder
 
 
 SCRIPT = textwrap.dedent(

@@ -24,6 +24,11 @@ enum class Choice : int64_t {
   kAuto = 0,     // "auto": the engine's measured default for the grid
   kLibrary = 1,  // the vendor library's routine: "scalapack" (CPU), "cusolvermp" (GPU)
   kOwn = 2,      // jaxmg's own algorithm where it applies: "two-stage", "blocked"
+  // gpu_math's products on tensor cores (the math modes: csrc/engines/cusolvermp/local_blas.cc):
+  kTf32 = 3,              // "tf32": float32 products of jaxmg's own algorithms in TF32
+  kBf16x9 = 4,            // "bf16x9": float32 products emulated with BF16 (cuSOLVER, cuBLAS)
+  kFixedPoint = 5,        // "fixed-point": float64 products emulated in fixed point
+  kBf16x9FixedPoint = 6,  // "bf16x9+fixed-point": both emulations (the largest code)
 };
 
 struct Config {
@@ -38,6 +43,7 @@ struct Config {
   Choice gpu_eigvals = Choice::kAuto;     // eigenvalues alone: the same
   Choice gpu_one_device = Choice::kAuto;  // kLibrary: cuSOLVERMp on a 1 x 1 grid too
   Choice eig_q2 = Choice::kAuto;          // kOwn ("fused"): Q₂'s blocks by WaveApply
+  Choice gpu_math = Choice::kAuto;        // kAuto: native float32 and float64 products
   // Tuning of the two-stage eigensolver.
   int64_t eig_band = 0;      // the widest band tried (0: the engine's measured default)
   int64_t eig_q2_group = 0;  // sweeps per Q₂ block (0: the band's width)
@@ -71,6 +77,7 @@ inline constexpr ConfigField kConfigFields[] = {
     {"gpu_eigvals", ConfigField::kChoice, &Config::gpu_eigvals},
     {"gpu_one_device", ConfigField::kChoice, &Config::gpu_one_device},
     {"eig_q2", ConfigField::kChoice, &Config::eig_q2},
+    {"gpu_math", ConfigField::kChoice, &Config::gpu_math},
     {"eig_band", ConfigField::kCount, nullptr, &Config::eig_band},
     {"eig_q2_group", ConfigField::kCount, nullptr, &Config::eig_q2_group},
     {"eig_q1_width", ConfigField::kCount, nullptr, &Config::eig_q1_width},

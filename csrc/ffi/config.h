@@ -31,7 +31,8 @@ inline Status DecodeConfig(const char* target, const ::xla::ffi::Dictionary& d, 
   };
   auto choice = [&](const char* name, Choice* field) {
     int64_t v = 0;
-    integer(name, static_cast<int64_t>(Choice::kAuto), static_cast<int64_t>(Choice::kOwn), &v);
+    integer(name, static_cast<int64_t>(Choice::kAuto),
+            static_cast<int64_t>(Choice::kBf16x9FixedPoint), &v);
     *field = static_cast<Choice>(v);
   };
   constexpr int64_t kMax = int64_t{1} << 40;

@@ -37,6 +37,10 @@ _CHOICE_CODES = {
     "two-stage": 2,
     "blocked": 2,
     "fused": 2,
+    "tf32": 3,
+    "bf16x9": 4,
+    "fixed-point": 5,
+    "bf16x9+fixed-point": 6,
 }
 
 
@@ -79,6 +83,13 @@ class Config:
       "two-stage" (1 x P and P x 1 grids) or "cusolvermp" ("auto": two stages on one GPU,
       cuSOLVERMp's Syevd on several).
     - gpu_one_device: "cusolvermp": cuSOLVERMp on a 1 x 1 grid too ("auto": cusolverDn there).
+    - gpu_math: the GPU engine's products on tensor cores ("auto": native float32 and float64).
+      "tf32": the float32 products of jaxmg's own algorithms (the 1-D LU and QR, the two
+      stages) in TF32 (cuBLAS; a factor good to about 1e-3, for mixed precision's
+      refinement); "bf16x9": float32 products emulated with BF16 (cuSOLVERMp, cusolverDn and
+      cuBLAS: float32 accuracy); "fixed-point": float64 products emulated in fixed point
+      (the same libraries: float64 accuracy); "bf16x9+fixed-point": both. The libraries run
+      natively where the GPU has no such emulation.
 
     - eig_q2: "fused": the back-transformation by the bulge chase's reflectors applies each
       block in one pass over the eigenvectors (float64 on the GPU's tensor cores; over BLAS on
@@ -110,6 +121,9 @@ class Config:
     gpu_eigvals: str = _choice("two-stage", "cusolvermp", doc="the eigenvalues alone on GPUs")
     gpu_one_device: str = _choice("cusolvermp", doc="the library on one GPU")
     eig_q2: str = _choice("fused", doc="the two-stage eigensolver's Q₂ waves")
+    gpu_math: str = _choice(
+        "tf32", "bf16x9", "fixed-point", "bf16x9+fixed-point", doc="GPU products on tensor cores"
+    )
     eig_band: int = _count(0, 0, doc="the two-stage eigensolver's widest band (0: measured)")
     eig_q2_group: int = _count(0, 0, doc="sweeps per Q₂ block (0: min(band, 64))")
     eig_q1_width: int = _count(0, 0, doc="columns joined in Q₁ (0: the tile)")

@@ -1232,6 +1232,7 @@ def _run(args) -> int:
         jaxmg_version=_version(),
         host=os.uname().nodename,
         debug=os.environ.get("JAXMG_DEBUG") or None,
+        config=_configured(),
         records=records,
     )
     out.write_text(json.dumps(result, indent=1))
@@ -1263,6 +1264,19 @@ def _peer_script() -> Path:
         "jaxmg bench --peer: bench/peer_jaxmg1.py (in jaxmg's source tree) was not found beside "
         "the installed package nor in the working directory; run from a jaxmg checkout"
     )
+
+
+def _configured() -> dict:
+    """The jaxmg.config options in effect (the JAXMG_* variables) that differ from their
+    defaults: the runs' own (e.g. gpu_math), recorded with the results."""
+    from jaxmg._core import config as _config
+
+    current, default = _config.current(), _config.Config()
+    return {
+        name: getattr(current, name)
+        for name in _config.PUBLIC
+        if getattr(current, name) != getattr(default, name)
+    }
 
 
 def measured_commit() -> str | None:

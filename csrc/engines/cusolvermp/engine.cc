@@ -101,7 +101,10 @@ Status Engine::LocalHandle(const LocalBlas** lb, cublasHandle_t* handle) {
     ctx_.local_blas = h;
   }
   *handle = static_cast<cublasHandle_t>(ctx_.local_blas);
-  return CublasCheck((*lb)->set_stream(*handle, stream_), "cublasSetStream");
+  JAXMG_RETURN_IF_ERROR(CublasCheck((*lb)->set_stream(*handle, stream_), "cublasSetStream"));
+  // (the context's handles outlive the call: its config.gpu_math is set on each call)
+  return CublasCheck((*lb)->set_math_mode(*handle, BlasMathMode(config_.gpu_math)),
+                     "cublasSetMathMode");
 }
 
 Status Engine::LocalSolver(const LocalBlas** lb, cublasHandle_t* blas, cusolverDnHandle_t* dn,
@@ -118,6 +121,7 @@ Status Engine::LocalSolver(const LocalBlas** lb, cublasHandle_t* blas, cusolverD
   *dn = static_cast<cusolverDnHandle_t>(ctx_.dn);
   *params = static_cast<cusolverDnParams_t>(ctx_.dn_params);
   JAXMG_SOLVER((*lb)->dn_set_stream(*dn, stream_));
+  JAXMG_SOLVER((*lb)->dn_set_math_mode(*dn, SolverMathMode(config_.gpu_math)));
   return Status();
 }
 
@@ -154,6 +158,9 @@ Status Engine::SideLane(Lane* out) {
   out->blas = static_cast<cublasHandle_t>(ctx_.side_blas);
   out->dn = static_cast<cusolverDnHandle_t>(ctx_.side_dn);
   out->params = static_cast<cusolverDnParams_t>(ctx_.side_dn_params);
+  JAXMG_RETURN_IF_ERROR(CublasCheck(
+      out->lb->set_math_mode(out->blas, BlasMathMode(config_.gpu_math)), "cublasSetMathMode"));
+  JAXMG_SOLVER(out->lb->dn_set_math_mode(out->dn, SolverMathMode(config_.gpu_math)));
   return Status();
 }
 
@@ -198,6 +205,7 @@ Status Engine::Prepare(void* shard, Matrix* a) {
   local_cols_ = layout::EngineLocalExtent(plan, plan.cols, ctx_.mycol);
   const int64_t lr = local_rows_, lc = local_cols_;
   JAXMG_SOLVER(cusolverMpSetStream(ctx_.handle, stream_));
+  JAXMG_SOLVER(cusolverMpSetMathMode(ctx_.handle, SolverMathMode(config_.gpu_math)));
   JAXMG_RETURN_IF_ERROR(Small());
   work_ = shard;
   if (plan.strategy == layout::Strategy::kRelabel) {
@@ -337,6 +345,7 @@ Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Mat
                          std::to_string(local_rows_ * local_cols_));
     }
     JAXMG_SOLVER(cusolverMpSetStream(ctx_.handle, stream_));
+    JAXMG_SOLVER(cusolverMpSetMathMode(ctx_.handle, SolverMathMode(config_.gpu_math)));
     JAXMG_RETURN_IF_ERROR(Small());
     work_ = const_cast<void*>(factor);
     JAXMG_RETURN_IF_ERROR(desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(),

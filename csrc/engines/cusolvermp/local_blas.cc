@@ -35,6 +35,35 @@ Status CublasCheck(cublasStatus_t s, const char* what) {
   return Status::Error("cuBLAS error " + std::to_string(static_cast<int>(s)) + " in " + what);
 }
 
+cublasMath_t BlasMathMode(Choice choice) {
+  switch (choice) {
+    case Choice::kTf32:
+      return CUBLAS_TF32_TENSOR_OP_MATH;
+    case Choice::kBf16x9:
+      return CUBLAS_FP32_EMULATED_BF16X9_MATH;
+    case Choice::kFixedPoint:
+      return CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH;
+    case Choice::kBf16x9FixedPoint:
+      return static_cast<cublasMath_t>(CUBLAS_FP32_EMULATED_BF16X9_MATH |
+                                       CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH);
+    default:
+      return CUBLAS_DEFAULT_MATH;
+  }
+}
+
+cusolverMathMode_t SolverMathMode(Choice choice) {
+  switch (choice) {
+    case Choice::kBf16x9:
+      return CUSOLVER_FP32_EMULATED_BF16X9_MATH;
+    case Choice::kFixedPoint:
+      return CUSOLVER_FP64_EMULATED_FIXEDPOINT_MATH;
+    case Choice::kBf16x9FixedPoint:
+      return CUSOLVER_FP32_FP64_EMULATED_MATH;
+    default:
+      return CUSOLVER_DEFAULT_MATH;
+  }
+}
+
 Status GetLocalBlas(const LocalBlas** out) {
   static LocalBlas table;
   static Status status;
@@ -49,12 +78,14 @@ Status GetLocalBlas(const LocalBlas** out) {
                               "cublasCgemmStridedBatched", "cublasZgemmStridedBatched"};
     Status s = Resolve("cublasCreate_v2", kBlas, &table.create);
     if (s.ok()) s = Resolve("cublasSetStream_v2", kBlas, &table.set_stream);
+    if (s.ok()) s = Resolve("cublasSetMathMode", kBlas, &table.set_math_mode);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trsm[i], kBlas, &table.trsm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trmm[i], kBlas, &table.trmm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(gemm[i], kBlas, &table.gemm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(batched[i], kBlas, &table.gemm_batched[i]);
     if (s.ok()) s = Resolve("cusolverDnCreate", kSolver, &table.dn_create);
     if (s.ok()) s = Resolve("cusolverDnSetStream", kSolver, &table.dn_set_stream);
+    if (s.ok()) s = Resolve("cusolverDnSetMathMode", kSolver, &table.dn_set_math_mode);
     if (s.ok()) s = Resolve("cusolverDnCreateParams", kSolver, &table.dn_create_params);
     if (s.ok()) s = Resolve("cusolverDnXgetrf_bufferSize", kSolver, &table.getrf_buffer_size);
     if (s.ok()) s = Resolve("cusolverDnXgetrf", kSolver, &table.getrf);

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
+#include "common/config.h"
 #include "common/status.h"
 
 namespace jaxmg::cusolvermp {
@@ -15,6 +16,7 @@ namespace jaxmg::cusolvermp {
 struct LocalBlas {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
   // Typed trsm / gemm by Scalar<T>::kIndex (S, D, C, Z); data and scalars passed as void*.
   using Trsm = cublasStatus_t (*)(cublasHandle_t, cublasSideMode_t, cublasFillMode_t,
                                   cublasOperation_t, cublasDiagType_t, int, int, const void*,
@@ -37,6 +39,7 @@ struct LocalBlas {
   GemmBatched gemm_batched[4] = {};
   decltype(&cusolverDnCreate) dn_create = nullptr;
   decltype(&cusolverDnSetStream) dn_set_stream = nullptr;
+  decltype(&cusolverDnSetMathMode) dn_set_math_mode = nullptr;
   decltype(&cusolverDnCreateParams) dn_create_params = nullptr;
   decltype(&cusolverDnXgetrf_bufferSize) getrf_buffer_size = nullptr;
   decltype(&cusolverDnXgetrf) getrf = nullptr;
@@ -53,5 +56,11 @@ struct LocalBlas {
 Status GetLocalBlas(const LocalBlas** out);
 
 Status CublasCheck(cublasStatus_t s, const char* what);
+
+// The math modes of config.gpu_math (common/config.h's Choice: kAuto native, kTf32, kBf16x9,
+// kFixedPoint, kBf16x9FixedPoint) for cuBLAS handles and for cuSOLVER's (cusolverDn and
+// cuSOLVERMp take the same cusolverMathMode_t; TF32 is cuBLAS's alone).
+cublasMath_t BlasMathMode(Choice choice);
+cusolverMathMode_t SolverMathMode(Choice choice);
 
 }  // namespace jaxmg::cusolvermp
