@@ -92,6 +92,9 @@ struct Context {
   void* side_dn = nullptr;
   void* side_dn_params = nullptr;
   cudaEvent_t side_events[2] = {nullptr, nullptr};
+  // config.gpu_math as last set on each handle (common/config.h's Choice code; a new handle's
+  // products are native, code 0): a call sets a mode only where it differs (ApplyMath).
+  int64_t math_mp = 0, math_blas = 0, math_dn = 0, math_side_blas = 0, math_side_dn = 0;
   int32_t* pinned = nullptr;   // 16 pinned ints: status, diagonal check, mesh position, agreement
   void* probe_host = nullptr;  // pinned: the symmetry check's products (grown on demand)
   size_t probe_host_bytes = 0;

@@ -102,9 +102,30 @@ Status Engine::LocalHandle(const LocalBlas** lb, cublasHandle_t* handle) {
   }
   *handle = static_cast<cublasHandle_t>(ctx_.local_blas);
   JAXMG_RETURN_IF_ERROR(CublasCheck((*lb)->set_stream(*handle, stream_), "cublasSetStream"));
-  // (the context's handles outlive the call: its config.gpu_math is set on each call)
-  return CublasCheck((*lb)->set_math_mode(*handle, BlasMathMode(config_.gpu_math)),
-                     "cublasSetMathMode");
+  return BlasMath(*lb, *handle, &ctx_.math_blas);
+}
+
+Status Engine::BlasMath(const LocalBlas* lb, cublasHandle_t h, int64_t* applied) {
+  return ApplyMath(config_.gpu_math, applied, "cublasSetMathMode", lb->set_math_mode != nullptr,
+                   [&] {
+                     return CublasCheck(lb->set_math_mode(h, BlasMathMode(config_.gpu_math)),
+                                        "cublasSetMathMode");
+                   });
+}
+
+Status Engine::SolverMath(const LocalBlas* lb, cusolverDnHandle_t h, int64_t* applied) {
+  return ApplyMath(config_.gpu_math, applied, "cusolverDnSetMathMode",
+                   lb->dn_set_math_mode != nullptr, [&] {
+                     JAXMG_SOLVER(lb->dn_set_math_mode(h, SolverMathMode(config_.gpu_math)));
+                     return Status();
+                   });
+}
+
+Status Engine::LibraryMath() {
+  return ApplyMath(config_.gpu_math, &ctx_.math_mp, "cusolverMpSetMathMode", true, [&] {
+    JAXMG_SOLVER(cusolverMpSetMathMode(ctx_.handle, SolverMathMode(config_.gpu_math)));
+    return Status();
+  });
 }
 
 Status Engine::LocalSolver(const LocalBlas** lb, cublasHandle_t* blas, cusolverDnHandle_t* dn,
@@ -121,8 +142,7 @@ Status Engine::LocalSolver(const LocalBlas** lb, cublasHandle_t* blas, cusolverD
   *dn = static_cast<cusolverDnHandle_t>(ctx_.dn);
   *params = static_cast<cusolverDnParams_t>(ctx_.dn_params);
   JAXMG_SOLVER((*lb)->dn_set_stream(*dn, stream_));
-  JAXMG_SOLVER((*lb)->dn_set_math_mode(*dn, SolverMathMode(config_.gpu_math)));
-  return Status();
+  return SolverMath(*lb, *dn, &ctx_.math_dn);
 }
 
 Status Engine::MainLane(Lane* out) {
@@ -158,10 +178,8 @@ Status Engine::SideLane(Lane* out) {
   out->blas = static_cast<cublasHandle_t>(ctx_.side_blas);
   out->dn = static_cast<cusolverDnHandle_t>(ctx_.side_dn);
   out->params = static_cast<cusolverDnParams_t>(ctx_.side_dn_params);
-  JAXMG_RETURN_IF_ERROR(CublasCheck(
-      out->lb->set_math_mode(out->blas, BlasMathMode(config_.gpu_math)), "cublasSetMathMode"));
-  JAXMG_SOLVER(out->lb->dn_set_math_mode(out->dn, SolverMathMode(config_.gpu_math)));
-  return Status();
+  JAXMG_RETURN_IF_ERROR(BlasMath(out->lb, out->blas, &ctx_.math_side_blas));
+  return SolverMath(out->lb, out->dn, &ctx_.math_side_dn);
 }
 
 Status Engine::Join(cudaStream_t from, cudaStream_t to, int event) {
@@ -205,7 +223,7 @@ Status Engine::Prepare(void* shard, Matrix* a) {
   local_cols_ = layout::EngineLocalExtent(plan, plan.cols, ctx_.mycol);
   const int64_t lr = local_rows_, lc = local_cols_;
   JAXMG_SOLVER(cusolverMpSetStream(ctx_.handle, stream_));
-  JAXMG_SOLVER(cusolverMpSetMathMode(ctx_.handle, SolverMathMode(config_.gpu_math)));
+  JAXMG_RETURN_IF_ERROR(LibraryMath());
   JAXMG_RETURN_IF_ERROR(Small());
   work_ = shard;
   if (plan.strategy == layout::Strategy::kRelabel) {
@@ -345,7 +363,7 @@ Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Mat
                          std::to_string(local_rows_ * local_cols_));
     }
     JAXMG_SOLVER(cusolverMpSetStream(ctx_.handle, stream_));
-    JAXMG_SOLVER(cusolverMpSetMathMode(ctx_.handle, SolverMathMode(config_.gpu_math)));
+    JAXMG_RETURN_IF_ERROR(LibraryMath());
     JAXMG_RETURN_IF_ERROR(Small());
     work_ = const_cast<void*>(factor);
     JAXMG_RETURN_IF_ERROR(desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(),

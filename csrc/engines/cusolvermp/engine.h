@@ -282,6 +282,11 @@ class Engine {
   Status RemapRun(const void* from, void* to, const RemapBuffers& r);
   // The single-GPU cuBLAS table and the context's handle, on this call's stream.
   Status LocalHandle(const LocalBlas** lb, cublasHandle_t* handle);
+  // config.gpu_math on a cuBLAS, cusolverDn or the cuSOLVERMp handle, where it changed
+  // (ApplyMath, local_blas.h; applied: the Context's record for that handle).
+  Status BlasMath(const LocalBlas* lb, cublasHandle_t h, int64_t* applied);
+  Status SolverMath(const LocalBlas* lb, cusolverDnHandle_t h, int64_t* applied);
+  Status LibraryMath();
   // The same and the context's cusolverDn handle and parameters, on this call's stream.
   Status LocalSolver(const LocalBlas** lb, cublasHandle_t* blas, cusolverDnHandle_t* dn,
                      cusolverDnParams_t* params);

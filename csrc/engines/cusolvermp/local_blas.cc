@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -33,6 +34,19 @@ Status Resolve(const char* name, const char* so, F* out) {
 Status CublasCheck(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return Status();
   return Status::Error("cuBLAS error " + std::to_string(static_cast<int>(s)) + " in " + what);
+}
+
+Status ApplyMath(Choice want, int64_t* applied, const char* setter, bool found,
+                 const std::function<Status()>& set) {
+  const auto code = static_cast<int64_t>(want);
+  if (*applied == code) return Status();
+  if (!found) {
+    return Status::Error(std::string("jaxmg GPU engine: config.gpu_math needs ") + setter +
+                         ", not found in the loaded cuBLAS / cuSOLVER; use gpu_math=\"auto\"");
+  }
+  JAXMG_RETURN_IF_ERROR(set());
+  *applied = code;
+  return Status();
 }
 
 cublasMath_t BlasMathMode(Choice choice) {
@@ -78,14 +92,12 @@ Status GetLocalBlas(const LocalBlas** out) {
                               "cublasCgemmStridedBatched", "cublasZgemmStridedBatched"};
     Status s = Resolve("cublasCreate_v2", kBlas, &table.create);
     if (s.ok()) s = Resolve("cublasSetStream_v2", kBlas, &table.set_stream);
-    if (s.ok()) s = Resolve("cublasSetMathMode", kBlas, &table.set_math_mode);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trsm[i], kBlas, &table.trsm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(trmm[i], kBlas, &table.trmm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(gemm[i], kBlas, &table.gemm[i]);
     for (int i = 0; i < 4 && s.ok(); ++i) s = Resolve(batched[i], kBlas, &table.gemm_batched[i]);
     if (s.ok()) s = Resolve("cusolverDnCreate", kSolver, &table.dn_create);
     if (s.ok()) s = Resolve("cusolverDnSetStream", kSolver, &table.dn_set_stream);
-    if (s.ok()) s = Resolve("cusolverDnSetMathMode", kSolver, &table.dn_set_math_mode);
     if (s.ok()) s = Resolve("cusolverDnCreateParams", kSolver, &table.dn_create_params);
     if (s.ok()) s = Resolve("cusolverDnXgetrf_bufferSize", kSolver, &table.getrf_buffer_size);
     if (s.ok()) s = Resolve("cusolverDnXgetrf", kSolver, &table.getrf);
@@ -95,6 +107,11 @@ Status GetLocalBlas(const LocalBlas** out) {
     if (s.ok()) s = Resolve("cusolverDnXpotrf", kSolver, &table.potrf);
     if (s.ok()) s = Resolve("cusolverDnXpotrs", kSolver, &table.potrs);
     if (s.ok()) s = Resolve("cusolverDnXgetrs", kSolver, &table.getrs);
+    // Optional (only config.gpu_math other than "auto" needs them: ApplyMath says so).
+    table.set_math_mode =
+        reinterpret_cast<decltype(table.set_math_mode)>(Find("cublasSetMathMode", kBlas));
+    table.dn_set_math_mode =
+        reinterpret_cast<decltype(table.dn_set_math_mode)>(Find("cusolverDnSetMathMode", kSolver));
     status = s;
   });
   *out = &table;

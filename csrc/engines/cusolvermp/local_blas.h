@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
+#include <functional>
+
 #include "common/config.h"
 #include "common/status.h"
 
@@ -60,6 +62,11 @@ Status CublasCheck(cublasStatus_t s, const char* what);
 // The math modes of config.gpu_math (common/config.h's Choice: kAuto native, kTf32, kBf16x9,
 // kFixedPoint, kBf16x9FixedPoint) for cuBLAS handles and for cuSOLVER's (cusolverDn and
 // cuSOLVERMp take the same cusolverMathMode_t; TF32 is cuBLAS's alone).
+// config.gpu_math on one of the context's handles, which outlive the call: set(), where the
+// mode last set there (*applied, a Choice code) differs, so the default costs nothing; an error
+// naming `setter` where it is needed and was not found (found: false).
+Status ApplyMath(Choice want, int64_t* applied, const char* setter, bool found,
+                 const std::function<Status()>& set);
 cublasMath_t BlasMathMode(Choice choice);
 cusolverMathMode_t SolverMathMode(Choice choice);
 
