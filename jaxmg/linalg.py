@@ -903,8 +903,12 @@ def lu(
 
     Returns:
       (p, l, u), each (..., N, N) in a's sharding and dtype: p a permutation matrix, l unit
-      lower triangular, u upper triangular, equal to SciPy's `lu(a)` (the same pivots); with
-      permute_l, (p @ l, u). A singular a gives a zero on u's diagonal, as in SciPy.
+      lower triangular, u upper triangular, p @ l @ u = a to rounding; with permute_l,
+      (p @ l, u). On CPUs, and on GPU meshes of one device row, they are SciPy's `lu(a)` (partial
+      pivoting: the same pivots, |l| <= 1). On GPU meshes of several device rows cuSOLVERMp's
+      Getrf factors, and it pivots its panels across process rows its own way: a valid LU,
+      whose p may differ from SciPy's and whose |l| may exceed 1 (docs/gpu.md, Known gaps).
+      A singular a gives a zero on u's diagonal, as in SciPy.
       Differentiable (forward and reverse) in a through l and u; p's derivative is zero.
 
     Raises:
