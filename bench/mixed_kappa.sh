@@ -6,7 +6,8 @@
 #   bench/mixed_kappa.sh OUT.json [N] [PROCESSES] [KAPPAS...]
 #   bench/mixed_kappa.sh bench/results/mixed_kappa_cpu2_n2048_$(git rev-parse --short HEAD).json
 #
-# Defaults: N = 2048, 2 processes (CPU processes where there is no GPU), kappa 1e1 to 1e12.
+# Defaults: N = 2048, 2 processes (CPU processes where there is no GPU), kappa 1e1 to 1e12;
+# ROUTINES (default: potrs lu_solve).
 set -euo pipefail
 out=${1:?usage: bench/mixed_kappa.sh OUT.json [N] [PROCESSES] [KAPPAS...]}
 n=${2:-2048}
@@ -14,9 +15,16 @@ procs=${3:-2}
 shift $(($# < 3 ? $# : 3))
 kappas=${*:-1e1 1e3 1e6 1e8 1e10 1e12}
 PY=${PYTHON:-python}
-parts=$(mktemp -d)
-trap 'rm -rf "$parts"' EXIT
-for routine in potrs lu_solve; do
+# Each bench run's JSON goes to MIXED_PARTS (kept: what ran survives a time limit), or to a
+# temporary folder.
+if [ -n "${MIXED_PARTS:-}" ]; then
+  parts=$MIXED_PARTS
+  mkdir -p "$parts"
+else
+  parts=$(mktemp -d)
+  trap 'rm -rf "$parts"' EXIT
+fi
+for routine in ${ROUTINES:-potrs lu_solve}; do
   for kappa in $kappas; do
     for variant in mixed float64; do
       extra=()

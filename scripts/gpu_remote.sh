@@ -290,8 +290,10 @@ print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/
       # Mixed precision solves against the condition number on one GPU (bench/mixed_kappa.sh:
       # potrs and lu_solve factored in float32 and in float64, JAX's float64 solve beside):
       # MIXED_N (default 32768), MIXED_KAPPAS (default 1e3 1e6 1e12), into
-      # $OUT/mixed_kappa_h200x1_n<N>[_<JAXMG_GPU_MATH>].json (gpu_math, when set, in the name).
+      # $OUT/mixed_kappa_h200x1_n<N>[_<JAXMG_GPU_MATH>].json (gpu_math, when set, in the name);
+      # each run's own JSON in $OUT/mixed_parts[_<mode>] (ROUTINES picks potrs or lu_solve).
       XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} CUDA_VISIBLE_DEVICES=0 \
+        MIXED_PARTS="$OUT/mixed_parts${JAXMG_GPU_MATH:+_$JAXMG_GPU_MATH}" \
         REPEATS=${MIXED_REPEATS:-1} PYTHON=$PY timeout ${T_MIXED:-540} bash bench/mixed_kappa.sh \
         "$OUT/mixed_kappa_h200x1_n${MIXED_N:-32768}${JAXMG_GPU_MATH:+_$JAXMG_GPU_MATH}.json" \
         "${MIXED_N:-32768}" 1 \
