@@ -875,11 +875,16 @@ def _gesvd_case(env, shape, dtype, compute_u=True, compute_vh=True, full=False):
         dtype,
         full,
     )
-    ok = ok and scalar(out[0]) == 0 and sharded_as(s, mesh, P())
-    for x in (u, vh):
+    # (each condition recorded, so that a failure says which)
+    rec["status"] = int(scalar(out[0]))
+    rec["s_spec"] = str(s.sharding.spec)
+    ok = ok and rec["status"] == 0 and sharded_as(s, mesh, P())
+    for name, x in (("u", u), ("vh", vh)):
         if x is not None:
+            rec[f"{name}_shape"] = list(x.shape)
+            rec[f"{name}_spec"] = str(getattr(x.sharding, "spec", x.sharding))
             ok = ok and sharded_as(x, mesh, P("pr", "pc"))
-    return check(ok, shape=[m_, n_], **rec)
+    return check(ok, shape=[m_, n_], mesh=[rows, cols], **rec)
 
 
 for _i, (_shape, _u, _vh, _full) in enumerate(

@@ -293,7 +293,7 @@ def case_lu(dt):
     else:
         as_scipy = {
             "permute_l": err(pl, gather(p) @ gather(lower)),
-            "permute_l u": err(u_pl, upper),
+            "permute_l u": err(u_pl, gather(upper)),
         }
     return {
         **as_scipy,
