@@ -334,7 +334,11 @@ def _corrector(placement):
     def corrected(u, s):
         n, eps = s.shape[0], float(np.finfo(s.dtype).eps)
         deficient = s[-1] <= n * eps * s[0]
-        return jax.lax.cond(deficient, placed(orthonormalize), placed(lambda u: u), u)
+        # (placed after the branches too: the branches' constraints alone left the result
+        # replicated under JAX 0.11 on GPUs)
+        return placed(lambda u: u)(
+            jax.lax.cond(deficient, placed(orthonormalize), placed(lambda u: u), u)
+        )
 
     return corrected
 
