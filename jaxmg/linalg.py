@@ -391,20 +391,20 @@ def solve_triangular(
       TypeError: dtypes jaxmg does not support, b's dtype differing from a's, or a flag that is
         not a bool.
     """
-    return _triangular.API.linalg(
-        a=a,
-        b=b,
+    del overwrite_b, debug, check_finite
+    _check_matrix(a)
+    opts = dict(
         trans=trans,
         lower=lower,
         unit_diagonal=unit_diagonal,
-        overwrite_b=overwrite_b,
-        debug=debug,
-        check_finite=check_finite,
         T_A=T_A,
         mesh=mesh,
         matrix_specs=matrix_specs,
         pad=pad,
     )
+    if getattr(b, "ndim", 0) == 1:  # one right-hand side for every matrix of a stack
+        return _batched(lambda m: _triangular.solve_triangular(m, b, **opts), a)
+    return _batched(lambda m, v: _triangular.solve_triangular(m, v, **opts), a, b)
 
 
 @_public

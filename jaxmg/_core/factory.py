@@ -80,7 +80,7 @@ SOLVE_OUTPUTS = (
 
 
 def _check_symmetry(kw) -> dict:
-    """The call's keywords of most routines: check_symmetry, where the routine takes it."""
+    """The keywords of `routine.call` from a call's: check_symmetry, where the routine takes it."""
     return {"check_symmetry": kw["check_symmetry"]} if "check_symmetry" in kw else {}
 
 
@@ -113,7 +113,7 @@ class Declaration:
       giving it (syevd's with or without eigenvectors).
     outputs: the outputs (`Output`), in the order returned, the status last.
     unpack(r, kw, b) -> the computed outputs, in order, from a call's `routine.Result` (kw: the
-      keywords, with the variants and those made by `check` and `prepare`).
+      keywords, with the variants and those made by `check`).
     keywords: the routine's own boolean keywords, static options of its derivative rule and of
       its call (check_symmetry, lower, ...).
     variants: the keywords that change what is computed (one rule each); they are not options.
@@ -123,8 +123,6 @@ class Declaration:
     tangent(variant, opts, placement, primals, outputs, tangents): otherwise, the outputs'
       tangents (`rules.differentiable`); variant: the variants' values by name.
     check(kw) -> converted keywords: the routine's own argument checks, before the operands'.
-    prepare(kw) -> more keywords: after the operands' checks (they may read b's sharding).
-    call_keywords(kw) -> the routine's keywords of `routine.call` (default: check_symmetry).
     check_operands: check a's and b's shapes and dtypes as given, before a transformation
       converts them (`routine.check_operands`).
     context_work: the context form returns the work array first (False: an output takes a's
@@ -152,8 +150,6 @@ class Declaration:
     solve_rule: _rules.SolveRule | None = None
     tangent: Callable | None = None
     check: Callable | None = None
-    prepare: Callable | None = None
-    call_keywords: Callable = _check_symmetry
     check_operands: bool = True
     context_work: bool = True
     context_replicated: bool = False
@@ -183,8 +179,6 @@ class Routine:
             a, b, arrays = _arrays(args)
             if d.check_operands:
                 _routine.check_operands(*arrays)
-            if d.prepare:
-                own.update(d.prepare({**args, **own}))
             opts = _rules.options(
                 **{k: args[k] for k in PLACEMENT},
                 pad=bool(args["pad"]),
@@ -305,7 +299,7 @@ class Routine:
             kw.get("b"),
             **{k: kw.get(k) for k in PLACEMENT},
             pad=kw.get("pad", True),
-            **self.d.call_keywords(kw),
+            **_check_symmetry(kw),
             **how,
         )
 

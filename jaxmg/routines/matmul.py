@@ -81,6 +81,5 @@ API = _factory.Routine(
         variants=("adjoint_a", "adjoint_b"),
         tangent=_tangent,
         check=_check,
-        call_keywords=lambda kw: {},
     )
 )

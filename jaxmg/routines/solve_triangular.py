@@ -10,7 +10,6 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import adjoint as _adjoint_mod
-from jaxmg._core import factory as _factory
 from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
@@ -82,19 +81,28 @@ def solve_triangular(
       ValueError: trans not 0, 1, 2, "N", "T" or "C"; bad shapes, specs, meshes or tiles,
         before any work.
     """
-    return API.public(
-        a=a,
-        b=b,
-        trans=trans,
-        lower=lower,
-        unit_diagonal=unit_diagonal,
+    del overwrite_b, debug, check_finite
+    _placement.check_flags(
+        lower=lower, unit_diagonal=unit_diagonal, return_status=return_status, pad=pad
+    )
+    _placement.warn_if_replicated(a=a, b=b)
+    trans = _trans(trans)
+    _routine.check_operands(a, b)
+    placement = _placement.resolve_placement(a, mesh, _routine._matrix_spec(matrix_specs, in_specs))
+    # The derivative rule's static options: the call's keywords (`_call`).
+    opts = _rules.options(
         T_A=T_A,
         mesh=mesh,
         matrix_specs=matrix_specs,
         in_specs=in_specs,
-        return_status=return_status,
-        pad=pad,
+        pad=bool(pad),
+        trans=trans,
+        lower=bool(lower),
+        unit_diagonal=bool(unit_diagonal),
+        matrix_rhs=_like_a(b, placement, in_specs),
     )
+    x, _, status = _DIFFERENTIABLE(opts, False, a, b)
+    return (x, status) if return_status else x
 
 
 def _trans(trans) -> int:
@@ -130,10 +138,24 @@ def _like_a(b, placement, in_specs) -> bool:
     )
 
 
+def _call(a, b, donate=False, *, trans, lower, unit_diagonal, matrix_rhs, **placement):
+    """The engine's call: (x, log det (unused, 0), status), x in b's own sharding where it is
+    known (on Explicit mesh axes the derivative rule's solves must give their input's type).
+    placement: T_A, mesh, matrix_specs, in_specs, pad."""
+    r = _routine.call(
+        MATRIX if matrix_rhs else ROWS,
+        a,
+        b,
+        donate=donate,
+        triangular=_routine.Triangular(bool(lower), int(trans), bool(unit_diagonal)),
+        **placement,
+    )
+    return _placement.place_like(r.x, b, r.user.mesh), r.logdet, r.status
+
+
 def _solve(a, b, trans, **kw):
-    """The routine's call: (x, logdet (unused, 0), status), x in b's own sharding where it is
-    known (on Explicit mesh axes the derivative rule's solves must give their input's type)."""
-    return tuple(API.primal(dict(kw, trans=trans), False, a, b))
+    """The call with another op (the derivative rule's solves)."""
+    return _call(a, b, **dict(kw, trans=trans))
 
 
 @dataclass(frozen=True)
@@ -205,46 +227,17 @@ def _matvec(placement, m, v, *, tangent, trans, lower, unit_diagonal, matrix_rhs
     return _placement.place_like(_rules.product(placement, t, v), v, placement.mesh)
 
 
-def _like_b(r, kw, b):
-    return _placement.place_like(r.x, b, r.user.mesh), r.logdet, r.status
-
-
-def _placed_b(kw):
-    placement = _placement.resolve_placement(
-        kw["a"], kw["mesh"], _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
-    )
-    return dict(matrix_rhs=_like_a(kw["b"], placement, kw["in_specs"]))
-
-
-API = _factory.Routine(
-    _factory.Declaration(
-        routine=lambda kw: MATRIX if kw["matrix_rhs"] else ROWS,
-        # x (placed by the call: the rule's solves need it), log det (unused), the status.
-        outputs=(_factory.Output("x"),) + _factory.SOLVE_OUTPUTS[1:],
-        unpack=_like_b,
-        keywords=("lower", "unit_diagonal"),
-        check=lambda kw: dict(trans=_trans(kw["trans"])),
-        prepare=_placed_b,
-        call_keywords=lambda kw: dict(
-            triangular=_routine.Triangular(
-                bool(kw["lower"]), int(kw["trans"]), bool(kw["unit_diagonal"])
-            )
-        ),
-        solve_rule=_rules.SolveRule(
-            primal=None,
-            factor=_factor,
-            solve=lambda f, r: _solve(f.a, r, **f.kw)[0],
-            solve_t=_solve_t,
-            logdet=_status,
-            placement=lambda f: f.placement,
-            matvec=_matvec,
-        ),
-        # jaxmg.linalg.solve_triangular: the same arguments (b: one vector for a whole stack,
-        # or a stack of its own).
-        linalg=_factory.Alias(
-            solve_triangular,
-            keywords=lambda args: {k: args[k] for k in ("trans", "lower", "unit_diagonal")},
-            operands=("b",),
-        ),
-    )
+# The derivative rule (`rules.differentiable_solve`): x through `lax.custom_linear_solve`, the
+# solves this routine's, the products op(T) v of `_matvec`.
+_DIFFERENTIABLE = _rules.differentiable_solve(
+    _rules.SolveRule(
+        primal=lambda a, b, donate, **kw: _call(a, b, donate, **kw),
+        factor=_factor,
+        solve=lambda f, r: _solve(f.a, r, **f.kw)[0],
+        solve_t=_solve_t,
+        logdet=_status,
+        placement=lambda f: f.placement,
+        matvec=_matvec,
+    ),
+    with_logdet=False,
 )
