@@ -58,7 +58,7 @@ class Output:
       returned with the flag (a log-determinant, a status).
     status: returned by a form that does not take its flag (the status of the context forms,
       which always return it).
-    context: returned by the context form alone, made there by the declaration's `around`
+    context: returned by the context form alone, made there by the routine's `around`
       (least_squares's b_work); never computed by the engine call or the derivative rule.
     """
 
@@ -132,14 +132,6 @@ class Declaration:
       sharding is part of the type, and JAX's operators refuse Qᴴ Q (contracting sharded
       rows) or diag(R) on sharded operands, which JAXMg's context examples compute.
     linalg: the routine under its `jax.numpy.linalg` / `jax.scipy.linalg` name (`Alias`).
-    compute(kw, donate, *arrays) -> the computed outputs, where the routine is more than its
-      engine call (gesvd through the polar decomposition); it may call `Routine.engine` for
-      the call itself. Default: the engine call. The derivative rule's primal; the context
-      form always takes the engine call.
-    around(args) -> (args, finish): a reduction outside the derivative rule, in every form:
-      the routine runs on the arguments returned (a wide matrix's SVD as its adjoint's), and
-      finish(outputs) -> the outputs for the arguments given (a dict by name; the context
-      form's work array under "work"). The outputs are placed for the arguments given.
     """
 
     routine: _routine.EngineRoutine | Callable
@@ -154,17 +146,25 @@ class Declaration:
     context_work: bool = True
     context_replicated: bool = False
     linalg: Alias | None = None
-    compute: Callable | None = None
-    around: Callable | None = None
 
 
 class Routine:
     """The forms of one declared routine; each takes every argument of its public signature,
-    by name."""
+    by name. A routine that is more than its engine call subclasses it in its own module and
+    overrides `primal` (what its derivative rule computes) or `around` (a reduction in every
+    form), as gesvd and least_squares do."""
 
     def __init__(self, declaration: Declaration):
         self.d = declaration
         self._rule = functools.cache(self._make_rule)
+        self._reduces = type(self).around is not Routine.around
+
+    def around(self, args: Mapping):
+        """(args, finish): the arguments the routine runs on, and finish(outputs) -> the
+        outputs for the arguments given (a dict by name; the context form's work array under
+        "work"), placed for them. Runs outside the derivative rule, with a's mesh as the
+        context mesh, in every form. Default: the arguments as given."""
+        return args, lambda outputs: outputs
 
     # The forms.
 
@@ -174,8 +174,8 @@ class Routine:
         _placement.check_flags(**_flags(args))
         _placement.warn_if_replicated(a=args["a"], b=args.get("b"))
         own = dict(d.check(args)) if d.check else {}
-        with _scope(d, args):
-            given, (args, finish) = args, self._around(args)
+        with self._scope(args):
+            given, (args, finish) = args, self.around(args)
             a, b, arrays = _arrays(args)
             if d.check_operands:
                 _routine.check_operands(*arrays)
@@ -210,7 +210,7 @@ class Routine:
             return self._context_blocks(args)
         _placement.warn_if_replicated(a=args["a"], b=args.get("b"))
         own = dict(d.check(args)) if d.check else {}
-        given, (args, finish) = args, self._around(args)
+        given, (args, finish) = args, self.around(args)
         kw = {**args, **own}
         if d.check_operands:
             _routine.check_operands(*_arrays(args)[2])
@@ -248,10 +248,8 @@ class Routine:
 
     def primal(self, kw: Mapping, donate, a, b=None):
         """The routine's computation, as its derivative rule sees it: the computed outputs
-        with the keywords kw (options and variants) on (a, b) (`Declaration.compute`, else
-        the engine call)."""
-        if self.d.compute is not None:
-            return tuple(self.d.compute(kw, donate, a, *(() if b is None else (b,))))
+        with the keywords kw (options and variants) on (a, b). Default: the engine call (the
+        context form always takes it)."""
         return self.engine(kw, donate, a, b)
 
     def engine(self, kw: Mapping, donate, a, b=None):
@@ -284,10 +282,12 @@ class Routine:
 
     # The pieces.
 
-    def _around(self, args):
-        if self.d.around is None:
-            return args, lambda outputs: outputs
-        return self.d.around(args)
+    def _scope(self, args: Mapping):
+        """a's mesh as the context mesh around a reduction (`around`), whose own operations
+        run outside the derivative rule's scope."""
+        if not self._reduces:
+            return contextlib.nullcontext()
+        return _placement.scope_of(args["a"], args.get("mesh"))
 
     def _call(self, kw, **how):
         routine = self.d.routine
@@ -348,14 +348,6 @@ def _flags(args: Mapping) -> dict:
 def _arrays(args: Mapping):
     a, b = args["a"], args.get("b")
     return a, b, ((a, b) if "b" in args else (a,))
-
-
-def _scope(d: Declaration, args: Mapping):
-    """a's mesh as the context mesh around a reduction (`Declaration.around`), whose own
-    operations run outside the derivative rule's scope."""
-    if d.around is None:
-        return contextlib.nullcontext()
-    return _placement.scope_of(args["a"], args.get("mesh"))
 
 
 def _placer(args: Mapping, placement=None, explicit_replicated=False):

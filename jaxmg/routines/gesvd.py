@@ -391,7 +391,19 @@ def _tangent(variant, opts, placement, primals, out, tangents):
 
 # U, s and Vh (U and Vh replicated when a is), the status; a tall a's, with a wide one's through
 # its adjoint and full_matrices' completion around them.
-API = _factory.Routine(
+class _Gesvd(_factory.Routine):
+    """gesvd's forms: a wide matrix runs as its adjoint and full_matrices completes U or Vh
+    (`_around`, in every form); the vectors come through the polar decomposition
+    (`_compute`, the derivative rule's primal)."""
+
+    def around(self, args):
+        return _around(args)
+
+    def primal(self, kw, donate, a, b=None):
+        return _compute(kw, donate, a)
+
+
+API = _Gesvd(
     _factory.Declaration(
         routine=lambda kw: _VARIANTS[(kw["compute_u"], kw["compute_vh"])],
         outputs=(
@@ -405,8 +417,6 @@ API = _factory.Routine(
         tangent=_tangent,
         check=_check,
         check_operands=False,
-        compute=_compute,
-        around=_around,
         # jaxmg.linalg.svd: compute_uv, full_matrices; subset_by_index refused.
         linalg=_factory.Alias(gesvd, keywords=_svd_keywords),
     )

@@ -265,7 +265,14 @@ def _b_work(args):
     return args, finish
 
 
-LEAST_SQUARES_API = _factory.Routine(
+class _LeastSquares(_factory.Routine):
+    """least_squares' forms: the context form also returns b_work (`_b_work`)."""
+
+    def around(self, args):
+        return _b_work(args)
+
+
+LEAST_SQUARES_API = _LeastSquares(
     _factory.Declaration(
         routine=LEAST_SQUARES,
         outputs=(
@@ -276,6 +283,5 @@ LEAST_SQUARES_API = _factory.Routine(
         unpack=lambda r, kw, b: (r.x, r.status),
         tangent=_lstsq_tangent,
         check_operands=False,
-        around=_b_work,
     )
 )
