@@ -388,7 +388,8 @@ PYEOF
       # The seed README example, JAXMg 1.4.1's cases and jaxmg.linalg's cases with ranks
       # sharing the GPU, for each P of SHARED_PROCS.
       # SHARED_CASES: some of "readme,jaxmg1,linalg" (default: all three); JAXMG1_SELECT: some
-      # of JAXMg's cases ("|"-separated parts of their names).
+      # of JAXMg's cases ("|"-separated parts of their names); LINALG_DTYPES, LINALG_VMAP (0: not
+      # the jax.vmap cases) and LINALG_PART (a suffix of the output's name) split jaxmg.linalg's.
       for procs in ${SHARED_PROCS:-2 4}; do
         parts=${SHARED_CASES:-readme,jaxmg1,linalg}
         parts=" ${parts//,/ } "
@@ -398,8 +399,8 @@ PYEOF
           tests/gpu/jaxmg1_gpu.py "$OUT/jaxmg1_shared_p$procs" ${JAXMG1_SELECT:-}
         mesh=$([ "$procs" = 4 ] && echo "2 2" || echo "$procs 1")
         [[ $parts == *" linalg "* ]] && shared_launch "$procs" "${T_LINALG:-300}" \
-          tests/mp/linalg_worker.py $mesh float32,float64,complex64,complex128 1 \
-          "$OUT/linalg_shared_p$procs.json"
+          tests/mp/linalg_worker.py $mesh "${LINALG_DTYPES:-float32,float64,complex64,complex128}" \
+          "${LINALG_VMAP:-1}" "$OUT/linalg_shared_p$procs${LINALG_PART:-}.json"
       done ;;
     sharedfault)
       # One rank's failure in the middle of each own algorithm with ranks sharing the GPU.
