@@ -725,60 +725,97 @@ def _local(c: _Call):
         )
         return lambda *operands, **kw: call(*_same_vma(*operands), **kw)
 
+    one_call = _FAMILY_CALLS.get(family, _solve_call)
+
     def local(a_blk, b_blk, piv_in):
         position = jnp.stack([_axis_index(placement.row_axis), _axis_index(placement.col_axis)])
-        dtype = a_blk.dtype
-        like_a = jax.ShapeDtypeStruct(a_blk.shape, dtype)
-        status = jax.ShapeDtypeStruct((), jnp.int32)
-        # No zero-sized buffers in the call (XLA:GPU's compiler crashed on them): an unused
-        # operand or result has one element.
-        one = jax.ShapeDtypeStruct((1, 1), dtype)
-        if family == "eigen":
-            b = b_blk if c.routine.second_matrix else jnp.zeros((1,), dtype)
-            w, vectors, st = ffi(jax.ShapeDtypeStruct((n,), dtype), like_a, status, alias=1)(
-                a_blk, b, position, **attrs
-            )
-            return EngineOutputs(x=w.reshape(n, 1), status=st, work=vectors)
-        if family == "svd":
-            # Vᴴ's rows when the routine has them (solution_cols: n), else one element.
-            vh = jax.ShapeDtypeStruct((x_rows, n), dtype) if c.solution_cols == n else one
-            u, s, vh, st = ffi(like_a, jax.ShapeDtypeStruct((x_rows,), dtype), vh, status)(
-                a_blk, position, **attrs
-            )
-            return EngineOutputs(x=vh, status=st, work=u, s=s)
-        if family == "polar":
-            h = jax.ShapeDtypeStruct((x_rows, n), dtype) if c.solution_cols == n else one
-            u, h, st = ffi(like_a, h, status)(a_blk, position, **attrs)
-            return EngineOutputs(x=h, status=st, work=u)
-        if family == "product":
-            (prod,) = ffi(like_a)(a_blk, b_blk, position, **attrs)
-            return EngineOutputs(work=prod)
-        real = jnp.finfo(dtype).dtype
-        if c.routine.reads_factor:
-            work_shape = (1,)
-        elif c.factor_order:
-            work_shape = (
-                c.factor_order // placement.mesh_rows,
-                c.factor_order // placement.mesh_cols,
-            )
-        else:
-            work_shape = a_blk.shape
-        x_shape = b_blk.shape
-        if c.solution_cols:
-            x_shape = (x_rows, c.solution_cols)
-        call = ffi(
-            jax.ShapeDtypeStruct(work_shape, dtype),
-            jax.ShapeDtypeStruct(x_shape, b_blk.dtype),
-            jax.ShapeDtypeStruct((), real),
-            status,
-            jax.ShapeDtypeStruct((), dtype),
-            jax.ShapeDtypeStruct((max(c.pivots_out, 1),), jnp.int32),
-            alias=0 if work_shape == a_blk.shape else None,
-        )
-        a_work, x, logdet, st, sign, piv_out = call(a_blk, b_blk, position, piv_in, **attrs)
-        return EngineOutputs(x, logdet, st, sign, piv_out, a_work)
+
+        def run(results, matrices, others=(), alias=0):
+            return ffi(*results, alias=alias)(*matrices, position, *others, **attrs)
+
+        return one_call(run, c, x_rows, a_blk, b_blk, piv_in)
 
     return local
+
+
+# One FFI call per family (csrc/ffi/families.h): run(results, matrices, others, alias) makes it,
+# with this device's mesh position between the matrices and the other operands. No
+# zero-sized buffers in a call (XLA:GPU's compiler crashed on them): an unused operand or
+# result has one element.
+
+
+def _eigen_call(run, c, x_rows, a_blk, b_blk, piv_in):
+    """w (n,) and the eigenvectors in a's place; b is the second matrix of sygvd."""
+    n, dtype = c.n, a_blk.dtype
+    b = b_blk if c.routine.second_matrix else jnp.zeros((1,), dtype)
+    results = (jax.ShapeDtypeStruct((n,), dtype), _like(a_blk), _STATUS)
+    w, vectors, st = run(results, (a_blk, b), alias=1)
+    return EngineOutputs(x=w.reshape(n, 1), status=st, work=vectors)
+
+
+def _svd_call(run, c, x_rows, a_blk, b_blk, piv_in):
+    """U in a's place, s, and Vᴴ's rows when the routine has them (solution_cols: n)."""
+    n, dtype = c.n, a_blk.dtype
+    vh = jax.ShapeDtypeStruct((x_rows, n), dtype) if c.solution_cols == n else _one(dtype)
+    results = (_like(a_blk), jax.ShapeDtypeStruct((x_rows,), dtype), vh, _STATUS)
+    u, s, vh, st = run(results, (a_blk,))
+    return EngineOutputs(x=vh, status=st, work=u, s=s)
+
+
+def _polar_call(run, c, x_rows, a_blk, b_blk, piv_in):
+    """Up in a's place and H's rows (when the routine has them)."""
+    n, dtype = c.n, a_blk.dtype
+    h = jax.ShapeDtypeStruct((x_rows, n), dtype) if c.solution_cols == n else _one(dtype)
+    u, h, st = run((_like(a_blk), h, _STATUS), (a_blk,))
+    return EngineOutputs(x=h, status=st, work=u)
+
+
+def _product_call(run, c, x_rows, a_blk, b_blk, piv_in):
+    """The product in a's sharding."""
+    (prod,) = run((_like(a_blk),), (a_blk, b_blk))
+    return EngineOutputs(work=prod)
+
+
+def _solve_call(run, c, x_rows, a_blk, b_blk, piv_in):
+    """The solve family (every other routine): the work array (the factor, in a's place
+    unless the routine reads a kept factor or makes one of another order), x, log det, the
+    status, the determinant's sign and the pivots."""
+    placement, dtype = c.placement, a_blk.dtype
+    if c.routine.reads_factor:
+        work_shape = (1,)
+    elif c.factor_order:
+        work_shape = (c.factor_order // placement.mesh_rows, c.factor_order // placement.mesh_cols)
+    else:
+        work_shape = a_blk.shape
+    x_shape = (x_rows, c.solution_cols) if c.solution_cols else b_blk.shape
+    results = (
+        jax.ShapeDtypeStruct(work_shape, dtype),
+        jax.ShapeDtypeStruct(x_shape, b_blk.dtype),
+        jax.ShapeDtypeStruct((), jnp.finfo(dtype).dtype),
+        _STATUS,
+        jax.ShapeDtypeStruct((), dtype),
+        jax.ShapeDtypeStruct((max(c.pivots_out, 1),), jnp.int32),
+    )
+    alias = 0 if work_shape == a_blk.shape else None
+    a_work, x, logdet, st, sign, piv_out = run(results, (a_blk, b_blk), (piv_in,), alias)
+    return EngineOutputs(x, logdet, st, sign, piv_out, a_work)
+
+
+_FAMILY_CALLS = {
+    "eigen": _eigen_call,
+    "svd": _svd_call,
+    "polar": _polar_call,
+    "product": _product_call,
+}
+_STATUS = jax.ShapeDtypeStruct((), jnp.int32)
+
+
+def _like(x):
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+
+def _one(dtype):
+    return jax.ShapeDtypeStruct((1, 1), dtype)
 
 
 def _layout(c: _Call):
