@@ -75,7 +75,8 @@ fi
 # jobs, merged) into bench/results/gpu_shared_p<P>_h200x1_<commit>.json.gz, with the commit the
 # carried wheel was built from (.gpu/jaxmg/COMMIT at the run), the process count and the meshes
 # and cases that did not run (a job stopped at its time limit). A case in two files keeps the
-# later file's record.
+# later file's record. The parts of the one-process plan (gpu_single.json, stage single) merge the
+# same way, into bench/results/gpu_single_h200x1_<commit>.json.gz.
 if [ "${1:-}" = collect-shared ]; then
   shift
   python3 - "$@" <<'PYEOF'
@@ -91,17 +92,19 @@ for part in parts:
 records = list(by_case.values())
 names = [r["case"] for r in records]
 res = {k: v for k, v in parts[0].items() if k not in ("records", "expected", "missing", "failed")}
-out = {**res, "commit": commit, "processes": procs, "gpus": 1, "mode": "ranks sharing one H200",
+mode = "one process on one H200" if procs == 1 else "ranks sharing one H200"
+out = {**res, "commit": commit, "processes": procs, "gpus": 1, "mode": mode,
        "cases": len(names), "passed": sum(bool(r.get("ok")) for r in records),
        "failed": [r["case"] for r in records if not r.get("ok")],
        "not_run": sorted(set(expected) - set(names)),
        "meshes_run": sorted({n.split("/")[0] for n in names}),
        "meshes_not_reached": [f"mesh{m}" for m in
-                              {2: ["2x1", "1x2"], 4: ["4x1", "1x4", "2x2"], 6: ["3x2"]}[procs]
+                              {1: ["1x1"], 2: ["2x1", "1x2"], 4: ["4x1", "1x4", "2x2"], 6: ["3x2"]}[procs]
                               if not any(n.startswith(f"mesh{m}/") for n in names)],
        "parts": [os.path.basename(s) for s in srcs],
        "records": records, "expected": expected}
-dst = f"bench/results/gpu_shared_p{procs}_h200x1_{commit.split('-')[0][:7]}.json.gz"
+name = "gpu_single" if procs == 1 else f"gpu_shared_p{procs}"
+dst = f"bench/results/{name}_h200x1_{commit.split('-')[0][:7]}.json.gz"
 with gzip.open(dst, "wt") as f:
     json.dump(out, f, indent=1)
 print("[gpu] wrote", dst, f"{out['passed']}/{out['cases']} passed, {len(out['not_run'])} not run")
