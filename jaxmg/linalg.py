@@ -504,6 +504,7 @@ def eigh(
     symmetrize_input=True,
     *,
     b=None,
+    subset_by_index=None,
     T_A=None,
     mesh=None,
     matrix_specs=None,
@@ -529,20 +530,25 @@ def eigh(
       symmetrize_input: decompose (a + aᴴ) / 2.
       b: None, or the (..., N, N) Hermitian positive definite matrix of the generalized
         problem, sharded like a (symmetrized as a is).
+      subset_by_index: None, or (lo, hi) with 0 <= lo < hi <= N: only the eigenpairs
+        lo <= i < hi (`jax.lax.linalg.eigh`'s and `scipy.linalg.eigh`'s keyword; as for
+        `jaxmg.syevd`).
       T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
 
     Returns:
       `EighResult(eigenvalues, eigenvectors)`: eigenvalues (..., N) ascending, real,
       replicated; eigenvectors (..., N, N) in the columns, in a's sharding (bᴴ-orthonormal
-      with b).
+      with b); with subset_by_index (..., k) and (..., N, k), k = hi - lo.
 
     Raises:
-      ValueError: an unknown UPLO; shapes, specs or meshes jaxmg cannot take.
-      TypeError: dtypes jaxmg does not support.
+      ValueError: an unknown UPLO; a subset out of range; shapes, specs or meshes jaxmg
+        cannot take.
+      TypeError: dtypes jaxmg does not support; a subset_by_index that is not ints.
     """
     _check_uplo(UPLO)
     _check_matrix(a)
-    opts = _options(T_A, mesh, matrix_specs, pad)
+    _syevd.check_subset(subset_by_index, a.shape[-1])
+    opts = dict(_options(T_A, mesh, matrix_specs, pad), subset_by_index=subset_by_index)
 
     def one(m, *k):
         pl = _resolved_placement(m, mesh, matrix_specs)
@@ -557,7 +563,15 @@ def eigh(
 
 @_public
 def eigvalsh(
-    a, UPLO="L", *, symmetrize_input=True, T_A=None, mesh=None, matrix_specs=None, pad=True
+    a,
+    UPLO="L",
+    *,
+    symmetrize_input=True,
+    subset_by_index=None,
+    T_A=None,
+    mesh=None,
+    matrix_specs=None,
+    pad=True,
 ):
     """The eigenvalues of a Hermitian matrix, ascending (`jax.numpy.linalg.eigvalsh`): the
     eigensolver's values-only path (`jaxmg.syevd(..., return_eigenvectors=False)`).
@@ -566,18 +580,21 @@ def eigvalsh(
       a: (..., N, N) array sharded over a mesh.
       UPLO, symmetrize_input: as for `eigh` (and its communication); UPLO=None takes a as it
         is (it must be Hermitian).
+      subset_by_index: None, or (lo, hi): only the eigenvalues lo <= i < hi, as for `eigh`.
       T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
 
     Returns:
-      The (..., N) real eigenvalues, ascending, replicated.
+      The (..., N) real eigenvalues, ascending, replicated ((..., k) with subset_by_index).
 
     Raises:
-      ValueError: an unknown UPLO; shapes, specs or meshes jaxmg cannot take.
-      TypeError: dtypes jaxmg does not support.
+      ValueError: an unknown UPLO; a subset out of range; shapes, specs or meshes jaxmg
+        cannot take.
+      TypeError: dtypes jaxmg does not support; a subset_by_index that is not ints.
     """
     _check_uplo(UPLO)
     _check_matrix(a)
-    opts = _options(T_A, mesh, matrix_specs, pad)
+    _syevd.check_subset(subset_by_index, a.shape[-1])
+    opts = dict(_options(T_A, mesh, matrix_specs, pad), subset_by_index=subset_by_index)
 
     def one(m):
         m, check = _eigh_input(

@@ -122,6 +122,134 @@ def eigh_failure_case(mesh, kind, n, tile):
     return rec
 
 
+def eigh_subset_case(mesh, dtype_name, n, tile, lo, hi, form=""):
+    """subset_by_index=(lo, hi): the eigenvalues lo <= i < hi of numpy.linalg.eigvalsh within
+    10 n eps ‖A‖, ‖A V − V diag(w)‖ and ‖VᴴV − I‖ within 10 n eps for the N x k V, V in a's
+    sharding where k divides over the mesh's columns. form: "" (jaxmg.syevd), "values",
+    "jit", "linalg" (jaxmg.linalg.eigh), "context" (syevd_shardmap_ctx in the caller's
+    jit), "blocks" (syevd_blocks in the caller's shard_map), "generalized" (jaxmg.eigh(a, b):
+    A V = B V diag(w), Vᴴ B V = I) or "jvp" (the kept eigenvalues' forward derivative,
+    Re diag(Vᴴ dA V), within 10 n eps ‖dA‖)."""
+    from jax.sharding import PartitionSpec as P
+
+    import jaxmg
+
+    dtype = DTYPES[dtype_name]
+    eps = float(np.finfo(dtype).eps)
+    a = hermitian(n, dtype, n)
+    a64 = a.astype(np.complex128)
+    norm, tol, k = np.linalg.norm(a64, 2), 10 * n * eps, hi - lo
+    ap = place(a, mesh, A_SPEC)
+    subset = (lo, hi)
+    b64 = None
+    if form == "generalized":
+        b = positive_definite(n, dtype, n)
+        b64 = b.astype(np.complex128)
+        w, v, status = jaxmg.eigh(
+            ap, place(b, mesh, A_SPEC), T_A=tile, subset_by_index=subset, return_status=True
+        )
+    elif form == "values":
+        w, status = jaxmg.syevd(
+            ap, T_A=tile, return_eigenvectors=False, return_status=True, subset_by_index=subset
+        )
+        v = None
+    elif form == "linalg":
+        w, v = jaxmg.linalg.eigh(ap, T_A=tile, subset_by_index=subset)
+        status = jax.numpy.zeros((), np.int32)
+    elif form == "context":
+        _, w, v, status = jax.jit(
+            lambda m: jaxmg.syevd_shardmap_ctx(m, tile, subset_by_index=subset)
+        )(ap)
+    elif form == "blocks":
+        w, v, status = jax.jit(
+            jax.shard_map(
+                lambda m: jaxmg.syevd_blocks(
+                    m, tile, mesh=mesh, return_status=True, subset_by_index=subset
+                ),
+                mesh=mesh,
+                in_specs=A_SPEC,
+                out_specs=(P(), A_SPEC, P()),
+                check_vma=False,
+            )
+        )(ap)
+    elif form == "jvp":
+        da = hermitian(n, dtype, n + 1)
+
+        def values(m):
+            return jaxmg.syevd(m, T_A=tile, return_eigenvectors=False, subset_by_index=subset)
+
+        w, dw = jax.jvp(values, (ap,), (place(da, mesh, A_SPEC),))
+        status = jax.numpy.zeros((), np.int32)
+        v = None
+    else:
+        fn = lambda m: jaxmg.syevd(m, T_A=tile, return_status=True, subset_by_index=subset)  # noqa: E731
+        w, v, status = (jax.jit(fn) if form == "jit" else fn)(ap)
+    wg = gather(w)
+    if b64 is None:
+        ref_w, ref_v = np.linalg.eigh(a64)
+    else:
+        lb = np.linalg.cholesky(b64)
+        ref_w, y = np.linalg.eigh(np.linalg.solve(lb, np.linalg.solve(lb, a64).conj().T))
+        ref_v = np.linalg.solve(lb.conj().T, y)
+    statuses = [int(np.real(s)) for s in local_scalars(status)[:, 0]]
+    rec = dict(n=n, lo=lo, hi=hi, eps=eps, tol=tol, residual_tol=tol, statuses=statuses)
+    rec["w_shape"] = list(w.shape)
+    rec["eigenvalue_error"] = float(np.abs(wg - ref_w[lo:hi]).max() / norm)
+    ok = rec["w_shape"] == [k] and rec["eigenvalue_error"] <= tol
+    ok = ok and statuses == [0] * len(statuses)
+    if form == "jvp":
+        dag = da.astype(np.complex128)
+        vk = ref_v[:, lo:hi]
+        ref_dw = np.real(np.einsum("ij,ik,kj->j", vk.conj(), dag, vk))
+        rec["derivative_error"] = float(np.abs(gather(dw) - ref_dw).max() / np.linalg.norm(dag, 2))
+        ok = ok and rec["derivative_error"] <= tol
+    if v is not None:
+        vg = gather(v).astype(np.complex128)
+        bm = np.eye(n) if b64 is None else b64
+        scale = norm * (1 if b64 is None else np.linalg.norm(b64, 2))
+        rec.update(
+            v_shape=list(v.shape),
+            residual=float(np.linalg.norm(a64 @ vg - (bm @ vg) * wg) / scale),
+            orthogonality=float(np.linalg.norm(vg.conj().T @ bm @ vg - np.eye(k))),
+            v_spec=str(v.sharding.spec),
+        )
+        ok = ok and rec["v_shape"] == [n, k]
+        ok = ok and rec["residual"] <= tol and rec["orthogonality"] <= tol * max(1, k / n)
+        if k % mesh.shape["pc"] == 0 and n % mesh.shape["pr"] == 0:
+            ok = ok and v.sharding.spec == ap.sharding.spec
+    rec["ok"] = bool(ok)
+    return rec
+
+
+def eigh_subset_checks(mesh):
+    """subset_by_index refused before any work by jaxmg.syevd, jaxmg.linalg.eigh and eigvalsh:
+    lo < 0, hi > N, lo >= hi, a float, a bool, not a pair; each message names the keyword."""
+    import jaxmg
+
+    n = 12
+    ap = place(hermitian(n, np.float64, 3), mesh, A_SPEC)
+    bad = {
+        "negative": ((-1, 3), ValueError),
+        "past-n": ((2, n + 1), ValueError),
+        "empty": ((4, 4), ValueError),
+        "float": ((0.0, 3), TypeError),
+        "bool": ((False, 3), TypeError),
+        "triple": ((0, 1, 2), TypeError),
+        "int": (3, TypeError),
+    }
+    messages = {}
+    for name, (subset, error) in bad.items():
+        for fn in (jaxmg.syevd, jaxmg.linalg.eigh, jaxmg.linalg.eigvalsh):
+            try:
+                fn(ap, subset_by_index=subset)
+            except error as e:
+                messages[name] = str(e)
+            else:
+                return dict(messages=messages, accepted=name, ok=False)
+    good = all("subset_by_index" in m for m in messages.values())
+    return dict(messages=messages, ok=good and len(messages) == len(bad))
+
+
 def positive_definite(n, dtype, seed):
     """I + X Xᴴ / n: Hermitian positive definite, condition number a few units."""
     rng = np.random.default_rng(seed + 29)
@@ -275,4 +403,23 @@ def eigh_plan(n, tiles=(None, 4, 5), values=(), vectors=()):
         plan.append((f"eigh-ab/float64/n{n}/{variant}", "eigh-generalized", params))
     for kind in ("not-positive-definite", "nan", "shape"):
         plan.append((f"eigh-ab/{kind}", "eigh-generalized-failure", dict(kind=kind, n=n, tile=4)))
+    # subset_by_index: the k lowest, a middle window, the k largest, each form once.
+    k = max(2, n // 8) // 2 * 2  # even: divides over 1 or 2 mesh columns
+    windows = [
+        ("float64", 4, 0, k, ""),
+        ("complex128", 5, n // 3, n // 3 + k, ""),
+        ("float32", 4, n - k, n, "jit"),
+        ("complex64", 5, 1, 1 + k, "values"),
+        ("float64", 5, n - k - 1, n - 1, "linalg"),
+        ("float64", 4, 2, 2 + k, "context"),
+        ("float64", 4, 0, k, "blocks"),
+        ("complex128", 4, 0, k, "generalized"),
+        ("float64", 4, n // 2, n // 2 + k, "jvp"),
+        ("float64", 5, 0, 1, ""),  # one pair
+    ]
+    for dtype_name, tile, lo, hi, form in windows:
+        params = dict(dtype_name=dtype_name, n=n, tile=tile, lo=lo, hi=hi, form=form)
+        name = f"syevd-subset/{dtype_name}/n{n}/T{tile}/{lo}:{hi}" + (f"/{form}" if form else "")
+        plan.append((name, "eigh-subset", params))
+    plan.append(("syevd-subset/bad-input", "eigh-subset-checks", {}))
     return plan

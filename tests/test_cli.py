@@ -647,6 +647,56 @@ def test_bench_kappa_makes_matrices_of_that_condition_number(tmp_path):
         assert refused.returncode != 0 and says in refused.stderr + refused.stdout, bad
 
 
+@needs_mpirun
+def test_bench_subset_times_eigenpairs_by_index(tmp_path):
+    """--subset LO:HI: syevd with subset_by_index on 2 CPU processes beside JAX's full eigh
+    (sliced; its subset where the platform has one), named syevd_subset, each record with lo,
+    hi and the kept eigenvalues' sum; bad subsets refused before any work."""
+    import json
+
+    out_json = tmp_path / "subset.json"
+    out = jaxmg(
+        tmp_path,
+        "bench",
+        "--routine",
+        "syevd",
+        "--subset",
+        "0:6",
+        "--matrix",
+        "random",
+        "-n",
+        "2",
+        "--sizes",
+        "48",
+        "--dtypes",
+        "float64",
+        "--repeats",
+        "1",
+        "--out",
+        str(out_json),
+        env=cpu_env(),
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    result = json.loads(out_json.read_text())
+    assert result["routine"] == "syevd_subset" and result["subset_by_index"] == [0, 6]
+    ours, theirs = (
+        next(r for r in result["records"] if r["engine"] == e) for e in ("jaxmg", "jax")
+    )
+    for r in (ours, theirs):
+        assert "error" not in r and (r["lo"], r["hi"]) == (0, 6) and r["seconds"] > 0, r
+        assert r["kept_sum"] < 0, r  # the six lowest of a symmetric uniform matrix
+    assert "eigh" in theirs["jax_options_s"] and "eigh-subset" in theirs["jax_options_s"]
+    for bad, says in (
+        (("--routine", "potrs", "--subset", "0:4"), "syevd and eigvalsh"),
+        (("--routine", "syevd", "--subset", "4"), "LO:HI"),
+        (("--routine", "syevd", "--subset", "0:9000", "--sizes", "64"), "N = 64"),
+        (("--routine", "syevd", "--subset", "0:4", "--peer"), "--peer"),
+    ):
+        refused = jaxmg(tmp_path, "bench", *bad)
+        assert refused.returncode != 0 and says in refused.stderr + refused.stdout, bad
+
+
 def test_bench_argument_forms():
     from jaxmg.cli import bench
 

@@ -64,11 +64,12 @@ B = rng.standard_normal((n, n))
 S_overlap = B @ B.T / n + np.eye(n)
 h, s = jax.device_put(H, grid), jax.device_put(S_overlap, grid)
 w, V = jaxmg.eigh(h, s)  # all eigenpairs, ascending; V in h's sharding
-lowest = w[:8]  # the lowest eigenvalues: today from the full spectrum
+lowest, C = jaxmg.eigh(h, s, subset_by_index=(0, 8))  # the 8 lowest pairs; C is N x 8
 w0 = jaxmg.syevd(h, return_eigenvectors=False)  # the standard problem, values only
 # --8<-- [end:eigh]
 w_ref = np.sort(np.linalg.eigvals(np.linalg.solve(S_overlap, H)).real)
 assert np.abs(np.asarray(lowest.addressable_data(0)) - w_ref[:8]).max() < 1e-8
+assert C.shape == (n, 8)
 assert np.abs(np.asarray(w0.addressable_data(0)) - np.linalg.eigvalsh(H)).max() < 1e-8
 
 # --8<-- [start:pca]

@@ -185,6 +185,15 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="potrs, lu_solve: factor in this dtype and refine in --dtypes' (float32 for "
         "float64, complex64 for complex128): the mixed precision solve",
     )
+    p.add_argument(
+        "--subset",
+        default=None,
+        metavar="LO:HI",
+        help="syevd, eigvalsh: only the eigenpairs LO <= i < HI (subset_by_index); beside it "
+        "JAX's eigh with the same subset where the platform has it, and its full eigh, sliced; "
+        "the JSON names the routine syevd_subset (eigvalsh_subset), each record LO, HI and the "
+        "kept eigenvalues' sum of the last matrix timed (kept_sum); TF/s count the full problem",
+    )
     p.add_argument("--no-baseline", dest="baseline", action="store_false", help="do not time JAX")
     p.add_argument("--baseline-max", type=int, default=None, help="largest N for the baseline")
     p.add_argument(
@@ -231,6 +240,7 @@ def run_namespace(args: argparse.Namespace) -> int:
                 "own matrices): leave one out"
             )
         args.matrix = "random"
+    args.subset_by_index = _subset(args)
     if args.factor_dtype is not None:
         if args.routine not in MIXED_ROUTINES:
             raise SystemExit(
@@ -248,9 +258,45 @@ def run_namespace(args: argparse.Namespace) -> int:
     return _run(args)
 
 
+def _subset(args):
+    """(lo, hi) of --subset LO:HI, checked against the routine and every size, or None."""
+    if args.subset is None:
+        return None
+    if args.routine not in SYMMETRIC_ROUTINES:
+        raise SystemExit(
+            f"jaxmg bench: --subset applies to {' and '.join(SYMMETRIC_ROUTINES)}, not to "
+            f"--routine {args.routine}"
+        )
+    try:
+        lo, hi = (int(x) for x in args.subset.split(":"))
+    except ValueError:
+        raise SystemExit(
+            f"jaxmg bench: --subset takes LO:HI (two ints), got {args.subset!r}"
+        ) from None
+    if args.peer:
+        raise SystemExit("jaxmg bench: JAXMg 1.x has no subset_by_index: leave out --peer")
+    bad = [n for n in args.sizes if not 0 <= lo < hi <= n]
+    if bad:
+        raise SystemExit(
+            f"jaxmg bench: --subset {lo}:{hi} needs 0 <= LO < HI <= N for every size, not "
+            f"N = {bad[0]}"
+        )
+    return lo, hi
+
+
+def _kept(args):
+    """--subset's (lo, hi), or None."""
+    return getattr(args, "subset_by_index", None)
+
+
 def routine_name(args) -> str:
-    """The routine's name in the JSON: potrs_mixed, lu_solve_mixed with --factor-dtype."""
-    return f"{args.routine}_mixed" if getattr(args, "factor_dtype", None) else args.routine
+    """The routine's name in the JSON: potrs_mixed, lu_solve_mixed with --factor-dtype;
+    syevd_subset, eigvalsh_subset with --subset."""
+    if getattr(args, "factor_dtype", None):
+        return f"{args.routine}_mixed"
+    if getattr(args, "subset", None):
+        return f"{args.routine}_subset"
+    return args.routine
 
 
 MATRICES = ("kms", "random")
@@ -595,7 +641,8 @@ def _run_jaxmg(args) -> list[dict]:
                 if args.routine in EIGEN:
                     kw.pop("return_logdet")
                     vectors = args.routine == "syevd"
-                    out = jaxmg.syevd(a, return_eigenvectors=vectors, **kw)
+                    subset = dict(subset_by_index=_kept(args))
+                    out = jaxmg.syevd(a, return_eigenvectors=vectors, **kw, **subset)
                     w = out[0] if vectors else out
                     return (out[1] if vectors else w), jax.numpy.sum(w)
                 if args.routine == "slogdet":
@@ -640,6 +687,9 @@ def _run_jaxmg(args) -> list[dict]:
                 continue
             ld = float(np.asarray(logdet.addressable_data(0)))
             eps = float(np.finfo(dtype).eps)
+            if _kept(args):  # the kept eigenvalues' sum (of the last matrix timed)
+                rec.update(lo=_kept(args)[0], hi=_kept(args)[1], kept_sum=ld)
+                ld = n
             if args.routine in EIGEN:  # (the trace of the eigenvalues, not a log-determinant)
                 rec["check_rel_err"] = abs(ld - n) / n
                 rec["check_ok"] = abs(ld - n) <= 100 * n * eps * n
@@ -702,7 +752,7 @@ def _mixed_record(args, rec, info, gen, n, times, procs):
     )
 
 
-def jax_options(routine: str) -> dict:
+def jax_options(routine: str, subset_by_index=None) -> dict:
     """JAX's documented ways to compute `routine` on one device, by name, fastest known first.
 
     The baseline times each (or those named by `--jax-option`) and reports the fastest, with every
@@ -713,6 +763,8 @@ def jax_options(routine: str) -> dict:
 
     Args:
         routine: The bench's `--routine`.
+        subset_by_index: --subset's (lo, hi): JAX's eigh with subset_by_index (cuSOLVER's
+            syevdx on GPUs) and its full eigh, sliced.
 
     Returns:
         Option name -> function.
@@ -741,6 +793,13 @@ def jax_options(routine: str) -> dict:
 
     def eigh(a, b):
         w, v = jnp.linalg.eigh(a)
+        if subset_by_index:
+            lo, hi = subset_by_index
+            w, v = w[lo:hi], v[:, lo:hi]
+        return (v, jnp.sum(w)) if routine == "syevd" else (w, jnp.sum(w))
+
+    def eigh_subset(a, b):
+        v, w = jax.lax.linalg.eigh(a, subset_by_index=subset_by_index)
         return (v, jnp.sum(w)) if routine == "syevd" else (w, jnp.sum(w))
 
     def inv(a, b):
@@ -767,6 +826,11 @@ def jax_options(routine: str) -> dict:
         "polar": {"polar-qdwh": polar_qdwh, "svd-polar": svd(polar_svd)},
         "syevd": {"eigh": eigh},
         "eigvalsh": {"eigh": eigh},
+        **(
+            {r: {"eigh-subset": eigh_subset, "eigh": eigh} for r in SYMMETRIC_ROUTINES}
+            if subset_by_index
+            else {}
+        ),
         "inv": {"inv": inv},
         "slogdet": {"slogdet": slogdet},
         "lu_solve": {"lu_factor-lu_solve": lu},
@@ -779,7 +843,7 @@ def _fastest_option(args, rec, gen, b, name):
     and check are returned, rec gets every option's best time (or error) and the winner's name."""
     import jax
 
-    options = jax_options(args.routine)
+    options = jax_options(args.routine, _kept(args))
     if args.jax_option:
         unknown = sorted(set(args.jax_option) - set(options))
         if unknown:
@@ -858,6 +922,10 @@ def _run_baseline(args) -> list[dict]:
                     rec["nrhs"] = args.nrhs
                 else:
                     times, logdet = _fastest_option(args, rec, gen, b, name)
+                if _kept(args):  # the kept eigenvalues' sum (of the last matrix timed)
+                    lo, hi = _kept(args)
+                    rec.update(lo=lo, hi=hi, kept_sum=float(logdet))
+                    logdet = n
                 if args.routine in EIGEN:  # the trace of the eigenvalues
                     rec["check_rel_err"] = abs(float(logdet) - n) / n
                     logdet = _exact_logdet(n)
@@ -1172,6 +1240,8 @@ def _run(args) -> int:
         passthrough += ["--cols", str(args.cols)]
     if args.kappa is not None:
         passthrough += ["--kappa", repr(args.kappa)]
+    if args.subset:
+        passthrough += ["--subset", args.subset]
     records = []
     parts = [("jaxmg", out.with_suffix(".jaxmg.part"))]
     if args.peer:
@@ -1228,6 +1298,7 @@ def _run(args) -> int:
         else "random" + ("" if args.kappa is None else f", condition number {args.kappa:g}"),
         matrix_kind=args.matrix,
         kappa=args.kappa,
+        subset_by_index=list(_kept(args)) if _kept(args) else None,
         commit=measured_commit(),
         jaxmg_version=_version(),
         host=os.uname().nodename,

@@ -152,13 +152,15 @@ def syevd_shardmap_ctx(
     return_eigenvectors=True,
     pad=True,
     check_symmetry=True,
+    subset_by_index=None,
 ):
     """`jaxmg.syevd` inside the caller's jit, returning the work array (JAXMg 1.4.1's form).
 
     Args:
       a: (N, N) Hermitian matrix, the global array, sharded as for `jaxmg.syevd`. The
         caller's jit may donate it.
-      T_A, mesh, matrix_specs, in_specs, pad, check_symmetry: as for `jaxmg.syevd`.
+      T_A, mesh, matrix_specs, in_specs, pad, check_symmetry, subset_by_index: as for
+        `jaxmg.syevd` (a_work stays (N, N)).
       return_eigenvectors: also compute and return the eigenvectors.
 
     Returns:
@@ -181,6 +183,7 @@ def syevd_shardmap_ctx(
         return_eigenvectors=return_eigenvectors,
         pad=pad,
         check_symmetry=check_symmetry,
+        subset_by_index=subset_by_index,
     )
 
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
+import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
 
 from jaxmg._core import factory as _factory
+from jaxmg._core import placement as _placement
 from jaxmg._core import routine as _routine
 from jaxmg._core import rules as _rules
 
@@ -37,6 +43,7 @@ def syevd(
     pad=True,
     donate=False,
     check_symmetry=True,
+    subset_by_index=None,
 ):
     """Eigenvalues and eigenvectors of a Hermitian (real symmetric) A sharded over a mesh.
 
@@ -54,12 +61,17 @@ def syevd(
       return_eigenvectors: also compute and return the eigenvectors.
       return_status: also return an int32 status: 0 on success, k > 0 when the eigensolver did
         not converge or the matrix holds NaN or Inf, -1 when it is not Hermitian.
+      subset_by_index: None (every eigenpair), or (lo, hi), Python ints with
+        0 <= lo < hi <= N: only the eigenvalues lo <= i < hi in ascending order and their
+        eigenvectors, as `jax.lax.linalg.eigh`'s subset_by_index. Today both engines compute
+        every pair and keep the wanted ones (the time of the full problem).
 
     Returns:
       (w, V), or w without eigenvectors; with return_status, (w, V, status) or (w, status). w:
       (N,) real eigenvalues in ascending order, the same on every device; V: (N, N) with the
       eigenvectors in its columns (A V = V diag(w)), in a's sharding (replicated when a is).
-      On failure w and V are NaN on every device.
+      With subset_by_index=(lo, hi), w is (k,) and V (N, k), k = hi - lo, V in a's sharding
+      where k divides over a's column axis. On failure w and V are NaN on every device.
 
     Differentiation (forward and reverse mode, for Hermitian tangents): dw = Re diag(Vᴴ dA V)
     and dV = V (F ∘ Vᴴ dA V), F_ij = 1 / (w_j − w_i), with the engine's distributed products, no
@@ -67,11 +79,14 @@ def syevd(
     any eigensolver, the eigenvectors' derivative is defined only for distinct eigenvalues (F is
     infinite for a repeated one; losses that depend on an eigenvector only through its
     eigenspace, or on the eigenvalues alone, are fine), and a loss of V must not depend on each
-    eigenvector's phase.
+    eigenvector's phase. With subset_by_index the same rule on the whole decomposition gives
+    the kept pairs' derivative, exact (for kept eigenvalues distinct from every other).
 
     Raises:
-      TypeError: a flag that is not a Python bool (the message names it).
-      ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
+      TypeError: a flag that is not a Python bool (the message names it); a subset_by_index
+        that is not a pair of ints.
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, or a subset out of
+        0 <= lo < hi <= N, before any work.
     """
     return API.public(
         a=a,
@@ -84,6 +99,7 @@ def syevd(
         pad=pad,
         donate=donate,
         check_symmetry=check_symmetry,
+        subset_by_index=subset_by_index,
     )
 
 
@@ -98,6 +114,7 @@ def syevd_blocks(
     return_status=False,
     pad=True,
     check_symmetry=True,
+    subset_by_index=None,
 ):
     """syevd on this device's block of A, inside the caller's `jax.shard_map` over `mesh`.
 
@@ -105,17 +122,21 @@ def syevd_blocks(
 
     Args:
       a: this device's block of A, sharded as `matrix_specs` over `mesh`.
-      T_A, pad, check_symmetry, return_eigenvectors, return_status: as for `jaxmg.syevd`.
+      T_A, pad, check_symmetry, return_eigenvectors, return_status, subset_by_index: as for
+        `jaxmg.syevd`.
       mesh: the mesh of the enclosing shard_map (required).
       matrix_specs, in_specs: as for `jaxmg.potrs_blocks`.
 
     Returns:
       (w, V block), or w without eigenvectors, the status appended with return_status: the
-      eigenvalues (the same on every device) and this device's block of V.
+      eigenvalues (the same on every device) and this device's block of V. With
+      subset_by_index=(lo, hi): the k = hi - lo eigenvalues and this device's block of the
+      N x k V in the same spec (k must divide over the column axis; the kept columns are
+      gathered along that axis, one all_gather of this device row's N / P_rows x N slice).
 
     Raises:
-      ValueError: without mesh=, or on bad shapes, specs or tiles, before any work.
-      TypeError: on bad dtypes or non-boolean flags.
+      ValueError: without mesh=, or on bad shapes, specs, tiles or subsets, before any work.
+      TypeError: on bad dtypes, non-boolean flags or a subset_by_index that is not ints.
     """
     return API.blocks(
         a=a,
@@ -127,6 +148,7 @@ def syevd_blocks(
         return_status=return_status,
         pad=pad,
         check_symmetry=check_symmetry,
+        subset_by_index=subset_by_index,
     )
 
 
@@ -147,8 +169,119 @@ def _tangent(variant, opts, placement, primals, out, tangents):
     return (dw, dv, _rules.float0()) if vectors else (dw, _rules.float0())
 
 
+def check_subset(subset_by_index, n: int):
+    """(lo, hi) from subset_by_index for a problem of order n, or None for every pair."""
+    if subset_by_index is None:
+        return None
+    pair = subset_by_index
+    if (
+        not isinstance(pair, tuple | list)
+        or len(pair) != 2
+        or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in pair)
+    ):
+        raise TypeError(
+            f"subset_by_index must be None or a pair of ints (lo, hi), got {subset_by_index!r}"
+        )
+    lo, hi = int(pair[0]), int(pair[1])
+    if not 0 <= lo < hi <= n:
+        raise ValueError(
+            f"subset_by_index=({lo}, {hi}) must satisfy 0 <= lo < hi <= N = {n} "
+            "(the eigenvalues lo <= i < hi, ascending)"
+        )
+    return None if (lo, hi) == (0, n) else (lo, hi)
+
+
+def _kept_columns(v, lo, hi, placement):
+    """V's columns lo:hi: V's columns made whole on each device row (an all-gather along a's
+    column axis, N x N / P_rows a device), sliced, then in the placement's matrix spec where
+    they divide over the mesh."""
+    rows_only = P(placement.row_axis, None)
+    whole = _placement.constrain(v, placement.mesh, rows_only)
+    kept = jax.lax.slice_in_dim(whole, lo, hi, axis=1)
+    return _placement.constrain_divisible(kept, placement, (v.shape[0], hi - lo))
+
+
+def _kept_block(v, lo, hi, mesh, col_axis):
+    """This device's block of V[:, lo:hi] from its block of V, inside the caller's shard_map:
+    the block row's columns gathered along the column axis, then this device's share."""
+    if col_axis is None:
+        return v[:, lo:hi]
+    names = col_axis if isinstance(col_axis, tuple) else (col_axis,)
+    cols = math.prod(mesh.shape[name] for name in names)
+    k = hi - lo
+    if k % cols:
+        raise ValueError(
+            f"subset_by_index=({lo}, {hi}) keeps {k} eigenvectors, which must divide over the "
+            f"{cols} devices of the column axis {col_axis!r} in the per-block form"
+        )
+    whole = jax.lax.all_gather(v, col_axis, axis=1, tiled=True)[:, lo:hi]
+    share = k // cols
+    return jax.lax.dynamic_slice_in_dim(whole, jax.lax.axis_index(col_axis) * share, share, 1)
+
+
+class EigenRoutine(_factory.Routine):
+    """The eigensolvers' forms (syevd, and eigh's generalized problem): subset_by_index keeps
+    the eigenpairs lo <= i < hi of the whole decomposition (`around` in the forms on global
+    arrays, `_kept` on blocks); the derivative is the whole decomposition's, exact."""
+
+    def around(self, args):
+        args = dict(args)
+        subset = check_subset(args.pop("subset_by_index", None), args["a"].shape[-1])
+        if subset is None:
+            return args, lambda outputs: outputs
+        lo, hi = subset
+        spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
+        placement = _placement.resolve_placement(args["a"], args["mesh"], spec)
+
+        def finish(outputs):
+            kept = {**outputs, "w": outputs["w"][lo:hi]}
+            if "V" in outputs:
+                kept["V"] = _kept_columns(outputs["V"], lo, hi, placement)
+            return kept
+
+        return args, finish
+
+    def blocks(self, **args):
+        kept = self._block_subset(args)
+        return self._kept(super().blocks(**args), kept, args, work=False)
+
+    def _context_blocks(self, args):
+        args = dict(args)
+        if args.get("mesh") is None:
+            args["mesh"] = _placement.manual_mesh()
+        kept = self._block_subset(args)
+        return self._kept(super()._context_blocks(args), kept, args, work=True)
+
+    @staticmethod
+    def _block_subset(args):
+        """((lo, hi), column axis) of a call on blocks, checked against the global order, or
+        None; subset_by_index taken out of args."""
+        subset_by_index = args.pop("subset_by_index", None)
+        if subset_by_index is None:
+            return None
+        a, _, spec, _ = _routine._block_standins(
+            args["a"], None, args.get("mesh"), args.get("matrix_specs"), args.get("in_specs")
+        )
+        subset = check_subset(subset_by_index, a.shape[1])
+        entries = tuple(spec) + (None,) * (2 - len(spec))
+        return None if subset is None else (subset, entries[1])
+
+    @staticmethod
+    def _kept(out, kept, args, work):
+        """The per-block outputs `out` ((work,) w, V block, status...) for the kept pairs."""
+        if kept is None:
+            return out
+        (lo, hi), col_axis = kept
+        out = list(out) if isinstance(out, tuple) else [out]
+        at = 1 if work else 0  # w's position; V follows it
+        out[at] = out[at][lo:hi]
+        if args.get("return_eigenvectors", True):
+            out[at + 1] = _kept_block(out[at + 1], lo, hi, args["mesh"], col_axis)
+        return out[0] if len(out) == 1 else tuple(out)
+
+
 # w, V (replicated when a is) and the status; the matrix is checked by the call itself.
-API = _factory.Routine(
+API = EigenRoutine(
     _factory.Declaration(
         routine=lambda kw: SYEVD if kw["return_eigenvectors"] else EIGVALSH,
         outputs=(

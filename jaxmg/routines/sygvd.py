@@ -27,6 +27,7 @@ def eigh(
     pad=True,
     donate=False,
     check_symmetry=True,
+    subset_by_index=None,
 ):
     """Eigenvalues and eigenvectors of A v = λ v, or with b of the generalized problem
     A v = λ B v, for Hermitian A and Hermitian positive definite B sharded over a mesh.
@@ -47,6 +48,8 @@ def eigh(
       return_status: also return an int32 status: 0 on success; -1 when a is not Hermitian;
         N + i when B's leading minor of order i is not positive definite; another k > 0 when
         the eigensolver did not converge or a matrix holds NaN or Inf.
+      subset_by_index: None, or (lo, hi): only the eigenpairs lo <= i < hi, as for
+        `jaxmg.syevd` (w (k,), V (N, k)).
 
     Returns:
       (w, V) or w, the status appended with return_status. w: (N,) real, ascending, the same
@@ -56,7 +59,8 @@ def eigh(
     Differentiation (forward and reverse mode, Hermitian tangents of a and b), with
     C = Vᴴ dA V and D = Vᴴ dB V: dw = Re diag(C) − w Re diag(D), dV = V M with
     M_ij = (C_ij − w_j D_ij) / (w_j − w_i) and M_ii = −D_ii / 2 (distinct eigenvalues; a loss
-    must not depend on each eigenvector's phase); the engine's distributed products.
+    must not depend on each eigenvector's phase); the engine's distributed products. With
+    subset_by_index, the kept pairs' part of the whole decomposition's derivative.
 
     Raises:
       ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
@@ -73,6 +77,7 @@ def eigh(
             pad=pad,
             donate=donate,
             check_symmetry=check_symmetry,
+            subset_by_index=subset_by_index,
         )
     return API.public(
         a=a,
@@ -86,6 +91,7 @@ def eigh(
         pad=pad,
         donate=donate,
         check_symmetry=check_symmetry,
+        subset_by_index=subset_by_index,
     )
 
 
@@ -107,7 +113,7 @@ def _tangent(variant, opts, pl, primals, out, tangents):
     return (dw, dv, _rules.float0()) if vectors else (dw, _rules.float0())
 
 
-API = _factory.Routine(
+API = _syevd.EigenRoutine(
     _factory.Declaration(
         routine=lambda kw: SYGVD if kw["return_eigenvectors"] else SYGVD_VALUES,
         outputs=(

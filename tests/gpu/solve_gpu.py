@@ -42,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eigh_cases import (  # noqa: E402
     eigh_case,
     eigh_failure_case,
+    eigh_subset_case,
+    eigh_subset_checks,
     generalized_case,
     generalized_failure_case,
     hermitian,
@@ -284,6 +286,8 @@ def mesh_plan(mesh, tag, pick=None):
         "qr-failure": lambda **p: qr_failure_case(mesh, **p),
         "eigh": lambda **p: eigh_case(mesh, **p),
         "eigh-failure": lambda **p: eigh_failure_case(mesh, **p),
+        "eigh-subset": lambda **p: eigh_subset_case(mesh, **p),
+        "eigh-subset-checks": lambda: eigh_subset_checks(mesh),
         "eigh-generalized": lambda **p: generalized_case(mesh, **p),
         "eigh-generalized-failure": lambda **p: generalized_failure_case(mesh, **p),
         "svd": lambda **p: svd_case(mesh, **p),

@@ -9,7 +9,7 @@ import pytest
 from solve_checks import MESH_IDS, MESHES, NEEDS_MPI, at_least, check, check_verdict
 from solve_plan import cpu_plan
 
-pytestmark = [NEEDS_MPI, pytest.mark.solve_cases(r"^(syevd|eigh-ab)/")]
+pytestmark = [NEEDS_MPI, pytest.mark.solve_cases(r"^(syevd|syevd-subset|eigh-ab)/")]
 
 
 @pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
@@ -21,6 +21,22 @@ def test_syevd(results, mesh):
     records = results(mesh)
     names = [n for n, kind, _ in cpu_plan(*mesh) if kind == "eigh"]
     assert len(names) >= at_least(mesh, 15, 12)
+    for name in names:
+        check(records[name])
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+def test_syevd_subset_by_index(results, mesh):
+    """subset_by_index=(lo, hi): the k lowest, a middle window, the k largest and one pair, in
+    four dtypes, of syevd, values only, a user's jit, jaxmg.linalg.eigh, the context form, the
+    per-block form and the generalized problem: eigenvalues within 10 n eps ‖A‖ of NumPy's
+    lo:hi, ‖A V − V diag(w)‖ and ‖VᴴV − I‖ within 10 n eps for the N x k V, in a's sharding
+    where k divides; the kept eigenvalues' forward derivative against Re diag(Vᴴ dA V); bad
+    subsets refused by syevd, linalg.eigh and linalg.eigvalsh with a message naming the
+    keyword."""
+    records = results(mesh)
+    names = [n for n, kind, _ in cpu_plan(*mesh) if kind.startswith("eigh-subset")]
+    assert len(names) == 11
     for name in names:
         check(records[name])
 
