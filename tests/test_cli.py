@@ -535,33 +535,36 @@ def test_bench_writes_json_table_and_plot(tmp_path):
     assert "[Gloo]" not in out.stdout + out.stderr
 
 
-@needs_mpirun
-def test_bench_tile_sweep_on_a_random_matrix(tmp_path):
-    out_json = tmp_path / "sweep.json"
+def random_bench(tmp_path: Path, routine: str, *args: str):
+    """`python -m jaxmg bench --routine ROUTINE --matrix random` on 2 CPU processes, float64,
+    one timed call, with JAX beside it: (the run, the JSON path)."""
+    out_json = tmp_path / f"{routine}.json"
     out = jaxmg(
         tmp_path,
         "bench",
         "--routine",
-        "lu_solve",
+        routine,
         "--matrix",
         "random",
         "-n",
         "2",
-        "--sizes",
-        "128",
-        "--tile",
-        "16",
-        "32,64",
         "--dtypes",
         "float64",
         "--repeats",
         "1",
         "--out",
         str(out_json),
+        *args,
         env=cpu_env(),
         timeout=300,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    return out, out_json
+
+
+@needs_mpirun
+def test_bench_tile_sweep_on_a_random_matrix(tmp_path):
+    out, out_json = random_bench(tmp_path, "lu_solve", "--sizes", "128", "--tile", "16", "32,64")
     import json
 
     from jaxmg.cli import bench
@@ -654,30 +657,7 @@ def test_bench_subset_times_eigenpairs_by_index(tmp_path):
     hi and the kept eigenvalues' sum; bad subsets refused before any work."""
     import json
 
-    out_json = tmp_path / "subset.json"
-    out = jaxmg(
-        tmp_path,
-        "bench",
-        "--routine",
-        "syevd",
-        "--subset",
-        "0:6",
-        "--matrix",
-        "random",
-        "-n",
-        "2",
-        "--sizes",
-        "48",
-        "--dtypes",
-        "float64",
-        "--repeats",
-        "1",
-        "--out",
-        str(out_json),
-        env=cpu_env(),
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    _, out_json = random_bench(tmp_path, "syevd", "--subset", "0:6", "--sizes", "48")
     result = json.loads(out_json.read_text())
     assert result["routine"] == "syevd_subset" and result["subset_by_index"] == [0, 6]
     ours, theirs = (
