@@ -128,8 +128,9 @@ def eigh_subset_case(mesh, dtype_name, n, tile, lo, hi, form=""):
     sharding where k divides over the mesh's columns. form: "" (jaxmg.syevd), "values",
     "jit", "linalg" (jaxmg.linalg.eigh), "context" (syevd_shardmap_ctx in the caller's
     jit), "blocks" (syevd_blocks in the caller's shard_map), "generalized" (jaxmg.eigh(a, b):
-    A V = B V diag(w), Vᴴ B V = I) or "jvp" (the kept eigenvalues' forward derivative,
-    Re diag(Vᴴ dA V), within 10 n eps ‖dA‖)."""
+    A V = B V diag(w), Vᴴ B V = I), "jvp" (the kept eigenvalues' forward derivative,
+    Re diag(Vᴴ dA V), within 10 n eps ‖dA‖) or "jvp-vectors" (the kept pairs' forward
+    derivative against the whole decomposition's rule, and reverse mode its transpose)."""
     from jax.sharding import PartitionSpec as P
 
     import jaxmg
@@ -181,6 +182,21 @@ def eigh_subset_case(mesh, dtype_name, n, tile, lo, hi, form=""):
         w, dw = jax.jvp(values, (ap,), (place(da, mesh, A_SPEC),))
         status = jax.numpy.zeros((), np.int32)
         v = None
+    elif form == "jvp-vectors":
+        da = hermitian(n, dtype, n + 1)
+        dap = place(da, mesh, A_SPEC)
+
+        def pairs(m):
+            return jaxmg.syevd(m, T_A=tile, subset_by_index=subset)
+
+        (w, v), (dw, dv) = jax.jvp(pairs, (ap,), (dap,))
+        # Reverse mode is the transpose: <ct, J da> = <Jᵀ ct, da> for cotangents ct (JAX's
+        # pairing of complex arrays is Re Σ x y, without a conjugate).
+        ct_w = np.random.default_rng(n + 2).standard_normal(k).astype(np.real(a).dtype)
+        ct_v = hermitian(n, dtype, n + 3)[:, :k]
+        _, pullback = jax.vjp(pairs, ap)
+        (back,) = pullback((jax.numpy.asarray(ct_w), place(ct_v, mesh, A_SPEC)))
+        status = jax.numpy.zeros((), np.int32)
     else:
         fn = lambda m: jaxmg.syevd(m, T_A=tile, return_status=True, subset_by_index=subset)  # noqa: E731
         w, v, status = (jax.jit(fn) if form == "jit" else fn)(ap)
@@ -203,6 +219,26 @@ def eigh_subset_case(mesh, dtype_name, n, tile, lo, hi, form=""):
         ref_dw = np.real(np.einsum("ij,ik,kj->j", vk.conj(), dag, vk))
         rec["derivative_error"] = float(np.abs(gather(dw) - ref_dw).max() / np.linalg.norm(dag, 2))
         ok = ok and rec["derivative_error"] <= tol
+    if form == "jvp-vectors":
+        # dV = V (F ∘ Vᴴ dA V), F_ij = 1 / (w_j − w_i) off the diagonal: the kept columns, each
+        # in the phase of jaxmg's eigenvector (dv_i turns with v_i), within 10 n eps ‖dA‖ / gap.
+        dag = da.astype(np.complex128)
+        vg = gather(v).astype(np.complex128)
+        c = ref_v.conj().T @ dag @ ref_v
+        f = 1 / (np.eye(n) + ref_w[None, :] - ref_w[:, None]) - np.eye(n)
+        ref_dv = (ref_v @ (f * c))[:, lo:hi]
+        phase = np.sum(ref_v[:, lo:hi].conj() * vg, axis=0)
+        phase = phase / np.abs(phase)
+        gap = np.min(np.abs(np.diff(ref_w)))
+        rec["vector_derivative_error"] = float(
+            np.abs(gather(dv) - ref_dv * phase[None, :]).max() / np.linalg.norm(dag, 2)
+        )
+        rec["vector_derivative_tol"] = 10 * n * eps / (gap / norm)
+        ok = ok and rec["vector_derivative_error"] <= rec["vector_derivative_tol"]
+        forward = float(np.sum(ct_w * gather(dw))) + float(np.real(np.sum(ct_v * gather(dv))))
+        reverse = float(np.real(np.sum(gather(back) * dag)))
+        rec["transpose_error"] = abs(forward - reverse) / max(abs(forward), 1e-30)
+        ok = ok and rec["transpose_error"] <= 1e3 * n * eps
     if v is not None:
         vg = gather(v).astype(np.complex128)
         bm = np.eye(n) if b64 is None else b64
@@ -415,6 +451,8 @@ def eigh_plan(n, tiles=(None, 4, 5), values=(), vectors=()):
         ("float64", 4, 0, k, "blocks"),
         ("complex128", 4, 0, k, "generalized"),
         ("float64", 4, n // 2, n // 2 + k, "jvp"),
+        ("float64", 5, n // 4, n // 4 + k, "jvp-vectors"),
+        ("complex128", 4, n - k, n, "jvp-vectors"),
         ("float64", 5, 0, 1, ""),  # one pair
     ]
     for dtype_name, tile, lo, hi, form in windows:

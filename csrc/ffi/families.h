@@ -51,6 +51,7 @@ struct FfiAttrs {
   int64_t check_symmetry;
   ::xla::ffi::Dictionary config;     // jaxmg.config (ffi/config.h DecodeConfig)
   int64_t lower, op, unit_diagonal;  // solve_triangular's (CallAttrs), else 0
+  int64_t subset_lo, subset_hi;      // syevd's and sygvd's eigenpairs by index, else 0
   int64_t context;                   // GPUs: the id of the mesh's NCCL/cuSOLVERMp context; CPUs: 0
 };
 
@@ -69,6 +70,7 @@ XLA_FFI_REGISTER_STRUCT_ATTR_DECODING(
     ::xla::ffi::StructMember<::xla::ffi::Dictionary>("config"),
     ::xla::ffi::StructMember<int64_t>("lower"), ::xla::ffi::StructMember<int64_t>("op"),
     ::xla::ffi::StructMember<int64_t>("unit_diagonal"),
+    ::xla::ffi::StructMember<int64_t>("subset_lo"), ::xla::ffi::StructMember<int64_t>("subset_hi"),
     ::xla::ffi::StructMember<int64_t>("context"));
 
 namespace jaxmg {
@@ -108,8 +110,13 @@ inline Status DecodeCall(const char* target, const FfiAttrs& c, bool rectangular
   attrs->lower = c.lower != 0;
   attrs->op = c.op;
   attrs->unit_diagonal = c.unit_diagonal != 0;
+  attrs->subset = EigenRange{c.subset_lo, c.subset_hi};
   const std::string name(target);
   if (c.op < 0 || c.op > 2) return Status::Error(name + ": op must be 0, 1 or 2");
+  if (!(c.subset_lo == 0 && c.subset_hi == 0) &&
+      !(0 <= c.subset_lo && c.subset_lo < c.subset_hi && c.subset_hi <= c.n)) {
+    return Status::Error(name + ": subset_lo and subset_hi must satisfy 0 <= lo < hi <= n");
+  }
   if (c.mesh_rows <= 0 || c.mesh_cols <= 0 || c.n < 0 || c.cols < 0 ||
       (!rectangular && c.cols != c.n)) {
     return Status::Error(name + ": bad mesh or order");

@@ -80,6 +80,12 @@ struct DistributedMatrix {
   }
 };
 
+// syevd's and sygvd's eigenpairs by index: lo <= i < hi of the ascending order (hi == 0: all).
+struct EigenRange {
+  int64_t lo = 0, hi = 0;
+  bool all() const { return hi == 0; }
+};
+
 // The call's attributes, every target's (ffi/families.h decodes them), and what the family's
 // checks derive (nrhs).
 struct CallAttrs {
@@ -99,6 +105,8 @@ struct CallAttrs {
   bool lower = false;
   int64_t op = 0;
   bool unit_diagonal = false;
+  // syevd's and sygvd's (routines/syevd.h): the eigenpairs wanted; all for the other routines.
+  EigenRange subset;
 };
 
 // What every rank of a call must agree on before any engine collective (with the engine's own
@@ -115,12 +123,13 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const CallAttr
   return CallFingerprint{
       {static_cast<int64_t>(routine >> 1), dtype, a.n, a.cols, a.nrhs, a.mesh_rows, a.mesh_cols,
        a.tile, a.pad, a.force_redistribute, a.transposed, a.thread, a.check_symmetry, a.lower, a.op,
-       a.unit_diagonal, ConfigHash(a.config)},
+       a.unit_diagonal, a.subset.lo, a.subset.hi, ConfigHash(a.config)},
       {"routine", "dtype", "matrix rows", "matrix columns", "right-hand sides", "mesh rows",
        "mesh columns", "tile", "pad", "redistribution", "transposition",
        "calling thread (a jaxmg call made outside jit carries its Python "
        "thread's name; calls of several threads pair by that name)",
        "symmetry check", "triangle (lower)", "op", "unit diagonal",
+       "first eigenpair (subset_by_index)", "end of the eigenpairs (subset_by_index)",
        "algorithm switches and tuning (jaxmg.config: compare it on the processes; its defaults "
        "come from their JAXMG_* environment variables, read at the first call)"}};
 }

@@ -158,15 +158,18 @@ class EngineSteps {
   // (a redistributed Hermitian engine matrix a, lower triangle; overwritten) its eigenvalues,
   // ascending, into the n entries of x (real parts), the same on every rank; with `vectors`
   // *z := the eigenvectors Z (columns), a new matrix distributed like a (z->adjoint: it holds Zᴴ);
-  // info agreed: > 0 for no convergence or a non-finite entry (then nothing solved).
+  // info agreed: > 0 for no convergence or a non-finite entry (then nothing solved). With a
+  // subset (lo, hi) only the eigenvalues lo..hi-1 into x's first k = hi - lo entries and their
+  // vectors into z's first k columns (the rest undefined); an engine without that path refuses it.
   template <typename T>
-  Status Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);
+  Status Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, Matrix* z, int* info);
   // The generalized problem M z = λ K z for the engine matrix m (Hermitian, lower triangle) and
   // the second matrix k (positive definite, lower triangle; both overwritten): λ into x as Eigh,
   // the vectors into *z as Eigh's; info agreed: n + i when K's leading minor of order i is not
-  // positive definite, else as Eigh's.
+  // positive definite, else as Eigh's; the subset as Eigh's.
   template <typename T>
-  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z, int* info);
+  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange subset, void* x,
+               Matrix* z, int* info);
   // (a redistributed m x n engine matrix a, m >= n; overwritten) its singular values, descending,
   // into the last of x's x_cols columns for x's rows (row-major; x_rows of the n, as for
   // LeadingRowsOut); with vectors_u *a := U (m x n, a's layout), with vectors_vt *vt := Vᴴ (n x n,

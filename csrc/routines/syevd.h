@@ -36,9 +36,11 @@ struct SyevdOf : RoutineTraits {
     if constexpr (kGeneralized) {
       typename E::Matrix k;
       JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b, &k));
-      JAXMG_RETURN_IF_ERROR(e.template Sygvd<T>(m, k, kVectors, io.x, &z, &info));  // agreed
+      JAXMG_RETURN_IF_ERROR(
+          e.template Sygvd<T>(m, k, kVectors, attrs.subset, io.x, &z, &info));  // agreed
     } else {
-      JAXMG_RETURN_IF_ERROR(e.template Eigh<T>(m, kVectors, io.x, &z, &info));  // agreed
+      JAXMG_RETURN_IF_ERROR(
+          e.template Eigh<T>(m, kVectors, attrs.subset, io.x, &z, &info));  // agreed
     }
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {

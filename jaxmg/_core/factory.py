@@ -300,6 +300,7 @@ class Routine:
             **{k: kw.get(k) for k in PLACEMENT},
             pad=kw.get("pad", True),
             **_check_symmetry(kw),
+            **({"subset": kw["subset"]} if kw.get("subset") else {}),
             **how,
         )
 

@@ -217,6 +217,7 @@ def plan(
     blocks=False,
     ctx=False,
     triangular=None,
+    subset=None,
 ) -> Plan:
     """Checks the arguments of a call of `routine` and decides everything about it: the
     placement, the tile, the engine and its placement, and the frozen key of its compiled
@@ -241,6 +242,9 @@ def plan(
       so that a jit donating a can reuse its buffer. Concrete arrays run in a jit without
       donation.
     triangular: solve_triangular's `Triangular` options (None for the other routines).
+    subset: the eigensolvers' (lo, hi) (None: every pair): the engine computes the eigenpairs
+      lo <= i < hi alone and writes them first (x's first hi - lo entries, the matrix's first
+      hi - lo columns; the rest undefined).
     """
     config = _config.current()  # (its errors before any work, like the arguments')
     local_blocks = None
@@ -284,6 +288,7 @@ def plan(
         thread=0 if local_blocks is not None else _thread_tag(a),
         ctx=ctx,
         triangular=triangular or Triangular(),
+        subset=tuple(subset) if subset else (0, 0),
     )
     return Plan(c, a, b, pivots, local_blocks, bool(ctx), engine_placement, placement, tile)
 
@@ -372,6 +377,7 @@ def _call_key(
     thread,
     ctx,
     triangular,
+    subset,
 ) -> _Call:
     """The frozen key of the call's compiled function: the routine's traits, the placements,
     the engine's order and the GPU context."""
@@ -415,6 +421,7 @@ def _call_key(
         ctx=bool(ctx),
         config=config,
         triangular=triangular,
+        subset=subset,
     )
 
 
@@ -674,6 +681,7 @@ class _Call:
     ctx: bool = False  # the context form: the work array back, in a's shape and sharding
     config: _config.Config = _config.Config()  # algorithm choices, tuning, test hooks
     triangular: Triangular = Triangular()  # solve_triangular's options (CallAttrs)
+    subset: tuple[int, int] = (0, 0)  # the eigensolvers' pairs lo <= i < hi ((0, 0): all)
 
 
 @functools.cache
@@ -711,6 +719,8 @@ def _local(c: _Call):
         lower=np.int64(c.triangular.lower),
         op=np.int64(c.triangular.op),
         unit_diagonal=np.int64(c.triangular.unit_diagonal),
+        subset_lo=np.int64(c.subset[0]),
+        subset_hi=np.int64(c.subset[1]),
         context=np.int64(c.context or 0),  # the GPU context's id (0 on CPUs)
     )
 

@@ -30,6 +30,12 @@ _COMMON = dict(
 SYEVD = _routine.EngineRoutine(name="syevd", returns_matrix=True, **_COMMON)
 EIGVALSH = _routine.EngineRoutine(name="eigvalsh", **_COMMON)
 
+# The platforms whose engine computes only the eigenpairs of a subset_by_index (ScaLAPACK's
+# p?syevr / p?heevr, MRRR), written first: the eigenvalues' first k = hi - lo entries and the
+# vectors' first k columns. Elsewhere the engine computes every pair and the wanted ones are
+# kept where they lie.
+SUBSET_ENGINES = frozenset({"cpu"})
+
 
 def syevd(
     a,
@@ -63,8 +69,9 @@ def syevd(
         not converge or the matrix holds NaN or Inf, -1 when it is not Hermitian.
       subset_by_index: None (every eigenpair), or (lo, hi), Python ints with
         0 <= lo < hi <= N: only the eigenvalues lo <= i < hi in ascending order and their
-        eigenvectors, as `jax.lax.linalg.eigh`'s subset_by_index. Today both engines compute
-        every pair and keep the wanted ones (the time of the full problem).
+        eigenvectors, as `jax.lax.linalg.eigh`'s subset_by_index. The CPU engine computes those
+        pairs alone (ScaLAPACK's p?syevr / p?heevr, MRRR); the GPU engine computes every pair
+        and keeps the wanted ones (the time of the full problem).
 
     Returns:
       (w, V), or w without eigenvectors; with return_status, (w, V, status) or (w, status). w:
@@ -161,12 +168,57 @@ def unpack(r, kw, b):
 def _tangent(variant, opts, placement, primals, out, tangents):
     (a,), (da,) = primals, tangents
     vectors = variant["return_eigenvectors"]
-    if vectors:
+    subset = opts.kwargs().get("subset")
+    if vectors and subset is None:
         w, v, _ = out
-    else:  # the values' derivative needs the vectors
-        w, v, _ = API.differentiable(return_eigenvectors=True)(opts, False, a)
+    else:  # the values' derivative needs the vectors; a subset's, every pair
+        w, v, _ = API.differentiable(return_eigenvectors=True)(whole(opts), False, a)
     dw, dv = _rules.eigen_tangent(placement, w, v, da)
+    if subset is not None:
+        dw, dv = kept_first(placement, subset, dw, dv, v, out[1] if vectors else None)
     return (dw, dv, _rules.float0()) if vectors else (dw, _rules.float0())
+
+
+def whole(opts):
+    """The options without an engine's subset: every eigenpair."""
+    return _rules.options(**{k: v for k, v in opts.kwargs().items() if k != "subset"})
+
+
+def kept_first(placement, subset, dw, dv, v, kept):
+    """The whole decomposition's tangents (dw, dV), of its eigenvectors v, with the pairs
+    lo..hi-1 first, where the engine writes a subset's (the rest is never returned). kept: the
+    engine's eigenvectors of the subset (first), or None (eigenvalues only): each column of dV
+    turns with its eigenvector's phase, and the engine's eigenvectors need not have the whole
+    decomposition's. The columns are whole on each device row for the move (a's spec after)."""
+    lo = subset[0]
+    mesh, rows_only = placement.mesh, P(placement.row_axis, None)
+
+    def first(m):  # m's columns lo... first
+        return jnp.roll(_placement.constrain(m, mesh, rows_only), -lo, axis=1)
+
+    dv = first(dv)
+    if kept is not None:
+        dots = jnp.sum(jnp.conj(first(v)) * _placement.constrain(kept, mesh, rows_only), axis=0)
+        size = jnp.abs(dots)
+        dv = dv * jnp.where(size > 0, dots / jnp.where(size > 0, size, 1), 1)[None, :]
+    return jnp.roll(dw, -lo), _placement.constrain(dv, mesh, placement.matrix_spec)
+
+
+def subset_keyword(kw) -> dict:
+    """{"subset": (lo, hi)} for the engine's call where it computes the subset_by_index of a
+    call on global arrays alone (SUBSET_ENGINES), else {} (the per-block forms set "subset"
+    themselves)."""
+    if "subset" in kw:
+        return {}
+    subset = check_subset(kw.get("subset_by_index"), kw["a"].shape[-1])
+    if subset is None:
+        return {}
+    return {"subset": subset} if _platform(kw) in SUBSET_ENGINES else {}
+
+
+def _platform(kw) -> str:
+    spec = _routine._matrix_spec(kw.get("matrix_specs"), kw.get("in_specs"))
+    return _placement.resolve_placement(kw["a"], kw.get("mesh"), spec).platform
 
 
 def check_subset(subset_by_index, n: int):
@@ -229,9 +281,11 @@ class EigenRoutine(_factory.Routine):
         subset = check_subset(args.pop("subset_by_index", None), args["a"].shape[-1])
         if subset is None:
             return args, lambda outputs: outputs
-        lo, hi = subset
         spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
         placement = _placement.resolve_placement(args["a"], args["mesh"], spec)
+        # Where the engine computed the subset alone, its pairs come first.
+        lo = 0 if placement.platform in SUBSET_ENGINES else subset[0]
+        hi = lo + subset[1] - subset[0]
 
         def finish(outputs):
             kept = {**outputs, "w": outputs["w"][lo:hi]}
@@ -263,8 +317,13 @@ class EigenRoutine(_factory.Routine):
             args["a"], None, args.get("mesh"), args.get("matrix_specs"), args.get("in_specs")
         )
         subset = check_subset(subset_by_index, a.shape[1])
+        if subset is None:
+            return None
+        if _placement.resolve_placement(a, args.get("mesh"), spec).platform in SUBSET_ENGINES:
+            args["subset"] = subset  # the engine computes them alone, first
+            subset = (0, subset[1] - subset[0])
         entries = tuple(spec) + (None,) * (2 - len(spec))
-        return None if subset is None else (subset, entries[1])
+        return subset, entries[1]
 
     @staticmethod
     def _kept(out, kept, args, work):
@@ -293,6 +352,7 @@ API = EigenRoutine(
         keywords=("check_symmetry",),
         variants=("return_eigenvectors",),
         tangent=_tangent,
+        check=subset_keyword,
         check_operands=False,
     )
 )

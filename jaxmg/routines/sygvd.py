@@ -99,17 +99,20 @@ def _check_b(kw):
     a, b = kw["a"], kw["b"]
     if tuple(b.shape) != tuple(a.shape):
         raise ValueError(f"b must have a's shape {tuple(a.shape)}, got {tuple(b.shape)}")
-    return {}
+    return _syevd.subset_keyword(kw)
 
 
 def _tangent(variant, opts, pl, primals, out, tangents):
     (a, b), (da, db) = primals, tangents
     vectors = variant["return_eigenvectors"]
-    if vectors:
+    subset = opts.kwargs().get("subset")
+    if vectors and subset is None:
         w, v, _ = out
-    else:  # the values' derivative needs the vectors
-        w, v, _ = API.differentiable(return_eigenvectors=True)(opts, False, a, b)
+    else:  # the values' derivative needs the vectors; a subset's, every pair
+        w, v, _ = API.differentiable(return_eigenvectors=True)(_syevd.whole(opts), False, a, b)
     dw, dv = _rules.eigen_tangent(pl, w, v, da, db)
+    if subset is not None:
+        dw, dv = _syevd.kept_first(pl, subset, dw, dv, v, out[1] if vectors else None)
     return (dw, dv, _rules.float0()) if vectors else (dw, _rules.float0())
 
 

@@ -31,12 +31,13 @@ def test_syevd_subset_by_index(results, mesh):
     four dtypes, of syevd, values only, a user's jit, jaxmg.linalg.eigh, the context form, the
     per-block form and the generalized problem: eigenvalues within 10 n eps ‖A‖ of NumPy's
     lo:hi, ‖A V − V diag(w)‖ and ‖VᴴV − I‖ within 10 n eps for the N x k V, in a's sharding
-    where k divides; the kept eigenvalues' forward derivative against Re diag(Vᴴ dA V); bad
+    where k divides; the kept eigenvalues' forward derivative against Re diag(Vᴴ dA V), the
+    kept eigenvectors' against V (F ∘ Vᴴ dA V) and reverse mode as its transpose; bad
     subsets refused by syevd, linalg.eigh and linalg.eigvalsh with a message naming the
     keyword."""
     records = results(mesh)
     names = [n for n, kind, _ in cpu_plan(*mesh) if kind.startswith("eigh-subset")]
-    assert len(names) == 11
+    assert len(names) == 13
     for name in names:
         check(records[name])
 

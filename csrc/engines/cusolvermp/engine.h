@@ -183,11 +183,13 @@ class Engine {
 
   // ---- Eigenvalues and singular values ----
   // (Hermitian a; overwritten) its eigenvalues, ascending, into x; *z := its eigenvectors.
+  // Every pair: a subset is refused (jaxmg/routines/syevd.py keeps the wanted ones).
   template <typename T>
-  Status Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);
+  Status Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, Matrix* z, int* info);
   // M z = λ K z for m (Hermitian) and k (positive definite), both overwritten; as Eigh.
   template <typename T>
-  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z, int* info);
+  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange subset, void* x,
+               Matrix* z, int* info);
   // (m x n a, m >= n; overwritten) singular values, descending, into x; *a := U, *vt := Vᴴ.
   template <typename T>
   Status Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,

@@ -352,8 +352,10 @@ Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
 }
 
 template <typename T>
-Status Engine::Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info) {
+Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, Matrix* z,
+                    int* info) {
   StepTimer timer("Eigh", stream_);
+  if (!subset.all()) return JAXMG_ERROR("the GPU engine computes every eigenpair (no subset)");
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
   if (plan.strategy != layout::Strategy::kRedistribute) {
@@ -453,9 +455,10 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
 }
 
 template <typename T>
-Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z_out,
-                     int* info) {
+Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange subset, void* x,
+                     Matrix* z_out, int* info) {
   StepTimer timer("Sygvd", stream_);
+  if (!subset.all()) return JAXMG_ERROR("the GPU engine computes every eigenpair (no subset)");
   using R = RealOf<T>;
   const size_t es = sizeof(T);
   const int64_t n = m.rows, t = m.tile, lr = m.local_rows, lc = m.local_cols;
@@ -596,29 +599,30 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
   return vendor::Run(trsm, work);
 }
 
-#define JAXMG_INSTANTIATE_VENDOR(T)                                                              \
-  template Status Engine::LocalGetrs<T>(const Matrix& lu, const std::vector<int64_t>& piv,       \
-                                        const Matrix& c, bool transpose);                        \
-  template Status Engine::Potrf<T>(Matrix * a, int* info);                                       \
-  template Status Engine::Getrf<T>(Matrix * a, Pivots * piv, int* info);                         \
-  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                            \
-  template Status Engine::Getrs<T>(const Matrix& lu, const Pivots& piv, const Matrix& c,         \
-                                   bool transpose);                                              \
-  template Status Engine::Geqrf<T>(Matrix * a, Reflectors * tau, int* info);                     \
-  template Status Engine::QrSolve<T>(const Matrix& a, const Matrix& rhs, int* info,              \
-                                     void** solution);                                           \
-  template Status Engine::QrFactor<T>(const Matrix& a, Reflectors* tau);                         \
-  template Status Engine::Orgqr<T>(Matrix * a, const Reflectors& tau);                           \
-  template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);            \
-  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info); \
-  template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z);     \
-  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,         \
-                                   int64_t x_rows, int64_t x_cols, Matrix* vt, int* info);       \
-  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x,      \
-                                   Matrix* z, int* info);                                        \
-  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,        \
-                                  Matrix* c);                                                    \
-  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& m,     \
+#define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
+  template Status Engine::LocalGetrs<T>(const Matrix& lu, const std::vector<int64_t>& piv,   \
+                                        const Matrix& c, bool transpose);                    \
+  template Status Engine::Potrf<T>(Matrix * a, int* info);                                   \
+  template Status Engine::Getrf<T>(Matrix * a, Pivots * piv, int* info);                     \
+  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                        \
+  template Status Engine::Getrs<T>(const Matrix& lu, const Pivots& piv, const Matrix& c,     \
+                                   bool transpose);                                          \
+  template Status Engine::Geqrf<T>(Matrix * a, Reflectors * tau, int* info);                 \
+  template Status Engine::QrSolve<T>(const Matrix& a, const Matrix& rhs, int* info,          \
+                                     void** solution);                                       \
+  template Status Engine::QrFactor<T>(const Matrix& a, Reflectors* tau);                     \
+  template Status Engine::Orgqr<T>(Matrix * a, const Reflectors& tau);                       \
+  template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);        \
+  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, EigenRange subset, void* x, \
+                                  Matrix* z, int* info);                                     \
+  template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z); \
+  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,     \
+                                   int64_t x_rows, int64_t x_cols, Matrix* vt, int* info);   \
+  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors,           \
+                                   EigenRange subset, void* x, Matrix* z, int* info);        \
+  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,    \
+                                  Matrix* c);                                                \
+  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& m, \
                                   const Matrix& c, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_VENDOR)
 #undef JAXMG_INSTANTIATE_VENDOR

@@ -774,8 +774,8 @@ Status Engine::Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matr
 }
 
 template <typename T>
-Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Matrix* z,
-                     int* info) {
+Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange subset, void* x,
+                     Matrix* z, int* info) {
   using R = RealOf<T>;
   const int64_t n = m.rows, lr = m.local_rows, lc = m.local_cols;
   *z = Matrix();
@@ -813,9 +813,15 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Ma
       scalapack::Sygst<T>(n, m.As<T>(), *m.desc, k.As<T>(), *k.desc, &scale, &sinfo));
   Matrix y;  // the eigenvectors of L⁻¹ M L⁻ᴴ, then z (distributed as k)
   JAXMG_RETURN_IF_ERROR(NewLike<T>(k, &y));
-  JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, m.As<T>(), *m.desc, w.data(),
-                                           y.As<T>(), *y.desc, info));
-  for (int64_t i = 0; i < n && *info == 0; ++i) {
+  if (subset.all()) {
+    JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, m.As<T>(), *m.desc, w.data(),
+                                             y.As<T>(), *y.desc, info));
+  } else {
+    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(vectors, n, subset.lo, subset.hi, m.As<T>(),
+                                                   *m.desc, w.data(), y.As<T>(), *y.desc, info));
+  }
+  const int64_t found = subset.all() ? n : subset.hi - subset.lo;
+  for (int64_t i = 0; i < found && *info == 0; ++i) {
     if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
   }
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
@@ -823,8 +829,8 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, void* x, Ma
   write();
   if (*info != 0 || !vectors) return Status();
   const char adjoint = Scalar<T>::kParts == 2 ? 'C' : 'T';
-  JAXMG_RETURN_IF_ERROR(scalapack::Trsm<T>('L', 'L', adjoint, 'N', n, n, T(1), k.As<T>(), *k.desc,
-                                           y.As<T>(), *y.desc));
+  JAXMG_RETURN_IF_ERROR(scalapack::Trsm<T>('L', 'L', adjoint, 'N', n, found, T(1), k.As<T>(),
+                                           *k.desc, y.As<T>(), *y.desc));
   *z = y;
   return Status();
 }
@@ -835,7 +841,8 @@ Status Engine::SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x
 }
 
 template <typename T>
-Status Engine::Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info) {
+Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, Matrix* z,
+                    int* info) {
   using R = RealOf<T>;
   const layout::Plan& plan = *plan_;
   if (plan.strategy != layout::Strategy::kRedistribute) {
@@ -848,15 +855,19 @@ Status Engine::Eigh(const Matrix& a, bool vectors, void* x, Matrix* z, int* info
   std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
   JAXMG_RETURN_IF_ERROR(NewLike<T>(a, z));  // the eigenvectors (also Stedc's scratch)
   *info = bad;
-  if (bad == 0 && UseTwoStage(vectors)) {
+  if (bad == 0 && !subset.all()) {  // only the pairs wanted (MRRR), first in w and z
+    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(vectors, n, subset.lo, subset.hi, a.As<T>(),
+                                                   *a.desc, w.data(), z->As<T>(), *z->desc, info));
+  } else if (bad == 0 && UseTwoStage(vectors)) {
     JAXMG_RETURN_IF_ERROR(TwoStageEigh<T>(a, vectors, w.data(), *z, info));
   } else if (bad == 0) {
     JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, a.As<T>(), *a.desc, w.data(),
                                              z->As<T>(), *z->desc, info));
   }
   if (!vectors) *z = Matrix();
+  const int64_t found = subset.all() ? n : subset.hi - subset.lo;
   if (bad == 0) {
-    for (int64_t i = 0; i < n && *info == 0; ++i) {
+    for (int64_t i = 0; i < found && *info == 0; ++i) {
       if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
     }
     JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
@@ -932,9 +943,10 @@ Status Engine::WriteStatus(int info, int32_t* status) {
   template Status Engine::Geqrf<T>(Matrix * a, Reflectors * tau, int* info);                      \
   template Status Engine::Orgqr<T>(Matrix * a, const Reflectors& tau);                            \
   template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);             \
-  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, void* x, Matrix* z, int* info);  \
-  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors, void* x,       \
-                                   Matrix* z, int* info);                                         \
+  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, EigenRange subset, void* x,      \
+                                  Matrix* z, int* info);                                          \
+  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors,                \
+                                   EigenRange subset, void* x, Matrix* z, int* info);             \
   template Status Engine::ShardOut<T>(const Matrix& y, void* shard);                              \
   template Status Engine::LeadingRowsOut<T>(const Matrix& y, void* x, int64_t x_rows);            \
   template Status Engine::VectorsOut<T>(const Matrix& z, const Matrix& work, void* shard);        \

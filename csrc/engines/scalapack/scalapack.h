@@ -90,6 +90,12 @@ Status Gels(int64_t m, int64_t n, int64_t nrhs, T* a, const Descriptor& desc_a, 
 template <typename T>
 Status Eigh(bool vectors, int64_t n, int64_t local_rows, int64_t local_cols, T* a,
             const Descriptor& desc, RealOf<T>* w, T* z, const Descriptor& descz, int* info);
+// The eigenvalues lo <= i < hi of the same problem (p?syevr / p?heevr, MRRR) into w's first
+// k = hi - lo entries (w holds n), with `vectors` their eigenvectors into z's first k columns;
+// info > 0 when fewer pairs were found (lo + 1 + the number found).
+template <typename T>
+Status EighSubset(bool vectors, int64_t n, int64_t lo, int64_t hi, T* a, const Descriptor& desc,
+                  RealOf<T>* w, T* z, const Descriptor& descz, int* info);
 // Singular values (descending, replicated: s) of the m x n matrix a (m >= n; a is destroyed) and,
 // with `vectors_u` / `vectors_vt`, the thin U (m x n, distributed like a) and Vᴴ (n x n).
 template <typename T>
