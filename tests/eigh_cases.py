@@ -130,11 +130,19 @@ def eigh_subset_case(mesh, dtype_name, n, tile, lo, hi, form=""):
     jit), "blocks" (syevd_blocks in the caller's shard_map), "generalized" (jaxmg.eigh(a, b):
     A V = B V diag(w), Vᴴ B V = I), "jvp" (the kept eigenvalues' forward derivative,
     Re diag(Vᴴ dA V), within 10 n eps ‖dA‖) or "jvp-vectors" (the kept pairs' forward
-    derivative against the whole decomposition's rule, and reverse mode its transpose)."""
+    derivative against the whole decomposition's rule, and reverse mode its transpose); any of
+    them after "two-stage" or "scalapack" (jaxmg.config's cpu_eigh: on 1-D grids the CPU
+    engine's two stages, back-transformations on the k columns alone, its default for a
+    subset; or ScaLAPACK's p?syevr, its choice on 2-D grids)."""
     from jax.sharding import PartitionSpec as P
 
     import jaxmg
 
+    for engine_choice in ("two-stage", "scalapack"):  # the CPU engine's choice, set for the call
+        if form == engine_choice or form.startswith(engine_choice + "-"):
+            with jaxmg.config.override(cpu_eigh=engine_choice):
+                rest = form[len(engine_choice) + 1 :]
+                return eigh_subset_case(mesh, dtype_name, n, tile, lo, hi, rest)
     dtype = DTYPES[dtype_name]
     eps = float(np.finfo(dtype).eps)
     a = hermitian(n, dtype, n)
@@ -393,6 +401,22 @@ def two_stage_plan(n):
     add("complex64", 40, "two-stage-clustered", 144)
     add("float64", 5, "scalapack-values")
     add("complex128", 4, "scalapack-values")
+    # subset_by_index by the two stages (the default there): the k lowest, a window that starts
+    # and ends inside tiles, the k largest, values alone, and a band of 64; and by p?syevr
+    # (cpu_eigh=scalapack), with and without vectors.
+    k = max(2, n // 8) // 2 * 2
+    for dtype_name, tile, lo, hi, form, order in (
+        ("float64", 4, 0, k, "two-stage", n),
+        ("complex128", 5, 3, 3 + 2 * k + 1, "two-stage", n),
+        ("float32", 5, n - k, n, "two-stage", n),
+        ("complex64", 4, 1, 1 + k, "two-stage-values", n),
+        ("float64", 64, 50, 90, "two-stage", 144),
+        ("complex128", 5, n // 3, n // 3 + k, "scalapack", n),
+        ("float64", 4, 2, 2 + k, "scalapack-values", n),
+    ):
+        params = dict(dtype_name=dtype_name, n=order, tile=tile, lo=lo, hi=hi, form=form)
+        name = f"syevd-subset/{dtype_name}/n{order}/T{tile}/{lo}:{hi}/{form}"
+        plan.append((name, "eigh-subset", params))
     return plan
 
 

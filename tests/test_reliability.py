@@ -109,12 +109,19 @@ def test_a_failure_inside_the_two_stage_eigensolver_on_one_rank_reaches_every_ra
     local error on one rank in the band reduction (before a panel's all-reduce, which the failed
     rank still enters), in the chase on rank 0, before the collective tridiagonal solve (on
     either rank), in Q₂ or in Q₁, and in the eigenvalues' chase and solve on rank 0, reaches
-    every rank as the same error; the next call's V diag(w) Vᴴ (or w) is right."""
+    every rank as the same error; the next call's V diag(w) Vᴴ (or w) is right. So too for a
+    subset_by_index (the k columns gathered from their owners, then Q₂ and Q₁ on them)."""
     records = _agreement(tmp_path, "injected-band")
     points = ("band_reduce:1:1", "band_reduce:0:11", "band_eigh:0:0", "band_eigh:0:1")
     points += ("band_eigh:1:1", "band_eigh:1:2", "band_eigh:1:3", "band_eigvals:0:0")
     for point in points:
         _assert_injected_everywhere(records, point, point.split(":")[0])
+    for point in ("band_eigh:0:1", "band_eigh:1:1", "band_eigh:1:2", "band_eigh:0:3"):
+        subset = [
+            {point: r["subset " + point], point + "/then": r["subset " + point + "/then"]}
+            for r in records
+        ]
+        _assert_injected_everywhere(subset, point, "band_eigh")
 
 
 def test_a_failure_inside_qdwh_on_one_rank_reaches_every_rank(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from solve_checks import MESH_IDS, MESHES, NEEDS_MPI, check
-from solve_plan import cpu_plan
+from solve_plan import MEMORY_MESHES, cpu_plan
 
 pytestmark = NEEDS_MPI
 
@@ -23,7 +23,7 @@ def test_exactly_the_planned_cases_ran(results, mesh):
 
 
 @pytest.mark.solve_cases(r"^mixed-repeated$")
-@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+@pytest.mark.parametrize("mesh", MEMORY_MESHES, ids=[f"{r}x{c}" for r, c in MEMORY_MESHES])
 def test_thousand_mixed_calls_flat_memory(results, mesh):
     r = results(mesh)["mixed-repeated"]
     check(r)

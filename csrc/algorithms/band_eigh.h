@@ -4,9 +4,11 @@
 //   2. The bulge chase (band_chase.h) on rank 0: the band to a tridiagonal matrix T.
 //   3. The tridiagonal solve: eigenvalues alone on rank 0 (TridiagonalValues), or with
 //      eigenvectors on the grid (the backend's collective Stedc: cuSOLVERMp's, or ScaLAPACK's
-//      p?stedc), then Z = diag(phase) Q in Z's padded layout.
-//   4. Z := Q₂ Z (band_chase.h BackChase) on each rank's columns of Z.
-//   5. Z := Q₁ Z (band_reduce.h BandBackReduce).
+//      p?stedc), then Z = diag(phase) Q in Z's padded layout. For the eigenpairs lo..hi-1 alone
+//      (a subset), the k columns of Q are gathered on every rank (a broadcast by each owner of
+//      a run of them), and each rank keeps its share of the first k columns.
+//   4. Z := Q₂ Z (band_chase.h BackChase) on each rank's columns of Z (of the k, for a subset).
+//   5. Z := Q₁ Z (band_reduce.h BandBackReduce), likewise.
 // On a P x 1 grid each rank works on the columns of Z whose indices are its rows: Stedc's Q
 // (distributed by rows) is transposed on the grid once.
 //
@@ -82,15 +84,32 @@ Status TwoStageValues(B& bk, const BandShape& s, T* a, RealOf<T>* w) {
   return bk.Agree("band_eigvals", failed.status());
 }
 
-// w and Z (this rank's s.held columns of the eigenvectors, leading dimension *ldz, in the
-// backend's buffers) of the Hermitian matrix a (this rank's part, overwritten: it keeps Q₁'s
-// reflectors). q: the caller's memory for the tridiagonal matrix's real eigenvectors, distributed
-// as the matrix (leading dimension max(s.lr, 1)).
+// The eigenpairs lo <= i < lo + count of the ascending order (count 0: every pair).
+struct EigenPairs {
+  int64_t lo = 0, count = 0;
+};
+
+// w and Z (this rank's columns of the eigenvectors, leading dimension *ldz, in the backend's
+// buffers) of the Hermitian matrix a (this rank's part, overwritten: it keeps Q₁'s reflectors).
+// q: the caller's memory for the tridiagonal matrix's real eigenvectors, distributed as the
+// matrix (leading dimension max(s.lr, 1)). With pairs.count = k > 0, only the pairs lo..lo+k-1:
+// their eigenvalues in w's first k entries, and Z's columns those of the first k columns in the
+// matrix's distribution (this rank's share, *held_out; tiles of t, cyclic over the ranks).
 template <typename T, class B>
 Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, RealOf<T>* w,
-                       RealOf<T>* q, T** z_out, int64_t* ldz_out) {
+                       RealOf<T>* q, T** z_out, int64_t* ldz_out, EigenPairs pairs = {},
+                       int64_t* held_out = nullptr) {
   using R = RealOf<T>;
-  const int64_t n = s.n, t = s.t, b = s.b, held = s.held, ld = std::max<int64_t>(s.lr, 1);
+  const bool subset = pairs.count > 0;
+  // The columns of Z this rank holds: of the n, or of the subset's k.
+  BandShape zs = s;
+  if (subset) {
+    zs.held = 0;
+    for (int64_t j0 = int64_t{s.me} * s.t; j0 < pairs.count; j0 += int64_t{s.procs} * s.t) {
+      zs.held += std::min(s.t, pairs.count - j0);
+    }
+  }
+  const int64_t n = s.n, t = s.t, b = s.b, held = zs.held, ld = std::max<int64_t>(s.lr, 1);
   Banded<T> banded;
   JAXMG_RETURN_IF_ERROR(BandReduce<T>(bk, s, a, &banded));
   const int64_t ell = tune.ell > 0 ? tune.ell : b;
@@ -104,7 +123,7 @@ Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, 
   ChaseWork<T> cw;
   BackReduceWork<T> rw;
   T* z = nullptr;
-  R* y = nullptr;
+  R *y = nullptr, *qk = nullptr;
   Deferred local;
   local.Run([&] { return bk.MainLane(&lane); });
   JAXMG_RETURN_IF_ERROR(ChaseBuffers(bk, c, &cw, &local));
@@ -117,6 +136,7 @@ Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, 
                           {&rw.products.w2, t * cols}}) {
     if (count > 0) local.Run([&] { return bk.Buffer(count, p); });
   }
+  if (subset) local.Run([&] { return bk.Buffer(n * pairs.count, &qk); });
   if (s.by_rows) local.Run([&] { return bk.Buffer(ld * n, &y); });
   rw.products.s = rw.qs;
   JAXMG_RETURN_IF_ERROR(bk.Agree("buffers", local.status()));
@@ -137,26 +157,57 @@ Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, 
     if (s.by_rows) {
       // q holds Z's rows: y := Zᵀ on the grid, whose local rows are Z's columns (transposed).
       JAXMG_RETURN_IF_ERROR(bk.GridAdjoint(n, t, ld, q, y));
-      failed.Run([&] { return bk.Adjoint(lane, y, ld, held, n, q, n); });
+      failed.Run([&] { return bk.Adjoint(lane, y, ld, s.held, n, q, n); });
       ldq = n;
     }
-    failed.Run([&] { return bk.PhaseRows(lane, q, ldq, cw.phase, n, held, z, c.ldz); });
-    failed.Run([&] { return bk.Copy(w, n, cw.d, n, n, int64_t{1}); });
+    if (!subset) {
+      failed.Run([&] { return bk.PhaseRows(lane, q, ldq, cw.phase, n, held, z, c.ldz); });
+      failed.Run([&] { return bk.Copy(w, n, cw.d, n, n, int64_t{1}); });
+    } else {
+      // Q's columns lo..lo+k-1 into qk on every rank: each run of them within one tile from its
+      // owner (ldq = n: a run is contiguous).
+      const int64_t lo = pairs.lo, k = pairs.count;
+      for (int64_t col = lo; col < lo + k;) {
+        const int64_t run = std::min(t - col % t, lo + k - col);
+        const int owner = static_cast<int>((col / t) % s.procs);
+        R* to = qk + (col - lo) * n;
+        if (s.me == owner) {
+          failed.Run([&] { return bk.Copy(to, n, q + s.Local(col) * ldq, ldq, n, run); });
+        }
+        if (s.procs > 1) {
+          JAXMG_RETURN_IF_ERROR(
+              bk.Broadcast(to, n * run, static_cast<int64_t*>(nullptr), 0, owner));
+        }
+        col += run;
+      }
+      // This rank's share of the first k columns (its tiles of t, in order).
+      int64_t local_col = 0;
+      for (int64_t j0 = int64_t{s.me} * t; j0 < k; j0 += int64_t{s.procs} * t) {
+        const int64_t count = std::min(t, k - j0);
+        failed.Run([&] {
+          return bk.PhaseRows(lane, qk + j0 * n, n, cw.phase, n, count, z + local_col * c.ldz,
+                              c.ldz);
+        });
+        local_col += count;
+      }
+      failed.Run([&] { return bk.Copy(w, k, cw.d + lo, k, k, int64_t{1}); });
+    }
   }
   {
     auto timer = bk.Stage("Q2 (chase reflectors)");
-    JAXMG_RETURN_IF_ERROR(BackChase<T>(bk, lane, s, c, cw, z, &failed));
+    JAXMG_RETURN_IF_ERROR(BackChase<T>(bk, lane, zs, c, cw, z, &failed));
   }
   {
     auto timer = bk.Stage("Q1 (band reduction)");
     int64_t gw = tune.q1_width > 0 ? tune.q1_width : t;
     if (gw < b || t % gw != 0 || gw % b != 0) gw = t;
     JAXMG_RETURN_IF_ERROR(
-        BandBackReduce<T>(bk, lane, s, a, banded.taus, gw, z, c.ldz, rw, &failed));
+        BandBackReduce<T>(bk, lane, zs, a, banded.taus, gw, z, c.ldz, rw, &failed));
   }
   JAXMG_RETURN_IF_ERROR(bk.Agree("band_eigh", failed.status()));
   *z_out = z;
   *ldz_out = c.ldz;
+  if (held_out != nullptr) *held_out = held;
   return Status();
 }
 

@@ -30,11 +30,17 @@ _COMMON = dict(
 SYEVD = _routine.EngineRoutine(name="syevd", returns_matrix=True, **_COMMON)
 EIGVALSH = _routine.EngineRoutine(name="eigvalsh", **_COMMON)
 
-# The platforms whose engine computes only the eigenpairs of a subset_by_index (ScaLAPACK's
-# p?syevr / p?heevr, MRRR), written first: the eigenvalues' first k = hi - lo entries and the
-# vectors' first k columns. Elsewhere the engine computes every pair and the wanted ones are
-# kept where they lie.
-SUBSET_ENGINES = frozenset({"cpu"})
+
+def engine_subset(placement, standard: bool) -> bool:
+    """Whether the engine takes a subset_by_index and writes its pairs first (the eigenvalues'
+    first k = hi - lo entries, the vectors' first k columns): the CPU engine always (ScaLAPACK's
+    p?syevr / p?heevr, or its own two stages with Q₂ and Q₁ on the k columns); the GPU engine
+    for the standard problem on meshes of one column (its own two stages on the k columns, or
+    cuSOLVERMp's Syevd with the kept pairs moved first on each device). Elsewhere the engine
+    computes every pair and the wanted ones are kept where they lie."""
+    if placement.platform == "cpu":
+        return True
+    return standard and placement.platform == "cuda" and placement.mesh_cols == 1
 
 
 def syevd(
@@ -70,8 +76,9 @@ def syevd(
       subset_by_index: None (every eigenpair), or (lo, hi), Python ints with
         0 <= lo < hi <= N: only the eigenvalues lo <= i < hi in ascending order and their
         eigenvectors, as `jax.lax.linalg.eigh`'s subset_by_index. The CPU engine computes those
-        pairs alone (ScaLAPACK's p?syevr / p?heevr, MRRR); the GPU engine computes every pair
-        and keeps the wanted ones (the time of the full problem).
+        pairs alone (ScaLAPACK's p?syevr / p?heevr, MRRR); the GPU engine's own two stages
+        apply both back-transformations to those k vectors alone on meshes of one column
+        (elsewhere it computes every pair and keeps the wanted ones).
 
     Returns:
       (w, V), or w without eigenvectors; with return_status, (w, V, status) or (w, status). w:
@@ -204,21 +211,18 @@ def kept_first(placement, subset, dw, dv, v, kept):
     return jnp.roll(dw, -lo), _placement.constrain(dv, mesh, placement.matrix_spec)
 
 
-def subset_keyword(kw) -> dict:
-    """{"subset": (lo, hi)} for the engine's call where it computes the subset_by_index of a
-    call on global arrays alone (SUBSET_ENGINES), else {} (the per-block forms set "subset"
-    themselves)."""
+def subset_keyword(kw, standard: bool = True) -> dict:
+    """{"subset": (lo, hi)} for the engine's call where it takes the subset_by_index of a call
+    on global arrays (`engine_subset`), else {} (the per-block forms set "subset" themselves).
+    standard: the standard problem (False: the generalized one)."""
     if "subset" in kw:
         return {}
     subset = check_subset(kw.get("subset_by_index"), kw["a"].shape[-1])
     if subset is None:
         return {}
-    return {"subset": subset} if _platform(kw) in SUBSET_ENGINES else {}
-
-
-def _platform(kw) -> str:
     spec = _routine._matrix_spec(kw.get("matrix_specs"), kw.get("in_specs"))
-    return _placement.resolve_placement(kw["a"], kw.get("mesh"), spec).platform
+    placement = _placement.resolve_placement(kw["a"], kw.get("mesh"), spec)
+    return {"subset": subset} if engine_subset(placement, standard) else {}
 
 
 def check_subset(subset_by_index, n: int):
@@ -273,8 +277,13 @@ def _kept_block(v, lo, hi, mesh, col_axis):
 
 class EigenRoutine(_factory.Routine):
     """The eigensolvers' forms (syevd, and eigh's generalized problem): subset_by_index keeps
-    the eigenpairs lo <= i < hi of the whole decomposition (`around` in the forms on global
-    arrays, `_kept` on blocks); the derivative is the whole decomposition's, exact."""
+    the eigenpairs lo <= i < hi (`around` in the forms on global arrays, `_kept` on blocks),
+    which the engine computes alone where it can (`engine_subset`: then first); the derivative
+    is the whole decomposition's, exact. standard: the standard problem."""
+
+    def __init__(self, declaration, standard: bool):
+        super().__init__(declaration)
+        self.standard = standard
 
     def around(self, args):
         args = dict(args)
@@ -283,8 +292,8 @@ class EigenRoutine(_factory.Routine):
             return args, lambda outputs: outputs
         spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
         placement = _placement.resolve_placement(args["a"], args["mesh"], spec)
-        # Where the engine computed the subset alone, its pairs come first.
-        lo = 0 if placement.platform in SUBSET_ENGINES else subset[0]
+        # Where the engine took the subset, its pairs come first.
+        lo = 0 if engine_subset(placement, self.standard) else subset[0]
         hi = lo + subset[1] - subset[0]
 
         def finish(outputs):
@@ -306,8 +315,7 @@ class EigenRoutine(_factory.Routine):
         kept = self._block_subset(args)
         return self._kept(super()._context_blocks(args), kept, args, work=True)
 
-    @staticmethod
-    def _block_subset(args):
+    def _block_subset(self, args):
         """((lo, hi), column axis) of a call on blocks, checked against the global order, or
         None; subset_by_index taken out of args."""
         subset_by_index = args.pop("subset_by_index", None)
@@ -319,8 +327,9 @@ class EigenRoutine(_factory.Routine):
         subset = check_subset(subset_by_index, a.shape[1])
         if subset is None:
             return None
-        if _placement.resolve_placement(a, args.get("mesh"), spec).platform in SUBSET_ENGINES:
-            args["subset"] = subset  # the engine computes them alone, first
+        placement = _placement.resolve_placement(a, args.get("mesh"), spec)
+        if engine_subset(placement, self.standard):
+            args["subset"] = subset  # the engine takes it: its pairs first
             subset = (0, subset[1] - subset[0])
         entries = tuple(spec) + (None,) * (2 - len(spec))
         return subset, entries[1]
@@ -354,5 +363,6 @@ API = EigenRoutine(
         tangent=_tangent,
         check=subset_keyword,
         check_operands=False,
-    )
+    ),
+    standard=True,
 )

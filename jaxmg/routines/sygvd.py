@@ -99,7 +99,7 @@ def _check_b(kw):
     a, b = kw["a"], kw["b"]
     if tuple(b.shape) != tuple(a.shape):
         raise ValueError(f"b must have a's shape {tuple(a.shape)}, got {tuple(b.shape)}")
-    return _syevd.subset_keyword(kw)
+    return _syevd.subset_keyword(kw, standard=False)
 
 
 def _tangent(variant, opts, pl, primals, out, tangents):
@@ -130,5 +130,6 @@ API = _syevd.EigenRoutine(
         tangent=_tangent,
         check=_check_b,
         check_operands=False,
-    )
+    ),
+    standard=False,
 )

@@ -165,6 +165,19 @@ elif scenario == "injected-band":
     with hooks(test_fail="band_eigvals:0:0"):
         rec["band_eigvals:0:0"] = attempt(values, np.linalg.eigvalsh(a))
     rec["band_eigvals:0:0/then"] = attempt(values, np.linalg.eigvalsh(a))
+    # The eigenpairs 3..8 alone (Q₂ and Q₁ on those columns; each rank holds some of them):
+    # V diag(w) Vᴴ of the kept pairs, against NumPy's.
+    w_ref, v_ref = np.linalg.eigh(a)
+    kept_ref = (v_ref[:, 3:9] * w_ref[3:9]) @ v_ref[:, 3:9].T
+
+    def kept():
+        w, v = jaxmg.syevd(ap, T_A=4, subset_by_index=(3, 9))
+        return v * w.reshape(1, -1), v.T
+
+    for point in ("band_eigh:0:1", "band_eigh:1:1", "band_eigh:1:2", "band_eigh:0:3"):
+        with hooks(test_fail=point):
+            rec["subset " + point] = attempt(kept, kept_ref)
+        rec["subset " + point + "/then"] = attempt(kept, kept_ref)
 elif scenario == "injected-polar":
     # 48 x 24, singular values from 1 to 1e-10: the bounds (step 0), two QR steps (1, 2), three
     # Cholesky steps (3-5) and Newton–Schulz (6). The result checked is Up H, against A.

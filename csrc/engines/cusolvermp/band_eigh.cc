@@ -71,7 +71,7 @@ Status Engine::BandEigenvalues(const BandSource& src, void* w) {
 }
 
 template <typename T>
-Status Engine::BandEigh(const Matrix& a, void* w, Matrix* z_out) {
+Status Engine::BandEigh(const Matrix& a, EigenRange subset, void* w, Matrix* z_out) {
   StepTimer timer("BandEigh", stream_);
   using R = RealOf<T>;
   const int64_t n = a.cols, t = a.tile, lr = a.local_rows, b = EigBand<T>(t, n, true);
@@ -100,25 +100,29 @@ Status Engine::BandEigh(const Matrix& a, void* w, Matrix* z_out) {
   void* out = z_out->data;
   Backend backend(*this);
   T* z = nullptr;
-  int64_t ldz = 0;
-  JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(
-      backend, s, tune, a.As<T>(), static_cast<R*>(w), static_cast<R*>(out), &z, &ldz));
+  int64_t ldz = 0, held = 0;
+  algorithms::EigenPairs pairs;
+  if (!subset.all()) pairs = {subset.lo, subset.hi - subset.lo};
+  JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(backend, s, tune, a.As<T>(),
+                                                       static_cast<R*>(w), static_cast<R*>(out), &z,
+                                                       &ldz, pairs, &held));
   if (DebugParts()) PrintParts("BandEigh");
   const cuda::Dtype dt = KernelType<T>();
   if (s.by_rows) {
     // Zᴴ's rows of this rank are its columns of Z: VectorsOut needs no exchange.
-    JAXMG_CUDA(cuda::Adjoint(dt, z, ldz, n, s.held, out, std::max<int64_t>(lr, 1), stream_));
+    // (A subset's: its first `held` rows; the rest are never read.)
+    JAXMG_CUDA(cuda::Adjoint(dt, z, ldz, n, held, out, std::max<int64_t>(lr, 1), stream_));
     z_out->adjoint = true;
-  } else if (s.held > 0) {
-    JAXMG_CUDA(cudaMemcpy2DAsync(out, es * lr, z, es * ldz, es * n, s.held,
-                                 cudaMemcpyDeviceToDevice, stream_));
+  } else if (held > 0) {
+    JAXMG_CUDA(cudaMemcpy2DAsync(out, es * lr, z, es * ldz, es * n, held, cudaMemcpyDeviceToDevice,
+                                 stream_));
   }
   return Status();
 }
 
 #define JAXMG_INSTANTIATE_BAND_EIGH(T)                                        \
   template Status Engine::BandEigenvalues<T>(const BandSource& src, void* w); \
-  template Status Engine::BandEigh<T>(const Matrix& a, void* w, Matrix* z_out);
+  template Status Engine::BandEigh<T>(const Matrix& a, EigenRange subset, void* w, Matrix* z_out);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BAND_EIGH)
 #undef JAXMG_INSTANTIATE_BAND_EIGH
 

@@ -182,8 +182,9 @@ class Engine {
   Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
 
   // ---- Eigenvalues and singular values ----
-  // (Hermitian a; overwritten) its eigenvalues, ascending, into x; *z := its eigenvectors.
-  // Every pair: a subset is refused (jaxmg/routines/syevd.py keeps the wanted ones).
+  // (Hermitian a; overwritten) its eigenvalues, ascending, into x; *z := its eigenvectors; a
+  // subset's pairs first on grids of one process column (the own two stages compute those
+  // alone; cuSOLVERMp's Syevd computes every pair, and the kept ones are moved first).
   template <typename T>
   Status Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, Matrix* z, int* info);
   // M z = λ K z for m (Hermitian) and k (positive definite), both overwritten; as Eigh.
@@ -342,10 +343,13 @@ class Engine {
   // With vectors (1 x P and P x 1 grids): the chase keeps its reflectors, Stedc finds the
   // tridiagonal matrix's eigenvectors, and both back-transformations follow (*z := the
   // eigenvectors of a, a new matrix, adjoint on a P x 1 grid; algorithms/band_eigh.h
-  // TwoStageVectors).
+  // TwoStageVectors). A subset's pairs alone, first: Q₂ and Q₁ on its k columns.
   bool UseBandEigh() const;
   template <typename T>
-  Status BandEigh(const Matrix& a, void* w, Matrix* z);
+  Status BandEigh(const Matrix& a, EigenRange subset, void* w, Matrix* z);
+  // The local columns [from, from + count) of a device matrix with column stride `stride` bytes
+  // moved to [0, count) (pieces that never overlap).
+  Status MoveColumnsFirst(void* base, int64_t stride, int64_t from, int64_t count);
   // The band reduction's shape (algorithms/band_reduce.h) for an n x n matrix in tiles of t with
   // lr local rows, band b, on this 1 x P or P x 1 grid.
   algorithms::BandShape BandShapeOf(int64_t n, int64_t t, int64_t lr, int64_t b) const;

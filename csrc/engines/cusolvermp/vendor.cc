@@ -355,11 +355,15 @@ template <typename T>
 Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, Matrix* z,
                     int* info) {
   StepTimer timer("Eigh", stream_);
-  if (!subset.all()) return JAXMG_ERROR("the GPU engine computes every eigenpair (no subset)");
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
   if (plan.strategy != layout::Strategy::kRedistribute) {
     return JAXMG_ERROR("the eigensolver runs on a redistributed matrix");
+  }
+  // A subset's pairs go first; where they are not computed alone, they are moved there on each
+  // device, which holds every column of its rows only on a grid of one process column.
+  if (!subset.all() && ctx_.npcol != 1) {
+    return JAXMG_ERROR("the GPU engine keeps a subset's eigenpairs on grids of one column only");
   }
   const size_t es = sizeof(T);
   const int64_t n = a.rows;
@@ -371,18 +375,34 @@ Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, M
   if (*info != 0) return Status();
   void* w = nullptr;
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(sizeof(R) * std::max<int64_t>(n, 1), &w)));
+  const int64_t kept = subset.all() ? n : subset.hi - subset.lo;
   if (!vectors && UseBandEigenvalues(a.tile)) {
     JAXMG_RETURN_IF_ERROR(BandEigenvalues<T>(BandSource{a.data, a.cols, a.tile, a.local_rows}, w));
+    JAXMG_RETURN_IF_ERROR(MoveColumnsFirst(w, sizeof(R), subset.lo, kept));
   } else if (vectors && UseBandEigh()) {
-    JAXMG_RETURN_IF_ERROR(BandEigh<T>(a, w, z));
+    JAXMG_RETURN_IF_ERROR(BandEigh<T>(a, subset, w, z));  // a subset's pairs alone, first
   } else {
     JAXMG_RETURN_IF_ERROR(LibraryEigh<T>(a, vectors, w, z));
+    JAXMG_RETURN_IF_ERROR(MoveColumnsFirst(w, sizeof(R), subset.lo, kept));
+    if (vectors) JAXMG_RETURN_IF_ERROR(MoveColumnsFirst(z->data, es * z->ld, subset.lo, kept));
   }
   if (!vectors) *z = Matrix();
-  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, n, /*failed=*/false, info));
+  JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, kept, /*failed=*/false, info));
   // x := the eigenvalues, in the real parts (the imaginary parts stay 0).
   JAXMG_CUDA(
-      cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
+      cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), kept, cudaMemcpyDeviceToDevice, stream_));
+  return Status();
+}
+
+Status Engine::MoveColumnsFirst(void* base, int64_t stride, int64_t from, int64_t count) {
+  // Piece by piece, each at most `from` columns: a piece writes only columns already read.
+  char* p = static_cast<char*>(base);
+  for (int64_t done = 0; from > 0 && done < count;) {
+    const int64_t piece = std::min(count - done, from);
+    JAXMG_CUDA(cudaMemcpyAsync(p + done * stride, p + (from + done) * stride, piece * stride,
+                               cudaMemcpyDeviceToDevice, stream_));
+    done += piece;
+  }
   return Status();
 }
 

@@ -14,14 +14,16 @@
 
 namespace jaxmg::scalapack {
 
-bool Engine::UseTwoStage(bool vectors) const {
+bool Engine::UseTwoStage(bool vectors, bool subset) const {
   // The two stages need every row (1 x P) or every column (P x 1) on each process and a band
   // that divides the tile. config.cpu_eigh = two-stage or = scalapack chooses; "auto", the measured
   // one (bench/cpu_own.py --routine eigh|eigvalsh; bench/results/cpu_own_eig*_71444db.json):
   // eigenvalues alone by the two stages (0.93-1.70x p?syevd on 1 x 2 at N = 1024-3072, 3.1x on
-  // 1 x 4), with eigenvectors p?syevd (the two stages 0.71-0.89x on 1 x 2, 0.73-0.83x on 2 x 1).
+  // 1 x 4), with eigenvectors p?syevd (the two stages 0.71-0.89x on 1 x 2, 0.73-0.83x on 2 x 1);
+  // a subset's eigenvectors by the two stages, Q₂ and Q₁ on its k columns (faster than
+  // p?syevr on 1 x 2 and 2 x 1 at N = 4000: bench/results/syevd_subset_cpu_p2_*.json).
   const Choice c = config_.cpu_eigh;
-  const bool wanted = c == Choice::kOwn || (c == Choice::kAuto && !vectors);
+  const bool wanted = c == Choice::kOwn || (c == Choice::kAuto && (!vectors || subset));
   const bool one_dimensional = grid_->nprow == 1 || grid_->npcol == 1;
   return wanted && one_dimensional && EigBand(plan_->tile) > 0;
 }
@@ -32,8 +34,8 @@ int64_t Engine::EigBand(int64_t t) const {
 }
 
 template <typename T>
-Status Engine::TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const Matrix& zm,
-                            int* info) {
+Status Engine::TwoStageEigh(const Matrix& a, bool vectors, EigenRange subset, RealOf<T>* w,
+                            const Matrix& zm, int* info) {
   using R = RealOf<T>;
   const int64_t n = a.rows, t = a.tile;
   algorithms::BandShape s;
@@ -43,8 +45,12 @@ Status Engine::TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const M
   s.n = n, s.t = t, s.lr = a.local_rows, s.b = EigBand(t), s.rank = s.me;
   s.held = CyclicAxis{t, s.procs, s.me}.Extent(n);  // local columns (rows)
   Backend bk(*grid_);  // its buffers live for this step: the results are copied out below
+  // A subset's pairs come first: of the values, those kept; with vectors, only their columns.
+  algorithms::EigenPairs pairs;
+  if (!subset.all()) pairs = {subset.lo, subset.hi - subset.lo};
   if (!vectors) {
     JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(bk, s, a.As<T>(), w));
+    if (pairs.count > 0) std::copy(w + pairs.lo, w + pairs.lo + pairs.count, w);
   } else {
     // Q₂'s blocks of b sweeps, and one wave's W within 64 MiB.
     algorithms::EighTuning tune;
@@ -54,19 +60,20 @@ Status Engine::TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const M
     // tensor-core path, here over BLAS) rather than the batched products.
     tune.fused_q2 = config_.eig_q2 == Choice::kOwn;
     T* z = nullptr;
-    int64_t ldz = 0;
+    int64_t ldz = 0, held = 0;
     // Stedc's real vectors in zm (distributed as the matrix), until the eigenvectors.
-    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(bk, s, tune, a.As<T>(), w,
-                                                         reinterpret_cast<R*>(zm.data), &z, &ldz));
+    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(
+        bk, s, tune, a.As<T>(), w, reinterpret_cast<R*>(zm.data), &z, &ldz, pairs, &held));
     // The eigenvectors in the engine's layout (zm, distributed as the matrix): this rank's
     // columns of Z (1 x P), or on a P x 1 grid Z's rows: the rows of Zᴴ this rank holds are its
     // columns of Z, and one distributed transpose gives Z.
     T* out = zm.As<T>();
+    // (A subset's k columns are this rank's first `held` columns of the first k.)
     if (!s.by_rows) {
-      JAXMG_RETURN_IF_ERROR(bk.Copy(out, n, z, ldz, n, s.held));
+      JAXMG_RETURN_IF_ERROR(bk.Copy(out, n, z, ldz, n, held));
     } else {
       T* m = a.As<T>();  // (the reduced matrix: no longer needed) := this rank's rows of Zᴴ
-      JAXMG_RETURN_IF_ERROR(bk.Adjoint(Backend::Lane{}, z, ldz, n, s.held, m, a.local_rows));
+      JAXMG_RETURN_IF_ERROR(bk.Adjoint(Backend::Lane{}, z, ldz, n, held, m, a.local_rows));
       JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(n, m, *a.desc, out, *zm.desc));
     }
   }
@@ -75,9 +82,9 @@ Status Engine::TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const M
   return AllreduceMax(*grid_, info);
 }
 
-#define JAXMG_INSTANTIATE_TWO_STAGE(T)                                                 \
-  template Status Engine::TwoStageEigh<T>(const Matrix& a, bool vectors, RealOf<T>* w, \
-                                          const Matrix& zm, int* info);
+#define JAXMG_INSTANTIATE_TWO_STAGE(T)                                                      \
+  template Status Engine::TwoStageEigh<T>(const Matrix& a, bool vectors, EigenRange subset, \
+                                          RealOf<T>* w, const Matrix& zm, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_TWO_STAGE)
 #undef JAXMG_INSTANTIATE_TWO_STAGE
 

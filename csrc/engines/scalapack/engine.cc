@@ -855,11 +855,13 @@ Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, M
   std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
   JAXMG_RETURN_IF_ERROR(NewLike<T>(a, z));  // the eigenvectors (also Stedc's scratch)
   *info = bad;
-  if (bad == 0 && !subset.all()) {  // only the pairs wanted (MRRR), first in w and z
+  // A subset's pairs alone, first in w and z: by the two stages where they apply (Q₂ and Q₁ on
+  // the k columns), else p?syevr (MRRR on the k).
+  if (bad == 0 && UseTwoStage(vectors, !subset.all())) {
+    JAXMG_RETURN_IF_ERROR(TwoStageEigh<T>(a, vectors, subset, w.data(), *z, info));
+  } else if (bad == 0 && !subset.all()) {
     JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(vectors, n, subset.lo, subset.hi, a.As<T>(),
                                                    *a.desc, w.data(), z->As<T>(), *z->desc, info));
-  } else if (bad == 0 && UseTwoStage(vectors)) {
-    JAXMG_RETURN_IF_ERROR(TwoStageEigh<T>(a, vectors, w.data(), *z, info));
   } else if (bad == 0) {
     JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, a.As<T>(), *a.desc, w.data(),
                                              z->As<T>(), *z->desc, info));

@@ -236,15 +236,16 @@ class Engine {
   static Status CheckLu(const Matrix& lu, const char* step);
   // Eigh by the two stages on 1 x P and P x 1 grids (band_eigh.cc): config.cpu_eigh chooses;
   // "auto", eigenvalues alone take them (measured).
-  bool UseTwoStage(bool vectors) const;
+  bool UseTwoStage(bool vectors, bool subset = false) const;
   // The band's width for tile t (config.eig_band: the widest tried; 0: the two stages do not
   // apply).
   int64_t EigBand(int64_t t) const;
   // w := the eigenvalues (ascending) of a (the engine matrix; overwritten) and, with vectors,
-  // z := the eigenvectors (distributed as a); *info > 0 where the tridiagonal solve failed
-  // (agreed).
+  // z := the eigenvectors (distributed as a); a subset's pairs alone, first (Q₂ and Q₁ on its
+  // k columns); *info > 0 where the tridiagonal solve failed (agreed).
   template <typename T>
-  Status TwoStageEigh(const Matrix& a, bool vectors, RealOf<T>* w, const Matrix& z, int* info);
+  Status TwoStageEigh(const Matrix& a, bool vectors, EigenRange subset, RealOf<T>* w,
+                      const Matrix& z, int* info);
   // QDWH's buffers, allocated (a local outcome, for the caller's agreement), and its operands.
   template <typename T>
   Status PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q);
