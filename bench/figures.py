@@ -491,6 +491,60 @@ def mixed_precision(plt, out: Path) -> Path:
     return _save(fig, out / "mixed_precision_kappa.svg")
 
 
+# Eigenpairs by index on CPU processes (python -m jaxmg bench --routine syevd --subset lo:hi).
+SUBSET_CPU = "cpu_syevd_subset_2proc_1670d12.json"
+SUBSET_PATHS = {"two-stage": (JAXMG, "o"), "p?syevr": (PEER, "s")}
+
+
+def eigenpairs_by_index(plt, out: Path) -> Path:
+    """Time against k of syevd's subset_by_index (the k lowest, and k in the middle of the
+    spectrum, hollow) by the two stages with Q₂ and Q₁ on the k columns and by p?syevr, beside
+    the time of every pair (p?syevd, the two stages), one panel per mesh."""
+    data = json.loads((RESULTS / SUBSET_CPU).read_text())
+    records = data["records"]
+    meshes = sorted({tuple(r["mesh"]) for r in records}, reverse=True)
+    fig, axes = plt.subplots(1, len(meshes), figsize=(4.8 * len(meshes), 3.2), sharey=True)
+    for ax, mesh in zip(axes, meshes, strict=True):
+        mine = [r for r in records if tuple(r["mesh"]) == mesh]
+        for r in (r for r in mine if r["lo"] is None):
+            style = "--" if r["path"] == "p?syevd" else ":"
+            ax.axhline(r["seconds"], color=JAX, linestyle=style, label=f"every pair, {r['path']}")
+        for path, (color, marker) in SUBSET_PATHS.items():
+            rs = sorted(
+                (r for r in mine if r["path"] == path and r["lo"] is not None),
+                key=lambda r: (r["hi"] - r["lo"], r["lo"]),
+            )
+            lowest = [r for r in rs if r["lo"] == 0]
+            middle = [r for r in rs if r["lo"] != 0]
+            ax.plot(
+                [r["hi"] for r in lowest],
+                [r["seconds"] for r in lowest],
+                marker=marker,
+                color=color,
+                label=f"k lowest, {path}",
+            )
+            ax.scatter(
+                [r["hi"] - r["lo"] for r in middle],
+                [r["seconds"] for r in middle],
+                marker=marker,
+                facecolors="none",
+                edgecolors=color,
+                label=f"k in the middle, {path}",
+                zorder=3,
+            )
+        n = mine[0]["n"]
+        ks = sorted({r["hi"] - r["lo"] for r in mine if r["lo"] is not None})
+        ax.set_xscale("log")
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_xlabel("k (eigenpairs kept)")
+        ax.set_title(f"syevd, N = {n} float64, mesh {mesh[0]}x{mesh[1]} (2 processes)", fontsize=8)
+        ax.set_ylim(0, 1.1 * max(r["seconds"] for r in records))
+    axes[0].set_ylabel("seconds (best warm call)")
+    axes[-1].legend(frameon=False, fontsize=7, loc="lower right")
+    return _save(fig, out / "eigenpairs_by_index_cpu.svg")
+
+
 def draw_all(out: Path) -> list[Path]:
     """Draws every figure into `out`.
 
@@ -510,6 +564,7 @@ def draw_all(out: Path) -> list[Path]:
         layout(plt, out, 2, 1),
         layout(plt, out, 2, 2),
         mixed_precision(plt, out),
+        eigenpairs_by_index(plt, out),
     ]
     plt.close("all")
     return paths

@@ -286,6 +286,23 @@ print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/
           | grep -v -e Gloo -e '^\[jaxmg\] step' -e '^\[jaxmg\] .* part '
       done
       rm -f "$OUT"/*.png ;;
+    subset)
+      # Eigenpairs by index on one GPU, random matrices, with the stage breakdown: SUBSET_CASES of
+      # routine:n:lo-hi[:flags] (routine syevd or eigvalsh; flags "base": JAX on the same GPU, its
+      # eigh with the same subset and its full eigh sliced), into $OUT/<routine>_subset_<n>_<lo>-
+      # <hi>_random_h200x1.json; lo-hi "all": the full problem.
+      for spec in ${SUBSET_CASES:-syevd:32768:0-3277:base syevd:32768:0-328 syevd:32768:all syevd:16384:0-1638:base}; do
+        IFS=: read -r routine n range flags <<< "$spec"
+        JAXMG_DEBUG=1 JAXMG_COMMIT=$(cat .gpu/jaxmg/COMMIT 2>/dev/null || echo unknown) \
+          XLA_PYTHON_CLIENT_MEM_FRACTION=${BENCH_MEM_FRACTION:-0.85} CUDA_VISIBLE_DEVICES=0 \
+          timeout ${T_SPEC:-300} "$PY" -m jaxmg bench -n 1 --routine "$routine" --sizes "$n" \
+          --matrix random --dtypes float64 --repeats 1 \
+          $([ "$range" = all ] || echo --subset "${range/-/:}") \
+          $([[ $flags == *base* ]] || echo --no-baseline) --timeout "${T_SPEC:-300}" \
+          --out "$OUT/${routine}_subset_${n}_${range}_random_h200x1.json" 2>&1 \
+          | grep -v -e Gloo -e '^\[jaxmg\] step' -e '^\[jaxmg\] .* part '
+      done
+      rm -f "$OUT"/*.png ;;
     mixed)
       # Mixed precision solves against the condition number on one GPU (bench/mixed_kappa.sh:
       # potrs and lu_solve factored in float32 and in float64, JAX's float64 solve beside):
