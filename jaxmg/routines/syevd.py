@@ -76,9 +76,10 @@ def syevd(
       subset_by_index: None (every eigenpair), or (lo, hi), Python ints with
         0 <= lo < hi <= N: only the eigenvalues lo <= i < hi in ascending order and their
         eigenvectors, as `jax.lax.linalg.eigh`'s subset_by_index. The CPU engine computes those
-        pairs alone (ScaLAPACK's p?syevr / p?heevr, MRRR); the GPU engine's own two stages
-        apply both back-transformations to those k vectors alone on meshes of one column
-        (elsewhere it computes every pair and keeps the wanted ones).
+        pairs alone (its two stages with both back-transformations on those k vectors alone on
+        1-D grids, else ScaLAPACK's p?syevr / p?heevr); so does the GPU engine's own two-stage
+        solver on one GPU (elsewhere on GPUs cuSOLVERMp computes every pair and the wanted
+        ones are kept).
 
     Returns:
       (w, V), or w without eigenvectors; with return_status, (w, V, status) or (w, status). w:
