@@ -90,6 +90,15 @@ Status Gels(int64_t m, int64_t n, int64_t nrhs, T* a, const Descriptor& desc_a, 
 template <typename T>
 Status Eigh(bool vectors, int64_t n, int64_t local_rows, int64_t local_cols, T* a,
             const Descriptor& desc, RealOf<T>* w, T* z, const Descriptor& descz, int* info);
+// The workspace a LAPACK-style query (lwork = -1) asked for: its first entry's real part, as an
+// int (*lwork) and a vector of that many entries.
+template <typename T>
+Status QueriedWork(const T& query, std::vector<T>* work, int* lwork) {
+  const double size = static_cast<double>(std::real(query));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(static_cast<int64_t>(size) + 1, "workspace", lwork));
+  work->assign(static_cast<size_t>(*lwork), T(0));
+  return Status();
+}
 // The eigenvalues lo <= i < hi of the same problem (p?syevr / p?heevr, MRRR) into w's first
 // k = hi - lo entries (w holds n), with `vectors` their eigenvectors into z's first k columns;
 // info > 0 when fewer pairs were found (lo + 1 + the number found).
