@@ -2,6 +2,7 @@
 // p?heevr (MRRR) with RANGE = 'I'.
 #include <algorithm>
 #include <complex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,6 @@
 #include "engines/scalapack/scalapack.h"
 
 extern "C" {
-void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
 // Selected eigenpairs by MRRR: p?syevr (real), p?heevr (complex, with rwork).
 #define JAXMG_DECLARE_EVR(p, T, R, evr, ...)                                                \
   void p##evr##_(const char* jobz, const char* range, const char* uplo, const int* n, T* a, \
@@ -48,8 +48,8 @@ JAXMG_EVR_CALL(pz, std::complex<double>, heevr, rwork, &lrwork, )
 }  // namespace
 
 template <typename T>
-Status EighSubset(bool vectors, int64_t n, int64_t lo, int64_t hi, T* a, const Descriptor& desc,
-                  RealOf<T>* w, T* z, const Descriptor& descz, int* info) {
+Status EighSubset(const Grid& grid, bool vectors, int64_t n, int64_t lo, int64_t hi, T* a,
+                  const Descriptor& desc, RealOf<T>* w, T* z, const Descriptor& descz, int* info) {
   using R = RealOf<T>;
   constexpr bool kComplex = Scalar<T>::kParts == 2;
   int in, il, iu;
@@ -57,51 +57,62 @@ Status EighSubset(bool vectors, int64_t n, int64_t lo, int64_t hi, T* a, const D
   JAXMG_RETURN_IF_ERROR(CheckedInt(lo + 1, "first index", &il));
   JAXMG_RETURN_IF_ERROR(CheckedInt(hi, "last index", &iu));
   const char* jobz = vectors ? "V" : "N";
+  const int64_t k = hi - lo;
   int found = 0, found_vectors = 0;
-  // The query (every workspace size -1), then at least the documented minima (the query of
-  // some ScaLAPACK versions answers less for small orders).
-  T query(0);
-  R rquery(0);
-  int iquery = 0;
-  Evr(jobz, in, a, desc, il, iu, &found, &found_vectors, w, z, descz, &query, -1, &rquery, -1,
-      &iquery, -1, info);
-  if (*info < 0)
-    return JAXMG_ERROR("p?syevr / p?heevr: illegal argument " + std::to_string(-*info));
-  int nprow = 0, npcol = 0, myrow = 0, mycol = 0, zero = 0;
-  Cblacs_gridinfo(desc.desc[1], &nprow, &npcol, &myrow, &mycol);
-  const int nb = desc.desc[5], procs = nprow * npcol;
-  const int64_t k = hi - lo, nn = std::max<int64_t>({n, nb, 2});
-  const int nn_i = static_cast<int>(nn), k_i = static_cast<int>(std::max<int64_t>({k, nb, 2}));
-  const int64_t np0 = numroc_(&nn_i, &nb, &zero, &zero, &nprow);
-  const int64_t mq0 = numroc_(&k_i, &nb, &zero, &zero, &npcol);
-  const int64_t per_rank = (k + procs - 1) / procs;
-  const int64_t real_floor =
-      vectors ? 2 + 5 * n + std::max(18 * nn, np0 * mq0 + 2 * nb * nb) + (2 + per_rank) * nn
-              : 2 + 5 * n + std::max(12 * nn, nb * (np0 + 1));
-  const int64_t nnp = std::max<int64_t>({n, procs + 1, 4});
-  const int64_t int_floor = (vectors ? 12 : 10) * nnp + 2 * n;
-  int lwork, lrwork = 1, liwork;
+  int lwork = 1, lrwork = 1, liwork = 1;
   std::vector<T> work;
-  std::vector<R> rwork;
-  if constexpr (kComplex) {
-    const int64_t complex_floor = vectors ? n + std::max((np0 + mq0 + nb) * nb, 3 * int64_t{nb})
-                                          : n + std::max(nb * (np0 + 1), 3 * int64_t{nb});
-    JAXMG_RETURN_IF_ERROR(QueriedWork(
-        T(std::max<double>(std::real(query), static_cast<double>(complex_floor))), &work, &lwork));
-    JAXMG_RETURN_IF_ERROR(
-        QueriedWork(std::max<R>(rquery, static_cast<R>(real_floor)), &rwork, &lrwork));
-  } else {
-    JAXMG_RETURN_IF_ERROR(
-        QueriedWork(std::max<T>(query, static_cast<T>(real_floor)), &work, &lwork));
-    rwork.assign(1, R(0));
-  }
-  JAXMG_RETURN_IF_ERROR(
-      CheckedInt(std::max<int64_t>(iquery, int_floor), "integer workspace", &liwork));
-  std::vector<int> iwork(static_cast<size_t>(liwork));
+  std::vector<R> rwork(1, R(0));
+  std::vector<int> iwork;
+  // The workspaces: the query (every size -1), then at least the documented minima (the query
+  // of some ScaLAPACK versions answers less for small orders); agreed before the collective
+  // solve, so that a rank whose allocation fails does not leave its peers waiting in it.
+  const Status sized = [&]() -> Status {
+    T query(0);
+    R rquery(0);
+    int iquery = 0;
+    Evr(jobz, in, a, desc, il, iu, &found, &found_vectors, w, z, descz, &query, -1, &rquery, -1,
+        &iquery, -1, info);
+    if (*info < 0) {
+      return JAXMG_ERROR("p?syevr / p?heevr: illegal argument " + std::to_string(-*info));
+    }
+    const int nb = desc.desc[5], procs = grid.nprow * grid.npcol, zero = 0;
+    const int64_t nn = std::max<int64_t>({n, nb, 2});
+    const int nn_i = static_cast<int>(nn), k_i = static_cast<int>(std::max<int64_t>({k, nb, 2}));
+    const int64_t np0 = numroc_(&nn_i, &nb, &zero, &zero, &grid.nprow);
+    const int64_t mq0 = numroc_(&k_i, &nb, &zero, &zero, &grid.npcol);
+    const int64_t per_rank = (k + procs - 1) / procs;
+    const int64_t real_floor =
+        vectors ? 2 + 5 * n + std::max(18 * nn, np0 * mq0 + 2 * nb * nb) + (2 + per_rank) * nn
+                : 2 + 5 * n + std::max(12 * nn, nb * (np0 + 1));
+    const int64_t nnp = std::max<int64_t>({n, procs + 1, 4});
+    const int64_t int_floor = (vectors ? 12 : 10) * nnp + 2 * n;
+    try {
+      if constexpr (kComplex) {
+        const int64_t complex_floor = vectors ? n + std::max((np0 + mq0 + nb) * nb, 3 * int64_t{nb})
+                                              : n + std::max(nb * (np0 + 1), 3 * int64_t{nb});
+        JAXMG_RETURN_IF_ERROR(
+            QueriedWork(T(std::max<double>(std::real(query), static_cast<double>(complex_floor))),
+                        &work, &lwork));
+        JAXMG_RETURN_IF_ERROR(
+            QueriedWork(std::max<R>(rquery, static_cast<R>(real_floor)), &rwork, &lrwork));
+      } else {
+        JAXMG_RETURN_IF_ERROR(
+            QueriedWork(std::max<T>(query, static_cast<T>(real_floor)), &work, &lwork));
+      }
+      JAXMG_RETURN_IF_ERROR(
+          CheckedInt(std::max<int64_t>(iquery, int_floor), "integer workspace", &liwork));
+      iwork.assign(static_cast<size_t>(liwork), 0);
+    } catch (const std::bad_alloc&) {
+      return JAXMG_ERROR("could not allocate p?syevr's workspace");
+    }
+    return Status();
+  }();
+  JAXMG_RETURN_IF_ERROR(AgreeOnFailure(grid, "p?syevr", sized));
   Evr(jobz, in, a, desc, il, iu, &found, &found_vectors, w, z, descz, work.data(), lwork,
       rwork.data(), lrwork, iwork.data(), liwork, info);
-  if (*info < 0)
+  if (*info < 0) {
     return JAXMG_ERROR("p?syevr / p?heevr: illegal argument " + std::to_string(-*info));
+  }
   // Fewer pairs than asked: reported as the first one missing (no convergence).
   if (*info == 0 && (found != k || (vectors && found_vectors != k))) {
     *info = static_cast<int>(
@@ -109,14 +120,14 @@ Status EighSubset(bool vectors, int64_t n, int64_t lo, int64_t hi, T* a, const D
   }
   return Status();
 }
-template Status EighSubset<float>(bool, int64_t, int64_t, int64_t, float*, const Descriptor&,
-                                  float*, float*, const Descriptor&, int*);
-template Status EighSubset<double>(bool, int64_t, int64_t, int64_t, double*, const Descriptor&,
-                                   double*, double*, const Descriptor&, int*);
-template Status EighSubset<std::complex<float>>(bool, int64_t, int64_t, int64_t,
+template Status EighSubset<float>(const Grid&, bool, int64_t, int64_t, int64_t, float*,
+                                  const Descriptor&, float*, float*, const Descriptor&, int*);
+template Status EighSubset<double>(const Grid&, bool, int64_t, int64_t, int64_t, double*,
+                                   const Descriptor&, double*, double*, const Descriptor&, int*);
+template Status EighSubset<std::complex<float>>(const Grid&, bool, int64_t, int64_t, int64_t,
                                                 std::complex<float>*, const Descriptor&, float*,
                                                 std::complex<float>*, const Descriptor&, int*);
-template Status EighSubset<std::complex<double>>(bool, int64_t, int64_t, int64_t,
+template Status EighSubset<std::complex<double>>(const Grid&, bool, int64_t, int64_t, int64_t,
                                                  std::complex<double>*, const Descriptor&, double*,
                                                  std::complex<double>*, const Descriptor&, int*);
 

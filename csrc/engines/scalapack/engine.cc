@@ -817,8 +817,9 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange 
     JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, m.As<T>(), *m.desc, w.data(),
                                              y.As<T>(), *y.desc, info));
   } else {
-    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(vectors, n, subset.lo, subset.hi, m.As<T>(),
-                                                   *m.desc, w.data(), y.As<T>(), *y.desc, info));
+    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(*grid_, vectors, n, subset.lo, subset.hi,
+                                                   m.As<T>(), *m.desc, w.data(), y.As<T>(), *y.desc,
+                                                   info));
   }
   const int64_t found = subset.all() ? n : subset.hi - subset.lo;
   for (int64_t i = 0; i < found && *info == 0; ++i) {
@@ -860,8 +861,9 @@ Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, M
   if (bad == 0 && UseTwoStage(vectors, !subset.all())) {
     JAXMG_RETURN_IF_ERROR(TwoStageEigh<T>(a, vectors, subset, w.data(), *z, info));
   } else if (bad == 0 && !subset.all()) {
-    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(vectors, n, subset.lo, subset.hi, a.As<T>(),
-                                                   *a.desc, w.data(), z->As<T>(), *z->desc, info));
+    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(*grid_, vectors, n, subset.lo, subset.hi,
+                                                   a.As<T>(), *a.desc, w.data(), z->As<T>(),
+                                                   *z->desc, info));
   } else if (bad == 0) {
     JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, a.As<T>(), *a.desc, w.data(),
                                              z->As<T>(), *z->desc, info));

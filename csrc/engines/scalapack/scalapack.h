@@ -101,10 +101,11 @@ Status QueriedWork(const T& query, std::vector<T>* work, int* lwork) {
 }
 // The eigenvalues lo <= i < hi of the same problem (p?syevr / p?heevr, MRRR) into w's first
 // k = hi - lo entries (w holds n), with `vectors` their eigenvectors into z's first k columns;
-// info > 0 when fewer pairs were found (lo + 1 + the number found).
+// info > 0 when fewer pairs were found (lo + 1 + the number found). The workspaces are agreed
+// over the grid before the collective solve.
 template <typename T>
-Status EighSubset(bool vectors, int64_t n, int64_t lo, int64_t hi, T* a, const Descriptor& desc,
-                  RealOf<T>* w, T* z, const Descriptor& descz, int* info);
+Status EighSubset(const Grid& grid, bool vectors, int64_t n, int64_t lo, int64_t hi, T* a,
+                  const Descriptor& desc, RealOf<T>* w, T* z, const Descriptor& descz, int* info);
 // Singular values (descending, replicated: s) of the m x n matrix a (m >= n; a is destroyed) and,
 // with `vectors_u` / `vectors_vt`, the thin U (m x n, distributed like a) and Vᴴ (n x n).
 template <typename T>
