@@ -181,13 +181,25 @@ def eigh_subset_case(mesh, dtype_name, n, tile, lo, hi, form=""):
                 check_vma=False,
             )
         )(ap)
-    elif form == "jvp":
+    elif form in ("jvp", "generalized-jvp"):
         da = hermitian(n, dtype, n + 1)
+        primals, tangents = [ap], [place(da, mesh, A_SPEC)]
+        if form == "generalized-jvp":
+            b = positive_definite(n, dtype, n)
+            b64, db = b.astype(np.complex128), hermitian(n, dtype, n + 4) / 4
+            primals.append(place(b, mesh, A_SPEC))
+            tangents.append(place(db, mesh, A_SPEC))
 
-        def values(m):
-            return jaxmg.syevd(m, T_A=tile, return_eigenvectors=False, subset_by_index=subset)
+        def values(*ms):
+            if len(ms) == 2:
+                return jaxmg.eigh(*ms, T_A=tile, return_eigenvectors=False, subset_by_index=subset)
+            return jaxmg.syevd(*ms, T_A=tile, return_eigenvectors=False, subset_by_index=subset)
 
-        w, dw = jax.jvp(values, (ap,), (place(da, mesh, A_SPEC),))
+        w, dw = jax.jvp(values, tuple(primals), tuple(tangents))
+        # Reverse mode is the transpose (JAX's pairing: Re Σ x y, no conjugate).
+        ct_w = np.random.default_rng(n + 2).standard_normal(k).astype(np.real(a).dtype)
+        _, pullback = jax.vjp(values, *primals)
+        backs = pullback(jax.numpy.asarray(ct_w))
         status = jax.numpy.zeros((), np.int32)
         v = None
     elif form == "jvp-vectors":
@@ -221,12 +233,24 @@ def eigh_subset_case(mesh, dtype_name, n, tile, lo, hi, form=""):
     rec["eigenvalue_error"] = float(np.abs(wg - ref_w[lo:hi]).max() / norm)
     ok = rec["w_shape"] == [k] and rec["eigenvalue_error"] <= tol
     ok = ok and statuses == [0] * len(statuses)
-    if form == "jvp":
-        dag = da.astype(np.complex128)
-        vk = ref_v[:, lo:hi]
+    if form in ("jvp", "generalized-jvp"):
+        # dw_i = Re v_iᴴ dA v_i (− w_i Re v_iᴴ dB v_i, v B-orthonormal), within 10 n eps.
+        dag, vk = da.astype(np.complex128), ref_v[:, lo:hi]
         ref_dw = np.real(np.einsum("ij,ik,kj->j", vk.conj(), dag, vk))
-        rec["derivative_error"] = float(np.abs(gather(dw) - ref_dw).max() / np.linalg.norm(dag, 2))
+        scale = np.linalg.norm(dag, 2)
+        if b64 is not None:
+            dbg = db.astype(np.complex128)
+            ref_dw -= ref_w[lo:hi] * np.real(np.einsum("ij,ik,kj->j", vk.conj(), dbg, vk))
+            scale = (scale + norm * np.linalg.norm(dbg, 2)) * np.linalg.norm(vk, 2) ** 2
+        rec["derivative_error"] = float(np.abs(gather(dw) - ref_dw).max() / scale)
         ok = ok and rec["derivative_error"] <= tol
+        forward = float(np.sum(ct_w * gather(dw)))
+        reverse = sum(
+            float(np.real(np.sum(gather(g) * t.astype(np.complex128))))
+            for g, t in zip(backs, (da, db) if b64 is not None else (da,), strict=True)
+        )
+        rec["transpose_error"] = abs(forward - reverse) / max(abs(forward), 1e-30)
+        ok = ok and rec["transpose_error"] <= 1e3 * n * eps
     if form == "jvp-vectors":
         # dV = V (F ∘ Vᴴ dA V), F_ij = 1 / (w_j − w_i) off the diagonal: the kept columns, each
         # in the phase of jaxmg's eigenvector (dv_i turns with v_i), within 10 n eps ‖dA‖ / gap.
@@ -475,6 +499,7 @@ def eigh_plan(n, tiles=(None, 4, 5), values=(), vectors=()):
         ("float64", 4, 0, k, "blocks"),
         ("complex128", 4, 0, k, "generalized"),
         ("float64", 4, n // 2, n // 2 + k, "jvp"),
+        ("complex128", 5, 1, 1 + k, "generalized-jvp"),
         ("float64", 5, n // 4, n // 4 + k, "jvp-vectors"),
         ("complex128", 4, n - k, n, "jvp-vectors"),
         ("float64", 5, 0, 1, ""),  # one pair

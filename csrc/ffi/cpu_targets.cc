@@ -22,7 +22,7 @@ namespace sl = ::jaxmg::scalapack;
 struct CpuEngine {
   template <class R>
   ffi::Error Run(const char* target, ffi::DataType dtype, ffi::Buffer<ffi::S32> position,
-                 const ffi_util::FfiAttrs& call, CallAttrs& attrs, const CallBuffers& io) const {
+                 const ffi_util::FfiAttrs& call, CallAttrs& attrs, const CallBuffers<>& io) const {
     attrs.u = position.typed_data()[0];
     attrs.v = position.typed_data()[1];
     layout::Plan plan;

@@ -50,7 +50,7 @@ struct GpuEngine {
 
   template <class R>
   ffi::Error Run(const char* target, ffi::DataType dtype, ffi::Buffer<ffi::S32> position,
-                 const ffi_util::FfiAttrs& call, CallAttrs& attrs, const CallBuffers& io) const {
+                 const ffi_util::FfiAttrs& call, CallAttrs& attrs, const CallBuffers<>& io) const {
     mp::Context* ctx = nullptr;
     Status s = mp::FindContext(call.context, device, &ctx);  // this device's of the mesh's
     if (!s.ok()) return ffi_util::ToFfi(s);

@@ -80,12 +80,12 @@ namespace jaxmg {
 // CallBuffers&)`) on engine E, for the dtype of the call.
 template <class R, class E>
 Status RunRoutine(E& engine, ::xla::ffi::DataType dtype, const char* routine,
-                  const CallAttrs& attrs, const CallBuffers& io) {
+                  const CallAttrs& attrs, const CallBuffers<>& io) {
   static_assert(std::is_base_of_v<RoutineTraits, R>, "a routine derives from RoutineTraits");
   const TestFailureScope hook(attrs.config.test_fail);  // the test hook, for this call's steps
   return engine.Finish(ffi_util::DispatchFloating(dtype, routine, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return R::template Run<E, T>(engine, attrs, io);
+    return R::template Run<E, T>(engine, attrs, io.Typed<T>());
   }));
 }
 
@@ -146,7 +146,7 @@ inline Status CheckCommon(const std::string& name, const CallAttrs& attrs, ffi::
 // A result that overwrites a (`vectors`, `u`, `c`): a's dtype and shape; the engine works in it,
 // from a's contents (aliased: XLA hands the same buffer).
 inline Status BindWork(const std::string& name, const char* what, ffi::AnyBuffer a,
-                       ffi::Result<ffi::AnyBuffer>& work, CallBuffers* io) {
+                       ffi::Result<ffi::AnyBuffer>& work, CallBuffers<>* io) {
   const auto a_dims = a.dimensions(), w_dims = work->dimensions();
   if (work->element_type() != a.element_type() || w_dims.size() != a_dims.size() ||
       w_dims[0] != a_dims[0] || w_dims[1] != a_dims[1]) {
@@ -217,7 +217,7 @@ struct solve {
                          ffi::Result<ffi::AnyBuffer> sign,
                          ffi::Result<ffi::Buffer<ffi::S32>> pivots_out, FfiAttrs call) {
     CallAttrs attrs;
-    CallBuffers io;
+    CallBuffers<> io;
     const std::string name(target);
     // x is the routine's own, or a rectangular routine's (RoutineTraits).
     constexpr bool kOwnSolution = R::kOwnSolution || R::kRectangular;
@@ -236,7 +236,7 @@ struct solve {
                       ffi::Result<ffi::AnyBuffer>& work, ffi::Result<ffi::AnyBuffer>& x,
                       ffi::Result<ffi::AnyBuffer>& logdet, ffi::Result<ffi::AnyBuffer>& sign,
                       ffi::Result<ffi::Buffer<ffi::S32>>& pivots_out, CallAttrs* attrs,
-                      CallBuffers* io) {
+                      CallBuffers<>* io) {
     auto fail = [&](const std::string& what) { return Status::Error(name + ": " + what); };
     const ffi::DataType dt = a.element_type();
     if (b.element_type() != dt || x->element_type() != dt || work->element_type() != dt ||
@@ -306,7 +306,7 @@ struct eigen {
                          ffi::Result<ffi::AnyBuffer> w, ffi::Result<ffi::AnyBuffer> vectors,
                          ffi::Result<ffi::Buffer<ffi::S32>> status, FfiAttrs call) {
     CallAttrs attrs;
-    CallBuffers io;
+    CallBuffers<> io;
     const std::string name(target);
     Status s = DecodeCall(target, call, /*rectangular=*/false, &attrs);
     if (s.ok())
@@ -359,7 +359,7 @@ struct svd {
                          ffi::Result<ffi::AnyBuffer> sv, ffi::Result<ffi::AnyBuffer> vh,
                          ffi::Result<ffi::Buffer<ffi::S32>> status, FfiAttrs call) {
     CallAttrs attrs;
-    CallBuffers io;
+    CallBuffers<> io;
     const std::string name(target);
     Status s = DecodeCall(target, call, /*rectangular=*/true, &attrs);
     if (s.ok())
@@ -409,7 +409,7 @@ struct polar {
                          ffi::Result<ffi::AnyBuffer> h, ffi::Result<ffi::Buffer<ffi::S32>> status,
                          FfiAttrs call) {
     CallAttrs attrs;
-    CallBuffers io;
+    CallBuffers<> io;
     const std::string name(target);
     Status s = DecodeCall(target, call, /*rectangular=*/true, &attrs);
     if (s.ok())
@@ -453,7 +453,7 @@ struct product {
                          ffi::AnyBuffer b, ffi::Buffer<ffi::S32> position,
                          ffi::Result<ffi::AnyBuffer> c, FfiAttrs call) {
     CallAttrs attrs;
-    CallBuffers io;
+    CallBuffers<> io;
     const std::string name(target);
     Status s = DecodeCall(target, call, /*rectangular=*/false, &attrs);
     if (s.ok()) s = CheckCommon(name, attrs, a, position, /*status_count=*/1, /*any_shape=*/false);

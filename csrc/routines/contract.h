@@ -4,11 +4,14 @@
 // (routines/steps.h). No XLA here: the FFI layer (ffi/families.h) fills these from its bindings,
 // and the engines and routines see only them.
 //
-// Matrices are handles (E::Matrix, a DistributedMatrix over the engine's descriptor): values that
-// say where a distributed matrix's local part is and how it is distributed. The engine makes them
+// Matrices are handles (MatrixOf<E, T>, a DistributedMatrix of element type T over the engine's
+// descriptor): values that say where a distributed matrix's local part is, of which type, and how
+// it is distributed. The engine makes them
 // (Prepare, RhsIn, Identity, the inverses...) and owns what they point to for the call; a step
 // reads and writes the matrices it is handed, and hands back the ones it makes, so that a routine
-// shows which matrix goes where. A factorization's kind travels with its handle (factored).
+// shows which matrix goes where. A factorization's kind travels with its handle (factored), and a
+// step takes its element type from the handles and buffers it is handed (no step is named with
+// its type).
 //
 // The steps an engine provides, their parameters and meanings: routines/steps.h (EngineSteps).
 // What a routine tells the FFI layer besides: RoutineTraits (below).
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/scalar.h"
 #include "common/status.h"
 #include "layout/layout.h"
 
@@ -39,13 +43,14 @@ enum class Factorization : int {
 };
 
 // A distributed matrix as the steps pass it (SLATE's Matrix::fromScaLAPACK): a value that points at
-// a local part the engine owns for the call (or the caller's shard where the engine works in
-// place), block-cyclic in tiles of `tile` over the engine's grid, column-major with leading
-// dimension ld. Descriptor: the engine's (ScaLAPACK's int[9], a cuSOLVERMp descriptor), owned by
-// the engine; copying the handle copies neither.
-template <class Descriptor>
+// a local part of element type T that the engine owns for the call (or the caller's shard where
+// the engine works in place), block-cyclic in tiles of `tile` over the engine's grid,
+// column-major with leading dimension ld. Descriptor: the engine's (ScaLAPACK's int[9], a
+// cuSOLVERMp descriptor), owned by the engine; copying the handle copies neither. A step takes
+// its element type from the handles it is handed.
+template <typename T, class Descriptor>
 struct DistributedMatrix {
-  void* data = nullptr;              // the local part (host or device memory)
+  T* data = nullptr;                 // the local part (host or device memory)
   const Descriptor* desc = nullptr;  // the engine's descriptor of the whole matrix
   int64_t rows = 0, cols = 0;        // global extents (engine order, padding included)
   int64_t local_rows = 0, local_cols = 0;
@@ -57,15 +62,11 @@ struct DistributedMatrix {
   // assembled on every rank).
   bool replicated = false;
 
-  template <typename T>
-  T* As() const {
-    return static_cast<T*>(data);
-  }
   bool empty() const { return data == nullptr; }
 
   // The handle of a rows x cols matrix in tiles of `tile` whose local part, local_rows x
   // local_cols column-major with leading dimension max(local_rows, 1), is at data.
-  static DistributedMatrix Of(void* data, const Descriptor* desc, int64_t rows, int64_t cols,
+  static DistributedMatrix Of(T* data, const Descriptor* desc, int64_t rows, int64_t cols,
                               int64_t local_rows, int64_t local_cols, int64_t tile) {
     DistributedMatrix m;
     m.data = data;
@@ -79,6 +80,10 @@ struct DistributedMatrix {
     return m;
   }
 };
+
+// Engine E's handle of a matrix of element type T (what a routine declares).
+template <class E, typename T>
+using MatrixOf = DistributedMatrix<T, typename E::Descriptor>;
 
 // syevd's and sygvd's eigenpairs by index: lo <= i < hi of the ascending order (hi == 0: all).
 struct EigenRange {
@@ -134,32 +139,75 @@ inline CallFingerprint Fingerprint(const char* target, int dtype, const CallAttr
        "come from their JAXMG_* environment variables, read at the first call)"}};
 }
 
-// The buffers of one call.
+namespace detail {
+template <typename T>
+struct RealOrVoid {
+  using type = RealOf<T>;
+};
+template <>
+struct RealOrVoid<void> {
+  using type = void;
+};
+}  // namespace detail
+
+// The buffers of one call, for element type T: the FFI layer (ffi/families.h) fills
+// CallBuffers<> (T = void) from XLA's buffers, and hands the routine CallBuffers<T> for the
+// call's dtype (Typed). Every buffer but status, the pivots and logdet (real) holds a's dtype.
+template <typename T = void>
 struct CallBuffers {
+  using Real = typename detail::RealOrVoid<T>::type;
   // The shard: the result a_work aliases it, or (a_work empty or of another size) it is an
   // input the engine only reads.
-  void* a = nullptr;
-  const void* a_in = nullptr;  // the same pointer, for routines that only read
-  void* a_out = nullptr;       // a_work: == a when aliased; a factor's engine-local matrix
+  T* a = nullptr;
+  const T* a_in = nullptr;  // the same pointer, for routines that only read
+  T* a_out = nullptr;       // a_work: == a when aliased; a factor's engine-local matrix
   int64_t a_out_count = 0;
-  const void* b = nullptr;
-  void* x = nullptr;
-  void* logdet = nullptr;
+  const T* b = nullptr;
+  T* x = nullptr;
+  Real* logdet = nullptr;
   int32_t* status = nullptr;
   int64_t nrhs = 0;
-  int64_t x_count = 0;   // elements of this shard of x
-  int64_t x_rows = 0;    // rows of this shard of x (b's, except for rectangular routines; the
-                         // svd family: of s and vh)
-  int64_t a_count = 0;   // elements of this shard of a
-  void* sign = nullptr;  // scalar of a's dtype
+  int64_t x_count = 0;  // elements of this shard of x
+  int64_t x_rows = 0;   // rows of this shard of x (b's, except for rectangular routines; the
+                        // svd family: of s and vh)
+  int64_t a_count = 0;  // elements of this shard of a
+  T* sign = nullptr;    // scalar of a's dtype
   const int32_t* pivots_in = nullptr;
   int32_t* pivots_out = nullptr;
   int64_t pivots_in_count = 0, pivots_out_count = 0;
   // The singular value decomposition's (the svd family): s (x_rows of the n singular values)
   // and vh (x_rows of Vᴴ's rows, vh_count elements; one unused element without Vᴴ).
-  void* s = nullptr;
-  void* vh = nullptr;
+  T* s = nullptr;
+  T* vh = nullptr;
   int64_t vh_count = 0;
+
+  // These buffers as element type U's (the call's dtype).
+  template <typename U>
+  CallBuffers<U> Typed() const {
+    using R = typename CallBuffers<U>::Real;
+    CallBuffers<U> t;
+    t.a = static_cast<U*>(a);
+    t.a_in = static_cast<const U*>(a_in);
+    t.a_out = static_cast<U*>(a_out);
+    t.a_out_count = a_out_count;
+    t.b = static_cast<const U*>(b);
+    t.x = static_cast<U*>(x);
+    t.logdet = static_cast<R*>(logdet);
+    t.status = status;
+    t.nrhs = nrhs;
+    t.x_count = x_count;
+    t.x_rows = x_rows;
+    t.a_count = a_count;
+    t.sign = static_cast<U*>(sign);
+    t.pivots_in = pivots_in;
+    t.pivots_out = pivots_out;
+    t.pivots_in_count = pivots_in_count;
+    t.pivots_out_count = pivots_out_count;
+    t.s = static_cast<U*>(s);
+    t.vh = static_cast<U*>(vh);
+    t.vh_count = vh_count;
+    return t;
+  }
 };
 
 // What the FFI layer (ffi/families.h) needs to know of a routine besides its kSymmetry and Run:

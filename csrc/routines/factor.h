@@ -19,11 +19,11 @@ struct ChoFactor : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
-    typename E::Matrix l;
-    JAXMG_RETURN_IF_ERROR((Posv::Factor<E, T>(e, attrs, io, io.a_out, io.a_out_count, &l)));
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
+    MatrixOf<E, T> l;
+    JAXMG_RETURN_IF_ERROR(Posv::Factor(e, attrs, io, io.a_out, io.a_out_count, &l));
     if (l.empty()) return Status();
-    return e.template FactorOut<T>(l, io.a_out, io.a_out_count);
+    return e.FactorOut(l, io.a_out, io.a_out_count);
   }
 };
 
@@ -32,10 +32,10 @@ struct ChoSolve : RoutineTraits {
   static constexpr bool kReadsFactor = true;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
-    typename E::Matrix l;
-    JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count, Factorization::kCholesky, &l));
-    return Posv::Solve<E, T>(e, io, l);
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
+    MatrixOf<E, T> l;
+    JAXMG_RETURN_IF_ERROR(e.Adopt(io.a_in, io.a_count, Factorization::kCholesky, &l));
+    return Posv::Solve(e, io, l);
   }
 };
 
@@ -43,19 +43,19 @@ struct LuFactor : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
     if (io.pivots_out_count != e.plan().engine_rows()) {
       return JAXMG_ERROR("lu_factor: the pivots buffer has " + std::to_string(io.pivots_out_count) +
                          " entries, the engine matrix " + std::to_string(e.plan().engine_rows()));
     }
-    typename E::Matrix lu;
+    MatrixOf<E, T> lu;
     typename E::Pivots piv;
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &piv, &info)));
-    JAXMG_RETURN_IF_ERROR(e.template SignLogDet<T>(lu, piv, io.sign, io.logdet));
+    JAXMG_RETURN_IF_ERROR(LuSolve::Factor(e, io, &lu, &piv, &info));
+    JAXMG_RETURN_IF_ERROR(e.SignLogDet(lu, piv, io.sign, io.logdet));
     JAXMG_RETURN_IF_ERROR(e.PivotsOut(lu, piv, io.pivots_out));
-    if (info != 0) return e.template FillNan<T>(io.a_out, io.a_out_count);
-    return e.template FactorOut<T>(lu, io.a_out, io.a_out_count);
+    if (info != 0) return e.FillNan(io.a_out, io.a_out_count);
+    return e.FactorOut(lu, io.a_out, io.a_out_count);
   }
 };
 
@@ -67,17 +67,17 @@ struct LuSolveKept : RoutineTraits {
   static constexpr bool kReadsFactor = true;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
     if (io.pivots_in_count != e.plan().engine_rows()) {
       return JAXMG_ERROR("lu_solve: the factor's pivots have " +
                          std::to_string(io.pivots_in_count) + " entries, the engine matrix " +
                          std::to_string(e.plan().engine_rows()));
     }
-    typename E::Matrix lu;
+    MatrixOf<E, T> lu;
     typename E::Pivots piv;
-    JAXMG_RETURN_IF_ERROR(e.template Adopt<T>(io.a_in, io.a_count, Factorization::kLu, &lu));
+    JAXMG_RETURN_IF_ERROR(e.Adopt(io.a_in, io.a_count, Factorization::kLu, &lu));
     JAXMG_RETURN_IF_ERROR(e.PivotsIn(io.pivots_in, &lu, &piv));
-    return LuSolve::Solve<E, T>(e, attrs, io, lu, piv, kTranspose);
+    return LuSolve::Solve(e, attrs, io, lu, piv, kTranspose);
   }
 };
 using LuSolveFactored = LuSolveKept<false>;

@@ -23,40 +23,38 @@ struct GesvdOf : RoutineTraits {
   static constexpr bool kWantsVh = kVt;  // vh holds Vᴴ (else one unused element)
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("gesvd runs on a redistributed matrix");
     }
-    typename E::Matrix a, vt;  // the engine matrix (then U), Vᴴ
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
+    MatrixOf<E, T> a, vt;  // the engine matrix (then U), Vᴴ
+    JAXMG_RETURN_IF_ERROR(e.Prepare(io.a, &a));
     if (!kU && !kVt) {
       // s alone: A = Up H (QDWH, routines/polar.h), then H's eigenvalues without vectors (H =
       // V diag(s) Vᴴ): a fraction of what an SVD's values-only path costs where, as
       // cuSOLVERMp's, it goes through the polar decomposition and an eigensolver with vectors.
       int info = 0;
-      typename E::Matrix h;
+      MatrixOf<E, T> h;
       typename E::QdwhOperands q;
-      JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, a, /*h=*/true, &q, &h, &info)));
+      JAXMG_RETURN_IF_ERROR(Qdwh(e, a, /*h=*/true, &q, &h, &info));
       if (info == 0) {
-        JAXMG_RETURN_IF_ERROR(e.template PolarValues<T>(h, &q, io.s, io.x_rows, 1, &info));
+        JAXMG_RETURN_IF_ERROR(e.PolarValues(h, &q, io.s, io.x_rows, 1, &info));
       }
       JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
-      return info != 0 ? e.template FillNan<T>(io.s, io.x_rows) : Status();
+      return info != 0 ? e.FillNan(io.s, io.x_rows) : Status();
     }
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(
-        e.template Gesvd<T>(&a, kU, kVt, io.s, io.x_rows, 1, &vt, &info));  // agreed
+    JAXMG_RETURN_IF_ERROR(e.Gesvd(&a, kU, kVt, io.s, io.x_rows, 1, &vt, &info));  // agreed
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
-      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.s, io.x_rows));
-      if (kVt) JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.vh, io.vh_count));
-      return kU ? e.template FillNan<T>(io.a, io.a_count) : Status();
+      JAXMG_RETURN_IF_ERROR(e.FillNan(io.s, io.x_rows));
+      if (kVt) JAXMG_RETURN_IF_ERROR(e.FillNan(io.vh, io.vh_count));
+      return kU ? e.FillNan(io.a, io.a_count) : Status();
     }
     if (kVt) {
-      JAXMG_RETURN_IF_ERROR(
-          e.template SquareRowsOut<T>(vt, io.vh, io.x_rows, io.vh_count / io.x_rows));
+      JAXMG_RETURN_IF_ERROR(e.SquareRowsOut(vt, io.vh, io.x_rows, io.vh_count / io.x_rows));
     }
-    return kU ? e.template ShardOut<T>(a, io.a) : Status();
+    return kU ? e.ShardOut(a, io.a) : Status();
   }
 };
 using Gesvd = GesvdOf<true, true>;

@@ -20,18 +20,18 @@ struct InvOf : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("inv runs on a redistributed matrix");
     }
-    typename E::Matrix lu, y;
+    MatrixOf<E, T> lu, y;
     typename E::Pivots piv;
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &piv, &info)));
-    JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(lu, 1.0, info == 0, io.logdet));
-    if (info != 0) return e.template FillNan<T>(io.a, io.a_count);
-    JAXMG_RETURN_IF_ERROR(e.template InverseSolve<T>(lu, piv, kTranspose, &y));  // y := M⁻¹ (M⁻ᵀ)
-    return e.template ShardOut<T>(y, io.a);
+    JAXMG_RETURN_IF_ERROR(LuSolve::Factor(e, io, &lu, &piv, &info));
+    JAXMG_RETURN_IF_ERROR(e.LogAbsDiag(lu, 1.0, info == 0, io.logdet));
+    if (info != 0) return e.FillNan(io.a, io.a_count);
+    JAXMG_RETURN_IF_ERROR(e.InverseSolve(lu, piv, kTranspose, &y));  // y := M⁻¹ (M⁻ᵀ)
+    return e.ShardOut(y, io.a);
   }
 };
 using Inv = InvOf<false>;

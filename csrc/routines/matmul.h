@@ -20,15 +20,15 @@ struct MatmulOf : RoutineTraits {
   static constexpr bool kSecondMatrix = true;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("matmul runs on redistributed matrices");
     }
-    typename E::Matrix ma, mb, c;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &ma));
-    JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b, &mb));
-    JAXMG_RETURN_IF_ERROR(e.template Gemm<T>(kOpB, mb, kOpA, ma, &c));  // c := op_b(Mb) op_a(Ma)
-    return e.template ShardOut<T>(c, io.a);
+    MatrixOf<E, T> ma, mb, c;
+    JAXMG_RETURN_IF_ERROR(e.Prepare(io.a, &ma));
+    JAXMG_RETURN_IF_ERROR(e.MatrixIn(io.b, &mb));
+    JAXMG_RETURN_IF_ERROR(e.Gemm(kOpB, mb, kOpA, ma, &c));  // c := op_b(Mb) op_a(Ma)
+    return e.ShardOut(c, io.a);
   }
 };
 using MatmulNN = MatmulOf<'N', 'N'>;

@@ -69,11 +69,11 @@ inline std::vector<QdwhStep> QdwhSchedule(double l0, double eps, int max_steps) 
 // h, *hm := H; *q: the iteration's operands (PolarValues reads them after); info agreed (> 0: a
 // non-finite entry of A or of Up).
 template <class E, class T>
-Status Qdwh(E& e, const typename E::Matrix& u, bool h, typename E::QdwhOperands* q,
-            typename E::Matrix* hm, int* info) {
+Status Qdwh(E& e, const MatrixOf<E, T>& u, bool h, typename E::QdwhOperands* q, MatrixOf<E, T>* hm,
+            int* info) {
   constexpr int kMaxSteps = 10;
   double lower = 0;
-  JAXMG_RETURN_IF_ERROR(e.template PolarBegin<T>(u, h, q, &lower, info));  // agreed
+  JAXMG_RETURN_IF_ERROR(e.PolarBegin(u, h, q, &lower, info));  // agreed
   if (*info != 0) return Status();
   const double eps = std::numeric_limits<RealOf<T>>::epsilon();
   // lower² = λ_min of the computed UᴴU, whose rounding moves it by (M + N) ε at most.
@@ -91,19 +91,19 @@ Status Qdwh(E& e, const typename E::Matrix& u, bool h, typename E::QdwhOperands*
   double change = std::numeric_limits<double>::infinity();
   for (const QdwhStep& s : steps) {
     if (s.qr) {
-      JAXMG_RETURN_IF_ERROR(e.template PolarQr<T>(u, q, s.weight, s.coef, s.e));
+      JAXMG_RETURN_IF_ERROR(e.PolarQr(u, q, s.weight, s.coef, s.e));
       change = std::numeric_limits<double>::infinity();
     } else {
-      JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(u, q, s.weight, s.coef, s.e, &change));
+      JAXMG_RETURN_IF_ERROR(e.PolarCholesky(u, q, s.weight, s.coef, s.e, &change));
     }
   }
   // From a bound, the schedule has taken every singular value to within 5ε of 1; from ε,
   // which need not be one, Halley's steps go on until U stops moving.
   const double tol = std::cbrt(10 * eps / 2);
   for (size_t k = steps.size(); !bounded && change > tol && k < kMaxSteps; ++k) {
-    JAXMG_RETURN_IF_ERROR(e.template PolarCholesky<T>(u, q, 3, 3 - 1.0 / 3, 1.0 / 3, &change));
+    JAXMG_RETURN_IF_ERROR(e.PolarCholesky(u, q, 3, 3 - 1.0 / 3, 1.0 / 3, &change));
   }
-  return e.template PolarEnd<T>(u, q, h, hm, info);  // agreed
+  return e.PolarEnd(u, q, h, hm, info);  // agreed
 }
 
 template <bool kH>
@@ -113,25 +113,24 @@ struct PolarOf : RoutineTraits {
   static constexpr bool kWantsH = kH;  // x holds H's rows (else one unused element)
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("polar runs on a redistributed matrix");
     }
-    typename E::Matrix a, h;  // the engine matrix (A, then Up in place), H
+    MatrixOf<E, T> a, h;  // the engine matrix (A, then Up in place), H
     typename E::QdwhOperands q;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
+    JAXMG_RETURN_IF_ERROR(e.Prepare(io.a, &a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((Qdwh<E, T>(e, a, kH, &q, &h, &info)));
+    JAXMG_RETURN_IF_ERROR(Qdwh(e, a, kH, &q, &h, &info));
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
-      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
-      return e.template FillNan<T>(io.a, io.a_count);
+      JAXMG_RETURN_IF_ERROR(e.FillNan(io.x, io.x_count));
+      return e.FillNan(io.a, io.a_count);
     }
     if (kH) {
-      JAXMG_RETURN_IF_ERROR(
-          e.template SquareRowsOut<T>(h, io.x, io.x_rows, io.x_count / io.x_rows));
+      JAXMG_RETURN_IF_ERROR(e.SquareRowsOut(h, io.x, io.x_rows, io.x_count / io.x_rows));
     }
-    return e.template ShardOut<T>(a, io.a);
+    return e.ShardOut(a, io.a);
   }
 };
 using Polar = PolarOf<true>;

@@ -17,12 +17,12 @@ struct Potri : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kSymmetric;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
-    typename E::Matrix l, y;
-    JAXMG_RETURN_IF_ERROR((Posv::Factor<E, T>(e, attrs, io, io.a, io.a_count, &l)));
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
+    MatrixOf<E, T> l, y;
+    JAXMG_RETURN_IF_ERROR(Posv::Factor(e, attrs, io, io.a, io.a_count, &l));
     if (l.empty()) return Status();
-    JAXMG_RETURN_IF_ERROR(e.template CholeskyInverse<T>(l, &y));  // y := B⁻¹
-    return e.template ShardOut<T>(y, io.a);
+    JAXMG_RETURN_IF_ERROR(e.CholeskyInverse(l, &y));  // y := B⁻¹
+    return e.ShardOut(y, io.a);
   }
 };
 

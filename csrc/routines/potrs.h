@@ -22,31 +22,31 @@ struct Posv : RoutineTraits {
   // With attrs.check_symmetry: *rejected (agreed) when the matrix is not Hermitian, with the
   // status kNotSymmetric and nan_count entries of nan_out NaN. Shared by syevd.
   template <class E, class T>
-  static Status RejectAsymmetric(E& e, const CallAttrs& attrs, const CallBuffers& io, void* nan_out,
+  static Status RejectAsymmetric(E& e, const CallAttrs& attrs, const CallBuffers<T>& io, T* nan_out,
                                  int64_t nan_count, bool* rejected) {
     *rejected = false;
     if (!attrs.check_symmetry) return Status();
-    JAXMG_RETURN_IF_ERROR(e.template Asymmetric<T>(io.a, rejected));  // agreed
+    JAXMG_RETURN_IF_ERROR(e.Asymmetric(io.a, rejected));  // agreed
     if (!*rejected) return Status();
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(kNotSymmetric, io.status));
-    return e.template FillNan<T>(nan_out, nan_count);
+    return e.FillNan(nan_out, nan_count);
   }
 
   template <class E, class T>
-  static Status Factor(E& e, const CallAttrs& attrs, const CallBuffers& io, void* nan_out,
-                       int64_t nan_count, typename E::Matrix* l) {
-    *l = typename E::Matrix();
+  static Status Factor(E& e, const CallAttrs& attrs, const CallBuffers<T>& io, T* nan_out,
+                       int64_t nan_count, MatrixOf<E, T>* l) {
+    *l = MatrixOf<E, T>();
     // The symmetry check's verdict comes with the factorization's status agreement (a matrix
     // that is not Hermitian costs a wasted factorization, the Hermitian one no extra wait).
-    if (attrs.check_symmetry) JAXMG_RETURN_IF_ERROR(e.template CheckSymmetry<T>(io.a));
-    typename E::Matrix a;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
+    if (attrs.check_symmetry) JAXMG_RETURN_IF_ERROR(e.CheckSymmetry(io.a));
+    MatrixOf<E, T> a;
+    JAXMG_RETURN_IF_ERROR(e.Prepare(io.a, &a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Potrf<T>(&a, &info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.Potrf(&a, &info));  // agreed by every rank
     if (attrs.check_symmetry && e.asymmetric()) info = kNotSymmetric;
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
-    JAXMG_RETURN_IF_ERROR(e.template LogAbsDiag<T>(a, 2.0, info == 0, io.logdet));
-    if (info != 0) return e.template FillNan<T>(nan_out, nan_count);
+    JAXMG_RETURN_IF_ERROR(e.LogAbsDiag(a, 2.0, info == 0, io.logdet));
+    if (info != 0) return e.FillNan(nan_out, nan_count);
     *l = a;
     return Status();
   }
@@ -54,19 +54,19 @@ struct Posv : RoutineTraits {
   // x := B⁻¹ c for the factor l, c = conj(b) through Π (the solution conjugated back). Shared by
   // cho_solve.
   template <class E, class T>
-  static Status Solve(E& e, const CallBuffers& io, const typename E::Matrix& l) {
-    typename E::Matrix c;
-    JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/true, &c));
-    JAXMG_RETURN_IF_ERROR(e.template Potrs<T>(l, c));  // c := B⁻¹ c
-    return e.template RhsOut<T>(c, io.x, Axis::kCols, /*conj=*/true);
+  static Status Solve(E& e, const CallBuffers<T>& io, const MatrixOf<E, T>& l) {
+    MatrixOf<E, T> c;
+    JAXMG_RETURN_IF_ERROR(e.RhsIn(io.b, io.nrhs, Axis::kRows, /*conj=*/true, &c));
+    JAXMG_RETURN_IF_ERROR(e.Potrs(l, c));  // c := B⁻¹ c
+    return e.RhsOut(c, io.x, Axis::kCols, /*conj=*/true);
   }
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
-    typename E::Matrix l;
-    JAXMG_RETURN_IF_ERROR((Factor<E, T>(e, attrs, io, io.x, io.x_count, &l)));
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
+    MatrixOf<E, T> l;
+    JAXMG_RETURN_IF_ERROR(Factor(e, attrs, io, io.x, io.x_count, &l));
     if (l.empty()) return Status();
-    return Solve<E, T>(e, io, l);
+    return Solve(e, io, l);
   }
 };
 

@@ -22,20 +22,20 @@ struct Qr : RoutineTraits {
   static constexpr bool kRectangular = true;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
-    typename E::Matrix a;
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
+    MatrixOf<E, T> a;
     typename E::Reflectors tau;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
+    JAXMG_RETURN_IF_ERROR(e.Prepare(io.a, &a));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Geqrf<T>(&a, &tau, &info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.Geqrf(&a, &tau, &info));  // agreed by every rank
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
-      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
-      return e.template FillNan<T>(io.a, io.a_count);
+      JAXMG_RETURN_IF_ERROR(e.FillNan(io.x, io.x_count));
+      return e.FillNan(io.a, io.a_count);
     }
-    JAXMG_RETURN_IF_ERROR(e.template LeadingRowsOut<T>(a, io.x, io.x_rows));  // R
-    JAXMG_RETURN_IF_ERROR(e.template Orgqr<T>(&a, tau));                      // a := Q
-    return e.template ShardOut<T>(a, io.a);
+    JAXMG_RETURN_IF_ERROR(e.LeadingRowsOut(a, io.x, io.x_rows));  // R
+    JAXMG_RETURN_IF_ERROR(e.Orgqr(&a, tau));                      // a := Q
+    return e.ShardOut(a, io.a);
   }
 };
 
@@ -44,15 +44,15 @@ struct LeastSquares : RoutineTraits {
   static constexpr bool kRectangular = true;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
-    typename E::Matrix a, c, z;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &a));
-    JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, Axis::kRows, /*conj=*/false, &c));
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
+    MatrixOf<E, T> a, c, z;
+    JAXMG_RETURN_IF_ERROR(e.Prepare(io.a, &a));
+    JAXMG_RETURN_IF_ERROR(e.RhsIn(io.b, io.nrhs, Axis::kRows, /*conj=*/false, &c));
     int info = 0;
-    JAXMG_RETURN_IF_ERROR(e.template Gels<T>(&a, c, &z, &info));  // agreed by every rank
+    JAXMG_RETURN_IF_ERROR(e.Gels(&a, c, &z, &info));  // agreed by every rank
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
-    if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
-    return e.template LeadingRowsOut<T>(z, io.x, io.x_rows);
+    if (info != 0) return e.FillNan(io.x, io.x_count);
+    return e.LeadingRowsOut(z, io.x, io.x_rows);
   }
 };
 

@@ -15,12 +15,12 @@ struct Slogdet : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
-    typename E::Matrix lu;
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
+    MatrixOf<E, T> lu;
     typename E::Pivots piv;
     int info = 0;
-    JAXMG_RETURN_IF_ERROR((LuSolve::Factor<E, T>(e, io, &lu, &piv, &info)));
-    return e.template SignLogDet<T>(lu, piv, io.sign, io.logdet);
+    JAXMG_RETURN_IF_ERROR(LuSolve::Factor(e, io, &lu, &piv, &info));
+    return e.SignLogDet(lu, piv, io.sign, io.logdet);
   }
 };
 

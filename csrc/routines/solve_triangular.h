@@ -25,32 +25,32 @@ struct SolveTriangularOf : RoutineTraits {
   static constexpr layout::Symmetry kSymmetry = layout::Symmetry::kGeneral;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
     const int64_t op = attrs.op;  // (0, 1 or 2: checked where the attributes are decoded)
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("solve_triangular runs on a redistributed matrix");
     }
     const char uplo = attrs.lower ? 'U' : 'L';  // M = Aᵀ: A's lower triangle is M's upper
     const char diag = attrs.unit_diagonal ? 'U' : 'N';
-    typename E::Matrix m, c;
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &m));
+    MatrixOf<E, T> m, c;
+    JAXMG_RETURN_IF_ERROR(e.Prepare(io.a, &m));
     int info = 0;
     if (kMatrixRhs) {  // io.nrhs: this shard's columns of b, K / mesh_cols
-      JAXMG_RETURN_IF_ERROR(e.template RhsMatrixIn<T>(io.b, io.nrhs * attrs.mesh_cols, &c));
+      JAXMG_RETURN_IF_ERROR(e.RhsMatrixIn(io.b, io.nrhs * attrs.mesh_cols, &c));
       // c := c op(M)⁻¹
-      JAXMG_RETURN_IF_ERROR(e.template Trsm<T>('R', uplo, "NTC"[op], diag, m, c, &info));
+      JAXMG_RETURN_IF_ERROR(e.Trsm('R', uplo, "NTC"[op], diag, m, c, &info));
     } else {
       // Mᵀ z = c: c indexed by M's columns, z by its rows; M z = c the other way round.
       const Axis in = op == 0 ? Axis::kCols : Axis::kRows;
-      JAXMG_RETURN_IF_ERROR(e.template RhsIn<T>(io.b, io.nrhs, in, /*conj=*/op == 2, &c));
+      JAXMG_RETURN_IF_ERROR(e.RhsIn(io.b, io.nrhs, in, /*conj=*/op == 2, &c));
       // c := op(M)⁻¹ c
-      JAXMG_RETURN_IF_ERROR(e.template Trsm<T>('L', uplo, op == 0 ? 'T' : 'N', diag, m, c, &info));
+      JAXMG_RETURN_IF_ERROR(e.Trsm('L', uplo, op == 0 ? 'T' : 'N', diag, m, c, &info));
     }
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
-    if (info != 0) return e.template FillNan<T>(io.x, io.x_count);
-    if (kMatrixRhs) return e.template RhsMatrixOut<T>(c, io.x);
+    if (info != 0) return e.FillNan(io.x, io.x_count);
+    if (kMatrixRhs) return e.RhsMatrixOut(c, io.x);
     const Axis out = op == 0 ? Axis::kRows : Axis::kCols;
-    return e.template RhsOut<T>(c, io.x, out, /*conj=*/op == 2);
+    return e.RhsOut(c, io.x, out, /*conj=*/op == 2);
   }
 };
 using SolveTriangular = SolveTriangularOf<false>;

@@ -22,33 +22,30 @@ struct SyevdOf : RoutineTraits {
   static constexpr bool kSecondMatrix = kGeneralized;
 
   template <class E, class T>
-  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers& io) {
+  static Status Run(E& e, const CallAttrs& attrs, const CallBuffers<T>& io) {
     if (e.plan().strategy != layout::Strategy::kRedistribute) {
       return JAXMG_ERROR("syevd and sygvd run on a redistributed matrix");
     }
     bool rejected = false;
-    JAXMG_RETURN_IF_ERROR(
-        (Posv::RejectAsymmetric<E, T>(e, attrs, io, io.x, io.x_count, &rejected)));
-    if (rejected) return kVectors ? e.template FillNan<T>(io.a, io.a_count) : Status();
-    typename E::Matrix m, z;  // the engine matrix, its eigenvectors
-    JAXMG_RETURN_IF_ERROR(e.template Prepare<T>(io.a, &m));
+    JAXMG_RETURN_IF_ERROR(Posv::RejectAsymmetric(e, attrs, io, io.x, io.x_count, &rejected));
+    if (rejected) return kVectors ? e.FillNan(io.a, io.a_count) : Status();
+    MatrixOf<E, T> m, z;  // the engine matrix, its eigenvectors
+    JAXMG_RETURN_IF_ERROR(e.Prepare(io.a, &m));
     int info = 0;
     if constexpr (kGeneralized) {
-      typename E::Matrix k;
-      JAXMG_RETURN_IF_ERROR(e.template MatrixIn<T>(io.b, &k));
-      JAXMG_RETURN_IF_ERROR(
-          e.template Sygvd<T>(m, k, kVectors, attrs.subset, io.x, &z, &info));  // agreed
+      MatrixOf<E, T> k;
+      JAXMG_RETURN_IF_ERROR(e.MatrixIn(io.b, &k));
+      JAXMG_RETURN_IF_ERROR(e.Sygvd(m, k, kVectors, attrs.subset, io.x, &z, &info));  // agreed
     } else {
-      JAXMG_RETURN_IF_ERROR(
-          e.template Eigh<T>(m, kVectors, attrs.subset, io.x, &z, &info));  // agreed
+      JAXMG_RETURN_IF_ERROR(e.Eigh(m, kVectors, attrs.subset, io.x, &z, &info));  // agreed
     }
     JAXMG_RETURN_IF_ERROR(e.WriteStatus(info, io.status));
     if (info != 0) {
-      JAXMG_RETURN_IF_ERROR(e.template FillNan<T>(io.x, io.x_count));
-      return kVectors ? e.template FillNan<T>(io.a, io.a_count) : Status();
+      JAXMG_RETURN_IF_ERROR(e.FillNan(io.x, io.x_count));
+      return kVectors ? e.FillNan(io.a, io.a_count) : Status();
     }
     // m, spent, is VectorsOut's workspace.
-    return kVectors ? e.template VectorsOut<T>(z, m, io.a) : Status();
+    return kVectors ? e.VectorsOut(z, m, io.a) : Status();
   }
 };
 using Syevd = SyevdOf<true>;

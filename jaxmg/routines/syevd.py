@@ -95,7 +95,8 @@ def syevd(
     infinite for a repeated one; losses that depend on an eigenvector only through its
     eigenspace, or on the eigenvalues alone, are fine), and a loss of V must not depend on each
     eigenvector's phase. With subset_by_index the same rule on the whole decomposition gives
-    the kept pairs' derivative, exact (for kept eigenvalues distinct from every other).
+    the kept pairs' derivative, exact (for kept eigenvalues distinct from every other); the
+    eigenvalues alone need only the subset's own eigenvectors where the engine computes it.
 
     Raises:
       TypeError: a flag that is not a Python bool (the message names it); a subset_by_index
@@ -177,9 +178,12 @@ def _tangent(variant, opts, placement, primals, out, tangents):
     (a,), (da,) = primals, tangents
     vectors = variant["return_eigenvectors"]
     subset = opts.kwargs().get("subset")
+    if subset is not None and not vectors:  # the subset's own eigenvectors suffice
+        w, v, _ = API.differentiable(return_eigenvectors=True)(opts, False, a)
+        return subset_values_tangent(placement, subset, w, v, da), _rules.float0()
     if vectors and subset is None:
         w, v, _ = out
-    else:  # the values' derivative needs the vectors; a subset's, every pair
+    else:  # the values' derivative needs the vectors; a subset's vectors', every pair
         w, v, _ = API.differentiable(return_eigenvectors=True)(whole(opts), False, a)
     dw, dv = _rules.eigen_tangent(placement, w, v, da)
     if subset is not None:
@@ -190,6 +194,23 @@ def _tangent(variant, opts, placement, primals, out, tangents):
 def whole(opts):
     """The options without an engine's subset: every eigenpair."""
     return _rules.options(**{k: v for k, v in opts.kwargs().items() if k != "subset"})
+
+
+def subset_values_tangent(placement, subset, w, v, da, db=None):
+    """The tangent of a subset's eigenvalues from their own eigenvectors (the engine's, first in
+    v; B-orthonormal for the generalized problem): dw_i = Re v_iᴴ dA v_i − w_i Re v_iᴴ dB v_i
+    for the k = hi − lo pairs, first, the rest zero (never returned). One product of dA with k
+    columns instead of a whole decomposition: the other pairs do not enter."""
+    k = subset[1] - subset[0]
+    vk = _placement.constrain(v[:, :k], placement.mesh, P(placement.row_axis, None))
+
+    def quadratic(m):  # Re diag(Vₖᴴ m Vₖ)
+        return jnp.real(jnp.sum(jnp.conj(vk) * (m @ vk), axis=0))
+
+    dw = quadratic(da)
+    if db is not None:
+        dw = dw - w[:k] * quadratic(db)
+    return jnp.pad(dw, (0, w.shape[0] - k)).astype(w.dtype)
 
 
 def kept_first(placement, subset, dw, dv, v, kept):
@@ -280,7 +301,8 @@ class EigenRoutine(_factory.Routine):
     """The eigensolvers' forms (syevd, and eigh's generalized problem): subset_by_index keeps
     the eigenpairs lo <= i < hi (`around` in the forms on global arrays, `_kept` on blocks),
     which the engine computes alone where it can (`engine_subset`: then first); the derivative
-    is the whole decomposition's, exact. standard: the standard problem."""
+    is the whole decomposition's (the eigenvalues alone: the subset's own vectors'), exact.
+    standard: the standard problem."""
 
     def __init__(self, declaration, standard: bool):
         super().__init__(declaration)

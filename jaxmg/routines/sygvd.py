@@ -106,9 +106,12 @@ def _tangent(variant, opts, pl, primals, out, tangents):
     (a, b), (da, db) = primals, tangents
     vectors = variant["return_eigenvectors"]
     subset = opts.kwargs().get("subset")
+    if subset is not None and not vectors:  # the subset's own eigenvectors suffice
+        w, v, _ = API.differentiable(return_eigenvectors=True)(opts, False, a, b)
+        return _syevd.subset_values_tangent(pl, subset, w, v, da, db), _rules.float0()
     if vectors and subset is None:
         w, v, _ = out
-    else:  # the values' derivative needs the vectors; a subset's, every pair
+    else:  # the values' derivative needs the vectors; a subset's vectors', every pair
         w, v, _ = API.differentiable(return_eigenvectors=True)(_syevd.whole(opts), False, a, b)
     dw, dv = _rules.eigen_tangent(pl, w, v, da, db)
     if subset is not None:

@@ -71,7 +71,7 @@ Status Engine::BandEigenvalues(const BandSource& src, void* w) {
 }
 
 template <typename T>
-Status Engine::BandEigh(const Matrix& a, EigenRange subset, void* w, Matrix* z_out) {
+Status Engine::BandEigh(const Matrix<T>& a, EigenRange subset, void* w, Matrix<T>* z_out) {
   StepTimer timer("BandEigh", stream_);
   using R = RealOf<T>;
   const int64_t n = a.cols, t = a.tile, lr = a.local_rows, b = EigBand<T>(t, n, true);
@@ -103,9 +103,8 @@ Status Engine::BandEigh(const Matrix& a, EigenRange subset, void* w, Matrix* z_o
   int64_t ldz = 0, held = 0;
   algorithms::EigenPairs pairs;
   if (!subset.all()) pairs = {subset.lo, subset.hi - subset.lo};
-  JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(backend, s, tune, a.As<T>(),
-                                                       static_cast<R*>(w), static_cast<R*>(out), &z,
-                                                       &ldz, pairs, &held));
+  JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(
+      backend, s, tune, a.data, static_cast<R*>(w), static_cast<R*>(out), &z, &ldz, pairs, &held));
   if (DebugParts()) PrintParts("BandEigh");
   const cuda::Dtype dt = KernelType<T>();
   if (s.by_rows) {
@@ -120,9 +119,10 @@ Status Engine::BandEigh(const Matrix& a, EigenRange subset, void* w, Matrix* z_o
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_BAND_EIGH(T)                                        \
-  template Status Engine::BandEigenvalues<T>(const BandSource& src, void* w); \
-  template Status Engine::BandEigh<T>(const Matrix& a, EigenRange subset, void* w, Matrix* z_out);
+#define JAXMG_INSTANTIATE_BAND_EIGH(T)                                                \
+  template Status Engine::BandEigenvalues<T>(const BandSource& src, void* w);         \
+  template Status Engine::BandEigh<T>(const Matrix<T>& a, EigenRange subset, void* w, \
+                                      Matrix<T>* z_out);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_BAND_EIGH)
 #undef JAXMG_INSTANTIATE_BAND_EIGH
 

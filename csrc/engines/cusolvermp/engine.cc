@@ -189,14 +189,15 @@ Status Engine::Join(cudaStream_t from, cudaStream_t to, int event) {
   return Status();
 }
 
-Engine::Matrix Engine::EngineMatrix() const {
+template <typename T>
+Engine::Matrix<T> Engine::EngineMatrix() const {
   const layout::Plan& plan = state_.plan;
-  return Matrix::Of(work_, &desc_a_, plan.engine_rows(), plan.engine_cols(), local_rows_,
-                    local_cols_, plan.tile);
+  return Matrix<T>::Of(static_cast<T*>(work_), &desc_a_, plan.engine_rows(), plan.engine_cols(),
+                       local_rows_, local_cols_, plan.tile);
 }
 
 template <typename T>
-Status Engine::NewLike(const Matrix& like, Matrix* out) {
+Status Engine::NewLike(const Matrix<T>& like, Matrix<T>* out) {
   *out = like;
   out->factored = Factorization::kNone;
   JAXMG_RETURN_IF_ERROR(
@@ -206,15 +207,15 @@ Status Engine::NewLike(const Matrix& like, Matrix* out) {
   return desc.Create(ctx_, DataTypeOf<T>(), like.rows, like.cols, like.tile, like.tile, like.ld);
 }
 
-Status Engine::CheckLu(const Matrix& lu, const char* step) {
-  if (lu.factored == Factorization::kLu || lu.factored == Factorization::kLuHostPivots) {
+Status Engine::CheckLu(Factorization held, const char* step) {
+  if (held == Factorization::kLu || held == Factorization::kLuHostPivots) {
     return Status();
   }
   return JAXMG_ERROR(std::string(step) + ": the matrix handed holds no LU factorization");
 }
 
 template <typename T>
-Status Engine::Prepare(void* shard, Matrix* a) {
+Status Engine::Prepare(T* shard, Matrix<T>* a) {
   StepTimer timer("Prepare", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
@@ -256,17 +257,17 @@ Status Engine::Prepare(void* shard, Matrix* a) {
   }
   JAXMG_RETURN_IF_ERROR(desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(),
                                        plan.engine_cols(), t, t, std::max<int64_t>(lr, 1)));
-  *a = EngineMatrix();
+  *a = EngineMatrix<T>();
   return Status();
 }
 
 template <typename T>
-Status Engine::MatrixIn(const void* shard, Matrix* k) {
+Status Engine::MatrixIn(const T* shard, Matrix<T>* k) {
   return RhsMatrixIn<T>(shard, state_.plan.rows.extent, k);
 }
 
 template <typename T>
-Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
+Status Engine::RhsMatrixIn(const T* b, int64_t rows, Matrix<T>* c) {
   StepTimer timer("MatrixIn", stream_);
   const layout::Plan& plan = state_.plan;
   if (plan.strategy != layout::Strategy::kRedistribute) {
@@ -280,18 +281,18 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
 }
 
 template <typename T>
-Status Engine::RhsMatrixOut(const Matrix& c, void* x) {
+Status Engine::RhsMatrixOut(const Matrix<T>& c, T* x) {
   StepTimer timer("RhsMatrixOut", stream_);
   return Redistribute<T>(c.data, /*to_tiles=*/false, x, Status(), c.rows);
 }
 
 template <typename T>
-Status Engine::NewMatrix(int64_t rows, int64_t cols, Matrix* out) {
+Status Engine::NewMatrix(int64_t rows, int64_t cols, Matrix<T>* out) {
   const int64_t t = state_.plan.tile;
   const int64_t lr = layout::CyclicAxis{t, ctx_.nprow, ctx_.myrow}.Extent(rows);
   const int64_t lc = layout::CyclicAxis{t, ctx_.npcol, ctx_.mycol}.Extent(cols);
   Descriptor& desc = descriptors_.emplace_back();
-  *out = Matrix::Of(nullptr, &desc, rows, cols, lr, lc, t);
+  *out = Matrix<T>::Of(nullptr, &desc, rows, cols, lr, lc, t);
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * std::max<int64_t>(lr * lc, 1), &out->data));
   return desc.Create(ctx_, DataTypeOf<T>(), rows, cols, t, t, out->ld);
 }
@@ -331,14 +332,14 @@ Status Engine::MatrixOut(const void* from, void* shard) {
 }
 
 template <typename T>
-Status Engine::ShardOut(const Matrix& y, void* shard) {
+Status Engine::ShardOut(const Matrix<T>& y, T* shard) {
   if (y.data == shard) return Status();  // the engine worked in the shard
   StepTimer timer("ShardOut", stream_);
   return MatrixOut<T>(y.data, shard);
 }
 
 template <typename T>
-Status Engine::FactorOut(const Matrix& f, void* out, int64_t count) {
+Status Engine::FactorOut(const Matrix<T>& f, T* out, int64_t count) {
   if (f.data == out) return Status();  // the engine worked in the shard: kept as it is
   StepTimer timer("FactorOut", stream_);
   if (state_.plan.strategy != layout::Strategy::kRelabel) return MatrixOut<T>(f.data, out);
@@ -352,7 +353,7 @@ Status Engine::FactorOut(const Matrix& f, void* out, int64_t count) {
 }
 
 template <typename T>
-Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f) {
+Status Engine::Adopt(const T* factor, int64_t count, Factorization holds, Matrix<T>* f) {
   const layout::Plan& plan = state_.plan;
   if (plan.strategy == layout::Strategy::kRelabel) {
     // FactorOut left the engine-local matrix itself: read it where it is.
@@ -365,40 +366,40 @@ Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Mat
     JAXMG_SOLVER(cusolverMpSetStream(ctx_.handle, stream_));
     JAXMG_RETURN_IF_ERROR(LibraryMath());
     JAXMG_RETURN_IF_ERROR(Small());
-    work_ = const_cast<void*>(factor);
+    work_ = const_cast<T*>(factor);
     JAXMG_RETURN_IF_ERROR(desc_a_.Create(ctx_, DataTypeOf<T>(), plan.engine_rows(),
                                          plan.engine_cols(), plan.tile, plan.tile,
                                          std::max<int64_t>(local_rows_, 1)));
-    *f = EngineMatrix();
+    *f = EngineMatrix<T>();
   } else {
     // Redistributed: Prepare reads the JAX layout and writes a copy of its own.
     if (count != plan.rows.shard * plan.cols.shard)
       return JAXMG_ERROR("the factor has the wrong size");
-    JAXMG_RETURN_IF_ERROR(Prepare<T>(const_cast<void*>(factor), f));
+    JAXMG_RETURN_IF_ERROR(Prepare(const_cast<T*>(factor), f));
   }
   f->factored = holds;
   return Status();
 }
 
 template <typename T>
-Status Engine::FillNan(void* x, int64_t count) {
+Status Engine::FillNan(T* x, int64_t count) {
   JAXMG_CUDA(cuda::FillNan(KernelType<T>(), x, count, stream_));
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_ENGINE_CORE(T)                                                   \
-  template Status Engine::Prepare<T>(void* shard, Matrix* a);                              \
-  template Status Engine::NewLike<T>(const Matrix& like, Matrix* out);                     \
-  template Status Engine::MatrixIn<T>(const void* shard, Matrix* k);                       \
-  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c);          \
-  template Status Engine::RhsMatrixOut<T>(const Matrix& c, void* x);                       \
-  template Status Engine::NewMatrix<T>(int64_t rows, int64_t cols, Matrix* out);           \
-  template Status Engine::MatrixOut<T>(const void* from, void* shard);                     \
-  template Status Engine::ShardOut<T>(const Matrix& y, void* shard);                       \
-  template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);         \
-  template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds, \
-                                   Matrix* f);                                             \
-  template Status Engine::FillNan<T>(void* x, int64_t count);
+#define JAXMG_INSTANTIATE_ENGINE_CORE(T)                                                \
+  template Status Engine::Prepare<T>(T * shard, Matrix<T> * a);                         \
+  template Status Engine::NewLike<T>(const Matrix<T>& like, Matrix<T>* out);            \
+  template Status Engine::MatrixIn<T>(const T* shard, Matrix<T>* k);                    \
+  template Status Engine::RhsMatrixIn<T>(const T* b, int64_t rows, Matrix<T>* c);       \
+  template Status Engine::RhsMatrixOut<T>(const Matrix<T>& c, T* x);                    \
+  template Status Engine::NewMatrix<T>(int64_t rows, int64_t cols, Matrix<T>* out);     \
+  template Status Engine::MatrixOut<T>(const void* from, void* shard);                  \
+  template Status Engine::ShardOut<T>(const Matrix<T>& y, T* shard);                    \
+  template Status Engine::FactorOut<T>(const Matrix<T>& f, T* out, int64_t count);      \
+  template Status Engine::Adopt<T>(const T* factor, int64_t count, Factorization holds, \
+                                   Matrix<T>* f);                                       \
+  template Status Engine::FillNan<T>(T * x, int64_t count);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_ENGINE_CORE)
 #undef JAXMG_INSTANTIATE_ENGINE_CORE
 

@@ -44,7 +44,9 @@ using layout::AxisExchange;
 class Engine {
  public:
   // A matrix the steps pass (routines/contract.h): device memory, a cuSOLVERMp descriptor.
-  using Matrix = DistributedMatrix<Descriptor>;
+  using Descriptor = cusolvermp::Descriptor;
+  template <typename T>
+  using Matrix = DistributedMatrix<T, Descriptor>;
   // The row interchanges of an LU factorization, as Getrf leaves them: cuSOLVERMp's Getrf's
   // (kLu: distributed with the columns, in the call's scratch memory), or the global 1-based
   // list of jaxmg's 1-D LU or of a kept factor (kLuHostPivots: on the host).
@@ -93,144 +95,146 @@ class Engine {
   // ---- Checks on the input ----
   // *out := whether the matrix is not symmetric (Hermitian), from the shards; agreed.
   template <typename T>
-  Status Asymmetric(const void* shard, bool* out);
+  Status Asymmetric(const T* shard, bool* out);
   // Asymmetric's check; its verdict comes with the next agreement (Potrf's), as asymmetric().
   template <typename T>
-  Status CheckSymmetry(const void* shard);
+  Status CheckSymmetry(const T* shard);
 
   // ---- The engine matrix, right-hand sides and second matrices ----
   // *a := the engine matrix B from the shard (in place where it can be).
   template <typename T>
-  Status Prepare(void* shard, Matrix* a);
+  Status Prepare(T* shard, Matrix<T>* a);
   // *c := a new engine_rows x nrhs matrix, rows like B's: c[i] = conj?(b[orig(i)]).
   template <typename T>
-  Status RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c);
+  Status RhsIn(const T* b, int64_t nrhs, Axis axis, bool conj, Matrix<T>* c);
   // x[orig(i)] = conj?(z[i]) for this shard's rows (z as RhsIn makes it).
   template <typename T>
-  Status RhsOut(const Matrix& z, void* x, Axis axis, bool conj);
+  Status RhsOut(const Matrix<T>& z, T* x, Axis axis, bool conj);
   // *out := a new identity distributed like `like` (square).
   template <typename T>
-  Status Identity(const Matrix& like, Matrix* out);
+  Status Identity(const Matrix<T>& like, Matrix<T>* out);
   // (redistributed plans) *k := the second matrix b in the engine's tiles, like B.
   template <typename T>
-  Status MatrixIn(const void* shard, Matrix* k);
+  Status MatrixIn(const T* shard, Matrix<T>* k);
   // (redistributed plans) *c := Bᵀ, b's shards read column-major, in the engine's tiles.
   template <typename T>
-  Status RhsMatrixIn(const void* b, int64_t rows, Matrix* c);
+  Status RhsMatrixIn(const T* b, int64_t rows, Matrix<T>* c);
   // x (sharded as b) := c in the JAX layout (RhsMatrixIn's inverse).
   template <typename T>
-  Status RhsMatrixOut(const Matrix& c, void* x);
+  Status RhsMatrixOut(const Matrix<T>& c, T* x);
 
   // ---- Factorizations and solves ----
   // a's lower triangle := L, a = L Lᴴ (a->factored := kCholesky); info agreed (max).
   template <typename T>
-  Status Potrf(Matrix* a, int* info);
+  Status Potrf(Matrix<T>* a, int* info);
   // a := its pivoted LU factors (a->factored := kLu or kLuHostPivots), *piv their row
   // interchanges; info agreed (max).
   template <typename T>
-  Status Getrf(Matrix* a, Pivots* piv, int* info);
+  Status Getrf(Matrix<T>* a, Pivots* piv, int* info);
   // c := B⁻¹ c for the Cholesky factor l of B.
   template <typename T>
-  Status Potrs(const Matrix& l, const Matrix& c);
+  Status Potrs(const Matrix<T>& l, const Matrix<T>& c);
   // c := op(B)⁻¹ c for the LU factors lu of B and their pivots, op = transpose ? Bᵀ : B.
   template <typename T>
-  Status Getrs(const Matrix& lu, const Pivots& piv, const Matrix& c, bool transpose);
+  Status Getrs(const Matrix<T>& lu, const Pivots& piv, const Matrix<T>& c, bool transpose);
   // (l from Potrf) *inverse := B⁻¹, a new matrix distributed like B.
   template <typename T>
-  Status CholeskyInverse(const Matrix& l, Matrix* inverse);
+  Status CholeskyInverse(const Matrix<T>& l, Matrix<T>* inverse);
   // (lu, piv from Getrf) *inverse := M⁻¹, or M⁻ᵀ with transpose, a new matrix like M.
   template <typename T>
-  Status InverseSolve(const Matrix& lu, const Pivots& piv, bool transpose, Matrix* inverse);
+  Status InverseSolve(const Matrix<T>& lu, const Pivots& piv, bool transpose, Matrix<T>* inverse);
   // c := op(m)⁻¹ c ('L') or c op(m)⁻¹ ('R'), m's triangle uplo; info agreed first.
   template <typename T>
-  Status Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
+  Status Trsm(char side, char uplo, char op, char diag, const Matrix<T>& m, const Matrix<T>& c,
               int* info);
   // (redistributed plans, n x n) *c := op_b(k) op_a(m), a new matrix distributed like m.
   template <typename T>
-  Status Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c);
+  Status Gemm(char op_b, const Matrix<T>& k, char op_a, const Matrix<T>& m, Matrix<T>* c);
 
   // ---- Determinants ----
   // out = scale * Σ log|diag a|, NaN if !ok.
   template <typename T>
-  Status LogAbsDiag(const Matrix& a, double scale, bool ok, void* out);
+  Status LogAbsDiag(const Matrix<T>& a, double scale, bool ok, RealOf<T>* out);
   // (lu, piv from Getrf) det B's phase and log |det B|, the relabeling's parity included.
   template <typename T>
-  Status SignLogDet(const Matrix& lu, const Pivots& piv, void* sign, void* logabsdet);
+  Status SignLogDet(const Matrix<T>& lu, const Pivots& piv, T* sign, RealOf<T>* logabsdet);
 
   // ---- Kept factors ----
   // out := the factored engine matrix f, kept for later solves.
   template <typename T>
-  Status FactorOut(const Matrix& f, void* out, int64_t count);
+  Status FactorOut(const Matrix<T>& f, T* out, int64_t count);
   // *f := the engine matrix from a factor FactorOut wrote (read only; count checked).
   template <typename T>
-  Status Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f);
+  Status Adopt(const T* factor, int64_t count, Factorization holds, Matrix<T>* f);
   // lu's pivots piv, global and 1-based (engine order), the same on every rank.
-  Status PivotsOut(const Matrix& lu, const Pivots& piv, int32_t* out);
+  template <typename T>
+  Status PivotsOut(const Matrix<T>& lu, const Pivots& piv, int32_t* out);
   // *piv := the pivots of a kept LU factor (lu->factored := kLuHostPivots).
-  Status PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv);
+  template <typename T>
+  Status PivotsIn(const int32_t* in, Matrix<T>* lu, Pivots* piv);
 
   // ---- QR and least squares ----
   // QR of a's leading cols.extent columns, in place (a->factored := kQr), *tau its reflectors;
   // info agreed.
   template <typename T>
-  Status Geqrf(Matrix* a, Reflectors* tau, int* info);
+  Status Geqrf(Matrix<T>* a, Reflectors* tau, int* info);
   // (a, tau from Geqrf) a := Q of that factorization (its leading cols.extent columns).
   template <typename T>
-  Status Orgqr(Matrix* a, const Reflectors& tau);
+  Status Orgqr(Matrix<T>* a, const Reflectors& tau);
   // Least squares min ‖B z − c‖ (a factored in place, c overwritten); *z := the solution.
   template <typename T>
-  Status Gels(Matrix* a, const Matrix& c, Matrix* z, int* info);
+  Status Gels(Matrix<T>* a, const Matrix<T>& c, Matrix<T>* z, int* info);
 
   // ---- Eigenvalues and singular values ----
   // (Hermitian a; overwritten) its eigenvalues, ascending, into x; *z := its eigenvectors; a
   // subset's pairs first on grids of one process column (the own two stages compute those
   // alone; cuSOLVERMp's Syevd computes every pair, and the kept ones are moved first).
   template <typename T>
-  Status Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, Matrix* z, int* info);
+  Status Eigh(const Matrix<T>& a, bool vectors, EigenRange subset, T* x, Matrix<T>* z, int* info);
   // M z = λ K z for m (Hermitian) and k (positive definite), both overwritten; as Eigh.
   template <typename T>
-  Status Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange subset, void* x,
-               Matrix* z, int* info);
+  Status Sygvd(const Matrix<T>& m, const Matrix<T>& k, bool vectors, EigenRange subset, T* x,
+               Matrix<T>* z, int* info);
   // (m x n a, m >= n; overwritten) singular values, descending, into x; *a := U, *vt := Vᴴ.
   template <typename T>
-  Status Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows, int64_t x_cols,
-               Matrix* vt, int* info);
+  Status Gesvd(Matrix<T>* a, bool vectors_u, bool vectors_vt, T* x, int64_t x_rows, int64_t x_cols,
+               Matrix<T>* vt, int* info);
 
   // ---- QDWH (routines/polar.h), on u, which holds U in place throughout ----
   // info agreed; U := A / (‖A‖₁ ‖A‖∞)^½ and *lower := 1 / ‖L⁻¹‖_F for UᴴU = L Lᴴ.
   template <typename T>
-  Status PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double* lower, int* info);
+  Status PolarBegin(const Matrix<T>& u, bool keep_a, QdwhOperands* q, double* lower, int* info);
   // U := e U + coef Q₁ Q₂ᴴ, [sqrt_c U; I] = [Q₁; Q₂] R.
   template <typename T>
-  Status PolarQr(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, double e);
+  Status PolarQr(const Matrix<T>& u, QdwhOperands* q, double sqrt_c, double coef, double e);
   // U := e U + coef U Z⁻¹, Z = I + c UᴴU; *change := ‖U − U_prev‖_F, agreed.
   template <typename T>
-  Status PolarCholesky(const Matrix& u, QdwhOperands* q, double c, double coef, double e,
+  Status PolarCholesky(const Matrix<T>& u, QdwhOperands* q, double c, double coef, double e,
                        double* change);
   // U := (3U − U UᴴU) / 2; with h, *hm := H = ½ (UᴴA + AᴴU), a new n x n matrix; info agreed.
   template <typename T>
-  Status PolarEnd(const Matrix& u, QdwhOperands* q, bool h, Matrix* hm, int* info);
+  Status PolarEnd(const Matrix<T>& u, QdwhOperands* q, bool h, Matrix<T>* hm, int* info);
   // (hm from PolarEnd; overwritten) H's eigenvalues, descending, >= 0, into x.
   template <typename T>
-  Status PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x_rows, int64_t x_cols,
+  Status PolarValues(const Matrix<T>& hm, QdwhOperands* q, T* x, int64_t x_rows, int64_t x_cols,
                      int* info);
 
   // ---- Results ----
   // The shard := its part of y (distributed like the engine matrix) in the JAX layout.
   template <typename T>
-  Status ShardOut(const Matrix& y, void* shard);
+  Status ShardOut(const Matrix<T>& y, T* shard);
   // x (row-major) := this shard's x_rows of the first cols.extent rows of R (Geqrf) or z (Gels).
   template <typename T>
-  Status LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows);
+  Status LeadingRowsOut(const Matrix<T>& y, T* x, int64_t x_rows);
   // The shard := its part of the eigenvector matrix z in the JAX layout (work overwritten).
   template <typename T>
-  Status VectorsOut(const Matrix& z, const Matrix& work, void* shard);
+  Status VectorsOut(const Matrix<T>& z, const Matrix<T>& work, T* shard);
   // Columns 0..n-1 of x := this shard's x_rows of the n x n matrix s (Vᴴ, H).
   template <typename T>
-  Status SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols);
+  Status SquareRowsOut(const Matrix<T>& s, T* x, int64_t x_rows, int64_t x_cols);
   // (local) x[0..count) := NaN.
   template <typename T>
-  Status FillNan(void* x, int64_t count);
+  Status FillNan(T* x, int64_t count);
   // (local) *status := info.
   Status WriteStatus(int info, int32_t* status);
   // The end of every call, reached by every rank that ran it (agrees on a local failure).
@@ -245,15 +249,23 @@ class Engine {
 
   friend class Backend;  // the algorithms' backend (backend.h) uses the call's buffers and stream
   Status Scratch(size_t bytes, void** out);
+  template <typename T>
+  Status Scratch(size_t bytes, T** out) {
+    void* p = nullptr;
+    JAXMG_RETURN_IF_ERROR(Scratch(bytes, &p));
+    *out = static_cast<T*>(p);
+    return Status();
+  }
   // The handle of the engine matrix that Prepare or Adopt set up (work_, desc_a_ and the local
   // extents): what they hand out. Every other step reads the matrices it is handed.
-  Matrix EngineMatrix() const;
+  template <typename T>
+  Matrix<T> EngineMatrix() const;
   // *out := a new matrix (uninitialized scratch) distributed like `like`, with a descriptor of its
   // own (owned by the engine for the call).
   template <typename T>
-  Status NewLike(const Matrix& like, Matrix* out);
+  Status NewLike(const Matrix<T>& like, Matrix<T>* out);
   // An error unless `lu` holds an LU factorization (step: the step's name).
-  static Status CheckLu(const Matrix& lu, const char* step);
+  static Status CheckLu(Factorization held, const char* step);
   // The call's small device buffer (small_), allocated and zeroed on first use.
   Status Small();
   // Between the JAX block layout and block-cyclic tiles (to_tiles) or back (Remap).
@@ -318,11 +330,11 @@ class Engine {
   // c := op(B)⁻¹ c with the own LU's factors lu and global pivots on one device
   // (cusolverDnXgetrs).
   template <typename T>
-  Status LocalGetrs(const Matrix& lu, const std::vector<int64_t>& piv, const Matrix& c,
+  Status LocalGetrs(const Matrix<T>& lu, const std::vector<int64_t>& piv, const Matrix<T>& c,
                     bool transpose);
   // Householder QR of a's leading cols.extent columns (*tau), in place, no agreement.
   template <typename T>
-  Status QrFactor(const Matrix& a, Reflectors* tau);
+  Status QrFactor(const Matrix<T>& a, Reflectors* tau);
   bool UseOwnQr() const;
   // Eigenvalues in two stages on 1 x P and P x 1 grids (algorithms/band_eigh.h over the
   // backend; band_eigh.cc): the band reduction over the devices, then the bulge chase and
@@ -346,7 +358,7 @@ class Engine {
   // TwoStageVectors). A subset's pairs alone, first: Q₂ and Q₁ on its k columns.
   bool UseBandEigh() const;
   template <typename T>
-  Status BandEigh(const Matrix& a, EigenRange subset, void* w, Matrix* z);
+  Status BandEigh(const Matrix<T>& a, EigenRange subset, void* w, Matrix<T>* z);
   // The local columns [from, from + count) of a device matrix with column stride `stride` bytes
   // moved to [0, count) (pieces that never overlap).
   Status MoveColumnsFirst(void* base, int64_t stride, int64_t from, int64_t count);
@@ -363,12 +375,12 @@ class Engine {
   // cuSOLVERMp's Syevd on a (overwritten): w := the eigenvalues, *z := a new matrix for the
   // eigenvectors (written with vectors).
   template <typename T>
-  Status LibraryEigh(const Matrix& a, bool vectors, void* w, Matrix* z);
+  Status LibraryEigh(const Matrix<T>& a, bool vectors, void* w, Matrix<T>* z);
   // The 1-D QR (1 x P grids) and its Q, formed in place (qr_1d.cc).
   template <typename T>
-  Status Qr1D(const Matrix& a, Reflectors* tau);
+  Status Qr1D(const Matrix<T>& a, Reflectors* tau);
   template <typename T>
-  Status Orgqr1D(const Matrix& a, const Reflectors& tau);
+  Status Orgqr1D(const Matrix<T>& a, const Reflectors& tau);
   // A stream with the single-GPU handles that run on it: the call's (the context's handles) or
   // the look-ahead's side stream (handles of its own).
   struct Lane {
@@ -401,17 +413,18 @@ class Engine {
                          int64_t ldf, bool adjoint, void* c, int64_t cols, int64_t ldc,
                          const QrWork& work);
   template <typename T>
-  Status QrSolve(const Matrix& a, const Matrix& rhs, int* info, void** solution);
+  Status QrSolve(const Matrix<T>& a, const Matrix<T>& rhs, int* info, T** solution);
   // *out (device, row-major) := the first cols.extent rows in engine order of the factored
   // matrix a's leading cols.extent columns (R), whole on every rank.
   template <typename T>
-  Status LeadingRows(const Matrix& a, void** out);
+  Status LeadingRows(const Matrix<T>& a, void** out);
   template <typename T>
-  Status Lu1D(Matrix* a, Pivots* piv, int* info);
+  Status Lu1D(Matrix<T>* a, Pivots* piv, int* info);
   // The global 1-based list of cuSOLVERMp's pivots piv.device (collective).
   Status EnginePivots(const Pivots& piv, std::vector<int64_t>* out);
   // The global 1-based pivots of the factorization lu (own LU or kept: on the host; cuSOLVERMp's).
-  Status GlobalPivots(const Matrix& lu, const Pivots& piv, std::vector<int64_t>* out);
+  template <typename T>
+  Status GlobalPivots(const Matrix<T>& lu, const Pivots& piv, std::vector<int64_t>* out);
   // x (row-major, row stride x_cols) := this shard's x_rows of the first cols.extent rows of the
   // local block-cyclic matrix `local` (ld rows, lc columns, `cols` global columns), in columns
   // 0..cols-1, gathered in chunks of rows (collective; see LeadingRowsOut).
@@ -425,7 +438,7 @@ class Engine {
   // with a descriptor of its own (owned by the engine for the call). A failure is local: the
   // caller agrees on it before the next collective.
   template <typename T>
-  Status NewMatrix(int64_t rows, int64_t cols, Matrix* out);
+  Status NewMatrix(int64_t rows, int64_t cols, Matrix<T>* out);
   // The first of x's rows this shard holds (x_rows of the cols.extent, or all of them).
   int64_t FirstRow(int64_t x_rows) const;
   // The shard := engine matrix `from` in the JAX layout (undoing relabeling, padding or
@@ -433,23 +446,26 @@ class Engine {
   template <typename T>
   Status MatrixOut(const void* from, void* shard);
   template <typename T>
-  Status LuSolveWithPivots(const Matrix& lu, const Matrix& c, bool transpose,
+  Status LuSolveWithPivots(const Matrix<T>& lu, const Matrix<T>& c, bool transpose,
                            const std::vector<int64_t>& piv);
   // c := op(U)⁻¹ op(L)⁻¹ c (L⁻ᵀ U⁻ᵀ with transpose), L unit lower and U upper in lu.
   template <typename T>
-  Status TriangularSolves(const Matrix& lu, const Matrix& c, bool transpose, Deferred* failed);
+  Status TriangularSolves(const Matrix<T>& lu, const Matrix<T>& c, bool transpose,
+                          Deferred* failed);
   template <typename T>
-  Status PivotRhs(const Matrix& c, const std::vector<int64_t>& piv, bool reverse, Deferred* failed);
+  Status PivotRhs(const Matrix<T>& c, const std::vector<int64_t>& piv, bool reverse,
+                  Deferred* failed);
   // *column (device) := 1 + the first engine column with a non-finite entry of a's local part,
   // or kNoColumn.
   template <typename T>
-  Status NonFinite(const Matrix& a, int32_t* column);
+  Status NonFinite(const Matrix<T>& a, int32_t* column);
   // Status agreement on the matrix a (see status.cc); returns the agreed info. The diagonal check
   // covers the global diagonal below diag_limit (-1: all of it; 0: none); scan: also the first
   // column with a non-finite entry anywhere in the local matrix (false: a triangular matrix,
   // whose other triangle may hold anything).
   template <typename T>
-  Status Agree(const Matrix& a, bool failed, int* info, int64_t diag_limit = -1, bool scan = true);
+  Status Agree(const Matrix<T>& a, bool failed, int* info, int64_t diag_limit = -1,
+               bool scan = true);
   // The symmetry check's products [A v, A u] of this shard, summed over the ranks into the 2n
   // device vector *y (common/symmetry.h), on the stream.
   template <typename T>
@@ -474,12 +490,12 @@ class Engine {
   Status AgreedWorkspace(size_t bytes, size_t host_bytes, void** out);
   // Every buffer of QDWH's steps and the workspace of its QR steps.
   template <typename T>
-  Status PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q);
+  Status PolarBuffers(const Matrix<T>& u, bool keep_a, QdwhOperands* q);
   // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
   algorithms::Square Square(int64_t n, int64_t ld) const;
   // QDWH's operands (algorithms/qdwh.h) in this call's buffers (PolarBuffers).
   template <typename T>
-  algorithms::QdwhWork<T> PolarWork(const Matrix& u, QdwhOperands* q);
+  algorithms::QdwhWork<T> PolarWork(const Matrix<T>& u, QdwhOperands* q);
   Context& ctx_;
   const PlanState& state_;
   cudaStream_t stream_;

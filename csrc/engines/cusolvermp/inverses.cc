@@ -39,7 +39,7 @@ algorithms::Square Engine::Square(int64_t n, int64_t ld) const {
 
 // B = L Lᴴ: B⁻¹ = Wᴴ W with W = L⁻¹.
 template <typename T>
-Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
+Status Engine::CholeskyInverse(const Matrix<T>& l, Matrix<T>* inverse) {
   // B⁻¹ = L⁻ᴴ L⁻¹ by blocks (algorithms/inverses.h): N³ flops against 7N³/3 for the solve with
   // the identity.
   StepTimer timer("CholeskyInverse", stream_);
@@ -47,7 +47,7 @@ Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
     return JAXMG_ERROR("CholeskyInverse: the matrix handed holds no Cholesky factor");
   }
   // B⁻¹ into a buffer of its own (l may be the shard, which ShardOut writes).
-  Matrix w;
+  Matrix<T> w;
   void* y = nullptr;
   const size_t bytes = sizeof(T) * std::max<int64_t>(l.local_rows * l.local_cols, 1);
   Deferred local;
@@ -57,21 +57,21 @@ Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv_cholesky", local));
   Backend backend(*this);
   JAXMG_RETURN_IF_ERROR(algorithms::CholeskyInverse<T>(backend, Square(l.rows, l.local_rows),
-                                                       l.As<T>(), w.As<T>(), static_cast<T*>(y)));
+                                                       l.data, w.data, static_cast<T*>(y)));
   *inverse = w;
-  inverse->data = y;  // (W's descriptor describes it: the same distribution)
+  inverse->data = static_cast<T*>(y);  // (W's descriptor describes it: the same distribution)
   return Status();
 }
 
 // M⁻¹ = U⁻¹ L⁻¹ Pᵀ from the two triangular inverses, their product by blocks and a column
 // permutation (about 4N³/3 flops), and for M⁻ᵀ one distributed transpose (Geadd).
 template <typename T>
-Status Engine::InverseSolve(const Matrix& lu, const Pivots& pivots, bool transpose,
-                            Matrix* inverse) {
+Status Engine::InverseSolve(const Matrix<T>& lu, const Pivots& pivots, bool transpose,
+                            Matrix<T>* inverse) {
   // M = P L U: M⁻¹ = U⁻¹ L⁻¹ Pᵀ by blocks (algorithms/inverses.h LuInverse), 4N³/3 flops
   // against 2N³ for two triangular solves with the N columns of the identity.
   StepTimer timer("InverseSolve", stream_);
-  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "InverseSolve"));
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu.factored, "InverseSolve"));
   if (lu.factored == Factorization::kLuHostPivots && OneDevice()) {
     // One device: M⁻¹ (op = T: M⁻ᵀ) = cusolverDn's getrs with the identity, as jnp.linalg.inv
     // solves (2N³ flops, against 4N³/3 for the blocks below; measured faster on one H200:
@@ -84,7 +84,7 @@ Status Engine::InverseSolve(const Matrix& lu, const Pivots& pivots, bool transpo
   std::vector<int64_t> piv;
   JAXMG_RETURN_IF_ERROR(GlobalPivots(lu, pivots, &piv));
   const size_t bytes = sizeof(T) * std::max<int64_t>(lr * lc, 1);
-  Matrix w_lower;
+  Matrix<T> w_lower;
   void *w_upper = nullptr, *x = nullptr;
   BlasDescriptor dm;
   const T one(1), zero(0);
@@ -103,15 +103,15 @@ Status Engine::InverseSolve(const Matrix& lu, const Pivots& pivots, bool transpo
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv", local));
   // W_L := M⁻¹ (X Pᵀ, moved from x)
   Backend backend(*this);
-  JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, Square(n, lr), lu.As<T>(), piv,
-                                                 w_lower.As<T>(), static_cast<T*>(w_upper),
-                                                 static_cast<T*>(x), w_lower.As<T>()));
+  JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, Square(n, lr), lu.data, piv, w_lower.data,
+                                                 static_cast<T*>(w_upper), static_cast<T*>(x),
+                                                 w_lower.data));
   *inverse = w_lower;
   if (!transpose) return Status();
   // M⁻ᵀ: the transpose (not the adjoint) of M⁻¹, into x (free again).
   const vendor::BlasMpGeadd<T> transpose_op{ctx_.blas, CUBLAS_OP_T,
                                             n,         n,
-                                            one,       {w_lower.As<T>(), 1, 1, dm.get()},
+                                            one,       {w_lower.data, 1, 1, dm.get()},
                                             zero,      {static_cast<T*>(x), 1, 1, dm.get()}};
   vendor::Work work;
   size_t dev = 0, host = 0;
@@ -122,14 +122,14 @@ Status Engine::InverseSolve(const Matrix& lu, const Pivots& pivots, bool transpo
   failed.Keep(vendor::Run(transpose_op, work));
 
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv", failed));
-  inverse->data = x;  // (W_L's descriptor describes it)
+  inverse->data = static_cast<T*>(x);  // (W_L's descriptor describes it)
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_INVERSES(T)                                                             \
-  template Status Engine::CholeskyInverse<T>(const Matrix& l, Matrix* inverse);                   \
-  template Status Engine::InverseSolve<T>(const Matrix& lu, const Pivots& pivots, bool transpose, \
-                                          Matrix* inverse);
+#define JAXMG_INSTANTIATE_INVERSES(T)                                                 \
+  template Status Engine::CholeskyInverse<T>(const Matrix<T>& l, Matrix<T>* inverse); \
+  template Status Engine::InverseSolve<T>(const Matrix<T>& lu, const Pivots& pivots,  \
+                                          bool transpose, Matrix<T>* inverse);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_INVERSES)
 #undef JAXMG_INSTANTIATE_INVERSES
 

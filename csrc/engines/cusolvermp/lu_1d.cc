@@ -38,7 +38,7 @@ bool Engine::UseOwnLu() const {
 // broadcasts, the row-swap kernel, cuBLAS trsm and gemm. The factors are stored as ScaLAPACK's
 // p?getrf stores them; the 1-based global pivots are kept on the host for the solve.
 template <typename T>
-Status Engine::Lu1D(Matrix* a, Pivots* piv, int* info) {
+Status Engine::Lu1D(Matrix<T>* a, Pivots* piv, int* info) {
   algorithms::Cyclic1D g;
   g.n = a->rows;
   g.t = a->tile;
@@ -48,7 +48,7 @@ Status Engine::Lu1D(Matrix* a, Pivots* piv, int* info) {
   g.me = ctx_.mycol;
   g.rank = ctx_.rank;
   Backend backend(*this);
-  JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->As<T>(), &piv->global));
+  JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->data, &piv->global));
   a->factored = Factorization::kLuHostPivots;
   return Agree<T>(*a, false, info);  // the diagonal check finds a zero or non-finite pivot
 }
@@ -59,7 +59,7 @@ Status Engine::Lu1D(Matrix* a, Pivots* piv, int* info) {
 // no transposed solve, and the engine's own LU keeps its pivots on the host. The pivots are
 // applied to the whole right-hand side (n x nrhs, small) on the host, on every rank.
 template <typename T>
-Status Engine::LuSolveWithPivots(const Matrix& lu, const Matrix& c, bool transpose,
+Status Engine::LuSolveWithPivots(const Matrix<T>& lu, const Matrix<T>& c, bool transpose,
                                  const std::vector<int64_t>& piv) {
   const int64_t n = lu.rows;
   for (int64_t i = 0; i < n; ++i) {  // (the same pivots on every rank)
@@ -74,7 +74,7 @@ Status Engine::LuSolveWithPivots(const Matrix& lu, const Matrix& c, bool transpo
 }
 
 template <typename T>
-Status Engine::TriangularSolves(const Matrix& lu, const Matrix& c, bool transpose,
+Status Engine::TriangularSolves(const Matrix<T>& lu, const Matrix<T>& c, bool transpose,
                                 Deferred* failed) {
   const int64_t n = lu.rows, t = lu.tile, nrhs = c.cols;
   BlasDescriptor da, db;
@@ -100,8 +100,8 @@ Status Engine::TriangularSolves(const Matrix& lu, const Matrix& c, bool transpos
                                  n,
                                  nrhs,
                                  one,
-                                 {lu.As<T>(), 1, 1, da.get()},
-                                 {c.As<T>(), 1, 1, db.get()}};
+                                 {lu.data, 1, 1, da.get()},
+                                 {c.data, 1, 1, db.get()}};
   };
   size_t dev = 0, host = 0;
   for (const auto& [uplo, diag] : order) {
@@ -126,7 +126,7 @@ Status Engine::TriangularSolves(const Matrix& lu, const Matrix& c, bool transpos
 // Applies the row interchanges of `piv` (1-based, global) to the distributed right-hand side
 // (forward, or in reverse order), through its whole copy on every rank's host.
 template <typename T>
-Status Engine::PivotRhs(const Matrix& c, const std::vector<int64_t>& piv, bool reverse,
+Status Engine::PivotRhs(const Matrix<T>& c, const std::vector<int64_t>& piv, bool reverse,
                         Deferred* failed) {
   const int64_t n = c.rows, t = c.tile, lr = c.local_rows;
   const int64_t nrhs = c.cols, lbc = c.local_cols;
@@ -176,13 +176,13 @@ Status Engine::PivotRhs(const Matrix& c, const std::vector<int64_t>& piv, bool r
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_LU_1D(T)                                                                \
-  template Status Engine::Lu1D<T>(Matrix * a, Pivots * piv, int* info);                           \
-  template Status Engine::LuSolveWithPivots<T>(const Matrix& lu, const Matrix& c, bool transpose, \
-                                               const std::vector<int64_t>& piv);                  \
-  template Status Engine::TriangularSolves<T>(const Matrix& lu, const Matrix& c, bool transpose,  \
-                                              Deferred* failed);                                  \
-  template Status Engine::PivotRhs<T>(const Matrix& c, const std::vector<int64_t>& piv,           \
+#define JAXMG_INSTANTIATE_LU_1D(T)                                                               \
+  template Status Engine::Lu1D<T>(Matrix<T> * a, Pivots * piv, int* info);                       \
+  template Status Engine::LuSolveWithPivots<T>(const Matrix<T>& lu, const Matrix<T>& c,          \
+                                               bool transpose, const std::vector<int64_t>& piv); \
+  template Status Engine::TriangularSolves<T>(const Matrix<T>& lu, const Matrix<T>& c,           \
+                                              bool transpose, Deferred* failed);                 \
+  template Status Engine::PivotRhs<T>(const Matrix<T>& c, const std::vector<int64_t>& piv,       \
                                       bool reverse, Deferred* failed);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_LU_1D)
 #undef JAXMG_INSTANTIATE_LU_1D

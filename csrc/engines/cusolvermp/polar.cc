@@ -25,7 +25,7 @@
 namespace jaxmg::cusolvermp {
 
 template <typename T>
-algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u, QdwhOperands* operands) {
+algorithms::QdwhWork<T> Engine::PolarWork(const Matrix<T>& u, QdwhOperands* operands) {
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent, t = plan.tile;
   const int64_t lc = u.local_cols, lu = u.local_rows;
@@ -33,7 +33,7 @@ algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u, QdwhOperands* operand
   algorithms::QdwhWork<T> q;
   q.mp = (m + round - 1) / round * round;
   q.top = q.mp / ctx_.nprow;
-  q.u = {u.As<T>(), m, n, lu, lc, t};
+  q.u = {u.data, m, n, lu, lc, t};
   const int64_t zr = operands->z_rows;
   q.a = {static_cast<T*>(operands->a), m, n, lu, lc, t};
   q.w = {static_cast<T*>(operands->w), m, n, lu, lc, t};
@@ -47,7 +47,8 @@ algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u, QdwhOperands* operand
 }
 
 template <typename T>
-Status Engine::PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double* lower, int* info) {
+Status Engine::PolarBegin(const Matrix<T>& u, bool keep_a, QdwhOperands* q, double* lower,
+                          int* info) {
   StepTimer timer("PolarBegin", stream_);
   *lower = 0;
   // Every buffer of the iteration first, agreed: no rank leaves alone before a collective.
@@ -59,7 +60,7 @@ Status Engine::PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double*
 }
 
 template <typename T>
-Status Engine::PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q) {
+Status Engine::PolarBuffers(const Matrix<T>& u, bool keep_a, QdwhOperands* q) {
   // A kept, W (a copy of U), Z (n x n), two sums, the stacked matrix Y of the QR steps with its
   // Householder scalars, and the workspace of Y's QR (the largest of the steps').
   const layout::Plan& plan = state_.plan;
@@ -94,14 +95,14 @@ Status Engine::PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q) {
 }
 
 template <typename T>
-Status Engine::PolarQr(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, double e) {
+Status Engine::PolarQr(const Matrix<T>& u, QdwhOperands* q, double sqrt_c, double coef, double e) {
   StepTimer timer("PolarQr", stream_);
   Backend backend(*this);
   return algorithms::QdwhQrStep<T>(backend, PolarWork<T>(u, q), sqrt_c, coef, e);
 }
 
 template <typename T>
-Status Engine::PolarCholesky(const Matrix& u, QdwhOperands* q, double c, double coef, double e,
+Status Engine::PolarCholesky(const Matrix<T>& u, QdwhOperands* q, double c, double coef, double e,
                              double* change) {
   StepTimer timer("PolarCholesky", stream_);
   Backend backend(*this);
@@ -109,26 +110,27 @@ Status Engine::PolarCholesky(const Matrix& u, QdwhOperands* q, double c, double 
 }
 
 template <typename T>
-Status Engine::PolarEnd(const Matrix& u, QdwhOperands* operands, bool h, Matrix* h_out, int* info) {
+Status Engine::PolarEnd(const Matrix<T>& u, QdwhOperands* operands, bool h, Matrix<T>* h_out,
+                        int* info) {
   StepTimer timer("PolarEnd", stream_);
-  *h_out = Matrix();
+  *h_out = Matrix<T>();
   Backend backend(*this);
   const algorithms::QdwhWork<T> q = PolarWork<T>(u, operands);
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(backend, q));
   JAXMG_RETURN_IF_ERROR(Agree<T>(u, false, info, /*diag_limit=*/0));  // a non-finite entry of U
   if (*info != 0 || !h) return Status();
   // H into a new n x n matrix, distributed as Z.
-  Matrix hm;
+  Matrix<T> hm;
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(NewMatrix<T>(q.z.rows, q.z.cols, &hm)));
   algorithms::Tiled<T> h_tiles = q.z;
-  h_tiles.p = hm.As<T>();
+  h_tiles.p = hm.data;
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(backend, q, h_tiles));
   *h_out = hm;
   return Status();
 }
 
 template <typename T>
-Status Engine::PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x_rows,
+Status Engine::PolarValues(const Matrix<T>& hm, QdwhOperands* q, T* x, int64_t x_rows,
                            int64_t x_cols, int* info) {
   StepTimer timer("PolarValues", stream_);
   using R = RealOf<T>;
@@ -189,18 +191,18 @@ Status Engine::PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x
   return SingularValuesOut<T>(w, n, x, x_rows, x_cols);
 }
 
-#define JAXMG_INSTANTIATE_POLAR(T)                                                                 \
-  template algorithms::QdwhWork<T> Engine::PolarWork<T>(const Matrix& u, QdwhOperands* q);         \
-  template Status Engine::PolarBegin<T>(const Matrix& u, bool keep_a, QdwhOperands* q,             \
-                                        double* lower, int* info);                                 \
-  template Status Engine::PolarBuffers<T>(const Matrix& u, bool keep_a, QdwhOperands* q);          \
-  template Status Engine::PolarQr<T>(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, \
-                                     double e);                                                    \
-  template Status Engine::PolarCholesky<T>(const Matrix& u, QdwhOperands* q, double c,             \
-                                           double coef, double e, double* change);                 \
-  template Status Engine::PolarEnd<T>(const Matrix& u, QdwhOperands* q, bool h, Matrix* hm,        \
-                                      int* info);                                                  \
-  template Status Engine::PolarValues<T>(const Matrix& hm, QdwhOperands* q, void* x,               \
+#define JAXMG_INSTANTIATE_POLAR(T)                                                                \
+  template algorithms::QdwhWork<T> Engine::PolarWork<T>(const Matrix<T>& u, QdwhOperands* q);     \
+  template Status Engine::PolarBegin<T>(const Matrix<T>& u, bool keep_a, QdwhOperands* q,         \
+                                        double* lower, int* info);                                \
+  template Status Engine::PolarBuffers<T>(const Matrix<T>& u, bool keep_a, QdwhOperands* q);      \
+  template Status Engine::PolarQr<T>(const Matrix<T>& u, QdwhOperands* q, double sqrt_c,          \
+                                     double coef, double e);                                      \
+  template Status Engine::PolarCholesky<T>(const Matrix<T>& u, QdwhOperands* q, double c,         \
+                                           double coef, double e, double* change);                \
+  template Status Engine::PolarEnd<T>(const Matrix<T>& u, QdwhOperands* q, bool h, Matrix<T>* hm, \
+                                      int* info);                                                 \
+  template Status Engine::PolarValues<T>(const Matrix<T>& hm, QdwhOperands* q, T* x,              \
                                          int64_t x_rows, int64_t x_cols, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_POLAR)
 #undef JAXMG_INSTANTIATE_POLAR

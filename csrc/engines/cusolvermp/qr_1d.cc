@@ -41,19 +41,19 @@ algorithms::Qr1DShape Engine::QrShapeOf() const {
 // 2 m n² − 2n³/3 flops, all but the panels' in gemm and trmm (a trsm with S in each update
 // instead: slower on H200s, see bench/results/qr_own_h200x2_*.json).
 template <typename T>
-Status Engine::Qr1D(const Matrix& a, Reflectors* tau) {
+Status Engine::Qr1D(const Matrix<T>& a, Reflectors* tau) {
   Backend backend(*this);
   algorithms::Qr1DFactors<T> f;
-  const Status s = algorithms::Qr1D(backend, QrShapeOf(), a.As<T>(), &f);
+  const Status s = algorithms::Qr1D(backend, QrShapeOf(), a.data, &f);
   tau->own = algorithms::Qr1DKept::Of(f);
   if (DebugParts()) PrintParts("Qr1D");
   return s;
 }
 
 template <typename T>
-Status Engine::Orgqr1D(const Matrix& a, const Reflectors& tau) {
+Status Engine::Orgqr1D(const Matrix<T>& a, const Reflectors& tau) {
   Backend backend(*this);
-  const Status s = algorithms::Orgqr1D(backend, QrShapeOf(), a.As<T>(), tau.own.As<T>());
+  const Status s = algorithms::Orgqr1D(backend, QrShapeOf(), a.data, tau.own.As<T>());
   if (DebugParts()) PrintParts("Orgqr1D");
   return s;
 }
@@ -80,13 +80,13 @@ Status Engine::ApplyReflectors(const Lane& lane, const void* v, int64_t rows, in
 }
 
 #define JAXMG_INSTANTIATE_QR_1D(T)                                                               \
-  template Status Engine::Qr1D<T>(const Matrix& a, Reflectors* tau);                             \
+  template Status Engine::Qr1D<T>(const Matrix<T>& a, Reflectors* tau);                          \
   template Status Engine::ReflectorFactorOf<T>(const Lane& lane, const void* v, int64_t rows,    \
                                                int64_t cols, const void* tau, void* f, void* s); \
   template Status Engine::ApplyReflectors<T>(                                                    \
       const Lane& lane, const void* v, int64_t rows, int64_t k, const void* f, int64_t ldf,      \
       bool adjoint, void* c, int64_t cols, int64_t ldc, const QrWork& work);                     \
-  template Status Engine::Orgqr1D<T>(const Matrix& a, const Reflectors& tau);
+  template Status Engine::Orgqr1D<T>(const Matrix<T>& a, const Reflectors& tau);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_QR_1D)
 #undef JAXMG_INSTANTIATE_QR_1D
 

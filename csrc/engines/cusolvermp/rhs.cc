@@ -25,7 +25,7 @@
 namespace jaxmg::cusolvermp {
 
 template <typename T>
-Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c) {
+Status Engine::RhsIn(const T* b, int64_t nrhs, Axis axis, bool conj, Matrix<T>* c) {
   StepTimer timer("RhsIn", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
@@ -53,7 +53,7 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
 }
 
 template <typename T>
-Status Engine::RhsOut(const Matrix& z, void* x, Axis axis, bool conj) {
+Status Engine::RhsOut(const Matrix<T>& z, T* x, Axis axis, bool conj) {
   StepTimer timer("RhsOut", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
@@ -74,7 +74,7 @@ Status Engine::RhsOut(const Matrix& z, void* x, Axis axis, bool conj) {
 }
 
 template <typename T>
-Status Engine::Identity(const Matrix& like, Matrix* out) {
+Status Engine::Identity(const Matrix<T>& like, Matrix<T>* out) {
   const int64_t lr = like.local_rows, lc = like.local_cols;
   JAXMG_RETURN_IF_ERROR(NewLike<T>(like, out));
   JAXMG_CUDA(cudaMemsetAsync(out->data, 0, sizeof(T) * lr * lc, stream_));
@@ -84,7 +84,7 @@ Status Engine::Identity(const Matrix& like, Matrix* out) {
 }
 
 template <typename T>
-Status Engine::LeadingRows(const Matrix& a, void** out) {
+Status Engine::LeadingRows(const Matrix<T>& a, void** out) {
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
   const int64_t n = plan.cols.extent, cols = n, lc = a.local_cols;
@@ -104,11 +104,11 @@ int64_t Engine::FirstRow(int64_t x_rows) const {
 }
 
 template <typename T>
-Status Engine::LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows) {
+Status Engine::LeadingRowsOut(const Matrix<T>& y, T* x, int64_t x_rows) {
   StepTimer timer("LeadingRowsOut", stream_);
   const size_t es = sizeof(T);
   if (y.replicated) {  // QrSolve's solution, whole on every rank
-    const char* mine = static_cast<const char*>(y.data) + es * FirstRow(x_rows) * y.cols;
+    const char* mine = reinterpret_cast<const char*>(y.data) + es * FirstRow(x_rows) * y.cols;
     JAXMG_CUDA(cudaMemcpyAsync(x, mine, es * x_rows * y.cols, cudaMemcpyDeviceToDevice, stream_));
     return Status();
   }
@@ -149,7 +149,7 @@ Status Engine::RowsOut(const void* local, int64_t ld, int64_t lc, int64_t cols, 
 }
 
 template <typename T>
-Status Engine::VectorsOut(const Matrix& z, const Matrix& work, void* shard) {
+Status Engine::VectorsOut(const Matrix<T>& z, const Matrix<T>& work, T* shard) {
   StepTimer timer("VectorsOut", stream_);
   // The two-stage path on a P x 1 grid leaves Zᴴ itself.
   if (z.adjoint) return MatrixOut<T>(z.data, shard);
@@ -159,7 +159,7 @@ Status Engine::VectorsOut(const Matrix& z, const Matrix& work, void* shard) {
 }
 
 template <typename T>
-Status Engine::SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols) {
+Status Engine::SquareRowsOut(const Matrix<T>& s, T* x, int64_t x_rows, int64_t x_cols) {
   StepTimer timer("SquareRowsOut", stream_);
   return RowsOut<T>(s.data, s.local_rows, s.local_cols, s.cols, x, x_rows, x_cols);
 }
@@ -182,8 +182,9 @@ Status Engine::SingularValuesOut(const void* w, int64_t n, void* x, int64_t x_ro
   return Status();
 }
 
-Status Engine::GlobalPivots(const Matrix& lu, const Pivots& pivots, std::vector<int64_t>* out) {
-  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "Pivots"));
+template <typename T>
+Status Engine::GlobalPivots(const Matrix<T>& lu, const Pivots& pivots, std::vector<int64_t>* out) {
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu.factored, "Pivots"));
   if (lu.factored == Factorization::kLuHostPivots) {
     *out = pivots.global;
     return Status();
@@ -191,7 +192,8 @@ Status Engine::GlobalPivots(const Matrix& lu, const Pivots& pivots, std::vector<
   return EnginePivots(pivots, out);
 }
 
-Status Engine::PivotsOut(const Matrix& lu, const Pivots& pivots, int32_t* out) {
+template <typename T>
+Status Engine::PivotsOut(const Matrix<T>& lu, const Pivots& pivots, int32_t* out) {
   std::vector<int64_t> piv;
   JAXMG_RETURN_IF_ERROR(GlobalPivots(lu, pivots, &piv));
   std::vector<int32_t> narrow(piv.begin(), piv.end());
@@ -201,7 +203,8 @@ Status Engine::PivotsOut(const Matrix& lu, const Pivots& pivots, int32_t* out) {
   return Status();
 }
 
-Status Engine::PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv) {
+template <typename T>
+Status Engine::PivotsIn(const int32_t* in, Matrix<T>* lu, Pivots* piv) {
   // The kept pivots go to the solve that applies them on the host (LuSolveWithPivots), as the
   // engine's own LU does.
   const int64_t n = state_.plan.engine_rows();
@@ -216,16 +219,20 @@ Status Engine::PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv) {
 }
 
 #define JAXMG_INSTANTIATE_RHS(T)                                                                  \
-  template Status Engine::RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c); \
-  template Status Engine::RhsOut<T>(const Matrix& z, void* x, Axis axis, bool conj);              \
-  template Status Engine::Identity<T>(const Matrix& like, Matrix* out);                           \
-  template Status Engine::LeadingRows<T>(const Matrix& a, void** out);                            \
-  template Status Engine::LeadingRowsOut<T>(const Matrix& y, void* x, int64_t x_rows);            \
+  template Status Engine::RhsIn<T>(const T* b, int64_t nrhs, Axis axis, bool conj, Matrix<T>* c); \
+  template Status Engine::RhsOut<T>(const Matrix<T>& z, T* x, Axis axis, bool conj);              \
+  template Status Engine::Identity<T>(const Matrix<T>& like, Matrix<T>* out);                     \
+  template Status Engine::LeadingRows<T>(const Matrix<T>& a, void** out);                         \
+  template Status Engine::LeadingRowsOut<T>(const Matrix<T>& y, T* x, int64_t x_rows);            \
   template Status Engine::RowsOut<T>(const void* local, int64_t ld, int64_t lc, int64_t cols,     \
                                      void* x, int64_t x_rows, int64_t x_cols);                    \
-  template Status Engine::VectorsOut<T>(const Matrix& z, const Matrix& work, void* shard);        \
-  template Status Engine::SquareRowsOut<T>(const Matrix& s, void* x, int64_t x_rows,              \
+  template Status Engine::VectorsOut<T>(const Matrix<T>& z, const Matrix<T>& work, T* shard);     \
+  template Status Engine::SquareRowsOut<T>(const Matrix<T>& s, T* x, int64_t x_rows,              \
                                            int64_t x_cols);                                       \
+  template Status Engine::GlobalPivots<T>(const Matrix<T>& lu, const Pivots& piv,                 \
+                                          std::vector<int64_t>* out);                             \
+  template Status Engine::PivotsOut<T>(const Matrix<T>& lu, const Pivots& piv, int32_t* out);     \
+  template Status Engine::PivotsIn<T>(const int32_t* in, Matrix<T>* lu, Pivots* piv);             \
   template Status Engine::SingularValuesOut<T>(const void* w, int64_t n, void* x, int64_t x_rows, \
                                                int64_t x_cols);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_RHS)

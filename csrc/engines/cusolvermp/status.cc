@@ -67,7 +67,7 @@ Status Engine::SymmetryProducts(const void* shard, void** y) {
 }
 
 template <typename T>
-Status Engine::Asymmetric(const void* shard, bool* out) {
+Status Engine::Asymmetric(const T* shard, bool* out) {
   StepTimer timer("Asymmetric", stream_);
   const int64_t n = state_.plan.rows.extent;
   void* d_y = nullptr;
@@ -85,7 +85,7 @@ Status Engine::Asymmetric(const void* shard, bool* out) {
 // Asymmetric's products and sum, queued; the host compares at the next Agree (one all-reduce
 // with the status), which sets asymmetric().
 template <typename T>
-Status Engine::CheckSymmetry(const void* shard) {
+Status Engine::CheckSymmetry(const T* shard) {
   StepTimer timer("CheckSymmetry", stream_);
   const int64_t n = state_.plan.rows.extent;
   const size_t bytes = sizeof(T) * static_cast<size_t>(2 * n);
@@ -107,7 +107,7 @@ Status Engine::CheckSymmetry(const void* shard) {
 }
 
 template <typename T>
-Status Engine::NonFinite(const Matrix& a, int32_t* column) {
+Status Engine::NonFinite(const Matrix<T>& a, int32_t* column) {
   JAXMG_CUDA(cudaMemsetAsync(column, 0x7f, sizeof(int32_t), stream_));  // kNoColumn
   JAXMG_CUDA(cuda::NonFiniteColumn(KernelType<T>(), a.data, a.local_rows, a.local_cols, a.tile,
                                    ctx_.npcol, ctx_.mycol, column, stream_));
@@ -115,7 +115,7 @@ Status Engine::NonFinite(const Matrix& a, int32_t* column) {
 }
 
 template <typename T>
-Status Engine::Agree(const Matrix& a, bool failed, int* info, int64_t diag_limit, bool scan) {
+Status Engine::Agree(const Matrix<T>& a, bool failed, int* info, int64_t diag_limit, bool scan) {
   // The local status: the engine's info when positive; else (the engine gave up without an order:
   // cuSOLVERMp returns INTERNAL_ERROR or EXECUTION_FAILED for some matrices that are not positive
   // definite) n + 1; else the first diagonal entry of the factor that is zero or not finite (NaN
@@ -246,7 +246,7 @@ Status Engine::WriteStatus(int info, int32_t* status) {
 }
 
 template <typename T>
-Status Engine::LogAbsDiag(const Matrix& a, double scale, bool ok, void* out) {
+Status Engine::LogAbsDiag(const Matrix<T>& a, double scale, bool ok, RealOf<T>* out) {
   void* sum = Slot(Slots::kSum);
   if (ok) {
     JAXMG_CUDA(cuda::LogDiagSum(KernelType<T>(), a.data, a.local_rows, a.local_cols, a.tile,
@@ -258,9 +258,10 @@ Status Engine::LogAbsDiag(const Matrix& a, double scale, bool ok, void* out) {
 }
 
 template <typename T>
-Status Engine::SignLogDet(const Matrix& lu, const Pivots& pivots, void* sign, void* logabsdet) {
+Status Engine::SignLogDet(const Matrix<T>& lu, const Pivots& pivots, T* sign,
+                          RealOf<T>* logabsdet) {
   using R = RealOf<T>;
-  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "SignLogDet"));
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu.factored, "SignLogDet"));
   // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries (one kernel),
   // then whether the input held a non-finite entry (one all-reduce of the five); the pivots' and
   // the relabeling's parities on the host.
@@ -303,17 +304,18 @@ Status Engine::SignLogDet(const Matrix& lu, const Pivots& pivots, void* sign, vo
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_STATUS(T)                                                              \
-  template Status Engine::SymmetryProducts<T>(const void* shard, void** y);                      \
-  template Status Engine::Asymmetric<T>(const void* shard, bool* out);                           \
-  template Status Engine::CheckSymmetry<T>(const void* shard);                                   \
-  template Status Engine::NonFinite<T>(const Matrix& a, int32_t* column);                        \
-  template Status Engine::Agree<T>(const Matrix& a, bool failed, int* info, int64_t diag_limit,  \
-                                   bool scan);                                                   \
-  template Status Engine::AgreeValues<T>(const void* values, int64_t n, bool failed, int* info); \
-  template Status Engine::LogAbsDiag<T>(const Matrix& a, double scale, bool ok, void* out);      \
-  template Status Engine::SignLogDet<T>(const Matrix& lu, const Pivots& pivots, void* sign,      \
-                                        void* logabsdet);
+#define JAXMG_INSTANTIATE_STATUS(T)                                                                \
+  template Status Engine::SymmetryProducts<T>(const void* shard, void** y);                        \
+  template Status Engine::Asymmetric<T>(const T* shard, bool* out);                                \
+  template Status Engine::CheckSymmetry<T>(const T* shard);                                        \
+  template Status Engine::NonFinite<T>(const Matrix<T>& a, int32_t* column);                       \
+  template Status Engine::Agree<T>(const Matrix<T>& a, bool failed, int* info, int64_t diag_limit, \
+                                   bool scan);                                                     \
+  template Status Engine::AgreeValues<T>(const void* values, int64_t n, bool failed, int* info);   \
+  template Status Engine::LogAbsDiag<T>(const Matrix<T>& a, double scale, bool ok,                 \
+                                        RealOf<T>* out);                                           \
+  template Status Engine::SignLogDet<T>(const Matrix<T>& lu, const Pivots& pivots, T* sign,        \
+                                        RealOf<T>* logabsdet);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_STATUS)
 #undef JAXMG_INSTANTIATE_STATUS
 

@@ -32,8 +32,8 @@ bool Engine::OneDevice() const {
 }
 
 template <typename T>
-Status Engine::LocalGetrs(const Matrix& lu, const std::vector<int64_t>& own_pivots, const Matrix& c,
-                          bool transpose) {
+Status Engine::LocalGetrs(const Matrix<T>& lu, const std::vector<int64_t>& own_pivots,
+                          const Matrix<T>& c, bool transpose) {
   // The own LU's factors (as getrf leaves them) and its global 1-based pivots: cusolverDn's
   // getrs, op(B) z = c (op = T: the transpose, not the adjoint).
   const int64_t n = lu.rows;
@@ -58,7 +58,7 @@ Status Engine::LocalGetrs(const Matrix& lu, const std::vector<int64_t>& own_pivo
 }
 
 template <typename T>
-Status Engine::Potrf(Matrix* a, int* info) {
+Status Engine::Potrf(Matrix<T>* a, int* info) {
   StepTimer timer("Potrf", stream_);
   const int64_t n = a->rows;
   a->factored = Factorization::kCholesky;
@@ -69,12 +69,12 @@ Status Engine::Potrf(Matrix* a, int* info) {
     cusolverDnHandle_t dn = nullptr;
     cusolverDnParams_t params = nullptr;
     JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
-    JAXMG_RETURN_IF_ERROR(Call(vendor::DnPotrf<T>{
-        {lb, dn, params}, CUBLAS_FILL_MODE_LOWER, n, a->As<T>(), a->ld, small_}));
+    JAXMG_RETURN_IF_ERROR(Call(
+        vendor::DnPotrf<T>{{lb, dn, params}, CUBLAS_FILL_MODE_LOWER, n, a->data, a->ld, small_}));
     return Agree<T>(*a, false, info);
   }
   const vendor::MpPotrf<T> potrf{
-      ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, {a->As<T>(), 1, 1, a->desc->get()}, small_};
+      ctx_.handle, CUBLAS_FILL_MODE_LOWER, n, {a->data, 1, 1, a->desc->get()}, small_};
   vendor::Work work;
   Status ready = vendor::Size(potrf, &dev, &host);
   if (ready.ok()) ready = Workspace(dev, host, &work);
@@ -86,7 +86,7 @@ Status Engine::Potrf(Matrix* a, int* info) {
 }
 
 template <typename T>
-Status Engine::Getrf(Matrix* a, Pivots* piv, int* info) {
+Status Engine::Getrf(Matrix<T>* a, Pivots* piv, int* info) {
   StepTimer timer("Getrf", stream_);
   // The input is scanned first: pivoting can keep a NaN off the diagonal, and the LU libraries
   // do not all carry it into the factor.
@@ -100,13 +100,13 @@ Status Engine::Getrf(Matrix* a, Pivots* piv, int* info) {
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(Scratch(sizeof(int64_t) * pivots, &p)));
   piv->device = static_cast<int64_t*>(p);
   JAXMG_CUDA(cudaMemsetAsync(piv->device, 0, sizeof(int64_t) * pivots, stream_));
-  JAXMG_RETURN_IF_ERROR(Call(vendor::MpGetrf<T>{
-      ctx_.handle, n, n, {a->As<T>(), 1, 1, a->desc->get()}, piv->device, small_}));
+  JAXMG_RETURN_IF_ERROR(Call(
+      vendor::MpGetrf<T>{ctx_.handle, n, n, {a->data, 1, 1, a->desc->get()}, piv->device, small_}));
   return Agree<T>(*a, false, info);
 }
 
 template <typename T>
-Status Engine::Potrs(const Matrix& l, const Matrix& c) {
+Status Engine::Potrs(const Matrix<T>& l, const Matrix<T>& c) {
   StepTimer timer("Potrs", stream_);
   if (l.factored != Factorization::kCholesky) {
     return JAXMG_ERROR("Potrs: the matrix handed holds no Cholesky factor");
@@ -127,15 +127,15 @@ Status Engine::Potrs(const Matrix& l, const Matrix& c) {
                                  CUBLAS_FILL_MODE_LOWER,
                                  n,
                                  nrhs,
-                                 {l.As<T>(), 1, 1, l.desc->get()},
-                                 {c.As<T>(), 1, 1, c.desc->get()},
+                                 {l.data, 1, 1, l.desc->get()},
+                                 {c.data, 1, 1, c.desc->get()},
                                  Slot(Slots::kSolveInfo)});
 }
 
 template <typename T>
-Status Engine::Getrs(const Matrix& lu, const Pivots& piv, const Matrix& c, bool transpose) {
+Status Engine::Getrs(const Matrix<T>& lu, const Pivots& piv, const Matrix<T>& c, bool transpose) {
   StepTimer timer("Getrs", stream_);
-  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "Getrs"));
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu.factored, "Getrs"));
   if (lu.factored == Factorization::kLuHostPivots) {
     if (OneDevice()) return LocalGetrs<T>(lu, piv.global, c, transpose);
     return LuSolveWithPivots<T>(lu, c, transpose, piv.global);
@@ -150,9 +150,9 @@ Status Engine::Getrs(const Matrix& lu, const Pivots& piv, const Matrix& c, bool 
                                  CUBLAS_OP_N,
                                  n,
                                  nrhs,
-                                 {lu.As<T>(), 1, 1, lu.desc->get()},
+                                 {lu.data, 1, 1, lu.desc->get()},
                                  piv.device,
-                                 {c.As<T>(), 1, 1, c.desc->get()},
+                                 {c.data, 1, 1, c.desc->get()},
                                  Slot(Slots::kSolveInfo)});
 }
 
@@ -187,7 +187,7 @@ Status Engine::EnginePivots(const Pivots& pivots, std::vector<int64_t>* out) {
 }
 
 template <typename T>
-Status Engine::Geqrf(Matrix* a, Reflectors* tau, int* info) {
+Status Engine::Geqrf(Matrix<T>* a, Reflectors* tau, int* info) {
   StepTimer timer("Geqrf", stream_);
   JAXMG_RETURN_IF_ERROR(QrFactor<T>(*a, tau));
   a->factored = Factorization::kQr;
@@ -200,7 +200,7 @@ Status Engine::Geqrf(Matrix* a, Reflectors* tau, int* info) {
 // gemm; the n x nrhs sum over the grid); then R x = c on every rank (one local trsm, O(n² nrhs)).
 // The solution, whole on every rank (*solution), is what LeadingRowsOut then hands out.
 template <typename T>
-Status Engine::QrSolve(const Matrix& a, const Matrix& rhs, int* info, void** solution) {
+Status Engine::QrSolve(const Matrix<T>& a, const Matrix<T>& rhs, int* info, T** solution) {
   StepTimer timer("QrSolve", stream_);
   const layout::Plan& plan = state_.plan;
   const size_t es = sizeof(T);
@@ -212,7 +212,7 @@ Status Engine::QrSolve(const Matrix& a, const Matrix& rhs, int* info, void** sol
   if (*info != 0) return Status();
   void* r = nullptr;
   JAXMG_RETURN_IF_ERROR(LeadingRows<T>(a, &r));  // R: n x n, row-major
-  Matrix q = a;                                  // Q, formed in a's place
+  Matrix<T> q = a;                               // Q, formed in a's place
   q.factored = Factorization::kQr;
   JAXMG_RETURN_IF_ERROR(Orgqr<T>(&q, tau));
   // This rank's part of c = Qᴴ b, with its buffers: a local failure is kept and agreed on
@@ -274,22 +274,23 @@ Status Engine::QrSolve(const Matrix& a, const Matrix& rhs, int* info, void** sol
       lb->trsm[Scalar<T>::kIndex](blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
                                   CUBLAS_DIAG_NON_UNIT, ik, in, &one, r, in, c, std::max(ik, 1)),
       "cublas trsm (R x = Qᴴ b)"));
-  *solution = c;  // col_global is pageable: the copy has read it when cudaMemcpyAsync returned
+  *solution = static_cast<T*>(
+      c);  // col_global is pageable: the copy has read it when cudaMemcpyAsync returned
   return Status();
 }
 
 template <typename T>
-Status Engine::QrFactor(const Matrix& a, Reflectors* tau) {
+Status Engine::QrFactor(const Matrix<T>& a, Reflectors* tau) {
   if (UseOwnQr()) return Qr1D<T>(a, tau);
   const layout::Plan& plan = state_.plan;
   const int64_t m = plan.engine_rows(), n = plan.cols.extent;
   JAXMG_RETURN_IF_ERROR(Scratch(sizeof(T) * (local_cols_ + plan.tile), &tau->tau));
   return Call(vendor::MpGeqrf<T>{
-      ctx_.handle, m, n, {a.As<T>(), 1, 1, a.desc->get()}, static_cast<T*>(tau->tau), small_});
+      ctx_.handle, m, n, {a.data, 1, 1, a.desc->get()}, static_cast<T*>(tau->tau), small_});
 }
 
 template <typename T>
-Status Engine::Orgqr(Matrix* a, const Reflectors& tau) {
+Status Engine::Orgqr(Matrix<T>* a, const Reflectors& tau) {
   StepTimer timer("Orgqr", stream_);
   if (a->factored != Factorization::kQr) {
     return JAXMG_ERROR("Orgqr: the matrix handed holds no QR factorization");
@@ -301,19 +302,19 @@ Status Engine::Orgqr(Matrix* a, const Reflectors& tau) {
                                  m,
                                  n,
                                  n,
-                                 {a->As<T>(), 1, 1, a->desc->get()},
+                                 {a->data, 1, 1, a->desc->get()},
                                  static_cast<const T*>(tau.tau),
                                  Slot(Slots::kSolveInfo)});
 }
 
 template <typename T>
-Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
+Status Engine::Gels(Matrix<T>* a, const Matrix<T>& c, Matrix<T>* z, int* info) {
   StepTimer timer("Gels", stream_);
   const size_t es = sizeof(T);
   const int64_t m = a->rows, n = state_.plan.cols.extent, t = a->tile, lr = c.local_rows;
   a->factored = Factorization::kQr;
   if (ctx_.npcol > 1) {  // (of the engine matrix, a) the solution whole on every rank
-    *z = Matrix();
+    *z = Matrix<T>();
     z->rows = n;
     z->cols = c.cols;
     z->replicated = true;
@@ -336,7 +337,7 @@ Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
       JAXMG_CUDA(
           cudaMemcpyAsync(wide, c.data, es * lr * c.local_cols, cudaMemcpyDeviceToDevice, stream_));
     }
-    z->data = wide;
+    z->data = static_cast<T*>(wide);
     z->local_cols = lc;
     z->desc = &desc;
   }
@@ -345,14 +346,14 @@ Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
                                                m,
                                                n,
                                                held,
-                                               {a->As<T>(), 1, 1, a->desc->get()},
-                                               {z->As<T>(), 1, 1, z->desc->get()},
+                                               {a->data, 1, 1, a->desc->get()},
+                                               {z->data, 1, 1, z->desc->get()},
                                                small_}));
   return Agree<T>(*a, false, info, /*diag_limit=*/n);  // a zero on R's diagonal: rank deficient
 }
 
 template <typename T>
-Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, Matrix* z,
+Status Engine::Eigh(const Matrix<T>& a, bool vectors, EigenRange subset, T* x, Matrix<T>* z,
                     int* info) {
   StepTimer timer("Eigh", stream_);
   using R = RealOf<T>;
@@ -367,7 +368,7 @@ Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, M
   }
   const size_t es = sizeof(T);
   const int64_t n = a.rows;
-  *z = Matrix();
+  *z = Matrix<T>();
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
   // A non-finite input is agreed on first (the agreement's scan of the matrix, no diagonal
   // check): the solver is not run on it.
@@ -386,7 +387,7 @@ Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, M
     JAXMG_RETURN_IF_ERROR(MoveColumnsFirst(w, sizeof(R), subset.lo, kept));
     if (vectors) JAXMG_RETURN_IF_ERROR(MoveColumnsFirst(z->data, es * z->ld, subset.lo, kept));
   }
-  if (!vectors) *z = Matrix();
+  if (!vectors) *z = Matrix<T>();
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(w, kept, /*failed=*/false, info));
   // x := the eigenvalues, in the real parts (the imaginary parts stay 0).
   JAXMG_CUDA(
@@ -409,24 +410,24 @@ Status Engine::MoveColumnsFirst(void* base, int64_t stride, int64_t from, int64_
 // cuSOLVERMp's Syevd (one-stage tridiagonal reduction): w := the eigenvalues and, with vectors,
 // *z := the eigenvectors.
 template <typename T>
-Status Engine::LibraryEigh(const Matrix& a, bool vectors, void* w, Matrix* z) {
+Status Engine::LibraryEigh(const Matrix<T>& a, bool vectors, void* w, Matrix<T>* z) {
   const int64_t n = a.rows;
   JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(NewLike<T>(a, z)));
   return Call(vendor::MpSyevd<T>{ctx_.handle,
                                  vectors,
                                  CUBLAS_FILL_MODE_LOWER,
                                  n,
-                                 {a.As<T>(), 1, 1, a.desc->get()},
+                                 {a.data, 1, 1, a.desc->get()},
                                  static_cast<RealOf<T>*>(w),
-                                 {z->As<T>(), 1, 1, z->desc->get()},
+                                 {z->data, 1, 1, z->desc->get()},
                                  small_});
 }
 
 template <typename T>
-Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows,
-                     int64_t x_cols, Matrix* vt_out, int* info) {
+Status Engine::Gesvd(Matrix<T>* a, bool vectors_u, bool vectors_vt, T* x, int64_t x_rows,
+                     int64_t x_cols, Matrix<T>* vt_out, int* info) {
   StepTimer timer("Gesvd", stream_);
-  *vt_out = Matrix();
+  *vt_out = Matrix<T>();
   using R = RealOf<T>;
   const layout::Plan& plan = state_.plan;
   if (plan.strategy != layout::Strategy::kRedistribute) {
@@ -442,7 +443,7 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
   // The values, U (m x n, distributed like the matrix) and Vᴴ (n x n, its columns like a's):
   // a local allocation failure is agreed before the solver's collectives.
   void* s = nullptr;
-  Matrix u, vt;
+  Matrix<T> u, vt;
   Status allocated = Scratch(sizeof(R) * std::max<int64_t>(n, 1), &s);
   if (allocated.ok() && vectors_u) allocated = NewLike<T>(*a, &u);
   if (allocated.ok() && vectors_vt) allocated = NewMatrix<T>(n, n, &vt);
@@ -459,14 +460,14 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
                                                 jvt,
                                                 m,
                                                 n,
-                                                {a->As<T>(), 1, 1, a->desc->get()},
+                                                {a->data, 1, 1, a->desc->get()},
                                                 static_cast<R*>(s),
-                                                {u.As<T>(), 1, 1, du},
-                                                {vt.As<T>(), 1, 1, dvt},
+                                                {u.data, 1, 1, du},
+                                                {vt.data, 1, 1, dvt},
                                                 small_}));
   JAXMG_RETURN_IF_ERROR(AgreeValues<T>(s, n, /*failed=*/false, info));
   // The singular values of x's rows into its last column (real parts).
-  JAXMG_CUDA(cudaMemcpy2DAsync(static_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
+  JAXMG_CUDA(cudaMemcpy2DAsync(reinterpret_cast<char*>(x) + es * (x_cols - 1), es * x_cols,
                                static_cast<const char*>(s) + sizeof(R) * FirstRow(x_rows),
                                sizeof(R), sizeof(R), x_rows, cudaMemcpyDeviceToDevice, stream_));
   if (vectors_u) *a = u;
@@ -475,14 +476,14 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
 }
 
 template <typename T>
-Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange subset, void* x,
-                     Matrix* z_out, int* info) {
+Status Engine::Sygvd(const Matrix<T>& m, const Matrix<T>& k, bool vectors, EigenRange subset, T* x,
+                     Matrix<T>* z_out, int* info) {
   StepTimer timer("Sygvd", stream_);
   if (!subset.all()) return JAXMG_ERROR("the GPU engine computes every eigenpair (no subset)");
   using R = RealOf<T>;
   const size_t es = sizeof(T);
   const int64_t n = m.rows, t = m.tile, lr = m.local_rows, lc = m.local_cols;
-  *z_out = Matrix();
+  *z_out = Matrix<T>();
   JAXMG_CUDA(cudaMemsetAsync(x, 0, es * n, stream_));
   // A non-finite A is agreed on first (the agreement's scan, no diagonal check); a non-finite
   // B ends as a failed factorization or non-finite eigenvalues.
@@ -501,8 +502,8 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange 
                                  jobz,
                                  CUBLAS_FILL_MODE_LOWER,
                                  n,
-                                 {m.As<T>(), 1, 1, m.desc->get()},
-                                 {k.As<T>(), 1, 1, k.desc->get()},
+                                 {m.data, 1, 1, m.desc->get()},
+                                 {k.data, 1, 1, k.desc->get()},
                                  static_cast<R*>(w),
                                  {static_cast<T*>(z), 1, 1, desc_z.get()},
                                  small_};
@@ -523,13 +524,13 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange 
       cudaMemcpy2DAsync(x, es, w, sizeof(R), sizeof(R), n, cudaMemcpyDeviceToDevice, stream_));
   if (vectors) {  // the eigenvectors (k's descriptor describes z: the same layout)
     *z_out = k;
-    z_out->data = z;
+    z_out->data = static_cast<T*>(z);
   }
   return Status();
 }
 
 template <typename T>
-Status Engine::Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c) {
+Status Engine::Gemm(char op_b, const Matrix<T>& k, char op_a, const Matrix<T>& m, Matrix<T>* c) {
   StepTimer timer("Gemm", stream_);
   const int64_t n = m.rows, t = m.tile;
   const auto op = [](char o) {
@@ -556,18 +557,18 @@ Status Engine::Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matr
                                                    n,
                                                    n,
                                                    T(1),
-                                                   {k.As<T>(), 1, 1, db.get()},
-                                                   {m.As<T>(), 1, 1, da.get()},
+                                                   {k.data, 1, 1, db.get()},
+                                                   {m.data, 1, 1, da.get()},
                                                    T(0),
-                                                   {c->As<T>(), 1, 1, dc.get()}}));
+                                                   {c->data, 1, 1, dc.get()}}));
   return Status();
 }
 
 // The status (Agree on the diagonal alone: the other triangle is not read), then cuBLASMp's Trsm
 // (on one device, cuBLAS's).
 template <typename T>
-Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, const Matrix& c,
-                    int* info) {
+Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix<T>& a,
+                    const Matrix<T>& c, int* info) {
   StepTimer timer("Trsm", stream_);
   const bool unit = diag == 'U';
   // The status from the diagonal alone (the other triangle may hold anything), agreed with the
@@ -601,16 +602,8 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
   local.Run([&] { return db.Create(ctx_, DataTypeOf<T>(), m, k, t, t, ldb); });
   local.Run(
       [&] { return BlasMpCheck(cublasMpSetStream(ctx_.blas, stream_), "cublasMpSetStream"); });
-  const vendor::BlasMpTrsm<T> trsm{ctx_.blas,
-                                   s,
-                                   fill,
-                                   o,
-                                   d,
-                                   m,
-                                   k,
-                                   one,
-                                   {a.As<T>(), 1, 1, da.get()},
-                                   {c.As<T>(), 1, 1, db.get()}};
+  const vendor::BlasMpTrsm<T> trsm{
+      ctx_.blas, s, fill, o, d, m, k, one, {a.data, 1, 1, da.get()}, {c.data, 1, 1, db.get()}};
   size_t dev = 0, host = 0;
   local.Run([&] { return vendor::Size(trsm, &dev, &host); });
   vendor::Work work;
@@ -619,31 +612,31 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& a, c
   return vendor::Run(trsm, work);
 }
 
-#define JAXMG_INSTANTIATE_VENDOR(T)                                                          \
-  template Status Engine::LocalGetrs<T>(const Matrix& lu, const std::vector<int64_t>& piv,   \
-                                        const Matrix& c, bool transpose);                    \
-  template Status Engine::Potrf<T>(Matrix * a, int* info);                                   \
-  template Status Engine::Getrf<T>(Matrix * a, Pivots * piv, int* info);                     \
-  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                        \
-  template Status Engine::Getrs<T>(const Matrix& lu, const Pivots& piv, const Matrix& c,     \
-                                   bool transpose);                                          \
-  template Status Engine::Geqrf<T>(Matrix * a, Reflectors * tau, int* info);                 \
-  template Status Engine::QrSolve<T>(const Matrix& a, const Matrix& rhs, int* info,          \
-                                     void** solution);                                       \
-  template Status Engine::QrFactor<T>(const Matrix& a, Reflectors* tau);                     \
-  template Status Engine::Orgqr<T>(Matrix * a, const Reflectors& tau);                       \
-  template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);        \
-  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, EigenRange subset, void* x, \
-                                  Matrix* z, int* info);                                     \
-  template Status Engine::LibraryEigh<T>(const Matrix& a, bool vectors, void* w, Matrix* z); \
-  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,     \
-                                   int64_t x_rows, int64_t x_cols, Matrix* vt, int* info);   \
-  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors,           \
-                                   EigenRange subset, void* x, Matrix* z, int* info);        \
-  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,    \
-                                  Matrix* c);                                                \
-  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& m, \
-                                  const Matrix& c, int* info);
+#define JAXMG_INSTANTIATE_VENDOR(T)                                                                \
+  template Status Engine::LocalGetrs<T>(const Matrix<T>& lu, const std::vector<int64_t>& piv,      \
+                                        const Matrix<T>& c, bool transpose);                       \
+  template Status Engine::Potrf<T>(Matrix<T> * a, int* info);                                      \
+  template Status Engine::Getrf<T>(Matrix<T> * a, Pivots * piv, int* info);                        \
+  template Status Engine::Potrs<T>(const Matrix<T>& l, const Matrix<T>& c);                        \
+  template Status Engine::Getrs<T>(const Matrix<T>& lu, const Pivots& piv, const Matrix<T>& c,     \
+                                   bool transpose);                                                \
+  template Status Engine::Geqrf<T>(Matrix<T> * a, Reflectors * tau, int* info);                    \
+  template Status Engine::QrSolve<T>(const Matrix<T>& a, const Matrix<T>& rhs, int* info,          \
+                                     T** solution);                                                \
+  template Status Engine::QrFactor<T>(const Matrix<T>& a, Reflectors* tau);                        \
+  template Status Engine::Orgqr<T>(Matrix<T> * a, const Reflectors& tau);                          \
+  template Status Engine::Gels<T>(Matrix<T> * a, const Matrix<T>& c, Matrix<T>* z, int* info);     \
+  template Status Engine::Eigh<T>(const Matrix<T>& a, bool vectors, EigenRange subset, T* x,       \
+                                  Matrix<T>* z, int* info);                                        \
+  template Status Engine::LibraryEigh<T>(const Matrix<T>& a, bool vectors, void* w, Matrix<T>* z); \
+  template Status Engine::Gesvd<T>(Matrix<T> * a, bool vectors_u, bool vectors_vt, T* x,           \
+                                   int64_t x_rows, int64_t x_cols, Matrix<T>* vt, int* info);      \
+  template Status Engine::Sygvd<T>(const Matrix<T>& m, const Matrix<T>& k, bool vectors,           \
+                                   EigenRange subset, T* x, Matrix<T>* z, int* info);              \
+  template Status Engine::Gemm<T>(char op_b, const Matrix<T>& k, char op_a, const Matrix<T>& m,    \
+                                  Matrix<T>* c);                                                   \
+  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix<T>& m,    \
+                                  const Matrix<T>& c, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_VENDOR)
 #undef JAXMG_INSTANTIATE_VENDOR
 

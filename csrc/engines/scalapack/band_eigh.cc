@@ -35,8 +35,8 @@ int64_t Engine::EigBand(int64_t t) const {
 }
 
 template <typename T>
-Status Engine::TwoStageEigh(const Matrix& a, bool vectors, EigenRange subset, RealOf<T>* w,
-                            const Matrix& zm, int* info) {
+Status Engine::TwoStageEigh(const Matrix<T>& a, bool vectors, EigenRange subset, RealOf<T>* w,
+                            const Matrix<T>& zm, int* info) {
   using R = RealOf<T>;
   const int64_t n = a.rows, t = a.tile;
   algorithms::BandShape s;
@@ -50,7 +50,7 @@ Status Engine::TwoStageEigh(const Matrix& a, bool vectors, EigenRange subset, Re
   algorithms::EigenPairs pairs;
   if (!subset.all()) pairs = {subset.lo, subset.hi - subset.lo};
   if (!vectors) {
-    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(bk, s, a.As<T>(), w));
+    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(bk, s, a.data, w));
     if (pairs.count > 0) std::copy(w + pairs.lo, w + pairs.lo + pairs.count, w);
   } else {
     // Q₂'s blocks of b sweeps, and one wave's W within 64 MiB.
@@ -64,16 +64,16 @@ Status Engine::TwoStageEigh(const Matrix& a, bool vectors, EigenRange subset, Re
     int64_t ldz = 0, held = 0;
     // Stedc's real vectors in zm (distributed as the matrix), until the eigenvectors.
     JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(
-        bk, s, tune, a.As<T>(), w, reinterpret_cast<R*>(zm.data), &z, &ldz, pairs, &held));
+        bk, s, tune, a.data, w, reinterpret_cast<R*>(zm.data), &z, &ldz, pairs, &held));
     // The eigenvectors in the engine's layout (zm, distributed as the matrix): this rank's
     // columns of Z (1 x P), or on a P x 1 grid Z's rows: the rows of Zᴴ this rank holds are its
     // columns of Z, and one distributed transpose gives Z.
-    T* out = zm.As<T>();
+    T* out = zm.data;
     // (A subset's k columns are this rank's first `held` columns of the first k.)
     if (!s.by_rows) {
       JAXMG_RETURN_IF_ERROR(bk.Copy(out, n, z, ldz, n, held));
     } else {
-      T* m = a.As<T>();  // (the reduced matrix: no longer needed) := this rank's rows of Zᴴ
+      T* m = a.data;  // (the reduced matrix: no longer needed) := this rank's rows of Zᴴ
       JAXMG_RETURN_IF_ERROR(bk.Adjoint(Backend::Lane{}, z, ldz, n, held, m, a.local_rows));
       JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(n, m, *a.desc, out, *zm.desc));
     }
@@ -83,9 +83,9 @@ Status Engine::TwoStageEigh(const Matrix& a, bool vectors, EigenRange subset, Re
   return AllreduceMax(*grid_, info);
 }
 
-#define JAXMG_INSTANTIATE_TWO_STAGE(T)                                                      \
-  template Status Engine::TwoStageEigh<T>(const Matrix& a, bool vectors, EigenRange subset, \
-                                          RealOf<T>* w, const Matrix& zm, int* info);
+#define JAXMG_INSTANTIATE_TWO_STAGE(T)                                                         \
+  template Status Engine::TwoStageEigh<T>(const Matrix<T>& a, bool vectors, EigenRange subset, \
+                                          RealOf<T>* w, const Matrix<T>& zm, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_TWO_STAGE)
 #undef JAXMG_INSTANTIATE_TWO_STAGE
 

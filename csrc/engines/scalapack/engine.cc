@@ -34,9 +34,9 @@ const layout::AxisPlan& AxisOf(const layout::Plan& plan, Axis axis) {
 // fn(global index, local entry) for each entry of the global diagonal of `m` held by this
 // process.
 template <typename T, typename Fn>
-void Engine::ForEachLocalDiagonal(const Matrix& m, Fn&& fn) const {
+void Engine::ForEachLocalDiagonal(const Matrix<T>& m, Fn&& fn) const {
   const int64_t t = m.tile, lr = m.local_rows, lc = m.local_cols;
-  const T* a = m.As<T>();
+  const T* a = m.data;
   for (int64_t c = 0; c < lc; ++c) {
     const int64_t gc = CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value;
     if ((gc / t) % grid_->nprow != grid_->myrow) continue;
@@ -55,8 +55,8 @@ std::tuple<int64_t, int64_t, bool> Engine::RhsBlock() const {
 
 // 1 + the smallest engine-global column of `m` holding a non-finite local entry, or 0.
 template <typename T>
-int64_t Engine::FirstNonFiniteColumn(const Matrix& m) const {
-  const T* a = m.As<T>();
+int64_t Engine::FirstNonFiniteColumn(const Matrix<T>& m) const {
+  const T* a = m.data;
   for (int64_t c = 0; c < m.local_cols; ++c) {  // increasing global order
     for (int64_t r = 0; r < m.local_rows; ++r) {
       if (!std::isfinite(static_cast<double>(std::abs(a[r + c * m.local_rows])))) {
@@ -69,8 +69,8 @@ int64_t Engine::FirstNonFiniteColumn(const Matrix& m) const {
 
 // fn(local entry index, index into the whole n x nrhs right-hand side) for each local entry of
 // the right-hand side c whose row is an original (not padding) row through the plan's `axis`.
-template <typename Fn>
-void Engine::ForEachRhsEntry(const Matrix& rhs, Axis axis, Fn&& fn) const {
+template <typename T, typename Fn>
+void Engine::ForEachRhsEntry(const Matrix<T>& rhs, Axis axis, Fn&& fn) const {
   const layout::Plan& plan = *plan_;
   const int64_t t = plan.tile, lr = rhs.local_rows, nrhs = rhs.cols;
   const layout::AxisPlan& map = AxisOf(plan, axis);
@@ -124,12 +124,12 @@ Status Engine::Create(const CallAttrs& attrs, const layout::Plan& plan,
 
 // Decided at once (agreed); asymmetric() gives the verdict.
 template <typename T>
-Status Engine::CheckSymmetry(const void* shard) {
+Status Engine::CheckSymmetry(const T* shard) {
   return Asymmetric<T>(shard, &asymmetric_);
 }
 
 template <typename T>
-Status Engine::Asymmetric(const void* shard, bool* out) {
+Status Engine::Asymmetric(const T* shard, bool* out) {
   // The shard is block (u, v) of the matrix handed, row-major (common/symmetry.h).
   const layout::Plan& plan = *plan_;
   const int64_t n = plan.rows.extent, sr = n / plan.mesh_rows, sc = n / plan.mesh_cols;
@@ -156,32 +156,33 @@ Status Engine::Asymmetric(const void* shard, bool* out) {
   return Status();
 }
 
-Engine::Matrix Engine::EngineMatrix() const {
-  return Matrix::Of(work_, &desc_a_, plan_->engine_rows(), plan_->engine_cols(), local_rows_,
-                    local_cols_, plan_->tile);
+template <typename T>
+Engine::Matrix<T> Engine::EngineMatrix() const {
+  return Matrix<T>::Of(As<T>(work_), &desc_a_, plan_->engine_rows(), plan_->engine_cols(),
+                       local_rows_, local_cols_, plan_->tile);
 }
 
 template <typename T>
-Status Engine::NewLike(const Matrix& like, Matrix* out) {
+Status Engine::NewLike(const Matrix<T>& like, Matrix<T>* out) {
   matrices_.emplace_back(
       sizeof(T) * static_cast<size_t>(std::max<int64_t>(like.local_rows * like.local_cols, 1)), 0);
   descriptors_.push_back(*like.desc);
   *out = like;
-  out->data = matrices_.back().data();
+  out->data = As<T>(matrices_.back().data());
   out->desc = &descriptors_.back();
   out->factored = Factorization::kNone;
   return Status();
 }
 
-Status Engine::CheckLu(const Matrix& lu, const char* step) {
-  if (lu.factored == Factorization::kLu || lu.factored == Factorization::kLuHostPivots) {
+Status Engine::CheckLu(Factorization held, const char* step) {
+  if (held == Factorization::kLu || held == Factorization::kLuHostPivots) {
     return Status();
   }
   return JAXMG_ERROR(std::string(step) + ": the matrix handed holds no LU factorization");
 }
 
 template <typename T>
-Status Engine::Prepare(void* shard, Matrix* a) {
+Status Engine::Prepare(T* shard, Matrix<T>* a) {
   const layout::Plan& plan = *plan_;
   const int64_t lr = local_rows_, lc = local_cols_, t = plan.tile;
   work_ = shard;
@@ -191,7 +192,7 @@ Status Engine::Prepare(void* shard, Matrix* a) {
       work_ = owned_.data();
     }
     std::vector<T> scratch(static_cast<size_t>(layout::PrepareLocalScratch(plan, u_, v_)));
-    layout::PrepareLocal<T>(plan, u_, v_, As<T>(shard), As<T>(work_), scratch.data());
+    layout::PrepareLocal<T>(plan, u_, v_, shard, As<T>(work_), scratch.data());
   } else {
     owned_.assign(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
     work_ = owned_.data();
@@ -200,16 +201,16 @@ Status Engine::Prepare(void* shard, Matrix* a) {
     JAXMG_RETURN_IF_ERROR(
         MakeDescriptor(*grid_, m, n, plan.rows.shard, plan.cols.shard, plan.rows.shard, &src));
     JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, m, n, t, t, lr, &dst));
-    JAXMG_RETURN_IF_ERROR(Gemr2d<T>(m, n, As<T>(shard), src, As<T>(work_), dst, *grid_));
+    JAXMG_RETURN_IF_ERROR(Gemr2d<T>(m, n, shard, src, As<T>(work_), dst, *grid_));
   }
   JAXMG_RETURN_IF_ERROR(
       MakeDescriptor(*grid_, plan.engine_rows(), plan.engine_cols(), t, t, lr, &desc_a_));
-  *a = EngineMatrix();
+  *a = EngineMatrix<T>();
   return Status();
 }
 
 template <typename T>
-Status Engine::Agree(const Matrix& a, int* info, int64_t input_nonfinite) {
+Status Engine::Agree(const Matrix<T>& a, int* info, int64_t input_nonfinite) {
   // The local status: the engine's info when positive (negative infos are engine errors, caught
   // by the wrappers), else the first diagonal entry of the factor that is zero or not finite
   // (NaN or Inf input, or a singular matrix the engine did not flag); agreed (max) by every rank.
@@ -229,15 +230,15 @@ Status Engine::Agree(const Matrix& a, int* info, int64_t input_nonfinite) {
 }
 
 template <typename T>
-Status Engine::Potrf(Matrix* a, int* info) {
+Status Engine::Potrf(Matrix<T>* a, int* info) {
   *info = 0;
-  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(a->rows, a->As<T>(), *a->desc, info));
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(a->rows, a->data, *a->desc, info));
   a->factored = Factorization::kCholesky;
   return Agree<T>(*a, info);
 }
 
 template <typename T>
-Status Engine::Getrf(Matrix* a, Pivots* piv, int* info) {
+Status Engine::Getrf(Matrix<T>* a, Pivots* piv, int* info) {
   *info = 0;
   piv->local.assign(static_cast<size_t>(a->local_rows + a->tile), 0);
   // The input is scanned first: pivoting can keep a NaN off the diagonal.
@@ -257,14 +258,13 @@ Status Engine::Getrf(Matrix* a, Pivots* piv, int* info) {
     g.rank = grid_->mycol;
     Backend backend(*grid_);
     std::vector<int64_t> pivots;
-    JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->As<T>(), &pivots));
+    JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->data, &pivots));
     for (int64_t i = 0; i < g.n; ++i)
       piv->local[static_cast<size_t>(i)] = static_cast<int>(pivots[i]);
     *info = 0;  // the diagonal check (Agree) finds a zero or non-finite pivot
     return Agree<T>(*a, info, piv->input_nonfinite);
   }
-  JAXMG_RETURN_IF_ERROR(
-      scalapack::Getrf<T>(a->rows, a->As<T>(), *a->desc, piv->local.data(), info));
+  JAXMG_RETURN_IF_ERROR(scalapack::Getrf<T>(a->rows, a->data, *a->desc, piv->local.data(), info));
   return Agree<T>(*a, info, piv->input_nonfinite);
 }
 
@@ -296,11 +296,11 @@ bool Engine::UseOwnInverses(bool lu) const {
 // By the blocked inverses over PBLAS (algorithms/inverses.h); config.cpu_inverses = scalapack:
 // p?potrs with the identity.
 template <typename T>
-Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
+Status Engine::CholeskyInverse(const Matrix<T>& l, Matrix<T>* inverse) {
   if (l.factored != Factorization::kCholesky) {
     return JAXMG_ERROR("CholeskyInverse: the matrix handed holds no Cholesky factor");
   }
-  Matrix w;
+  Matrix<T> w;
   JAXMG_RETURN_IF_ERROR(Identity<T>(l, &w));  // W := I, distributed like B
   if (!UseOwnInverses(false)) {
     *inverse = w;
@@ -310,31 +310,31 @@ Status Engine::CholeskyInverse(const Matrix& l, Matrix* inverse) {
   // the solve with the identity.
   JAXMG_RETURN_IF_ERROR(NewLike<T>(l, inverse));
   Backend backend(*grid_);
-  return algorithms::CholeskyInverse<T>(backend, SquareOf(l.rows, l.local_rows), l.As<T>(),
-                                        w.As<T>(), inverse->As<T>());
+  return algorithms::CholeskyInverse<T>(backend, SquareOf(l.rows, l.local_rows), l.data, w.data,
+                                        inverse->data);
 }
 
 template <typename T>
-Status Engine::Potrs(const Matrix& l, const Matrix& c) {
+Status Engine::Potrs(const Matrix<T>& l, const Matrix<T>& c) {
   if (l.factored != Factorization::kCholesky) {
     return JAXMG_ERROR("Potrs: the matrix handed holds no Cholesky factor");
   }
   int info = 0;
-  return scalapack::Potrs<T>(l.rows, c.cols, l.As<T>(), *l.desc, c.As<T>(), *c.desc, &info);
+  return scalapack::Potrs<T>(l.rows, c.cols, l.data, *l.desc, c.data, *c.desc, &info);
 }
 
 template <typename T>
-Status Engine::Getrs(const Matrix& lu, const Pivots& piv, const Matrix& c, bool transpose) {
-  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "Getrs"));
+Status Engine::Getrs(const Matrix<T>& lu, const Pivots& piv, const Matrix<T>& c, bool transpose) {
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu.factored, "Getrs"));
   int info = 0;
-  return scalapack::Getrs<T>(transpose ? 'T' : 'N', lu.rows, c.cols, lu.As<T>(), *lu.desc,
-                             piv.local.data(), c.As<T>(), *c.desc, &info);
+  return scalapack::Getrs<T>(transpose ? 'T' : 'N', lu.rows, c.cols, lu.data, *lu.desc,
+                             piv.local.data(), c.data, *c.desc, &info);
 }
 
 template <typename T>
-Status Engine::LogAbsDiag(const Matrix& a, double scale, bool ok, void* out) {
+Status Engine::LogAbsDiag(const Matrix<T>& a, double scale, bool ok, RealOf<T>* out) {
   using R = RealOf<T>;
-  R* result = As<R>(out);
+  R* result = out;
   if (!ok) {
     *result = std::numeric_limits<R>::quiet_NaN();
     return Status();
@@ -347,7 +347,7 @@ Status Engine::LogAbsDiag(const Matrix& a, double scale, bool ok, void* out) {
 }
 
 template <typename T>
-Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c) {
+Status Engine::RhsIn(const T* b, int64_t nrhs, Axis axis, bool conj, Matrix<T>* c) {
   const layout::Plan& plan = *plan_;
   const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
   // The whole right-hand side on every rank (it is small): the shards of one mesh column (one
@@ -357,19 +357,19 @@ Status Engine::RhsIn(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* 
   if (holder) std::memcpy(full.data() + block * rows * nrhs, b, sizeof(T) * rows * nrhs);
   JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
   JAXMG_RETURN_IF_ERROR(NewMatrix<T>(plan.engine_rows(), nrhs, c));
-  T* local = c->As<T>();
+  T* local = c->data;
   ForEachRhsEntry(*c, axis,
                   [&](int64_t l, int64_t w) { local[l] = conj ? Conj(full[w]) : full[w]; });
   return Status();
 }
 
 template <typename T>
-Status Engine::RhsOut(const Matrix& z, void* x, Axis axis, bool conj) {
+Status Engine::RhsOut(const Matrix<T>& z, T* x, Axis axis, bool conj) {
   const layout::Plan& plan = *plan_;
   const int64_t n = plan.rows.extent, nrhs = z.cols;
   const auto [block, rows, holder] = RhsBlock();
   std::vector<T> full(static_cast<size_t>(n * nrhs), T(0));
-  const T* local = z.As<T>();
+  const T* local = z.data;
   ForEachRhsEntry(z, axis,
                   [&](int64_t l, int64_t w) { full[w] = conj ? Conj(local[l]) : local[l]; });
   JAXMG_RETURN_IF_ERROR(AllreduceSum<T>(*grid_, full.data(), n * nrhs));
@@ -381,52 +381,53 @@ Status Engine::RhsOut(const Matrix& z, void* x, Axis axis, bool conj) {
 // config.cpu_inverses = blocked, U⁻¹ L⁻¹ Pᵀ by blocks (algorithms/inverses.h LuInverse); both
 // 4N³/3 flops against 2N³ for the solve with the identity. M⁻ᵀ by one distributed transpose.
 template <typename T>
-Status Engine::InverseSolve(const Matrix& lu, const Pivots& piv, bool transpose, Matrix* inverse) {
-  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "InverseSolve"));
+Status Engine::InverseSolve(const Matrix<T>& lu, const Pivots& piv, bool transpose,
+                            Matrix<T>* inverse) {
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu.factored, "InverseSolve"));
   const int64_t n = lu.rows, lr = lu.local_rows, lc = lu.local_cols;
-  const T* m_inverse = lu.As<T>();  // M⁻¹, where p?getri leaves it
+  const T* m_inverse = lu.data;  // M⁻¹, where p?getri leaves it
   if (UseOwnInverses(true)) {
     // M⁻¹ = U⁻¹ L⁻¹ Pᵀ by blocks over PBLAS (algorithms/inverses.h), into W_L.
     std::vector<int32_t> piv32(static_cast<size_t>(n), 0);
     JAXMG_RETURN_IF_ERROR(PivotsOut(lu, piv, piv32.data()));
     const std::vector<int64_t> global(piv32.begin(), piv32.end());
-    Matrix w_lower, w_upper, x;
+    Matrix<T> w_lower, w_upper, x;
     JAXMG_RETURN_IF_ERROR(Identity<T>(lu, &w_lower));  // W_L := I
     JAXMG_RETURN_IF_ERROR(Identity<T>(lu, &w_upper));  // W_U := I
     JAXMG_RETURN_IF_ERROR(NewLike<T>(lu, &x));
     Backend backend(*grid_);
-    JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, SquareOf(n, lr), lu.As<T>(), global,
-                                                   w_lower.As<T>(), w_upper.As<T>(), x.As<T>(),
-                                                   w_lower.As<T>()));
+    JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, SquareOf(n, lr), lu.data, global,
+                                                   w_lower.data, w_upper.data, x.data,
+                                                   w_lower.data));
     if (!transpose) {
       *inverse = w_lower;
       return Status();
     }
-    m_inverse = w_lower.As<T>();
+    m_inverse = w_lower.data;
   } else {
     int info = 0;
     JAXMG_RETURN_IF_ERROR(
-        scalapack::Getri<T>(n, lr, lc, lu.As<T>(), *lu.desc, piv.local.data(), &info));
+        scalapack::Getri<T>(n, lr, lc, lu.data, *lu.desc, piv.local.data(), &info));
     if (info != 0) return JAXMG_ERROR("p?getri: singular factor " + std::to_string(info));
     if (!transpose) {
       JAXMG_RETURN_IF_ERROR(NewLike<T>(lu, inverse));
-      std::copy(m_inverse, m_inverse + lr * lc, inverse->As<T>());
+      std::copy(m_inverse, m_inverse + lr * lc, inverse->data);
       return Status();
     }
   }
   // The transpose, not the adjoint: the adjoint (p?tran / p?tranc), conjugated back.
   JAXMG_RETURN_IF_ERROR(NewLike<T>(lu, inverse));
-  T* y = inverse->As<T>();
+  T* y = inverse->data;
   JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(n, m_inverse, *lu.desc, y, *inverse->desc));
   for (int64_t i = 0; i < lr * lc; ++i) y[i] = Conj(y[i]);
   return Status();
 }
 
 template <typename T>
-Status Engine::Identity(const Matrix& like, Matrix* out) {
+Status Engine::Identity(const Matrix<T>& like, Matrix<T>* out) {
   const int64_t t = like.tile, lr = like.local_rows, lc = like.local_cols;
   JAXMG_RETURN_IF_ERROR(NewLike<T>(like, out));
-  T* y = out->As<T>();
+  T* y = out->data;
   for (int64_t c = 0; c < lc; ++c) {
     const int64_t gc = CyclicAxis{t, grid_->npcol, grid_->mycol}.Global(LocalIndex{c}).value;
     if ((gc / t) % grid_->nprow != grid_->myrow) continue;
@@ -437,15 +438,15 @@ Status Engine::Identity(const Matrix& like, Matrix* out) {
 }
 
 template <typename T>
-Status Engine::ShardOut(const Matrix& y, void* shard) {
+Status Engine::ShardOut(const Matrix<T>& y, T* shard) {
   if (y.data == shard) return Status();  // the engine worked in the shard
-  return MatrixOut<T>(y.data, *y.desc, shard);
+  return MatrixOut(y.data, *y.desc, shard);
 }
 
 template <typename T>
-Status Engine::FactorOut(const Matrix& f, void* out, int64_t count) {
+Status Engine::FactorOut(const Matrix<T>& f, T* out, int64_t count) {
   if (f.data == out) return Status();  // the engine worked in the shard: kept as it is
-  if (plan_->strategy != layout::Strategy::kRelabel) return MatrixOut<T>(f.data, *f.desc, out);
+  if (plan_->strategy != layout::Strategy::kRelabel) return MatrixOut(f.data, *f.desc, out);
   if (count != f.local_rows * f.local_cols) {
     return JAXMG_ERROR("the factor buffer has " + std::to_string(count) + " entries, not " +
                        std::to_string(f.local_rows * f.local_cols));
@@ -455,7 +456,7 @@ Status Engine::FactorOut(const Matrix& f, void* out, int64_t count) {
 }
 
 template <typename T>
-Status Engine::MatrixOut(const void* from, const Descriptor& desc, void* shard) {
+Status Engine::MatrixOut(const T* from, const Descriptor& desc, T* shard) {
   // Y[er, ec] = Y_M[π(er), π(ec)] for the matrix Y_M that M (the shards read column-major) would
   // give: the entry at row π(ec), column π(er) of the JAX matrix, in this device's shard
   // (row-major). Padding is dropped.
@@ -464,8 +465,8 @@ Status Engine::MatrixOut(const void* from, const Descriptor& desc, void* shard) 
   // The shard of the matrix handed: cols.extent x rows.extent, in blocks of cols.shard rows
   // and rows.shard columns.
   const int64_t sr = plan.cols.shard, sc = plan.rows.shard;
-  const T* y = static_cast<const T*>(from);
-  T* out = As<T>(shard);
+  const T* y = from;
+  T* out = shard;
   if (plan.strategy != layout::Strategy::kRelabel) {
     Descriptor block;
     JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, plan.rows.extent, plan.cols.extent,
@@ -503,7 +504,7 @@ Status Engine::MatrixOut(const void* from, const Descriptor& desc, void* shard) 
 }
 
 template <typename T>
-Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Matrix* f) {
+Status Engine::Adopt(const T* factor, int64_t count, Factorization holds, Matrix<T>* f) {
   const layout::Plan& plan = *plan_;
   if (plan.strategy == layout::Strategy::kRelabel) {
     // FactorOut left the engine-local matrix itself: read it where it is.
@@ -511,22 +512,23 @@ Status Engine::Adopt(const void* factor, int64_t count, Factorization holds, Mat
       return JAXMG_ERROR("the factor has " + std::to_string(count) + " entries here, the engine " +
                          std::to_string(local_rows_ * local_cols_));
     }
-    work_ = const_cast<void*>(factor);
+    work_ = const_cast<T*>(factor);
     JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, plan.engine_rows(), plan.engine_cols(), plan.tile,
                                          plan.tile, local_rows_, &desc_a_));
-    *f = EngineMatrix();
+    *f = EngineMatrix<T>();
   } else {
     // Redistributed: Prepare reads the JAX layout and writes its own copy.
     if (count != plan.rows.shard * plan.cols.shard)
       return JAXMG_ERROR("the factor has the wrong size");
-    JAXMG_RETURN_IF_ERROR(Prepare<T>(const_cast<void*>(factor), f));
+    JAXMG_RETURN_IF_ERROR(Prepare(const_cast<T*>(factor), f));
   }
   f->factored = holds;
   return Status();
 }
 
-Status Engine::PivotsOut(const Matrix& lu, const Pivots& pivots, int32_t* out) {
-  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "PivotsOut"));
+template <typename T>
+Status Engine::PivotsOut(const Matrix<T>& lu, const Pivots& pivots, int32_t* out) {
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu.factored, "PivotsOut"));
   // p?getrf's pivots are tied to the local rows (replicated over process columns): process
   // column 0 writes its rows' entries, summed over the grid.
   const int64_t n = lu.rows, t = lu.tile;
@@ -542,7 +544,8 @@ Status Engine::PivotsOut(const Matrix& lu, const Pivots& pivots, int32_t* out) {
   return Status();
 }
 
-Status Engine::PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv) {
+template <typename T>
+Status Engine::PivotsIn(const int32_t* in, Matrix<T>* lu, Pivots* piv) {
   const int64_t n = lu->rows, t = lu->tile;
   piv->local.assign(static_cast<size_t>(lu->local_rows + t), 0);
   piv->input_nonfinite = 0;
@@ -556,9 +559,9 @@ Status Engine::PivotsIn(const int32_t* in, Matrix* lu, Pivots* piv) {
 }
 
 template <typename T>
-Status Engine::SignLogDet(const Matrix& lu, const Pivots& piv, void* sign, void* logabsdet) {
+Status Engine::SignLogDet(const Matrix<T>& lu, const Pivots& piv, T* sign, RealOf<T>* logabsdet) {
   using R = RealOf<T>;
-  JAXMG_RETURN_IF_ERROR(CheckLu(lu, "SignLogDet"));
+  JAXMG_RETURN_IF_ERROR(CheckLu(lu.factored, "SignLogDet"));
   // Over the local diagonal: Σ log|d|, Σ arg d, exact zeros, non-finite entries; and the row
   // interchanges of this process's rows (process column 0 only).
   const int64_t t = lu.tile, n = lu.rows;
@@ -587,14 +590,14 @@ Status Engine::SignLogDet(const Matrix& lu, const Pivots& piv, void* sign, void*
   const int parity =
       (static_cast<int64_t>(std::llround(sums[4])) + layout::RelabelParity(*plan_)) % 2;
   const bool nonfinite = SlogdetNonFinite(sums[5] > 0, sums[3] > 0, sums[2] > 0);
-  *As<T>(sign) = SignOf<T>(sums[1], parity, sums[2] > 0, nonfinite);
+  *sign = SignOf<T>(sums[1], parity, sums[2] > 0, nonfinite);
   const R nan = std::numeric_limits<R>::quiet_NaN(), inf = std::numeric_limits<R>::infinity();
-  *As<R>(logabsdet) = nonfinite ? nan : sums[2] > 0 ? -inf : static_cast<R>(sums[0]);
+  *logabsdet = nonfinite ? nan : sums[2] > 0 ? -inf : static_cast<R>(sums[0]);
   return Status();
 }
 
 template <typename T>
-Status Engine::AgreeQr(const Matrix& a, bool rank_fails, int* info) {
+Status Engine::AgreeQr(const Matrix<T>& a, bool rank_fails, int* info) {
   int64_t first = FirstNonFiniteColumn<T>(a);
   if (rank_fails) {
     const int64_t n = plan_->cols.extent;
@@ -624,7 +627,7 @@ algorithms::Qr1DShape Engine::QrShapeOf() const {
 }
 
 template <typename T>
-Status Engine::Geqrf(Matrix* a, Reflectors* tau, int* info) {
+Status Engine::Geqrf(Matrix<T>* a, Reflectors* tau, int* info) {
   *info = 0;
   a->factored = Factorization::kQr;
   if (UseOwnQr()) {
@@ -632,57 +635,57 @@ Status Engine::Geqrf(Matrix* a, Reflectors* tau, int* info) {
     // what its Q needs kept in its backend's buffers for Orgqr.
     tau->backend = std::make_unique<Backend>(*grid_);
     algorithms::Qr1DFactors<T> f;
-    JAXMG_RETURN_IF_ERROR(algorithms::Qr1D(*tau->backend, QrShapeOf(), a->As<T>(), &f));
+    JAXMG_RETURN_IF_ERROR(algorithms::Qr1D(*tau->backend, QrShapeOf(), a->data, &f));
     tau->own = algorithms::Qr1DKept::Of(f);
     return AgreeQr<T>(*a, /*rank_fails=*/false, info);
   }
   tau->tau.assign(sizeof(T) * static_cast<size_t>(a->local_cols + a->tile), 0);
-  JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(a->rows, plan_->cols.extent, a->As<T>(), *a->desc,
+  JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(a->rows, plan_->cols.extent, a->data, *a->desc,
                                             As<T>(tau->tau.data()), info));
   return AgreeQr<T>(*a, /*rank_fails=*/false, info);
 }
 
 template <typename T>
-Status Engine::Orgqr(Matrix* a, const Reflectors& tau) {
+Status Engine::Orgqr(Matrix<T>* a, const Reflectors& tau) {
   if (a->factored != Factorization::kQr) {
     return JAXMG_ERROR("Orgqr: the matrix handed holds no QR factorization");
   }
   a->factored = Factorization::kNone;
   if (!tau.own.empty()) {  // the 1-D QR's τ and T_k
-    return algorithms::Orgqr1D(*tau.backend, QrShapeOf(), a->As<T>(), tau.own.As<T>());
+    return algorithms::Orgqr1D(*tau.backend, QrShapeOf(), a->data, tau.own.As<T>());
   }
   int info = 0;
-  return scalapack::Orgqr<T>(a->rows, plan_->cols.extent, a->As<T>(), *a->desc,
+  return scalapack::Orgqr<T>(a->rows, plan_->cols.extent, a->data, *a->desc,
                              reinterpret_cast<const T*>(tau.tau.data()), &info);
 }
 
 template <typename T>
-Status Engine::Gels(Matrix* a, const Matrix& c, Matrix* z, int* info) {
+Status Engine::Gels(Matrix<T>* a, const Matrix<T>& c, Matrix<T>* z, int* info) {
   *info = 0;
   a->factored = Factorization::kQr;
   *z = c;  // solved in place
-  JAXMG_RETURN_IF_ERROR(scalapack::Gels<T>(a->rows, plan_->cols.extent, c.cols, a->As<T>(),
-                                           *a->desc, c.As<T>(), *c.desc, info));
+  JAXMG_RETURN_IF_ERROR(scalapack::Gels<T>(a->rows, plan_->cols.extent, c.cols, a->data, *a->desc,
+                                           c.data, *c.desc, info));
   return AgreeQr<T>(*a, /*rank_fails=*/true, info);
 }
 
 template <typename T>
-Status Engine::LeadingRowsOut(const Matrix& y, void* x, int64_t x_rows) {
+Status Engine::LeadingRowsOut(const Matrix<T>& y, T* x, int64_t x_rows) {
   // R: the factor's leading cols.extent columns; a solution: all its columns.
   const int64_t cols = y.factored == Factorization::kQr ? plan_->cols.extent : y.cols;
-  return RowsOut<T>(y.As<T>(), y.local_rows, y.local_cols, cols, x, x_rows, cols);
+  return RowsOut<T>(y.data, y.local_rows, y.local_cols, cols, x, x_rows, cols);
 }
 
 template <typename T>
-Status Engine::RowsOut(const T* local, int64_t ld, int64_t lc, int64_t cols, void* x,
-                       int64_t x_rows, int64_t x_cols) {
+Status Engine::RowsOut(const T* local, int64_t ld, int64_t lc, int64_t cols, T* x, int64_t x_rows,
+                       int64_t x_cols) {
   const int64_t n = plan_->cols.extent, t = plan_->tile;
   const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? v_ : u_);
   // Chunks of rows (R alone is n x n): each entry is held by one process, so the sum over the
   // grid assembles a chunk on every rank, which keeps its part of its block.
   const int64_t chunk = RowsPerChunk(int64_t{1} << 28, sizeof(T) * cols, n, config_.rows_per_chunk);
   std::vector<T> part(static_cast<size_t>(chunk * cols));
-  T* out = As<T>(x);
+  T* out = x;
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {
     const int64_t r1 = std::min(n, r0 + chunk);
     std::fill(part.begin(), part.end(), T(0));
@@ -704,24 +707,24 @@ Status Engine::RowsOut(const T* local, int64_t ld, int64_t lc, int64_t cols, voi
 }
 
 template <typename T>
-Status Engine::NewMatrix(int64_t rows, int64_t cols, Matrix* out) {
+Status Engine::NewMatrix(int64_t rows, int64_t cols, Matrix<T>* out) {
   const int64_t t = plan_->tile;
   const int64_t lr = CyclicAxis{t, grid_->nprow, grid_->myrow}.Extent(rows);
   const int64_t lc = CyclicAxis{t, grid_->npcol, grid_->mycol}.Extent(cols);
   descriptors_.emplace_back();
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, cols, t, t, lr, &descriptors_.back()));
   matrices_.emplace_back(sizeof(T) * static_cast<size_t>(std::max<int64_t>(lr * lc, 1)), 0);
-  *out = Matrix::Of(matrices_.back().data(), &descriptors_.back(), rows, cols, lr, lc, t);
+  *out = Matrix<T>::Of(As<T>(matrices_.back().data()), &descriptors_.back(), rows, cols, lr, lc, t);
   return Status();
 }
 
 template <typename T>
-Status Engine::MatrixIn(const void* shard, Matrix* k) {
+Status Engine::MatrixIn(const T* shard, Matrix<T>* k) {
   return RhsMatrixIn<T>(shard, plan_->rows.extent, k);
 }
 
 template <typename T>
-Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
+Status Engine::RhsMatrixIn(const T* b, int64_t rows, Matrix<T>* c) {
   const layout::Plan& plan = *plan_;
   if (plan.strategy != layout::Strategy::kRedistribute) {
     return JAXMG_ERROR("a second matrix is read into a redistributed plan only");
@@ -732,21 +735,21 @@ Status Engine::RhsMatrixIn(const void* b, int64_t rows, Matrix* c) {
   JAXMG_RETURN_IF_ERROR(NewMatrix<T>(rows, n, c));
   Descriptor src;
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, n, block, plan.cols.shard, block, &src));
-  return Gemr2d<T>(rows, n, static_cast<const T*>(b), src, c->As<T>(), *c->desc, *grid_);
+  return Gemr2d<T>(rows, n, static_cast<const T*>(b), src, c->data, *c->desc, *grid_);
 }
 
 template <typename T>
-Status Engine::RhsMatrixOut(const Matrix& c, void* x) {
+Status Engine::RhsMatrixOut(const Matrix<T>& c, T* x) {
   const layout::Plan& plan = *plan_;
   const int64_t n = c.cols, block = c.rows / plan.mesh_cols;
   Descriptor dst;
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, c.rows, n, block, plan.cols.shard, block, &dst));
-  return Gemr2d<T>(c.rows, n, c.As<T>(), *c.desc, As<T>(x), dst, *grid_);
+  return Gemr2d<T>(c.rows, n, c.data, *c.desc, x, dst, *grid_);
 }
 
 template <typename T>
-Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& m, const Matrix& c,
-                    int* info) {
+Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix<T>& m,
+                    const Matrix<T>& c, int* info) {
   // The status from the diagonal alone (the other triangle may hold anything), agreed.
   int64_t first = 0;  // 1-based; the local diagonal is walked in increasing global order
   if (diag != 'U') {
@@ -759,34 +762,34 @@ Status Engine::Trsm(char side, char uplo, char op, char diag, const Matrix& m, c
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
   if (*info != 0) return Status();
   const char o = Scalar<T>::kParts == 1 && op == 'C' ? 'T' : op;  // real: the transpose
-  return scalapack::Trsm<T>(side, uplo, o, diag, c.rows, c.cols, T(1), m.As<T>(), *m.desc,
-                            c.As<T>(), *c.desc);
+  return scalapack::Trsm<T>(side, uplo, o, diag, c.rows, c.cols, T(1), m.data, *m.desc, c.data,
+                            *c.desc);
 }
 
 template <typename T>
-Status Engine::Gemm(char op_b, const Matrix& k, char op_a, const Matrix& m, Matrix* c) {
+Status Engine::Gemm(char op_b, const Matrix<T>& k, char op_a, const Matrix<T>& m, Matrix<T>* c) {
   // Real types: a conjugate transpose is a transpose.
   const auto op = [](char o) { return Scalar<T>::kParts == 1 && o == 'C' ? 'T' : o; };
   const int64_t n = m.rows;
   JAXMG_RETURN_IF_ERROR(NewLike<T>(m, c));
-  return scalapack::Gemm<T>(op(op_b), op(op_a), n, n, n, T(1), k.As<T>(), *k.desc, m.As<T>(),
-                            *m.desc, T(0), c->As<T>(), *c->desc);
+  return scalapack::Gemm<T>(op(op_b), op(op_a), n, n, n, T(1), k.data, *k.desc, m.data, *m.desc,
+                            T(0), c->data, *c->desc);
 }
 
 template <typename T>
-Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange subset, void* x,
-                     Matrix* z, int* info) {
+Status Engine::Sygvd(const Matrix<T>& m, const Matrix<T>& k, bool vectors, EigenRange subset, T* x,
+                     Matrix<T>* z, int* info) {
   using R = RealOf<T>;
   const int64_t n = m.rows, lr = m.local_rows, lc = m.local_cols;
-  *z = Matrix();
+  *z = Matrix<T>();
   std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
-  T* out = As<T>(x);
+  T* out = x;
   auto write = [&] {
     for (int64_t i = 0; i < n; ++i) out[i] = T(w[i]);
   };
   // Non-finite entries of either matrix are agreed on first: nothing is solved then.
   int bad = static_cast<int>(std::min<int64_t>(FirstNonFiniteColumn<T>(m), INT32_MAX));
-  const T* kk = k.As<T>();
+  const T* kk = k.data;
   for (int64_t i = 0; i < lr * lc && bad == 0; ++i) {
     if (!std::isfinite(static_cast<double>(std::abs(kk[i])))) bad = 1;
   }
@@ -798,7 +801,7 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange 
   }
   // K = L Lᴴ: a K that is not positive definite is status n + (the order of its minor).
   int kinfo = 0;
-  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(n, k.As<T>(), *k.desc, &kinfo));
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(n, k.data, *k.desc, &kinfo));
   kinfo = kinfo > 0 ? static_cast<int>(std::min<int64_t>(n + kinfo, INT32_MAX)) : 0;
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &kinfo));
   *info = kinfo;
@@ -809,17 +812,15 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange 
   // M := L⁻¹ M L⁻ᴴ, its eigenpairs (y), and z = L⁻ᴴ y.
   R scale = 1;
   int sinfo = 0;
-  JAXMG_RETURN_IF_ERROR(
-      scalapack::Sygst<T>(n, m.As<T>(), *m.desc, k.As<T>(), *k.desc, &scale, &sinfo));
-  Matrix y;  // the eigenvectors of L⁻¹ M L⁻ᴴ, then z (distributed as k)
+  JAXMG_RETURN_IF_ERROR(scalapack::Sygst<T>(n, m.data, *m.desc, k.data, *k.desc, &scale, &sinfo));
+  Matrix<T> y;  // the eigenvectors of L⁻¹ M L⁻ᴴ, then z (distributed as k)
   JAXMG_RETURN_IF_ERROR(NewLike<T>(k, &y));
   if (subset.all()) {
-    JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, m.As<T>(), *m.desc, w.data(),
-                                             y.As<T>(), *y.desc, info));
+    JAXMG_RETURN_IF_ERROR(
+        scalapack::Eigh<T>(vectors, n, lr, lc, m.data, *m.desc, w.data(), y.data, *y.desc, info));
   } else {
-    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(*grid_, vectors, n, subset.lo, subset.hi,
-                                                   m.As<T>(), *m.desc, w.data(), y.As<T>(), *y.desc,
-                                                   info));
+    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(*grid_, vectors, n, subset.lo, subset.hi, m.data,
+                                                   *m.desc, w.data(), y.data, *y.desc, info));
   }
   const int64_t found = subset.all() ? n : subset.hi - subset.lo;
   for (int64_t i = 0; i < found && *info == 0; ++i) {
@@ -830,19 +831,19 @@ Status Engine::Sygvd(const Matrix& m, const Matrix& k, bool vectors, EigenRange 
   write();
   if (*info != 0 || !vectors) return Status();
   const char adjoint = Scalar<T>::kParts == 2 ? 'C' : 'T';
-  JAXMG_RETURN_IF_ERROR(scalapack::Trsm<T>('L', 'L', adjoint, 'N', n, found, T(1), k.As<T>(),
-                                           *k.desc, y.As<T>(), *y.desc));
+  JAXMG_RETURN_IF_ERROR(
+      scalapack::Trsm<T>('L', 'L', adjoint, 'N', n, found, T(1), k.data, *k.desc, y.data, *y.desc));
   *z = y;
   return Status();
 }
 
 template <typename T>
-Status Engine::SquareRowsOut(const Matrix& s, void* x, int64_t x_rows, int64_t x_cols) {
-  return RowsOut<T>(s.As<T>(), s.local_rows, s.local_cols, s.cols, x, x_rows, x_cols);
+Status Engine::SquareRowsOut(const Matrix<T>& s, T* x, int64_t x_rows, int64_t x_cols) {
+  return RowsOut<T>(s.data, s.local_rows, s.local_cols, s.cols, x, x_rows, x_cols);
 }
 
 template <typename T>
-Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, Matrix* z,
+Status Engine::Eigh(const Matrix<T>& a, bool vectors, EigenRange subset, T* x, Matrix<T>* z,
                     int* info) {
   using R = RealOf<T>;
   const layout::Plan& plan = *plan_;
@@ -861,14 +862,13 @@ Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, M
   if (bad == 0 && UseTwoStage(vectors, !subset.all())) {
     JAXMG_RETURN_IF_ERROR(TwoStageEigh<T>(a, vectors, subset, w.data(), *z, info));
   } else if (bad == 0 && !subset.all()) {
-    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(*grid_, vectors, n, subset.lo, subset.hi,
-                                                   a.As<T>(), *a.desc, w.data(), z->As<T>(),
-                                                   *z->desc, info));
+    JAXMG_RETURN_IF_ERROR(scalapack::EighSubset<T>(*grid_, vectors, n, subset.lo, subset.hi, a.data,
+                                                   *a.desc, w.data(), z->data, *z->desc, info));
   } else if (bad == 0) {
-    JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(vectors, n, lr, lc, a.As<T>(), *a.desc, w.data(),
-                                             z->As<T>(), *z->desc, info));
+    JAXMG_RETURN_IF_ERROR(
+        scalapack::Eigh<T>(vectors, n, lr, lc, a.data, *a.desc, w.data(), z->data, *z->desc, info));
   }
-  if (!vectors) *z = Matrix();
+  if (!vectors) *z = Matrix<T>();
   const int64_t found = subset.all() ? n : subset.hi - subset.lo;
   if (bad == 0) {
     for (int64_t i = 0; i < found && *info == 0; ++i) {
@@ -876,26 +876,25 @@ Status Engine::Eigh(const Matrix& a, bool vectors, EigenRange subset, void* x, M
     }
     JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
   }
-  T* out = As<T>(x);
+  T* out = x;
   for (int64_t i = 0; i < n; ++i) out[i] = T(w[i]);
   return Status();
 }
 
 template <typename T>
-Status Engine::VectorsOut(const Matrix& z, const Matrix& work, void* shard) {
+Status Engine::VectorsOut(const Matrix<T>& z, const Matrix<T>& work, T* shard) {
   // work := Zᴴ, then back to the block layout.
-  const void* from = z.data;
+  const T* from = z.data;
   if (!z.adjoint) {
-    JAXMG_RETURN_IF_ERROR(
-        scalapack::Adjoint<T>(z.rows, z.As<T>(), *z.desc, work.As<T>(), *work.desc));
+    JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(z.rows, z.data, *z.desc, work.data, *work.desc));
     from = work.data;
   }
-  return MatrixOut<T>(from, *work.desc, shard);
+  return MatrixOut(from, *work.desc, shard);
 }
 
 template <typename T>
-Status Engine::FillNan(void* x, int64_t count) {
-  std::fill(As<T>(x), As<T>(x) + count, T(std::numeric_limits<RealOf<T>>::quiet_NaN()));
+Status Engine::FillNan(T* x, int64_t count) {
+  std::fill(x, x + count, T(std::numeric_limits<RealOf<T>>::quiet_NaN()));
   return Status();
 }
 
@@ -917,48 +916,51 @@ Status Engine::WriteStatus(int info, int32_t* status) {
 }
 
 #define JAXMG_INSTANTIATE_ENGINE_STEPS(T)                                                         \
-  template Status Engine::Asymmetric<T>(const void* shard, bool* out);                            \
-  template Status Engine::CheckSymmetry<T>(const void* shard);                                    \
-  template Status Engine::Prepare<T>(void* shard, Matrix* a);                                     \
-  template Status Engine::RhsIn<T>(const void* b, int64_t nrhs, Axis axis, bool conj, Matrix* c); \
-  template Status Engine::RhsOut<T>(const Matrix& z, void* x, Axis axis, bool conj);              \
-  template Status Engine::Identity<T>(const Matrix& like, Matrix* out);                           \
-  template Status Engine::MatrixIn<T>(const void* shard, Matrix* k);                              \
-  template Status Engine::RhsMatrixIn<T>(const void* b, int64_t rows, Matrix* c);                 \
-  template Status Engine::RhsMatrixOut<T>(const Matrix& c, void* x);                              \
-  template Status Engine::Potrf<T>(Matrix * a, int* info);                                        \
-  template Status Engine::Getrf<T>(Matrix * a, Pivots * piv, int* info);                          \
-  template Status Engine::Potrs<T>(const Matrix& l, const Matrix& c);                             \
-  template Status Engine::Getrs<T>(const Matrix& lu, const Pivots& piv, const Matrix& c,          \
+  template Status Engine::Asymmetric<T>(const T* shard, bool* out);                               \
+  template Status Engine::CheckSymmetry<T>(const T* shard);                                       \
+  template Status Engine::Prepare<T>(T * shard, Matrix<T> * a);                                   \
+  template Status Engine::RhsIn<T>(const T* b, int64_t nrhs, Axis axis, bool conj, Matrix<T>* c); \
+  template Status Engine::RhsOut<T>(const Matrix<T>& z, T* x, Axis axis, bool conj);              \
+  template Status Engine::Identity<T>(const Matrix<T>& like, Matrix<T>* out);                     \
+  template Status Engine::MatrixIn<T>(const T* shard, Matrix<T>* k);                              \
+  template Status Engine::RhsMatrixIn<T>(const T* b, int64_t rows, Matrix<T>* c);                 \
+  template Status Engine::RhsMatrixOut<T>(const Matrix<T>& c, T* x);                              \
+  template Status Engine::Potrf<T>(Matrix<T> * a, int* info);                                     \
+  template Status Engine::Getrf<T>(Matrix<T> * a, Pivots * piv, int* info);                       \
+  template Status Engine::Potrs<T>(const Matrix<T>& l, const Matrix<T>& c);                       \
+  template Status Engine::Getrs<T>(const Matrix<T>& lu, const Pivots& piv, const Matrix<T>& c,    \
                                    bool transpose);                                               \
-  template Status Engine::CholeskyInverse<T>(const Matrix& l, Matrix* inverse);                   \
-  template Status Engine::InverseSolve<T>(const Matrix& lu, const Pivots& piv, bool transpose,    \
-                                          Matrix* inverse);                                       \
-  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix& m,      \
-                                  const Matrix& c, int* info);                                    \
-  template Status Engine::Gemm<T>(char op_b, const Matrix& k, char op_a, const Matrix& m,         \
-                                  Matrix* c);                                                     \
-  template Status Engine::LogAbsDiag<T>(const Matrix& a, double scale, bool ok, void* out);       \
-  template Status Engine::SignLogDet<T>(const Matrix& lu, const Pivots& piv, void* sign,          \
-                                        void* logabsdet);                                         \
-  template Status Engine::FactorOut<T>(const Matrix& f, void* out, int64_t count);                \
-  template Status Engine::Adopt<T>(const void* factor, int64_t count, Factorization holds,        \
-                                   Matrix* f);                                                    \
-  template Status Engine::Geqrf<T>(Matrix * a, Reflectors * tau, int* info);                      \
-  template Status Engine::Orgqr<T>(Matrix * a, const Reflectors& tau);                            \
-  template Status Engine::Gels<T>(Matrix * a, const Matrix& c, Matrix* z, int* info);             \
-  template Status Engine::Eigh<T>(const Matrix& a, bool vectors, EigenRange subset, void* x,      \
-                                  Matrix* z, int* info);                                          \
-  template Status Engine::Sygvd<T>(const Matrix& m, const Matrix& k, bool vectors,                \
-                                   EigenRange subset, void* x, Matrix* z, int* info);             \
-  template Status Engine::ShardOut<T>(const Matrix& y, void* shard);                              \
-  template Status Engine::LeadingRowsOut<T>(const Matrix& y, void* x, int64_t x_rows);            \
-  template Status Engine::VectorsOut<T>(const Matrix& z, const Matrix& work, void* shard);        \
-  template Status Engine::SquareRowsOut<T>(const Matrix& s, void* x, int64_t x_rows,              \
+  template Status Engine::CholeskyInverse<T>(const Matrix<T>& l, Matrix<T>* inverse);             \
+  template Status Engine::InverseSolve<T>(const Matrix<T>& lu, const Pivots& piv, bool transpose, \
+                                          Matrix<T>* inverse);                                    \
+  template Status Engine::Trsm<T>(char side, char uplo, char op, char diag, const Matrix<T>& m,   \
+                                  const Matrix<T>& c, int* info);                                 \
+  template Status Engine::Gemm<T>(char op_b, const Matrix<T>& k, char op_a, const Matrix<T>& m,   \
+                                  Matrix<T>* c);                                                  \
+  template Status Engine::LogAbsDiag<T>(const Matrix<T>& a, double scale, bool ok,                \
+                                        RealOf<T>* out);                                          \
+  template Status Engine::SignLogDet<T>(const Matrix<T>& lu, const Pivots& piv, T* sign,          \
+                                        RealOf<T>* logabsdet);                                    \
+  template Status Engine::FactorOut<T>(const Matrix<T>& f, T* out, int64_t count);                \
+  template Status Engine::Adopt<T>(const T* factor, int64_t count, Factorization holds,           \
+                                   Matrix<T>* f);                                                 \
+  template Status Engine::Geqrf<T>(Matrix<T> * a, Reflectors * tau, int* info);                   \
+  template Status Engine::Orgqr<T>(Matrix<T> * a, const Reflectors& tau);                         \
+  template Status Engine::Gels<T>(Matrix<T> * a, const Matrix<T>& c, Matrix<T>* z, int* info);    \
+  template Status Engine::Eigh<T>(const Matrix<T>& a, bool vectors, EigenRange subset, T* x,      \
+                                  Matrix<T>* z, int* info);                                       \
+  template Status Engine::Sygvd<T>(const Matrix<T>& m, const Matrix<T>& k, bool vectors,          \
+                                   EigenRange subset, T* x, Matrix<T>* z, int* info);             \
+  template Status Engine::ShardOut<T>(const Matrix<T>& y, T* shard);                              \
+  template Status Engine::LeadingRowsOut<T>(const Matrix<T>& y, T* x, int64_t x_rows);            \
+  template Status Engine::VectorsOut<T>(const Matrix<T>& z, const Matrix<T>& work, T* shard);     \
+  template Status Engine::SquareRowsOut<T>(const Matrix<T>& s, T* x, int64_t x_rows,              \
                                            int64_t x_cols);                                       \
-  template Status Engine::FillNan<T>(void* x, int64_t count);                                     \
-  template int64_t Engine::FirstNonFiniteColumn<T>(const Matrix&) const;                          \
-  template Status Engine::NewMatrix<T>(int64_t, int64_t, Matrix*);
+  template Status Engine::FillNan<T>(T * x, int64_t count);                                       \
+  template Status Engine::PivotsOut<T>(const Matrix<T>& lu, const Pivots& piv, int32_t* out);     \
+  template Status Engine::PivotsIn<T>(const int32_t* in, Matrix<T>* lu, Pivots* piv);             \
+  template int64_t Engine::FirstNonFiniteColumn<T>(const Matrix<T>&) const;                       \
+  template Status Engine::NewMatrix<T>(int64_t, int64_t, Matrix<T>*);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_ENGINE_STEPS)
 #undef JAXMG_INSTANTIATE_ENGINE_STEPS
 

@@ -18,8 +18,8 @@
 namespace jaxmg::scalapack {
 
 template <typename T>
-Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_t x_rows,
-                     int64_t x_cols, Matrix* vt, int* info) {
+Status Engine::Gesvd(Matrix<T>* a, bool vectors_u, bool vectors_vt, T* x, int64_t x_rows,
+                     int64_t x_cols, Matrix<T>* vt, int* info) {
   using R = RealOf<T>;
   const layout::Plan& plan = *plan_;
   if (plan.strategy != layout::Strategy::kRedistribute) {
@@ -31,14 +31,13 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, &bad));
   std::vector<R> s(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
   // U (m x n) is distributed like the matrix; Vᴴ is n x n, its columns distributed like a's.
-  Matrix u, v;
+  Matrix<T> u, v;
   JAXMG_RETURN_IF_ERROR(NewLike<T>(*a, &u));
   JAXMG_RETURN_IF_ERROR(NewMatrix<T>(n, n, &v));
   *info = bad;
   if (bad == 0) {
-    JAXMG_RETURN_IF_ERROR(scalapack::Gesvd<T>(vectors_u, vectors_vt, m, n, a->As<T>(), *a->desc,
-                                              s.data(), u.As<T>(), *u.desc, v.As<T>(), *v.desc,
-                                              info));
+    JAXMG_RETURN_IF_ERROR(scalapack::Gesvd<T>(vectors_u, vectors_vt, m, n, a->data, *a->desc,
+                                              s.data(), u.data, *u.desc, v.data, *v.desc, info));
     for (int64_t i = 0; i < n && *info == 0; ++i) {
       if (!std::isfinite(s[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
     }
@@ -46,15 +45,15 @@ Status Engine::Gesvd(Matrix* a, bool vectors_u, bool vectors_vt, void* x, int64_
   }
   // The singular values into x's last column, for x's rows.
   const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? v_ : u_);
-  T* out = As<T>(x);
+  T* out = x;
   for (int64_t i = 0; i < x_rows; ++i) out[i * x_cols + x_cols - 1] = T(s[first + i]);
   if (vectors_u) *a = u;
-  *vt = vectors_vt ? v : Matrix();
+  *vt = vectors_vt ? v : Matrix<T>();
   return Status();
 }
 
 template <typename T>
-Status Engine::PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q) {
+Status Engine::PolarBuffers(const Matrix<T>& u, bool keep_a, QdwhOperands* q) {
   // A kept, W (distributed as U), Z (n x n), the stacked Y of the QR steps with its Householder
   // scalars, and the sums; in the backend's buffers, kept for the call.
   const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
@@ -75,14 +74,14 @@ Status Engine::PolarBuffers(const Matrix& u, bool keep_a, QdwhOperands* q) {
 }
 
 template <typename T>
-algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u, QdwhOperands* operands) {
+algorithms::QdwhWork<T> Engine::PolarWork(const Matrix<T>& u, QdwhOperands* operands) {
   const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
   const int64_t lc = u.local_cols, lr = u.local_rows;
   const int64_t round = t * grid_->nprow;
   algorithms::QdwhWork<T> q;
   q.mp = (m + round - 1) / round * round;
   q.top = q.mp / grid_->nprow;
-  q.u = {u.As<T>(), m, n, lr, lc, t};
+  q.u = {u.data, m, n, lr, lc, t};
   const int64_t zr = operands->z_rows;
   q.a = {As<T>(operands->a), m, n, lr, lc, t};
   q.w = {As<T>(operands->w), m, n, lr, lc, t};
@@ -96,7 +95,8 @@ algorithms::QdwhWork<T> Engine::PolarWork(const Matrix& u, QdwhOperands* operand
 }
 
 template <typename T>
-Status Engine::PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double* lower, int* info) {
+Status Engine::PolarBegin(const Matrix<T>& u, bool keep_a, QdwhOperands* q, double* lower,
+                          int* info) {
   *lower = 0;
   // Every buffer of the iteration first, agreed: no rank leaves alone before a collective.
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure(*grid_, "buffers", PolarBuffers<T>(u, keep_a, q)));
@@ -108,19 +108,20 @@ Status Engine::PolarBegin(const Matrix& u, bool keep_a, QdwhOperands* q, double*
 }
 
 template <typename T>
-Status Engine::PolarQr(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, double e) {
+Status Engine::PolarQr(const Matrix<T>& u, QdwhOperands* q, double sqrt_c, double coef, double e) {
   return algorithms::QdwhQrStep<T>(*q->backend, PolarWork<T>(u, q), sqrt_c, coef, e);
 }
 
 template <typename T>
-Status Engine::PolarCholesky(const Matrix& u, QdwhOperands* q, double c, double coef, double e,
+Status Engine::PolarCholesky(const Matrix<T>& u, QdwhOperands* q, double c, double coef, double e,
                              double* change) {
   return algorithms::QdwhCholeskyStep<T>(*q->backend, PolarWork<T>(u, q), c, coef, e, change);
 }
 
 template <typename T>
-Status Engine::PolarEnd(const Matrix& u, QdwhOperands* operands, bool h, Matrix* hm, int* info) {
-  *hm = Matrix();
+Status Engine::PolarEnd(const Matrix<T>& u, QdwhOperands* operands, bool h, Matrix<T>* hm,
+                        int* info) {
+  *hm = Matrix<T>();
   const algorithms::QdwhWork<T> q = PolarWork<T>(u, operands);
   Backend& backend = *operands->backend;
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhNewtonSchulz<T>(backend, q));
@@ -131,18 +132,18 @@ Status Engine::PolarEnd(const Matrix& u, QdwhOperands* operands, bool h, Matrix*
   // H into the square matrix kept, distributed as Z.
   JAXMG_RETURN_IF_ERROR(NewMatrix<T>(q.z.rows, q.z.cols, hm));
   algorithms::Tiled<T> h_tiles = q.z;
-  h_tiles.p = hm->As<T>();
+  h_tiles.p = hm->data;
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(backend, q, h_tiles));
   return Status();
 }
 
 template <typename T>
-Status Engine::PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x_rows,
+Status Engine::PolarValues(const Matrix<T>& hm, QdwhOperands* q, T* x, int64_t x_rows,
                            int64_t x_cols, int* info) {
   using R = RealOf<T>;
   const int64_t n = plan_->cols.extent;
   std::vector<R> w(static_cast<size_t>(n), std::numeric_limits<R>::quiet_NaN());
-  JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(false, n, hm.local_rows, hm.local_cols, hm.As<T>(),
+  JAXMG_RETURN_IF_ERROR(scalapack::Eigh<T>(false, n, hm.local_rows, hm.local_cols, hm.data,
                                            *hm.desc, w.data(), As<T>(q->z), q->desc_z, info));
   for (int64_t i = 0; i < n && *info == 0; ++i) {
     if (!std::isfinite(w[i])) *info = static_cast<int>(std::min<int64_t>(i + 1, INT32_MAX));
@@ -150,25 +151,25 @@ Status Engine::PolarValues(const Matrix& hm, QdwhOperands* q, void* x, int64_t x
   JAXMG_RETURN_IF_ERROR(AllreduceMax(*grid_, info));
   // Descending, at least 0 (H is positive semi-definite), into x's last column for x's rows.
   const int64_t first = x_rows == n ? 0 : x_rows * (rhs_by_cols_ ? v_ : u_);
-  T* out = As<T>(x);
+  T* out = x;
   for (int64_t i = 0; i < x_rows; ++i) {
     out[i * x_cols + x_cols - 1] = T(std::max<R>(w[n - 1 - (first + i)], 0));
   }
   return Status();
 }
 
-#define JAXMG_INSTANTIATE_POLAR(T)                                                                 \
-  template Status Engine::Gesvd<T>(Matrix * a, bool vectors_u, bool vectors_vt, void* x,           \
-                                   int64_t x_rows, int64_t x_cols, Matrix* vt, int* info);         \
-  template Status Engine::PolarBegin<T>(const Matrix& u, bool keep_a, QdwhOperands* q,             \
-                                        double* lower, int* info);                                 \
-  template Status Engine::PolarQr<T>(const Matrix& u, QdwhOperands* q, double sqrt_c, double coef, \
-                                     double e);                                                    \
-  template Status Engine::PolarCholesky<T>(const Matrix& u, QdwhOperands* q, double c,             \
-                                           double coef, double e, double* change);                 \
-  template Status Engine::PolarEnd<T>(const Matrix& u, QdwhOperands* q, bool h, Matrix* hm,        \
-                                      int* info);                                                  \
-  template Status Engine::PolarValues<T>(const Matrix& hm, QdwhOperands* q, void* x,               \
+#define JAXMG_INSTANTIATE_POLAR(T)                                                                \
+  template Status Engine::Gesvd<T>(Matrix<T> * a, bool vectors_u, bool vectors_vt, T* x,          \
+                                   int64_t x_rows, int64_t x_cols, Matrix<T>* vt, int* info);     \
+  template Status Engine::PolarBegin<T>(const Matrix<T>& u, bool keep_a, QdwhOperands* q,         \
+                                        double* lower, int* info);                                \
+  template Status Engine::PolarQr<T>(const Matrix<T>& u, QdwhOperands* q, double sqrt_c,          \
+                                     double coef, double e);                                      \
+  template Status Engine::PolarCholesky<T>(const Matrix<T>& u, QdwhOperands* q, double c,         \
+                                           double coef, double e, double* change);                \
+  template Status Engine::PolarEnd<T>(const Matrix<T>& u, QdwhOperands* q, bool h, Matrix<T>* hm, \
+                                      int* info);                                                 \
+  template Status Engine::PolarValues<T>(const Matrix<T>& hm, QdwhOperands* q, T* x,              \
                                          int64_t x_rows, int64_t x_cols, int* info);
 JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_POLAR)
 #undef JAXMG_INSTANTIATE_POLAR
