@@ -147,11 +147,11 @@ Status ChaseBuffers(B& bk, const ChaseShape& c, ChaseWork<T>* w, Deferred* local
 // the tridiagonal matrix. Local errors are kept in *failed; after one on rank 0, d and e are a
 // well-formed zero matrix for the collective tridiagonal solve.
 template <typename T, class B>
-Status ChaseWithReflectors(B& bk, const typename B::Lane& lane, const BandShape& s,
+Status ChaseWithReflectors(B& bk, const typename B::Lane& lane, const Distribution& s,
                            const ChaseShape& c, T* band, const ChaseWork<T>& w, Deferred* failed) {
   const int64_t n = c.n, b = c.b;
   failed->Step("band_eigh", s.rank, 0);
-  if (s.me == 0) {
+  if (s.cyclic().coord == 0) {
     failed->Run([&]() -> Status {
       JAXMG_RETURN_IF_ERROR(bk.ChaseBand(lane, band, n, b, w.sync, w.v2, w.tau2));
       return bk.TridiagonalOf(lane, band, n, b, w.d, w.e, w.phase);
@@ -161,7 +161,7 @@ Status ChaseWithReflectors(B& bk, const typename B::Lane& lane, const BandShape&
       failed->Keep(bk.Zero(lane, w.e, n));
     }
   }
-  if (s.procs > 1) {
+  if (s.cyclic().procs > 1) {
     JAXMG_RETURN_IF_ERROR(bk.Broadcast(w.phase, n, w.d, n, 0));
     JAXMG_RETURN_IF_ERROR(bk.Broadcast(w.tau2, c.kept, w.e, n, 0));
     JAXMG_RETURN_IF_ERROR(bk.Broadcast(w.v2, c.kept * b, w.tau2, 0, 0));
@@ -169,13 +169,14 @@ Status ChaseWithReflectors(B& bk, const typename B::Lane& lane, const BandShape&
   return Status();
 }
 
-// Z := Q₂ Z for this rank's columns of Z (s.held, leading dimension c.ldz). Local errors are
-// kept in *failed (no collective: every rank works on its own columns).
+// Z := Q₂ Z for this rank's held columns of Z (leading dimension c.ldz; rank: this process in
+// the test hook). Local errors are kept in *failed (no collective: every rank works on its own
+// columns).
 template <typename T, class B>
-Status BackChase(B& bk, const typename B::Lane& lane, const BandShape& s, const ChaseShape& c,
-                 const ChaseWork<T>& w, T* z, Deferred* failed) {
-  const int64_t n = c.n, b = c.b, ell = c.ell, h = c.h, ldv = c.ldv, ldz = c.ldz, held = s.held;
-  failed->Step("band_eigh", s.rank, 2);
+Status BackChase(B& bk, const typename B::Lane& lane, int rank, const ChaseShape& c,
+                 const ChaseWork<T>& w, T* z, int64_t held, Deferred* failed) {
+  const int64_t n = c.n, b = c.b, ell = c.ell, h = c.h, ldv = c.ldv, ldz = c.ldz;
+  failed->Step("band_eigh", rank, 2);
   failed->Run([&]() -> Status {
     for (const ChaseWave& v : c.waves) {
       const int64_t count = v.count;

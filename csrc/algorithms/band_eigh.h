@@ -1,5 +1,5 @@
 // The two-stage Hermitian eigensolver, written once over a backend, on 1 x P and P x 1 grids
-// (algorithms/band_reduce.h's BandShape): its stages in order.
+// (algorithms/distribution.h, its cyclic() axis): its stages in order.
 //   1. BandReduce (band_reduce.h): the matrix to a band of width b, over the grid.
 //   2. The bulge chase (band_chase.h) on rank 0: the band to a tridiagonal matrix T.
 //   3. The tridiagonal solve: eigenvalues alone on rank 0 (TridiagonalValues), or with
@@ -51,13 +51,14 @@ struct EighTuning {
   int64_t wave_bytes = int64_t{1} << 30;
 };
 
-// w (s.n reals, every rank) := the eigenvalues of the Hermitian matrix a (this rank's part,
-// overwritten).
+// w (n reals, every rank) := the eigenvalues of the n x n Hermitian matrix a (this rank's part
+// in s, on a 1 x P or P x 1 grid; overwritten), through a band of width b (dividing the tile).
 template <typename T, class B>
-Status TwoStageValues(B& bk, const BandShape& s, T* a, RealOf<T>* w) {
-  const int64_t n = s.n, b = s.b;
+Status TwoStageValues(B& bk, const Distribution& s, int64_t b, T* a, RealOf<T>* w) {
+  const int64_t n = s.rows;
+  const CyclicAxis& axis = s.cyclic();
   Banded<T> banded;
-  JAXMG_RETURN_IF_ERROR(BandReduce<T>(bk, s, a, &banded));
+  JAXMG_RETURN_IF_ERROR(BandReduce<T>(bk, s, b, a, &banded));
   typename B::Lane lane;
   double* scratch = nullptr;
   int* sync = nullptr;
@@ -69,7 +70,7 @@ Status TwoStageValues(B& bk, const BandShape& s, T* a, RealOf<T>* w) {
   // Rank 0's local error is kept past the broadcast and agreed after it.
   Deferred failed;
   failed.Step("band_eigvals", s.rank, 0);
-  if (s.me == 0) {
+  if (axis.coord == 0) {
     failed.Run([&]() -> Status {
       {
         auto timer = bk.Stage("BandToTridiagonal");
@@ -80,7 +81,8 @@ Status TwoStageValues(B& bk, const BandShape& s, T* a, RealOf<T>* w) {
       return bk.TridiagonalValues(lane, banded.band, n, b, scratch, w);
     });
   }
-  if (s.procs > 1) JAXMG_RETURN_IF_ERROR(bk.Broadcast(w, n, static_cast<int64_t*>(nullptr), 0, 0));
+  if (axis.procs > 1)
+    JAXMG_RETURN_IF_ERROR(bk.Broadcast(w, n, static_cast<int64_t*>(nullptr), 0, 0));
   return bk.Agree("band_eigvals", failed.status());
 }
 
@@ -92,26 +94,22 @@ struct EigenPairs {
 // w and Z (this rank's columns of the eigenvectors, leading dimension *ldz, in the backend's
 // buffers) of the Hermitian matrix a (this rank's part, overwritten: it keeps Q₁'s reflectors).
 // q: the caller's memory for the tridiagonal matrix's real eigenvectors, distributed as the
-// matrix (leading dimension max(s.lr, 1)). With pairs.count = k > 0, only the pairs lo..lo+k-1:
+// matrix (leading dimension max(lr, 1)). With pairs.count = k > 0, only the pairs lo..lo+k-1:
 // their eigenvalues in w's first k entries, and Z's columns those of the first k columns in the
 // matrix's distribution (this rank's share, *held_out; tiles of t, cyclic over the ranks).
 template <typename T, class B>
-Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, RealOf<T>* w,
-                       RealOf<T>* q, T** z_out, int64_t* ldz_out, EigenPairs pairs = {},
-                       int64_t* held_out = nullptr) {
+Status TwoStageVectors(B& bk, const Distribution& s, int64_t b, const EighTuning& tune, T* a,
+                       RealOf<T>* w, RealOf<T>* q, T** z_out, int64_t* ldz_out,
+                       EigenPairs pairs = {}, int64_t* held_out = nullptr) {
   using R = RealOf<T>;
   const bool subset = pairs.count > 0;
-  // The columns of Z this rank holds: of the n, or of the subset's k.
-  BandShape zs = s;
-  if (subset) {
-    zs.held = 0;
-    for (int64_t j0 = int64_t{s.me} * s.t; j0 < pairs.count; j0 += int64_t{s.procs} * s.t) {
-      zs.held += std::min(s.t, pairs.count - j0);
-    }
-  }
-  const int64_t n = s.n, t = s.t, b = s.b, held = zs.held, ld = std::max<int64_t>(s.lr, 1);
+  const CyclicAxis& axis = s.cyclic();
+  const int me = axis.coord;
+  // The columns of Z this rank holds, dealt as the matrix's: of the n, or of the subset's k.
+  const int64_t n = s.rows, t = s.tile(), held = axis.Extent(subset ? pairs.count : n);
+  const int64_t ld = std::max<int64_t>(s.local_rows(), 1);
   Banded<T> banded;
-  JAXMG_RETURN_IF_ERROR(BandReduce<T>(bk, s, a, &banded));
+  JAXMG_RETURN_IF_ERROR(BandReduce<T>(bk, s, b, a, &banded));
   const int64_t ell = tune.ell > 0 ? tune.ell : b;
   const ChaseShape c =
       ChaseShapeOf(n, b, ell, held, static_cast<int64_t>(sizeof(T)), tune.wave_bytes,
@@ -131,13 +129,13 @@ Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, 
                           {&rw.vw, n * t},
                           {&rw.f, t * t},
                           {&rw.qs, t * t},
-                          {&rw.vt, s.by_rows ? n * b : 0},
+                          {&rw.vt, s.by_rows() ? n * b : 0},
                           {&rw.products.w, t * cols},
                           {&rw.products.w2, t * cols}}) {
     if (count > 0) local.Run([&] { return bk.Buffer(count, p); });
   }
   if (subset) local.Run([&] { return bk.Buffer(n * pairs.count, &qk); });
-  if (s.by_rows) local.Run([&] { return bk.Buffer(ld * n, &y); });
+  if (s.by_rows()) local.Run([&] { return bk.Buffer(ld * n, &y); });
   rw.products.s = rw.qs;
   JAXMG_RETURN_IF_ERROR(bk.Agree("buffers", local.status()));
 
@@ -154,10 +152,10 @@ Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, 
     failed.Step("band_eigh", s.rank, 1);
     failed.Keep(bk.Stedc(n, t, cw.d, cw.e, q, ld));
     int64_t ldq = ld;
-    if (s.by_rows) {
+    if (s.by_rows()) {
       // q holds Z's rows: y := Zᵀ on the grid, whose local rows are Z's columns (transposed).
       JAXMG_RETURN_IF_ERROR(bk.GridAdjoint(n, t, ld, q, y));
-      failed.Run([&] { return bk.Adjoint(lane, y, ld, s.held, n, q, n); });
+      failed.Run([&] { return bk.Adjoint(lane, y, ld, s.held(), n, q, n); });
       ldq = n;
     }
     if (!subset) {
@@ -169,40 +167,39 @@ Status TwoStageVectors(B& bk, const BandShape& s, const EighTuning& tune, T* a, 
       const int64_t lo = pairs.lo, k = pairs.count;
       for (int64_t col = lo; col < lo + k;) {
         const int64_t run = std::min(t - col % t, lo + k - col);
-        const int owner = static_cast<int>((col / t) % s.procs);
+        const int owner = axis.Owner(GlobalIndex{col});
         R* to = qk + (col - lo) * n;
-        if (s.me == owner) {
-          failed.Run([&] { return bk.Copy(to, n, q + s.Local(col) * ldq, ldq, n, run); });
+        if (me == owner) {
+          const int64_t from = axis.Local(GlobalIndex{col}).value;
+          failed.Run([&] { return bk.Copy(to, n, q + from * ldq, ldq, n, run); });
         }
-        if (s.procs > 1) {
+        if (axis.procs > 1) {
           JAXMG_RETURN_IF_ERROR(
               bk.Broadcast(to, n * run, static_cast<int64_t*>(nullptr), 0, owner));
         }
         col += run;
       }
-      // This rank's share of the first k columns (its tiles of t, in order).
-      int64_t local_col = 0;
-      for (int64_t j0 = int64_t{s.me} * t; j0 < k; j0 += int64_t{s.procs} * t) {
-        const int64_t count = std::min(t, k - j0);
+      // This rank's share of the first k columns (its tiles of t, in order): local column j is
+      // global column axis.Global(j).
+      for (int64_t j = 0; j < held; j += t) {
+        const int64_t j0 = axis.Global(LocalIndex{j}).value, count = std::min(t, k - j0);
         failed.Run([&] {
-          return bk.PhaseRows(lane, qk + j0 * n, n, cw.phase, n, count, z + local_col * c.ldz,
-                              c.ldz);
+          return bk.PhaseRows(lane, qk + j0 * n, n, cw.phase, n, count, z + j * c.ldz, c.ldz);
         });
-        local_col += count;
       }
       failed.Run([&] { return bk.Copy(w, k, cw.d + lo, k, k, int64_t{1}); });
     }
   }
   {
     auto timer = bk.Stage("Q2 (chase reflectors)");
-    JAXMG_RETURN_IF_ERROR(BackChase<T>(bk, lane, zs, c, cw, z, &failed));
+    JAXMG_RETURN_IF_ERROR(BackChase<T>(bk, lane, s.rank, c, cw, z, held, &failed));
   }
   {
     auto timer = bk.Stage("Q1 (band reduction)");
     int64_t gw = tune.q1_width > 0 ? tune.q1_width : t;
     if (gw < b || t % gw != 0 || gw % b != 0) gw = t;
     JAXMG_RETURN_IF_ERROR(
-        BandBackReduce<T>(bk, lane, zs, a, banded.taus, gw, z, c.ldz, rw, &failed));
+        BandBackReduce<T>(bk, lane, s, b, a, banded.taus, gw, z, held, c.ldz, rw, &failed));
   }
   JAXMG_RETURN_IF_ERROR(bk.Agree("band_eigh", failed.status()));
   *z_out = z;

@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "algorithms/distribution.h"
 #include "algorithms/qr_1d.h"
 #include "common/deferred.h"
 #include "common/status.h"
@@ -67,31 +68,23 @@ inline int64_t BandWidth(int64_t t, int64_t widest, int64_t limit) {
   return b >= 2 ? b : 0;
 }
 
-// This rank's part of the n x n matrix on a 1 x P grid (every row, lr = n, and `held` columns) or
-// a P x 1 grid (by_rows: `held` = lr rows and every column), block-cyclic in tiles of t over
-// `procs` processes (this one: `me`); b the band's width (dividing t). `rank` names this process
-// in the test hook.
-struct BandShape {
-  int64_t n = 0, t = 0, lr = 0, held = 0, b = 0;
-  int procs = 1, me = 0, rank = 0;
-  bool by_rows = false;
-  // The local column (row) of global column (row) c on its owner.
-  int64_t Local(int64_t c) const { return (c / t / procs) * t + c % t; }
-};
-
 // The band (BandElements(n, b), whole on rank 0) and τ (n: each panel's on its owner).
 template <typename T>
 struct Banded {
   T *band = nullptr, *taus = nullptr;
 };
 
-// The reduction of the matrix a (this rank's part, leading dimension s.lr) to a band; *out in the
-// backend's buffers.
+// The reduction of the n x n matrix a to a band of width b (dividing the tile): a is this rank's
+// part, on a 1 x P grid every row (lr = n) and its columns, on a P x 1 grid (s.by_rows()) its
+// rows (lr of them) and every column, leading dimension lr. *out in the backend's buffers.
 template <typename T, class B>
-Status BandReduce(B& bk, const BandShape& s, T* a, Banded<T>* out) {
-  const int64_t n = s.n, t = s.t, lr = s.lr, held = s.held, b = s.b;
-  const int procs = s.procs, me = s.me;
-  const bool by_rows = s.by_rows;
+Status BandReduce(B& bk, const Distribution& s, int64_t b, T* a, Banded<T>* out) {
+  const int64_t n = s.rows, t = s.tile(), lr = s.local_rows(), held = s.held();
+  const CyclicAxis& axis = s.cyclic();  // the distributed columns (rows)
+  const int procs = axis.procs, me = axis.coord;
+  const bool by_rows = s.by_rows();
+  // (on its owner) the local column (row) of global column (row) c
+  auto local_of = [&](int64_t c) { return axis.Local(GlobalIndex{c}).value; };
   typename B::Lane main;
   T *vw = nullptr, *x = nullptr, *y = nullptr, *g = nullptr, *f = nullptr, *sc = nullptr;
   T *m1 = nullptr, *m2 = nullptr, *taus = nullptr, *band = nullptr, *panel_copy = nullptr;
@@ -120,7 +113,7 @@ Status BandReduce(B& bk, const BandShape& s, T* a, Banded<T>* out) {
     int64_t ld, row0;
   };
   auto panel_of = [&](int64_t c0) -> Panel {
-    if (!by_rows) return Panel{a + lr * s.Local(c0), lr, 0};
+    if (!by_rows) return Panel{a + lr * local_of(c0), lr, 0};
     return Panel{panel_copy, n - c0, c0};
   };
   // The panel's QR: V into vw's first k columns (ld rows), T into f (ld t).
@@ -134,7 +127,7 @@ Status BandReduce(B& bk, const BandShape& s, T* a, Banded<T>* out) {
   // A22 := Qᴴ A22 Q on this rank's columns (rows) from local index lf, in two local parts around
   // the all-reduce of X = A22 V (which every rank enters, failed or not).
   const auto part_of = [&](int64_t r0, int64_t* lf, int64_t* count) -> T* {
-    *lf = layout::CyclicAxis{t, procs, me}.Extent(r0);
+    *lf = axis.LocalFrom(GlobalIndex{r0}).value;
     *count = held - *lf;
     // This rank's part of A22: columns lf .. from row r0 (1 x P), or rows lf .. from column r0.
     return by_rows ? a + (*lf + r0 * lr) : a + (r0 + *lf * lr);
@@ -169,7 +162,7 @@ Status BandReduce(B& bk, const BandShape& s, T* a, Banded<T>* out) {
     return bk.Gemm(main, false, true, rows, count, 2 * k, T(-1), vw, rows, g, count, T(1), c, lr);
   };
   for (int64_t c0 = 0; c0 < n; c0 += b) {
-    const int owner = static_cast<int>((c0 / t) % procs);
+    const int owner = axis.Owner(GlobalIndex{c0});
     const int64_t r0 = c0 + b, rows = n - r0, k = std::min(rows, b), width = std::min(b, n - c0);
     const bool mine = owner == me;
     const Panel pc = panel_of(c0);
@@ -177,7 +170,7 @@ Status BandReduce(B& bk, const BandShape& s, T* a, Banded<T>* out) {
     if (mine && by_rows) {
       // The panel := the adjoint of this rank's rows c0 .. c0 + width from column c0.
       local.Run([&] {
-        return bk.Adjoint(main, a + (s.Local(c0) + c0 * lr), lr, width, n - c0, pc.column, pc.ld);
+        return bk.Adjoint(main, a + (local_of(c0) + c0 * lr), lr, width, n - c0, pc.column, pc.ld);
       });
     }
     if (rows >= 2) {
@@ -187,7 +180,7 @@ Status BandReduce(B& bk, const BandShape& s, T* a, Banded<T>* out) {
         // adjoint (rows no later step reads), for the eigenvectors' back-transformation.
         local.Run([&] {
           return bk.Adjoint(main, pc.column + (r0 - pc.row0), pc.ld, rows, k,
-                            a + (s.Local(c0) + r0 * lr), lr);
+                            a + (local_of(c0) + r0 * lr), lr);
         });
       }
       if (procs > 1) JAXMG_RETURN_IF_ERROR(bk.Broadcast(vw, rows * k, f, t * k, owner));
@@ -216,32 +209,33 @@ struct BackReduceWork {
   ReflectorWork<T> products;
 };
 
-// Z := Q₁ Z for this rank's s.held columns of Z (leading dimension ldz >= n), Q₁ from the
-// reduced matrix a and τ (BandReduce's) in groups of gw columns (a multiple of b dividing t).
-// Local errors are kept in *failed.
+// Z := Q₁ Z for this rank's z_cols columns of Z (leading dimension ldz >= n), Q₁ from the
+// reduced matrix a (distributed as s) and τ (BandReduce's, band width b) in groups of gw columns
+// (a multiple of b dividing t). Local errors are kept in *failed.
 template <typename T, class B>
-Status BandBackReduce(B& bk, const typename B::Lane& main, const BandShape& s, const T* a,
-                      const T* taus, int64_t gw, T* z, int64_t ldz, const BackReduceWork<T>& w,
-                      Deferred* failed) {
-  const int64_t n = s.n, t = s.t, lr = s.lr, b = s.b;
+Status BandBackReduce(B& bk, const typename B::Lane& main, const Distribution& s, int64_t b,
+                      const T* a, const T* taus, int64_t gw, T* z, int64_t z_cols, int64_t ldz,
+                      const BackReduceWork<T>& w, Deferred* failed) {
+  const int64_t n = s.rows, t = s.tile(), lr = s.local_rows();
+  const CyclicAxis& axis = s.cyclic();
   const int64_t groups = (n + gw - 1) / gw;
   failed->Step("band_eigh", s.rank, 3);
   for (int64_t kg = groups - 1; kg >= 0; --kg) {
     const int64_t c0 = kg * gw, r0 = c0 + b, rows = n - r0;
     if (rows < 2) continue;
     const int64_t k = std::min(std::min(gw, n - c0), rows);  // τ = 0 past each panel's
-    const int owner = static_cast<int>((c0 / t) % s.procs);
-    if (s.me == owner) {
+    const int owner = axis.Owner(GlobalIndex{c0});
+    if (axis.coord == owner) {
       failed->Run([&]() -> Status {
         JAXMG_RETURN_IF_ERROR(bk.Zero(main, w.vw, rows * k));
-        const int64_t lc0 = s.Local(c0);
+        const int64_t lc0 = axis.Local(GlobalIndex{c0}).value;
         const T* column = a + lr * lc0;
         for (int64_t p = 0; p * b < k; ++p) {
           const int64_t pr0 = r0 + p * b, prows = n - pr0, pk = std::min(prows, b);
           if (prows < 2) break;
           const T* at = column + (pr0 + p * b * lr);
           int64_t ld_at = lr;
-          if (s.by_rows) {  // BandReduce left the factored rows' adjoint in this rank's rows
+          if (s.by_rows()) {  // BandReduce left the factored rows' adjoint in this rank's rows
             JAXMG_RETURN_IF_ERROR(
                 bk.Adjoint(main, a + (lc0 + p * b + pr0 * lr), lr, pk, prows, w.vt, prows));
             at = w.vt, ld_at = prows;
@@ -252,9 +246,9 @@ Status BandBackReduce(B& bk, const typename B::Lane& main, const BandShape& s, c
         return ReflectorFactor(bk, main, w.vw, rows, k, taus + c0, w.f, t, w.qs);
       });
     }
-    if (s.procs > 1) JAXMG_RETURN_IF_ERROR(bk.Broadcast(w.vw, rows * k, w.f, t * k, owner));
+    if (axis.procs > 1) JAXMG_RETURN_IF_ERROR(bk.Broadcast(w.vw, rows * k, w.f, t * k, owner));
     failed->Run([&] {
-      return ApplyReflectors(bk, main, w.vw, rows, k, w.f, t, /*adjoint=*/false, z + r0, s.held,
+      return ApplyReflectors(bk, main, w.vw, rows, k, w.f, t, /*adjoint=*/false, z + r0, z_cols,
                              ldz, w.products);
     });
   }

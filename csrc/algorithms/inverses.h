@@ -3,8 +3,8 @@
 // (B⁻¹ = L⁻ᴴ L⁻¹) and of an LU factorization (M⁻¹ = U⁻¹ L⁻¹ Pᵀ).
 //
 // Every operand is an n x n matrix block-cyclic in t x t tiles over the backend's 2-D grid, all
-// with the same distribution (a Square). The work is split into column blocks of whole tiles,
-// about eight, so that each product skips the zero part of a triangle:
+// with the same distribution (g: a Distribution, rows = cols = n). The work is split into column
+// blocks of whole tiles, about eight, so that each product skips the zero part of a triangle:
 // - W = L⁻¹: column block k of W is L[k:, k:]⁻¹ I[k:, k] (lower), and of W = U⁻¹ it is
 //   U[:e, :e]⁻¹ I[:e, k] (upper; e: the block's end): one distributed trsm per block, N³/3 flops
 //   in all instead of the N³ of one trsm with the identity;
@@ -19,7 +19,7 @@
 //
 // The backend B, for the scalar T (indices are 1-based and global, as PBLAS takes them; Size
 // accumulates a call's workspace, Run makes it; PTrsm, PGemm and Agree are collective):
-//   PrepareSquare<T>(const Square&)        the distribution's descriptors
+//   PrepareSquare<T>(const Distribution&)  the distribution's descriptors
 //   PTrsm<T>(pass, upper, unit, m, n, const T* a, ia, ja, T* b, ib, jb)
 //                                           B[ib.., jb..] := A[ia.., ja..]⁻¹ B (left, m x n)
 //   PGemm<T>(pass, adjoint_a, m, n, k, const T* a, ia, ja, const T* b, ib, jb, T* c, ic, jc)
@@ -35,24 +35,17 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/distribution.h"
 #include "common/deferred.h"
 #include "common/status.h"
 
 namespace jaxmg::algorithms {
 
-// An n x n matrix block-cyclic in t x t tiles over the backend's grid; this rank has ld local
-// rows (ld >= 1). `rank` names this process in the test hook.
-struct Square {
-  int64_t n = 0, t = 0, ld = 1;
-  int rank = 0;
-};
-
 enum class Pass { kSize, kRun };
 
 // The column blocks: whole tiles, about eight of them.
-inline int64_t InverseBlock(const Square& g) {
-  const int64_t tiles = (g.n + g.t - 1) / g.t;
-  return g.t * std::max<int64_t>(1, (tiles + 7) / 8);
+inline int64_t InverseBlock(const Distribution& g) {
+  return g.tile() * std::max<int64_t>(1, (g.col_tiles() + 7) / 8);
 }
 
 namespace detail {
@@ -63,8 +56,9 @@ namespace detail {
 // (they are collective), its local errors and the test hook's (algorithm:<rank>:<block>) kept
 // in `failed`.
 template <typename T, class B, class Block>
-Status BlockSweep(B& b, const Square& g, const char* algorithm, Deferred* failed, Block&& block) {
-  const int64_t n = g.n, nb = InverseBlock(g);
+Status BlockSweep(B& b, const Distribution& g, const char* algorithm, Deferred* failed,
+                  Block&& block) {
+  const int64_t n = g.rows, nb = InverseBlock(g);
   Deferred local;
   local.Run([&] { return b.template PrepareSquare<T>(g); });
   for (int64_t k0 = 0; k0 < n && local.ok(); k0 += nb) {
@@ -83,9 +77,9 @@ Status BlockSweep(B& b, const Square& g, const char* algorithm, Deferred* failed
 
 // W := L⁻¹ (lower; upper: U⁻¹), L's diagonal unit or not. W holds the identity on entry.
 template <typename T, class B>
-Status TriangularInverse(B& b, const Square& g, const T* l, T* w, bool upper, bool unit,
+Status TriangularInverse(B& b, const Distribution& g, const T* l, T* w, bool upper, bool unit,
                          Deferred* failed) {
-  const int64_t n = g.n;
+  const int64_t n = g.rows;
   return detail::BlockSweep<T>(
       b, g, "inv_triangular", failed, [&](Pass pass, int64_t k0, int64_t kb) {
         // The triangle's part that block k needs: rows and columns
@@ -99,7 +93,7 @@ Status TriangularInverse(B& b, const Square& g, const T* l, T* w, bool upper, bo
 // y := B⁻¹ = L⁻ᴴ L⁻¹ from B's Cholesky factor L (lower, in l); w holds the identity and y zeros
 // on entry (w ends as L⁻¹). Errors are agreed (every rank returns the same Status).
 template <typename T, class B>
-Status CholeskyInverse(B& b, const Square& g, const T* l, T* w, T* y) {
+Status CholeskyInverse(B& b, const Distribution& g, const T* l, T* w, T* y) {
   Deferred failed;
   JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(b, g, l, w, false, false, &failed));
   JAXMG_RETURN_IF_ERROR(
@@ -114,7 +108,7 @@ Status CholeskyInverse(B& b, const Square& g, const T* l, T* w, T* y) {
 // product step of M⁻¹ = U⁻¹ L⁻¹ Pᵀ (the caller moves the columns). Local errors are kept in
 // `failed`, for the caller's agreement.
 template <typename T, class B>
-Status LuInverseProduct(B& b, const Square& g, const T* w_upper, const T* w_lower, T* x,
+Status LuInverseProduct(B& b, const Distribution& g, const T* w_upper, const T* w_lower, T* x,
                         Deferred* failed) {
   return detail::BlockSweep<T>(b, g, "inv", failed, [&](Pass pass, int64_t k0, int64_t kb) {
     const int64_t e = k0 + kb;
@@ -129,9 +123,9 @@ Status LuInverseProduct(B& b, const Square& g, const T* w_upper, const T* w_lowe
 // moved by the pivots. 4N³/3 flops, against 2N³ for the solve with the identity. w_lower and
 // w_upper hold the identity and x zeros on entry; out may be w_lower. Errors are agreed.
 template <typename T, class B>
-Status LuInverse(B& b, const Square& g, const T* factors, const std::vector<int64_t>& pivots,
+Status LuInverse(B& b, const Distribution& g, const T* factors, const std::vector<int64_t>& pivots,
                  T* w_lower, T* w_upper, T* x, T* out) {
-  const int64_t n = g.n;
+  const int64_t n = g.rows;
   // Pᵀ is the identity with the pivots' interchanges applied in order: its row i is
   // e_{order[i]}ᵀ, so column order[i] of X Pᵀ is column i of X. (The pivots are the same on
   // every rank, so every rank takes this error or none.)

@@ -38,24 +38,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/distribution.h"
 #include "common/deferred.h"
 #include "common/status.h"
 
 namespace jaxmg::algorithms {
 
-// This rank's part of an n x n matrix on a 1 x P grid: every row (leading dimension ld >= n) and
-// `cols` local columns, block-cyclic in tiles of t over `procs` grid columns (this one: `me`).
-// `rank` names this process in the test hook.
-struct Cyclic1D {
-  int64_t n = 0, t = 0, ld = 0, cols = 0;
-  int procs = 1, me = 0, rank = 0;
-};
-
-// P A = L U in place (a: this rank's columns); *pivots := the global 1-based pivots (n), the
+// P A = L U in place (a: this rank's columns of the n x n matrix g, on a 1 x P grid: every row,
+// leading dimension g.ld >= n); *pivots := the global 1-based pivots (n), the
 // same on every rank. Errors are agreed (every rank returns the same Status).
 template <typename T, class B>
-Status Lu1D(B& b, const Cyclic1D& g, T* a, std::vector<int64_t>* pivots) {
-  const int64_t n = g.n, t = g.t, ld = g.ld, lc = g.cols, procs = g.procs, me = g.me;
+Status Lu1D(B& b, const Distribution& g, T* a, std::vector<int64_t>* pivots) {
+  const int64_t n = g.rows, t = g.tile(), ld = g.ld, lc = g.local_cols();
+  const CyclicAxis& columns = g.col_axis;  // every row is local (1 x P)
+  const int me = columns.coord;
   T* panel = nullptr;
   int64_t* piv = nullptr;
   Deferred local;
@@ -65,26 +61,32 @@ Status Lu1D(B& b, const Cyclic1D& g, T* a, std::vector<int64_t>* pivots) {
   JAXMG_RETURN_IF_ERROR(b.Agree("lu", local.status()));
   Deferred failed;
   for (int64_t k = 0; k * t < n; ++k) {
-    const int64_t owner = k % procs, row0 = k * t, m = n - row0, panel_col = (k / procs) * t;
+    const GlobalIndex row0{k * t};  // panel k's first row and column
+    const int owner = columns.Owner(row0);
+    const int64_t m = n - row0.value;
     const int64_t kb = std::min(t, m);  // the last tile column may be narrower (no padding)
     failed.Step("lu", g.rank, k);
+    // (on its owner) the panel's first local column
+    const int64_t panel_col = me == owner ? columns.Local(row0).value : 0;
     if (me == owner) {
-      T* column = a + row0 + panel_col * ld;
-      failed.Run([&] { return b.Getrf(m, kb, column, ld, piv + row0); });
+      T* column = a + row0.value + panel_col * ld;
+      failed.Run([&] { return b.Getrf(m, kb, column, ld, piv + row0.value); });
       failed.Run([&] { return b.Copy(panel, m, column, ld, m, kb); });
     }
-    if (procs > 1) {
-      JAXMG_RETURN_IF_ERROR(b.Broadcast(panel, m * kb, piv + row0, kb, static_cast<int>(owner)));
+    if (columns.procs > 1) {
+      JAXMG_RETURN_IF_ERROR(b.Broadcast(panel, m * kb, piv + row0.value, kb, owner));
     }
     if (!failed.ok()) continue;
-    // This rank's columns right of tile column k: local tiles j with j * procs + me > k.
-    const int64_t first = k >= me ? (k - me) / procs + 1 : 0;
-    const int64_t cols = lc - first * t;
+    // This rank's columns right of tile column k: from its first local column at tile k + 1.
+    const int64_t first = columns.LocalFrom(GlobalIndex{(k + 1) * t}).value;
+    const int64_t cols = lc - first;
     const int64_t skip_begin = me == owner ? panel_col : 0;
     const int64_t skip_end = me == owner ? panel_col + kb : 0;
-    failed.Run([&] { return b.RowSwaps(a, ld, lc, skip_begin, skip_end, row0, piv + row0, kb); });
+    failed.Run([&] {
+      return b.RowSwaps(a, ld, lc, skip_begin, skip_end, row0.value, piv + row0.value, kb);
+    });
     if (cols <= 0) continue;
-    T* block = a + row0 + first * t * ld;
+    T* block = a + row0.value + first * ld;
     failed.Run([&] { return b.TrsmLowerUnit(kb, cols, panel, m, block, ld); });
     if (m > kb) {
       failed.Run(

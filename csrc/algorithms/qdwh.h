@@ -47,15 +47,21 @@
 
 namespace jaxmg::algorithms {
 
-// A matrix in t x t tiles over the backend's 2-D grid: this rank's local part p (lr local rows,
-// possibly none, and lc local columns, column-major with leading dimension ld()) of a rows x cols
-// global matrix, used from its global row `row` (1-based, at a tile boundary) on.
+// A matrix in t x t tiles over the backend's 2-D grid: this rank's local part p (column-major,
+// leading dimension ld()) of the rows x cols matrix that d distributes, used from its global row
+// `row` (1-based, at a tile boundary) on.
 template <typename T>
 struct Tiled {
   T* p = nullptr;
-  int64_t rows = 0, cols = 0, lr = 0, lc = 0, t = 0, row = 1;
-  int64_t ld() const { return lr > 0 ? lr : 1; }
-  int64_t count() const { return lr * lc; }
+  Distribution d;
+  int64_t row = 1;
+  int64_t rows() const { return d.rows; }
+  int64_t cols() const { return d.cols; }
+  int64_t lr() const { return d.local_rows(); }  // possibly none
+  int64_t lc() const { return d.local_cols(); }
+  int64_t t() const { return d.tile(); }
+  int64_t ld() const { return d.ld; }
+  int64_t count() const { return lr() * lc(); }
 };
 
 // QDWH's operands, in the backend's memory: U (m x n, the iterate), A (distributed as U: the
@@ -97,13 +103,13 @@ Status SumOf(B& b, double* sum, double* out) {
 // UᴴU = L Lᴴ, a lower bound of σ_min(U) (0 where U = 0 or the factorization failed).
 template <typename T, class B>
 Status QdwhBounds(B& b, const QdwhWork<T>& q, bool keep_a, double* lower) {
-  const int64_t m = q.u.rows, n = q.u.cols;
+  const int64_t m = q.u.rows(), n = q.u.cols();
   *lower = 0;
   *q.steps = 0;
   Deferred failed;
   failed.Step("polar", q.rank, 0);
   failed.Run([&]() -> Status {
-    if (keep_a) JAXMG_RETURN_IF_ERROR(b.Copy(q.a.p, q.a.ld(), q.u.p, q.u.ld(), q.u.lr, q.u.lc));
+    if (keep_a) JAXMG_RETURN_IF_ERROR(b.Copy(q.a.p, q.a.ld(), q.u.p, q.u.ld(), q.u.lr(), q.u.lc()));
     return b.AbsSums(q.u, q.sums);
   });
   std::vector<double> host(static_cast<size_t>(n + m));
@@ -123,9 +129,7 @@ Status QdwhBounds(B& b, const QdwhWork<T>& q, bool keep_a, double* lower) {
   if (gave_up != 0) return b.Agree("polar", failed.status());  // no bound: ℓ₀ = ε
   const Tiled<T> inverse = detail::SquareView(q);
   failed.Run([&] { return b.SetIdentity(inverse); });
-  Square g;
-  g.n = n, g.t = q.z.t, g.ld = q.z.ld(), g.rank = q.rank;
-  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(b, g, q.z.p, inverse.p, false, false, &failed));
+  JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(b, q.z.d, q.z.p, inverse.p, false, false, &failed));
   double* sum = q.sums + n + m;
   failed.Run([&] { return b.SumSquares(inverse, sum); });
   double squares = 0;
@@ -138,7 +142,7 @@ Status QdwhBounds(B& b, const QdwhWork<T>& q, bool keep_a, double* lower) {
 // A QR step: U := e U + coef Q₁ Q₂ᴴ, [√c U; I] = [Q₁; Q₂] R.
 template <typename T, class B>
 Status QdwhQrStep(B& b, const QdwhWork<T>& q, double sqrt_c, double coef, double e) {
-  const int64_t m = q.u.rows, n = q.u.cols;
+  const int64_t m = q.u.rows(), n = q.u.cols();
   Deferred failed;
   failed.Step("polar", q.rank, ++*q.steps);
   failed.Run([&] { return b.QdwhStack(q.u, sqrt_c, q.y, q.top); });
@@ -154,7 +158,7 @@ Status QdwhQrStep(B& b, const QdwhWork<T>& q, double sqrt_c, double coef, double
 template <typename T, class B>
 Status QdwhCholeskyStep(B& b, const QdwhWork<T>& q, double c, double coef, double e,
                         double* change) {
-  const int64_t m = q.u.rows, n = q.u.cols;
+  const int64_t m = q.u.rows(), n = q.u.cols();
   Deferred failed;
   failed.Step("polar", q.rank, ++*q.steps);
   // Z's start and W's copy are made even after a local failure, so that the collective steps'
@@ -164,7 +168,7 @@ Status QdwhCholeskyStep(B& b, const QdwhWork<T>& q, double c, double coef, doubl
   int64_t factored = 0;
   JAXMG_RETURN_IF_ERROR(b.PPotrf(q.z, &factored));
   // W := U Z⁻¹ = U L⁻ᴴ L⁻¹.
-  failed.Keep(b.Copy(q.w.p, q.w.ld(), q.u.p, q.u.ld(), q.u.lr, q.u.lc));
+  failed.Keep(b.Copy(q.w.p, q.w.ld(), q.u.p, q.u.ld(), q.u.lr(), q.u.lc()));
   JAXMG_RETURN_IF_ERROR(b.PTrsmRight(true, q.z, q.w));
   JAXMG_RETURN_IF_ERROR(b.PTrsmRight(false, q.z, q.w));
   double* sum = q.sums + n + m;
@@ -182,7 +186,7 @@ Status QdwhNewtonSchulz(B& b, const QdwhWork<T>& q) {
   Deferred failed;
   failed.Step("polar", q.rank, ++*q.steps);
   JAXMG_RETURN_IF_ERROR(b.Gram(1.0, q.u, 0.0, q.z));
-  failed.Keep(b.Copy(q.w.p, q.w.ld(), q.u.p, q.u.ld(), q.u.lr, q.u.lc));
+  failed.Keep(b.Copy(q.w.p, q.w.ld(), q.u.p, q.u.ld(), q.u.lr(), q.u.lc()));
   JAXMG_RETURN_IF_ERROR(b.PSymmRight(-0.5, q.z, q.w, 1.5, q.u));
   return b.Agree("polar", failed.status());
 }
@@ -190,7 +194,7 @@ Status QdwhNewtonSchulz(B& b, const QdwhWork<T>& q) {
 // H := ½ (G + Gᴴ), G = Uᴴ A (in Z), H n x n distributed as Z.
 template <typename T, class B>
 Status QdwhHermitianFactor(B& b, const QdwhWork<T>& q, const Tiled<T>& h) {
-  const int64_t m = q.u.rows, n = q.u.cols;
+  const int64_t m = q.u.rows(), n = q.u.cols();
   JAXMG_RETURN_IF_ERROR(b.PProduct('C', 'N', n, n, m, 1.0, q.u, q.a, 0.0, q.z));
   return b.PHermitianPart(q.z, h);
 }

@@ -52,19 +52,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "algorithms/distribution.h"
 #include "common/deferred.h"
 #include "common/status.h"
 
 namespace jaxmg::algorithms {
-
-// This rank's part of an m x n matrix on a 1 x P grid: every row (leading dimension ld >= m) and
-// `held` of the n columns, block-cyclic in tiles of t over `procs` grid columns (this one: `me`);
-// panels are factored in blocks of ib columns. `rank` names this process in the test hook.
-struct Qr1DShape {
-  int64_t m = 0, n = 0, t = 0, ld = 1, held = 0, ib = 1;
-  int procs = 1, me = 0, rank = 0;
-  int64_t tiles() const { return (n + t - 1) / t; }
-};
 
 // The scratch of the reflector products: w and w2 (a tile's rows x the columns updated), s
 // (tile x tile, S before its inversion).
@@ -125,12 +117,18 @@ Status ApplyReflectors(B& b, const typename B::Lane& lane, const T* v, int64_t r
   return b.Gemm(lane, false, false, rows, cols, k, T(-1), v, rows, work.w2, k, T(1), c, ldc);
 }
 
-// A = Q R in place (a: this rank's columns), *out := τ, the T_k and the scratch Orgqr1D reuses.
-// Errors are agreed (every rank returns the same Status).
+// A = Q R in place (a: this rank's columns of the m x n matrix q, on a 1 x P grid: every row,
+// leading dimension q.ld >= m), panels factored in blocks of ib columns; *out := τ, the T_k and
+// the scratch Orgqr1D reuses. Errors are agreed (every rank returns the same Status).
 template <typename T, class B>
-Status Qr1D(B& b, const Qr1DShape& q, T* a, Qr1DFactors<T>* out) {
-  const int64_t m = q.m, n = q.n, t = q.t, ld = q.ld, held = q.held, ib = q.ib;
-  const int64_t tiles = q.tiles(), procs = q.procs, me = q.me;
+Status Qr1D(B& b, const Distribution& q, int64_t ib, T* a, Qr1DFactors<T>* out) {
+  const int64_t m = q.rows, n = q.cols, t = q.tile(), ld = q.ld, held = q.local_cols();
+  const int64_t tiles = q.col_tiles();
+  const CyclicAxis& columns = q.col_axis;
+  const int me = columns.coord;
+  // Tile k's first local column on its owner, and this rank's first local column right of it.
+  auto local_of = [&](int64_t k) { return columns.Local(GlobalIndex{k * t}).value; };
+  auto right_of = [&](int64_t k) { return columns.LocalFrom(GlobalIndex{(k + 1) * t}).value; };
   typename B::Lane main, side;
   Qr1DFactors<T> f;
   ReflectorWork<T> side_work;
@@ -156,7 +154,7 @@ Status Qr1D(B& b, const Qr1DShape& q, T* a, Qr1DFactors<T>* out) {
   // The owner's part of panel k: geqrf in blocks of ib columns, then V and T.
   auto panel = [&](const typename B::Lane& lane, int64_t k, const ReflectorWork<T>& w) -> Status {
     const int64_t row0 = k * t, rows = m - row0, cols = std::min(t, n - row0);
-    T* column = a + row0 + (k / procs) * t * ld;
+    T* column = a + row0 + local_of(k) * ld;
     T *tau = f.tau + row0, *v = v_of(k), *fk = f_of(k);
     for (int64_t j = 0; j < cols; j += ib) {
       const int64_t jb = std::min(ib, cols - j);
@@ -174,25 +172,25 @@ Status Qr1D(B& b, const Qr1DShape& q, T* a, Qr1DFactors<T>* out) {
                            static_cast<const T*>(tau), fk, t, w.s);
   };
   Deferred failed;
-  if (me == 0) failed.Run([&] { return panel(main, 0, f.work); });
+  if (columns.Owner(GlobalIndex{0}) == me) failed.Run([&] { return panel(main, 0, f.work); });
   for (int64_t k = 0; k < tiles; ++k) {
-    const int64_t owner = k % procs, row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
+    const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
+    const int owner = columns.Owner(GlobalIndex{row0});
     failed.Step("qr", q.rank, k);
-    if (procs > 1) {
-      JAXMG_RETURN_IF_ERROR(
-          b.Broadcast(v_of(k), rows * kb, f_of(k), t * kb, static_cast<int>(owner)));
+    if (columns.procs > 1) {
+      JAXMG_RETURN_IF_ERROR(b.Broadcast(v_of(k), rows * kb, f_of(k), t * kb, owner));
     }
     if (!failed.ok()) continue;
-    // This rank's factored columns right of tile k: local tiles j with j * procs + me > k; the
-    // first of them is tile k + 1 where this rank owns it.
-    const int64_t first = k >= me ? (k - me) / procs + 1 : 0, cols = held - first * t;
-    T* c = a + row0 + first * t * ld;
+    // This rank's factored columns right of tile k; the first of them is tile k + 1's where this
+    // rank owns it.
+    const int64_t first = right_of(k), cols = held - first;
+    T* c = a + row0 + first * ld;
     auto update = [&](T* at, int64_t width) {
       return ApplyReflectors(b, main, static_cast<const T*>(v_of(k)), rows, kb,
                              static_cast<const T*>(f_of(k)), t, /*adjoint=*/true, at, width, ld,
                              f.work);
     };
-    if (k + 1 < tiles && (k + 1) % procs == me) {
+    if (k + 1 < tiles && columns.Owner(GlobalIndex{(k + 1) * t}) == me) {
       const int64_t next = std::min(t, n - (k + 1) * t);
       failed.Run([&] { return update(c, next); });
       failed.Run([&] { return b.Join(main, side, 0); });
@@ -212,9 +210,11 @@ Status Qr1D(B& b, const Qr1DShape& q, T* a, Qr1DFactors<T>* out) {
 // a (this rank's columns of the factors Qr1D left) := the leading n columns of Q. Errors are
 // agreed.
 template <typename T, class B>
-Status Orgqr1D(B& b, const Qr1DShape& q, T* a, const Qr1DFactors<T>& f) {
-  const int64_t m = q.m, n = q.n, t = q.t, ld = q.ld, held = q.held;
-  const int64_t tiles = q.tiles(), procs = q.procs, me = q.me;
+Status Orgqr1D(B& b, const Distribution& q, T* a, const Qr1DFactors<T>& f) {
+  const int64_t m = q.rows, n = q.cols, t = q.tile(), ld = q.ld, held = q.local_cols();
+  const int64_t tiles = q.col_tiles();
+  const CyclicAxis& columns = q.col_axis;
+  const int me = columns.coord;
   typename B::Lane main;
   JAXMG_RETURN_IF_ERROR(b.Agree("orgqr", b.MainLane(&main)));
   T* v = f.v;
@@ -230,8 +230,10 @@ Status Orgqr1D(B& b, const Qr1DShape& q, T* a, const Qr1DFactors<T>& f) {
   };
   Deferred failed;
   for (int64_t k = tiles - 1; k >= 0; --k) {
-    const int64_t owner = k % procs, row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
-    T* column = a + (k / procs) * t * ld;  // the tile's columns from row 0
+    const int64_t row0 = k * t, rows = m - row0, kb = std::min(t, n - row0);
+    const int owner = columns.Owner(GlobalIndex{row0});
+    // (on its owner) the tile's columns from row 0
+    T* column = a + (me == owner ? columns.Local(GlobalIndex{row0}).value : 0) * ld;
     const T* fk = f.f + k * t * t;
     failed.Step("orgqr", q.rank, tiles - 1 - k);
     if (me == owner) {
@@ -240,15 +242,14 @@ Status Orgqr1D(B& b, const Qr1DShape& q, T* a, const Qr1DFactors<T>& f) {
                                 static_cast<const T*>(f.tau + row0), v, rows);
       });
     }
-    if (procs > 1) {
-      JAXMG_RETURN_IF_ERROR(
-          b.Broadcast(v, rows * kb, static_cast<T*>(nullptr), 0, static_cast<int>(owner)));
+    if (columns.procs > 1) {
+      JAXMG_RETURN_IF_ERROR(b.Broadcast(v, rows * kb, static_cast<T*>(nullptr), 0, owner));
     }
     if (!failed.ok()) continue;
-    const int64_t first = k >= me ? (k - me) / procs + 1 : 0, cols = held - first * t;
+    const int64_t first = columns.LocalFrom(GlobalIndex{(k + 1) * t}).value, cols = held - first;
     failed.Run([&] {
       return ApplyReflectors(b, main, static_cast<const T*>(v), rows, kb, fk, t,
-                             /*adjoint=*/false, a + row0 + first * t * ld, cols, ld, work);
+                             /*adjoint=*/false, a + row0 + first * ld, cols, ld, work);
     });
     if (me == owner) failed.Run([&] { return own_columns(column, row0, rows, kb, fk); });
   }

@@ -158,6 +158,15 @@ struct CyclicAxis {
   GlobalIndex Global(LocalIndex local) const {
     return GlobalIndex{((local.value / tile) * procs + coord) * tile + local.value % tile};
   }
+  // The process that holds global index g.
+  int Owner(GlobalIndex g) const { return static_cast<int>((g.value / tile) % procs); }
+  // Global index g's local index on its owner (Owner(g)).
+  LocalIndex Local(GlobalIndex g) const {
+    return LocalIndex{(g.value / tile / procs) * tile + g.value % tile};
+  }
+  // The first of this process's local indices whose global index is g or later: the count of
+  // those before g (Extent(g.value); Extent(n) for g = n, past the last).
+  LocalIndex LocalFrom(GlobalIndex g) const { return LocalIndex{Extent(g.value)}; }
   // How many of n indices this process holds (ScaLAPACK's numroc).
   int64_t Extent(int64_t n) const {
     const int64_t blocks = n / tile;

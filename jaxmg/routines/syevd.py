@@ -202,10 +202,10 @@ def subset_values_tangent(placement, subset, w, v, da, db=None):
     for the k = hi − lo pairs, first, the rest zero (never returned). One product of dA with k
     columns instead of a whole decomposition: the other pairs do not enter."""
     k = subset[1] - subset[0]
-    vk = _placement.constrain(v[:, :k], placement.mesh, P(placement.row_axis, None))
+    vk = _placement.constrain(v, placement.mesh, P(placement.row_axis, None))[:, :k]
 
-    def quadratic(m):  # Re diag(Vₖᴴ m Vₖ)
-        return jnp.real(jnp.sum(jnp.conj(vk) * (m @ vk), axis=0))
+    def quadratic(m):  # Re diag(Vₖᴴ m Vₖ): m Vₖ's rows lie as Vₖ's
+        return jnp.real(jnp.sum(jnp.conj(vk) * _rules.matvec(placement, m, vk), axis=0))
 
     dw = quadratic(da)
     if db is not None:

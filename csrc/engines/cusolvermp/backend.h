@@ -393,9 +393,10 @@ class Backend {
   // The distributed products (algorithms/inverses.h): every operand distributed as g, on the
   // engine's cuBLASMp grid, with the engine's workspace.
   template <typename T>
-  Status PrepareSquare(const algorithms::Square& g) {
+  Status PrepareSquare(const algorithms::Distribution& g) {
     if (square_.get() == nullptr) {
-      JAXMG_RETURN_IF_ERROR(square_.Create(e_.ctx_, DataTypeOf<T>(), g.n, g.n, g.t, g.t, g.ld));
+      JAXMG_RETURN_IF_ERROR(
+          square_.Create(e_.ctx_, DataTypeOf<T>(), g.rows, g.cols, g.tile(), g.tile(), g.ld));
     }
     return BlasMpCheck(cublasMpSetStream(e_.ctx_.blas, e_.stream_), "cublasMpSetStream");
   }
@@ -443,9 +444,9 @@ class Backend {
   template <typename T>
   Status AbsSums(const Tiled<T>& u, double* sums) {
     const Context& c = e_.ctx_;
-    JAXMG_CUDA(cudaMemsetAsync(sums, 0, sizeof(double) * (u.rows + u.cols), e_.stream_));
-    JAXMG_CUDA(cuda::AbsSums(KernelType<T>(), u.p, u.lr, u.lc, u.t, c.nprow, c.npcol, c.myrow,
-                             c.mycol, sums, sums + u.cols, e_.stream_));
+    JAXMG_CUDA(cudaMemsetAsync(sums, 0, sizeof(double) * (u.rows() + u.cols()), e_.stream_));
+    JAXMG_CUDA(cuda::AbsSums(KernelType<T>(), u.p, u.lr(), u.lc(), u.t(), c.nprow, c.npcol, c.myrow,
+                             c.mycol, sums, sums + u.cols(), e_.stream_));
     return Status();
   }
 
@@ -470,8 +471,8 @@ class Backend {
   Status SetIdentity(const Tiled<T>& z) {
     const Context& c = e_.ctx_;
     JAXMG_CUDA(cudaMemsetAsync(z.p, 0, sizeof(T) * z.count(), e_.stream_));
-    JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), z.p, z.lr, z.lc, z.t, c.nprow, c.npcol, c.myrow,
-                                 c.mycol, e_.stream_));
+    JAXMG_CUDA(cuda::SetDiagonal(KernelType<T>(), z.p, z.lr(), z.lc(), z.t(), c.nprow, c.npcol,
+                                 c.myrow, c.mycol, e_.stream_));
     return Status();
   }
 
@@ -492,8 +493,8 @@ class Backend {
   template <typename T>
   Status QdwhStack(const Tiled<T>& u, double sqrt_c, const Tiled<T>& y, int64_t top) {
     const Context& c = e_.ctx_;
-    JAXMG_CUDA(cuda::QdwhStack(KernelType<T>(), u.p, u.lr, u.lc, sqrt_c, y.p, y.lr, top, u.t,
-                               c.nprow, c.npcol, c.myrow, c.mycol, e_.stream_));
+    JAXMG_CUDA(cuda::QdwhStack(KernelType<T>(), u.p, u.lr(), u.lc(), sqrt_c, y.p, y.lr(), top,
+                               u.t(), c.nprow, c.npcol, c.myrow, c.mycol, e_.stream_));
     return Status();
   }
 
@@ -506,8 +507,8 @@ class Backend {
       return vendor::BlasMpRankK<T>{e_.ctx_.blas,
                                     CUBLAS_FILL_MODE_LOWER,
                                     /*adjoint=*/true,
-                                    u.cols,
-                                    u.rows,
+                                    u.cols(),
+                                    u.rows(),
                                     RealOf<T>(c),
                                     {u.p, u.row, 1, du.get()},
                                     RealOf<T>(beta),
@@ -529,10 +530,11 @@ class Backend {
     int32_t* out = e_.Slot(Engine::Slots::kSolveInfo);
     const auto potrf = [&] {
       return vendor::MpPotrf<T>{
-          e_.ctx_.handle, CUBLAS_FILL_MODE_LOWER, z.cols, {z.p, z.row, 1, dz.get()}, out};
+          e_.ctx_.handle, CUBLAS_FILL_MODE_LOWER, z.cols(), {z.p, z.row, 1, dz.get()}, out};
     };
     const auto size = [&](size_t* dev, size_t* host) -> Status {
-      JAXMG_RETURN_IF_ERROR(dz.Create(e_.ctx_, DataTypeOf<T>(), z.rows, z.cols, z.t, z.t, z.ld()));
+      JAXMG_RETURN_IF_ERROR(
+          dz.Create(e_.ctx_, DataTypeOf<T>(), z.rows(), z.cols(), z.t(), z.t(), z.ld()));
       JAXMG_RETURN_IF_ERROR(vendor::Size(potrf(), dev, host));
       JAXMG_CUDA(cudaMemsetAsync(out, 0, sizeof(int32_t), e_.stream_));
       return Status();
@@ -562,23 +564,24 @@ class Backend {
     Descriptor dy;
     const auto geqrf = [&] {
       return vendor::MpGeqrf<T>{e_.ctx_.handle,
-                                y.rows,
-                                y.cols,
+                                y.rows(),
+                                y.cols(),
                                 {y.p, y.row, 1, dy.get()},
                                 tau,
                                 e_.Slot(Engine::Slots::kSolveInfo)};
     };
     const auto orgqr = [&] {
       return vendor::MpOrgqr<T>{e_.ctx_.handle,
-                                y.rows,
-                                y.cols,
-                                y.cols,
+                                y.rows(),
+                                y.cols(),
+                                y.cols(),
                                 {y.p, y.row, 1, dy.get()},
                                 tau,
                                 e_.Slot(Engine::Slots::kSolveInfo)};
     };
     const auto geqrf_size = [&](size_t* dev, size_t* host) -> Status {
-      JAXMG_RETURN_IF_ERROR(dy.Create(e_.ctx_, DataTypeOf<T>(), y.rows, y.cols, y.t, y.t, y.ld()));
+      JAXMG_RETURN_IF_ERROR(
+          dy.Create(e_.ctx_, DataTypeOf<T>(), y.rows(), y.cols(), y.t(), y.t(), y.ld()));
       return vendor::Size(geqrf(), dev, host);
     };
     JAXMG_RETURN_IF_ERROR(Collective(
@@ -625,8 +628,8 @@ class Backend {
                                    CUBLAS_FILL_MODE_LOWER,
                                    adjoint ? AdjointOp<T>() : CUBLAS_OP_N,
                                    CUBLAS_DIAG_NON_UNIT,
-                                   w.rows,
-                                   w.cols,
+                                   w.rows(),
+                                   w.cols(),
                                    T(1),
                                    {l.p, l.row, 1, dl.get()},
                                    {w.p, w.row, 1, dw.get()}};
@@ -650,8 +653,8 @@ class Backend {
       return vendor::BlasMpSymm<T>{e_.ctx_.blas,
                                    CUBLAS_SIDE_RIGHT,
                                    CUBLAS_FILL_MODE_LOWER,
-                                   u.rows,
-                                   u.cols,
+                                   u.rows(),
+                                   u.cols(),
                                    T(alpha),
                                    {g.p, g.row, 1, dg.get()},
                                    {w.p, w.row, 1, dw.get()},
@@ -672,9 +675,10 @@ class Backend {
     BlasDescriptor dz, dh;
     // H := ½ Zᴴ + ½ H, with H a copy of Z.
     const auto geadd = [&] {
-      return vendor::BlasMpGeadd<T>{
-          e_.ctx_.blas, AdjointOp<T>(),           h.rows, h.cols, T(0.5), {z.p, z.row, 1, dz.get()},
-          T(0.5),       {h.p, h.row, 1, dh.get()}};
+      return vendor::BlasMpGeadd<T>{e_.ctx_.blas, AdjointOp<T>(),
+                                    h.rows(),     h.cols(),
+                                    T(0.5),       {z.p, z.row, 1, dz.get()},
+                                    T(0.5),       {h.p, h.row, 1, dh.get()}};
     };
     const auto size = [&](size_t* dev, size_t* host) -> Status {
       JAXMG_CUDA(
@@ -691,7 +695,7 @@ class Backend {
   // A cuBLASMp descriptor of m (its tiles, at least one local row).
   template <typename T>
   Status Describe(const Tiled<T>& m, BlasDescriptor* out) {
-    return out->Create(e_.ctx_, DataTypeOf<T>(), m.rows, m.cols, m.t, m.t, m.ld());
+    return out->Create(e_.ctx_, DataTypeOf<T>(), m.rows(), m.cols(), m.t(), m.t(), m.ld());
   }
 
   // A collective library call: size(&dev, &host) makes its descriptors and asks for its

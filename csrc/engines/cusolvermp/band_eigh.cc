@@ -45,23 +45,12 @@ bool Engine::UseBandEigenvalues(int64_t t) const { return UseTwoStage(config_.gp
 
 bool Engine::UseBandEigh() const { return UseTwoStage(config_.gpu_eigh, state_.plan.tile); }
 
-algorithms::BandShape Engine::BandShapeOf(int64_t n, int64_t t, int64_t lr, int64_t b) const {
-  algorithms::BandShape s;
-  s.by_rows = ctx_.npcol == 1 && ctx_.nprow > 1;  // P x 1: rows are distributed
-  s.procs = s.by_rows ? ctx_.nprow : ctx_.npcol;
-  s.me = s.by_rows ? ctx_.myrow : ctx_.mycol;
-  s.n = n, s.t = t, s.lr = lr, s.b = b;
-  s.held = layout::CyclicAxis{t, s.procs, s.me}.Extent(n);  // local columns (rows)
-  s.rank = ctx_.rank;
-  return s;
-}
-
 template <typename T>
 Status Engine::BandEigenvalues(const BandSource& src, void* w) {
   StepTimer timer("BandEigenvalues", stream_);
   Backend backend(*this);
   JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(
-      backend, BandShapeOf(src.n, src.t, src.lr, EigBand<T>(src.t, src.n, false)),
+      backend, DistributionOf(src.n, src.n, src.lr), EigBand<T>(src.t, src.n, false),
       static_cast<T*>(src.a), static_cast<RealOf<T>*>(w)));
   if (DebugParts()) PrintParts("BandEigenvalues");
   // No solver status: AgreeValues reads small_[0] as one (non-finite eigenvalues still count).
@@ -75,7 +64,8 @@ Status Engine::BandEigh(const Matrix<T>& a, EigenRange subset, void* w, Matrix<T
   StepTimer timer("BandEigh", stream_);
   using R = RealOf<T>;
   const int64_t n = a.cols, t = a.tile, lr = a.local_rows, b = EigBand<T>(t, n, true);
-  const algorithms::BandShape s = BandShapeOf(n, t, lr, b);
+  // 1 x P: the columns are distributed; P x 1 (s.by_rows()): the rows.
+  const algorithms::Distribution s = DistributionOf(n, n, lr);
   const size_t es = sizeof(T);
   algorithms::EighTuning tune;
   // ℓ: sweeps per Q₂ block (config.eig_q2_group, 0: min(b, 64); at most 128 and ℓ² elements in
@@ -103,11 +93,12 @@ Status Engine::BandEigh(const Matrix<T>& a, EigenRange subset, void* w, Matrix<T
   int64_t ldz = 0, held = 0;
   algorithms::EigenPairs pairs;
   if (!subset.all()) pairs = {subset.lo, subset.hi - subset.lo};
-  JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(
-      backend, s, tune, a.data, static_cast<R*>(w), static_cast<R*>(out), &z, &ldz, pairs, &held));
+  JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(backend, s, b, tune, a.data,
+                                                       static_cast<R*>(w), static_cast<R*>(out), &z,
+                                                       &ldz, pairs, &held));
   if (DebugParts()) PrintParts("BandEigh");
   const cuda::Dtype dt = KernelType<T>();
-  if (s.by_rows) {
+  if (s.by_rows()) {
     // Zᴴ's rows of this rank are its columns of Z: VectorsOut needs no exchange.
     // (A subset's: its first `held` rows; the rest are never read.)
     JAXMG_CUDA(cuda::Adjoint(dt, z, ldz, n, held, out, std::max<int64_t>(lr, 1), stream_));

@@ -364,7 +364,6 @@ class Engine {
   Status MoveColumnsFirst(void* base, int64_t stride, int64_t from, int64_t count);
   // The band reduction's shape (algorithms/band_reduce.h) for an n x n matrix in tiles of t with
   // lr local rows, band b, on this 1 x P or P x 1 grid.
-  algorithms::BandShape BandShapeOf(int64_t n, int64_t t, int64_t lr, int64_t b) const;
   // dst := srcᴴ, both n x n in the engine's layout (cuBLASMp Geadd; U: any element type).
   template <typename U>
   Status GridAdjoint(const void* src, void* dst);
@@ -390,7 +389,8 @@ class Engine {
     cusolverDnHandle_t dn = nullptr;
     cusolverDnParams_t params = nullptr;
   };
-  algorithms::Qr1DShape QrShapeOf() const;
+  // The 1-D QR's distribution: the engine matrix's rows and its leading cols.extent columns.
+  algorithms::Distribution QrDistribution() const;
   Status MainLane(Lane* out);
   Status SideLane(Lane* out);
   // `to` waits for the work queued so far on `from` (the context's side event `event`).
@@ -492,7 +492,9 @@ class Engine {
   template <typename T>
   Status PolarBuffers(const Matrix<T>& u, bool keep_a, QdwhOperands* q);
   // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
-  algorithms::Square Square(int64_t n, int64_t ld) const;
+  // A rows x cols matrix in the engine's tiles over its grid, ld local rows (the algorithms'
+  // distribution, algorithms/distribution.h).
+  algorithms::Distribution DistributionOf(int64_t rows, int64_t cols, int64_t ld) const;
   // QDWH's operands (algorithms/qdwh.h) in this call's buffers (PolarBuffers).
   template <typename T>
   algorithms::QdwhWork<T> PolarWork(const Matrix<T>& u, QdwhOperands* q);

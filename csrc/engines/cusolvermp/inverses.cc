@@ -28,13 +28,9 @@
 
 namespace jaxmg::cusolvermp {
 
-algorithms::Square Engine::Square(int64_t n, int64_t ld) const {
-  algorithms::Square g;
-  g.n = n;
-  g.t = state_.plan.tile;
-  g.ld = std::max<int64_t>(ld, 1);
-  g.rank = ctx_.rank;
-  return g;
+algorithms::Distribution Engine::DistributionOf(int64_t rows, int64_t cols, int64_t ld) const {
+  return algorithms::Distribution::Of(rows, cols, state_.plan.tile, ctx_.nprow, ctx_.myrow,
+                                      ctx_.npcol, ctx_.mycol, ld, ctx_.rank);
 }
 
 // B = L Lᴴ: B⁻¹ = Wᴴ W with W = L⁻¹.
@@ -56,8 +52,8 @@ Status Engine::CholeskyInverse(const Matrix<T>& l, Matrix<T>* inverse) {
   local.Run([&] { return CudaCheck(cudaMemsetAsync(y, 0, bytes, stream_), "cudaMemsetAsync"); });
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv_cholesky", local));
   Backend backend(*this);
-  JAXMG_RETURN_IF_ERROR(algorithms::CholeskyInverse<T>(backend, Square(l.rows, l.local_rows),
-                                                       l.data, w.data, static_cast<T*>(y)));
+  JAXMG_RETURN_IF_ERROR(algorithms::CholeskyInverse<T>(
+      backend, DistributionOf(l.rows, l.cols, l.local_rows), l.data, w.data, static_cast<T*>(y)));
   *inverse = w;
   inverse->data = static_cast<T*>(y);  // (W's descriptor describes it: the same distribution)
   return Status();
@@ -103,9 +99,9 @@ Status Engine::InverseSolve(const Matrix<T>& lu, const Pivots& pivots, bool tran
   JAXMG_RETURN_IF_ERROR(AgreeOnFailure("inv", local));
   // W_L := M⁻¹ (X Pᵀ, moved from x)
   Backend backend(*this);
-  JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, Square(n, lr), lu.data, piv, w_lower.data,
-                                                 static_cast<T*>(w_upper), static_cast<T*>(x),
-                                                 w_lower.data));
+  JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, DistributionOf(n, n, lr), lu.data, piv,
+                                                 w_lower.data, static_cast<T*>(w_upper),
+                                                 static_cast<T*>(x), w_lower.data));
   *inverse = w_lower;
   if (!transpose) return Status();
   // M⁻ᵀ: the transpose (not the adjoint) of M⁻¹, into x (free again).

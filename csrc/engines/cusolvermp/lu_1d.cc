@@ -39,16 +39,9 @@ bool Engine::UseOwnLu() const {
 // p?getrf stores them; the 1-based global pivots are kept on the host for the solve.
 template <typename T>
 Status Engine::Lu1D(Matrix<T>* a, Pivots* piv, int* info) {
-  algorithms::Cyclic1D g;
-  g.n = a->rows;
-  g.t = a->tile;
-  g.ld = a->local_rows;
-  g.cols = a->local_cols;
-  g.procs = ctx_.npcol;
-  g.me = ctx_.mycol;
-  g.rank = ctx_.rank;
   Backend backend(*this);
-  JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->data, &piv->global));
+  JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, DistributionOf(a->rows, a->cols, a->local_rows),
+                                         a->data, &piv->global));
   a->factored = Factorization::kLuHostPivots;
   return Agree<T>(*a, false, info);  // the diagonal check finds a zero or non-finite pivot
 }

@@ -33,12 +33,15 @@ algorithms::QdwhWork<T> Engine::PolarWork(const Matrix<T>& u, QdwhOperands* oper
   algorithms::QdwhWork<T> q;
   q.mp = (m + round - 1) / round * round;
   q.top = q.mp / ctx_.nprow;
-  q.u = {u.data, m, n, lu, lc, t};
+  // A, W and U distributed as the engine matrix (m x n), Z as an n x n one, Y as an (mp + n) x n
+  // one (every rank's top rows of U and zeros, then its rows of I).
+  const algorithms::Distribution as_u = DistributionOf(m, n, lu);
   const int64_t zr = operands->z_rows;
-  q.a = {static_cast<T*>(operands->a), m, n, lu, lc, t};
-  q.w = {static_cast<T*>(operands->w), m, n, lu, lc, t};
-  q.z = {static_cast<T*>(operands->z), n, n, zr, lc, t};
-  q.y = {static_cast<T*>(operands->y), q.mp + n, n, q.top + zr, lc, t};
+  q.u = {u.data, as_u};
+  q.a = {static_cast<T*>(operands->a), as_u};
+  q.w = {static_cast<T*>(operands->w), as_u};
+  q.z = {static_cast<T*>(operands->z), DistributionOf(n, n, zr)};
+  q.y = {static_cast<T*>(operands->y), DistributionOf(q.mp + n, n, q.top + zr)};
   q.tau = static_cast<T*>(operands->tau);
   q.sums = operands->norms;
   q.steps = &operands->steps;
@@ -121,7 +124,7 @@ Status Engine::PolarEnd(const Matrix<T>& u, QdwhOperands* operands, bool h, Matr
   if (*info != 0 || !h) return Status();
   // H into a new n x n matrix, distributed as Z.
   Matrix<T> hm;
-  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(NewMatrix<T>(q.z.rows, q.z.cols, &hm)));
+  JAXMG_RETURN_IF_ERROR(AgreeOnBuffers(NewMatrix<T>(q.z.rows(), q.z.cols(), &hm)));
   algorithms::Tiled<T> h_tiles = q.z;
   h_tiles.p = hm.data;
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(backend, q, h_tiles));

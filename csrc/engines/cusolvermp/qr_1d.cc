@@ -26,15 +26,9 @@ bool Engine::UseOwnQr() const {
   return config_.gpu_qr != Choice::kLibrary && ctx_.nprow == 1;
 }
 
-algorithms::Qr1DShape Engine::QrShapeOf() const {
+algorithms::Distribution Engine::QrDistribution() const {
   const layout::Plan& plan = state_.plan;
-  algorithms::Qr1DShape q;
-  q.m = plan.engine_rows(), q.n = plan.cols.extent, q.t = plan.tile;
-  q.ld = std::max<int64_t>(local_rows_, 1);
-  q.procs = ctx_.npcol, q.me = ctx_.mycol, q.rank = ctx_.rank;
-  q.held = layout::CyclicAxis{q.t, q.procs, q.me}.Extent(q.n);
-  q.ib = QrPanelBlock(q.t);
-  return q;
+  return DistributionOf(plan.engine_rows(), plan.cols.extent, local_rows_);
 }
 
 // The factors stay as geqrf leaves them, τ and the T_k in tau->own for Orgqr1D. About
@@ -44,7 +38,8 @@ template <typename T>
 Status Engine::Qr1D(const Matrix<T>& a, Reflectors* tau) {
   Backend backend(*this);
   algorithms::Qr1DFactors<T> f;
-  const Status s = algorithms::Qr1D(backend, QrShapeOf(), a.data, &f);
+  const Status s =
+      algorithms::Qr1D(backend, QrDistribution(), QrPanelBlock(state_.plan.tile), a.data, &f);
   tau->own = algorithms::Qr1DKept::Of(f);
   if (DebugParts()) PrintParts("Qr1D");
   return s;
@@ -53,7 +48,7 @@ Status Engine::Qr1D(const Matrix<T>& a, Reflectors* tau) {
 template <typename T>
 Status Engine::Orgqr1D(const Matrix<T>& a, const Reflectors& tau) {
   Backend backend(*this);
-  const Status s = algorithms::Orgqr1D(backend, QrShapeOf(), a.data, tau.own.As<T>());
+  const Status s = algorithms::Orgqr1D(backend, QrDistribution(), a.data, tau.own.As<T>());
   if (DebugParts()) PrintParts("Orgqr1D");
   return s;
 }

@@ -281,17 +281,16 @@ Status Backend::PMoveColumns(const T* x, T* out, const std::vector<int64_t>& ord
   // out. Within a process row every process lists the columns it sends to each peer column and
   // those it receives from each, in increasing source index; one MPI_Alltoallv over the grid's
   // communicator (counts to other process rows zero) moves them, a column (ld entries) a unit.
-  const algorithms::Square& g = square_g_;
+  const algorithms::Distribution& g = square_g_;
   const int npc = grid_.npcol, me = grid_.mycol, row = grid_.myrow;
   const int size = grid_.nprow * npc;
-  const int64_t n = g.n, t = g.t, ld = g.ld;
-  auto owner = [&](int64_t c) { return static_cast<int>((c / t) % npc); };
-  auto local = [&](int64_t c) { return (c / (t * npc)) * t + c % t; };
+  const int64_t n = g.rows, ld = g.ld;
+  const layout::CyclicAxis& cols = g.col_axis;
   std::vector<std::vector<int64_t>> send(static_cast<size_t>(npc)), recv(send);
   for (int64_t c = 0; c < n; ++c) {
-    const int64_t d = order[static_cast<size_t>(c)];
-    if (owner(c) == me) send[owner(d)].push_back(local(c));
-    if (owner(d) == me) recv[owner(c)].push_back(local(d));
+    const layout::GlobalIndex from{c}, to{order[static_cast<size_t>(c)]};
+    if (cols.Owner(from) == me) send[cols.Owner(to)].push_back(cols.Local(from).value);
+    if (cols.Owner(to) == me) recv[cols.Owner(from)].push_back(cols.Local(to).value);
   }
   // A count or size past int is this rank's own: it still enters the all-to-all (with nothing
   // to move) and returns the error after, for the algorithm's agreement.
@@ -385,14 +384,14 @@ Status Backend::BandFromColumns(const Lane&, const T* a, int64_t lda, int64_t ro
 
 template <typename T>
 Status Backend::AbsSums(const Tiled<T>& u, double* sums) {
-  const int64_t n = u.cols;
-  std::fill(sums, sums + u.rows + n, 0.0);
-  for (int64_t c = 0; c < u.lc; ++c) {
-    const int64_t gc = CyclicAxis{u.t, grid_.npcol, grid_.mycol}.Global(LocalIndex{c}).value;
-    for (int64_t r = 0; r < u.lr; ++r) {
+  const int64_t n = u.cols();
+  std::fill(sums, sums + u.rows() + n, 0.0);
+  for (int64_t c = 0; c < u.lc(); ++c) {
+    const int64_t gc = CyclicAxis{u.t(), grid_.npcol, grid_.mycol}.Global(LocalIndex{c}).value;
+    for (int64_t r = 0; r < u.lr(); ++r) {
       const double v = std::abs(std::complex<double>(u.p[r + c * u.ld()]));
       sums[gc] += v;
-      sums[n + CyclicAxis{u.t, grid_.nprow, grid_.myrow}.Global(LocalIndex{r}).value] += v;
+      sums[n + CyclicAxis{u.t(), grid_.nprow, grid_.myrow}.Global(LocalIndex{r}).value] += v;
     }
   }
   return Status();
@@ -428,10 +427,10 @@ Status Backend::Scale(const Tiled<T>& u, double s) {
 template <typename T>
 Status Backend::SetIdentity(const Tiled<T>& z) {
   std::fill(z.p, z.p + z.count(), T(0));
-  for (int64_t c = 0; c < z.lc; ++c) {
-    const int64_t gc = CyclicAxis{z.t, grid_.npcol, grid_.mycol}.Global(LocalIndex{c}).value;
-    for (int64_t r = 0; r < z.lr; ++r) {
-      if (CyclicAxis{z.t, grid_.nprow, grid_.myrow}.Global(LocalIndex{r}).value == gc)
+  for (int64_t c = 0; c < z.lc(); ++c) {
+    const int64_t gc = CyclicAxis{z.t(), grid_.npcol, grid_.mycol}.Global(LocalIndex{c}).value;
+    for (int64_t r = 0; r < z.lr(); ++r) {
+      if (CyclicAxis{z.t(), grid_.nprow, grid_.myrow}.Global(LocalIndex{r}).value == gc)
         z.p[r + c * z.ld()] = T(1);
     }
   }
@@ -464,11 +463,11 @@ template <typename T>
 Status Backend::QdwhStack(const Tiled<T>& u, double sqrt_c, const Tiled<T>& y, int64_t top) {
   const auto scale = static_cast<RealOf<T>>(sqrt_c);
   std::fill(y.p, y.p + y.count(), T(0));
-  for (int64_t c = 0; c < u.lc; ++c) {
-    const int64_t gc = CyclicAxis{u.t, grid_.npcol, grid_.mycol}.Global(LocalIndex{c}).value;
-    for (int64_t r = 0; r < u.lr; ++r) y.p[r + c * y.ld()] = scale * u.p[r + c * u.ld()];
-    for (int64_t r = top; r < y.lr; ++r) {
-      if (CyclicAxis{u.t, grid_.nprow, grid_.myrow}.Global(LocalIndex{r - top}).value == gc)
+  for (int64_t c = 0; c < u.lc(); ++c) {
+    const int64_t gc = CyclicAxis{u.t(), grid_.npcol, grid_.mycol}.Global(LocalIndex{c}).value;
+    for (int64_t r = 0; r < u.lr(); ++r) y.p[r + c * y.ld()] = scale * u.p[r + c * u.ld()];
+    for (int64_t r = top; r < y.lr(); ++r) {
+      if (CyclicAxis{u.t(), grid_.nprow, grid_.myrow}.Global(LocalIndex{r - top}).value == gc)
         y.p[r + c * y.ld()] = T(1);
     }
   }
@@ -481,8 +480,8 @@ Status Backend::Gram(double c, const Tiled<T>& u, double beta, const Tiled<T>& z
   JAXMG_RETURN_IF_ERROR(Describe(u, &du));
   JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
   // ('C' is the transpose for the real types)
-  return GemmAt<T>('C', 'N', u.cols, u.cols, u.rows, T(c), u.p, u.row, 1, du, u.p, u.row, 1, du,
-                   T(beta), z.p, z.row, 1, dz);
+  return GemmAt<T>('C', 'N', u.cols(), u.cols(), u.rows(), T(c), u.p, u.row, 1, du, u.p, u.row, 1,
+                   du, T(beta), z.p, z.row, 1, dz);
 }
 
 template <typename T>
@@ -490,7 +489,7 @@ Status Backend::PPotrf(const Tiled<T>& z, int64_t* info) {
   Descriptor dz;
   JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
   int out = 0;
-  JAXMG_RETURN_IF_ERROR(Potrf<T>(z.cols, z.p, dz, &out));
+  JAXMG_RETURN_IF_ERROR(Potrf<T>(z.cols(), z.p, dz, &out));
   *info = out;
   return Status();
 }
@@ -500,8 +499,8 @@ Status Backend::PQr(const Tiled<T>& y, T* tau) {
   Descriptor dy;
   JAXMG_RETURN_IF_ERROR(Describe(y, &dy));
   int info = 0;
-  JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(y.rows, y.cols, y.p, dy, tau, &info));
-  return scalapack::Orgqr<T>(y.rows, y.cols, y.p, dy, tau, &info);
+  JAXMG_RETURN_IF_ERROR(scalapack::Geqrf<T>(y.rows(), y.cols(), y.p, dy, tau, &info));
+  return scalapack::Orgqr<T>(y.rows(), y.cols(), y.p, dy, tau, &info);
 }
 
 template <typename T>
@@ -520,15 +519,15 @@ Status Backend::PTrsmRight(bool adjoint, const Tiled<T>& l, const Tiled<T>& w) {
   Descriptor dl, dw;
   JAXMG_RETURN_IF_ERROR(Describe(l, &dl));
   JAXMG_RETURN_IF_ERROR(Describe(w, &dw));
-  return TrsmAt<T>('R', 'L', adjoint ? 'C' : 'N', 'N', w.rows, w.cols, T(1), l.p, l.row, 1, dl, w.p,
-                   w.row, 1, dw);
+  return TrsmAt<T>('R', 'L', adjoint ? 'C' : 'N', 'N', w.rows(), w.cols(), T(1), l.p, l.row, 1, dl,
+                   w.p, w.row, 1, dw);
 }
 
 template <typename T>
 Status Backend::PSymmRight(double alpha, const Tiled<T>& g, const Tiled<T>& w, double beta,
                            const Tiled<T>& u) {
   // G whole (Gram's p?gemm): a p?gemm.
-  return PProduct<T>('N', 'N', u.rows, u.cols, u.cols, alpha, w, g, beta, u);
+  return PProduct<T>('N', 'N', u.rows(), u.cols(), u.cols(), alpha, w, g, beta, u);
 }
 
 template <typename T>
@@ -536,7 +535,7 @@ Status Backend::PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
   Descriptor dz, dh;
   JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
   JAXMG_RETURN_IF_ERROR(Describe(h, &dh));
-  JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(h.cols, z.p, dz, h.p, dh));
+  JAXMG_RETURN_IF_ERROR(scalapack::Adjoint<T>(h.cols(), z.p, dz, h.p, dh));
   for (int64_t i = 0; i < h.count(); ++i) h.p[i] = (h.p[i] + z.p[i]) / RealOf<T>(2);
   return Status();
 }

@@ -92,9 +92,9 @@ class Backend {
   // The distributed products (algorithms/inverses.h): PBLAS, every operand distributed as g.
   // They need no workspace of the caller's (the size pass asks for none).
   template <typename T>
-  Status PrepareSquare(const algorithms::Square& g) {
+  Status PrepareSquare(const algorithms::Distribution& g) {
     square_g_ = g;
-    return MakeDescriptor(grid_, g.n, g.n, g.t, g.t, g.ld, &square_);
+    return MakeDescriptor(grid_, g.rows, g.cols, g.tile(), g.tile(), g.ld, &square_);
   }
   template <typename T>
   Status PTrsm(algorithms::Pass pass, bool upper, bool unit, int64_t m, int64_t n, const T* a,
@@ -226,12 +226,12 @@ class Backend {
  private:
   const Grid& grid_;
   Descriptor square_{};
-  algorithms::Square square_g_;
+  algorithms::Distribution square_g_;
   std::vector<int> ipiv_;  // getrf's 32-bit pivots
   // b := op(A)⁻¹ b, A m x m triangular (uplo, diag: BLAS's letters), left side.
   template <typename T>
   Status Describe(const Tiled<T>& m, Descriptor* out) const {
-    return MakeDescriptor(grid_, m.rows, m.cols, m.t, m.t, m.ld(), out);
+    return MakeDescriptor(grid_, m.rows(), m.cols(), m.t(), m.t(), m.ld(), out);
   }
   template <typename T>
   static Status LeftTrsm(const char* uplo, const char* diag, int64_t m, int64_t n, const T* a,

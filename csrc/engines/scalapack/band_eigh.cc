@@ -39,23 +39,20 @@ Status Engine::TwoStageEigh(const Matrix<T>& a, bool vectors, EigenRange subset,
                             const Matrix<T>& zm, int* info) {
   using R = RealOf<T>;
   const int64_t n = a.rows, t = a.tile;
-  algorithms::BandShape s;
-  s.by_rows = grid_->npcol == 1 && grid_->nprow > 1;  // P x 1: rows are distributed
-  s.procs = s.by_rows ? grid_->nprow : grid_->npcol;
-  s.me = s.by_rows ? grid_->myrow : grid_->mycol;
-  s.n = n, s.t = t, s.lr = a.local_rows, s.b = EigBand(t), s.rank = s.me;
-  s.held = CyclicAxis{t, s.procs, s.me}.Extent(n);  // local columns (rows)
+  // 1 x P: the columns are distributed; P x 1 (s.by_rows()): the rows.
+  const algorithms::Distribution s = DistributionOf(n, n, a.local_rows);
+  const int64_t b = EigBand(t);
   Backend bk(*grid_);  // its buffers live for this step: the results are copied out below
   // A subset's pairs come first: of the values, those kept; with vectors, only their columns.
   algorithms::EigenPairs pairs;
   if (!subset.all()) pairs = {subset.lo, subset.hi - subset.lo};
   if (!vectors) {
-    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(bk, s, a.data, w));
+    JAXMG_RETURN_IF_ERROR(algorithms::TwoStageValues<T>(bk, s, b, a.data, w));
     if (pairs.count > 0) std::copy(w + pairs.lo, w + pairs.lo + pairs.count, w);
   } else {
     // Q₂'s blocks of b sweeps, and one wave's W within 64 MiB.
     algorithms::EighTuning tune;
-    tune.ell = s.b;
+    tune.ell = b;
     tune.wave_bytes = int64_t{64} << 20;
     // config.eig_q2 = fused: each wave block through the backend's WaveApply (the GPU's
     // tensor-core path, here over BLAS) rather than the batched products.
@@ -64,13 +61,13 @@ Status Engine::TwoStageEigh(const Matrix<T>& a, bool vectors, EigenRange subset,
     int64_t ldz = 0, held = 0;
     // Stedc's real vectors in zm (distributed as the matrix), until the eigenvectors.
     JAXMG_RETURN_IF_ERROR(algorithms::TwoStageVectors<T>(
-        bk, s, tune, a.data, w, reinterpret_cast<R*>(zm.data), &z, &ldz, pairs, &held));
+        bk, s, b, tune, a.data, w, reinterpret_cast<R*>(zm.data), &z, &ldz, pairs, &held));
     // The eigenvectors in the engine's layout (zm, distributed as the matrix): this rank's
     // columns of Z (1 x P), or on a P x 1 grid Z's rows: the rows of Zᴴ this rank holds are its
     // columns of Z, and one distributed transpose gives Z.
     T* out = zm.data;
     // (A subset's k columns are this rank's first `held` columns of the first k.)
-    if (!s.by_rows) {
+    if (!s.by_rows()) {
       JAXMG_RETURN_IF_ERROR(bk.Copy(out, n, z, ldz, n, held));
     } else {
       T* m = a.data;  // (the reduced matrix: no longer needed) := this rank's rows of Zᴴ

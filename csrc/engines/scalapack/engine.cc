@@ -248,18 +248,11 @@ Status Engine::Getrf(Matrix<T>* a, Pivots* piv, int* info) {
   if (UseOwnLu()) {
     // The 1-D LU (algorithms/lu_1d.h); on a 1 x P grid every row is local, so p?getrf's local
     // pivot list is the global one, and p?getrs, p?getri and PivotsOut take it as it is.
-    algorithms::Cyclic1D g;
-    g.n = a->rows;
-    g.t = a->tile;
-    g.ld = a->local_rows;
-    g.cols = a->local_cols;
-    g.procs = grid_->npcol;
-    g.me = grid_->mycol;
-    g.rank = grid_->mycol;
     Backend backend(*grid_);
     std::vector<int64_t> pivots;
-    JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, g, a->data, &pivots));
-    for (int64_t i = 0; i < g.n; ++i)
+    JAXMG_RETURN_IF_ERROR(algorithms::Lu1D(backend, DistributionOf(a->rows, a->cols, a->local_rows),
+                                           a->data, &pivots));
+    for (int64_t i = 0; i < a->rows; ++i)
       piv->local[static_cast<size_t>(i)] = static_cast<int>(pivots[i]);
     *info = 0;  // the diagonal check (Agree) finds a zero or non-finite pivot
     return Agree<T>(*a, info, piv->input_nonfinite);
@@ -276,13 +269,10 @@ bool Engine::UseOwnLu() const {
          local_rows_ >= plan_->engine_rows();
 }
 
-algorithms::Square Engine::SquareOf(int64_t n, int64_t ld) const {
-  algorithms::Square g;
-  g.n = n;
-  g.t = plan_->tile;
-  g.ld = std::max<int64_t>(ld, 1);
-  g.rank = grid_->myrow * grid_->npcol + grid_->mycol;
-  return g;
+algorithms::Distribution Engine::DistributionOf(int64_t rows, int64_t cols, int64_t ld) const {
+  return algorithms::Distribution::Of(rows, cols, plan_->tile, grid_->nprow, grid_->myrow,
+                                      grid_->npcol, grid_->mycol, ld,
+                                      grid_->myrow * grid_->npcol + grid_->mycol);
 }
 
 bool Engine::UseOwnInverses(bool lu) const {
@@ -310,8 +300,8 @@ Status Engine::CholeskyInverse(const Matrix<T>& l, Matrix<T>* inverse) {
   // the solve with the identity.
   JAXMG_RETURN_IF_ERROR(NewLike<T>(l, inverse));
   Backend backend(*grid_);
-  return algorithms::CholeskyInverse<T>(backend, SquareOf(l.rows, l.local_rows), l.data, w.data,
-                                        inverse->data);
+  return algorithms::CholeskyInverse<T>(backend, DistributionOf(l.rows, l.cols, l.local_rows),
+                                        l.data, w.data, inverse->data);
 }
 
 template <typename T>
@@ -349,7 +339,7 @@ Status Engine::LogAbsDiag(const Matrix<T>& a, double scale, bool ok, RealOf<T>* 
 template <typename T>
 Status Engine::RhsIn(const T* b, int64_t nrhs, Axis axis, bool conj, Matrix<T>* c) {
   const layout::Plan& plan = *plan_;
-  const int64_t n = plan.rows.extent, t = plan.tile, lr = local_rows_;
+  const int64_t n = plan.rows.extent;
   // The whole right-hand side on every rank (it is small): the shards of one mesh column (one
   // mesh row when b is split over the mesh's columns), summed.
   const auto [block, rows, holder] = RhsBlock();
@@ -396,8 +386,8 @@ Status Engine::InverseSolve(const Matrix<T>& lu, const Pivots& piv, bool transpo
     JAXMG_RETURN_IF_ERROR(Identity<T>(lu, &w_upper));  // W_U := I
     JAXMG_RETURN_IF_ERROR(NewLike<T>(lu, &x));
     Backend backend(*grid_);
-    JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, SquareOf(n, lr), lu.data, global,
-                                                   w_lower.data, w_upper.data, x.data,
+    JAXMG_RETURN_IF_ERROR(algorithms::LuInverse<T>(backend, DistributionOf(n, n, lr), lu.data,
+                                                   global, w_lower.data, w_upper.data, x.data,
                                                    w_lower.data));
     if (!transpose) {
       *inverse = w_lower;
@@ -616,14 +606,8 @@ bool Engine::UseOwnQr() const {
          local_rows_ >= plan_->engine_rows();
 }
 
-algorithms::Qr1DShape Engine::QrShapeOf() const {
-  algorithms::Qr1DShape q;
-  q.m = plan_->engine_rows(), q.n = plan_->cols.extent, q.t = plan_->tile;
-  q.ld = std::max<int64_t>(local_rows_, 1);
-  q.procs = grid_->npcol, q.me = grid_->mycol, q.rank = grid_->mycol;
-  q.held = CyclicAxis{q.t, q.procs, q.me}.Extent(q.n);
-  q.ib = q.t;  // LAPACK's geqrf blocks the panel itself
-  return q;
+algorithms::Distribution Engine::QrDistribution() const {
+  return DistributionOf(plan_->engine_rows(), plan_->cols.extent, local_rows_);
 }
 
 template <typename T>
@@ -635,7 +619,8 @@ Status Engine::Geqrf(Matrix<T>* a, Reflectors* tau, int* info) {
     // what its Q needs kept in its backend's buffers for Orgqr.
     tau->backend = std::make_unique<Backend>(*grid_);
     algorithms::Qr1DFactors<T> f;
-    JAXMG_RETURN_IF_ERROR(algorithms::Qr1D(*tau->backend, QrShapeOf(), a->data, &f));
+    JAXMG_RETURN_IF_ERROR(
+        algorithms::Qr1D(*tau->backend, QrDistribution(), /*ib=*/plan_->tile, a->data, &f));
     tau->own = algorithms::Qr1DKept::Of(f);
     return AgreeQr<T>(*a, /*rank_fails=*/false, info);
   }
@@ -652,7 +637,7 @@ Status Engine::Orgqr(Matrix<T>* a, const Reflectors& tau) {
   }
   a->factored = Factorization::kNone;
   if (!tau.own.empty()) {  // the 1-D QR's τ and T_k
-    return algorithms::Orgqr1D(*tau.backend, QrShapeOf(), a->data, tau.own.As<T>());
+    return algorithms::Orgqr1D(*tau.backend, QrDistribution(), a->data, tau.own.As<T>());
   }
   int info = 0;
   return scalapack::Orgqr<T>(a->rows, plan_->cols.extent, a->data, *a->desc,
@@ -731,7 +716,7 @@ Status Engine::RhsMatrixIn(const T* b, int64_t rows, Matrix<T>* c) {
   }
   // The shards of b read column-major: blocks of rows / mesh_cols x cols.shard of Bᵀ, block
   // (v, u) on mesh position (u, v), as the engine matrix's (Prepare).
-  const int64_t n = plan.cols.extent, t = plan.tile, block = rows / plan.mesh_cols;
+  const int64_t n = plan.cols.extent, block = rows / plan.mesh_cols;
   JAXMG_RETURN_IF_ERROR(NewMatrix<T>(rows, n, c));
   Descriptor src;
   JAXMG_RETURN_IF_ERROR(MakeDescriptor(*grid_, rows, n, block, plan.cols.shard, block, &src));

@@ -218,13 +218,15 @@ class Engine {
   bool UseOwnLu() const;
   // Geqrf and Orgqr by the 1-D QR on 1 x P grids (config.cpu_qr = scalapack: p?geqrf, p?orgqr).
   bool UseOwnQr() const;
-  algorithms::Qr1DShape QrShapeOf() const;
+  // The 1-D QR's distribution: the engine matrix's rows and its leading cols.extent columns.
+  algorithms::Distribution QrDistribution() const;
   // CholeskyInverse (lu false) or InverseSolve (lu true) by the blocked inverses. Defaults:
   // CholeskyInverse blocked, InverseSolve p?getri; config.cpu_inverses = blocked: both blocked,
   // = scalapack: both ScaLAPACK's (p?potrs with the identity, p?getri).
   bool UseOwnInverses(bool lu) const;
-  // An n x n matrix in the engine's tiles over its grid, ld local rows (algorithms/inverses.h).
-  algorithms::Square SquareOf(int64_t n, int64_t ld) const;
+  // A rows x cols matrix in the engine's tiles over its grid, ld local rows (the algorithms'
+  // distribution, algorithms/distribution.h).
+  algorithms::Distribution DistributionOf(int64_t rows, int64_t cols, int64_t ld) const;
   // The handle of the engine matrix that Prepare or Adopt set up (work_, desc_a_ and the local
   // extents): what they hand out. Every other step reads the matrices it is handed.
   template <typename T>

@@ -76,17 +76,20 @@ Status Engine::PolarBuffers(const Matrix<T>& u, bool keep_a, QdwhOperands* q) {
 template <typename T>
 algorithms::QdwhWork<T> Engine::PolarWork(const Matrix<T>& u, QdwhOperands* operands) {
   const int64_t m = plan_->engine_rows(), n = plan_->cols.extent, t = plan_->tile;
-  const int64_t lc = u.local_cols, lr = u.local_rows;
+  const int64_t lr = u.local_rows;
   const int64_t round = t * grid_->nprow;
   algorithms::QdwhWork<T> q;
   q.mp = (m + round - 1) / round * round;
   q.top = q.mp / grid_->nprow;
-  q.u = {u.data, m, n, lr, lc, t};
+  // A, W and U distributed as the engine matrix (m x n), Z as an n x n one, Y as an (mp + n) x n
+  // one (every rank's top rows of U and zeros, then its rows of I).
+  const algorithms::Distribution as_u = DistributionOf(m, n, lr);
   const int64_t zr = operands->z_rows;
-  q.a = {As<T>(operands->a), m, n, lr, lc, t};
-  q.w = {As<T>(operands->w), m, n, lr, lc, t};
-  q.z = {As<T>(operands->z), n, n, zr, lc, t};
-  q.y = {As<T>(operands->y), q.mp + n, n, q.top + zr, lc, t};
+  q.u = {u.data, as_u};
+  q.a = {As<T>(operands->a), as_u};
+  q.w = {As<T>(operands->w), as_u};
+  q.z = {As<T>(operands->z), DistributionOf(n, n, zr)};
+  q.y = {As<T>(operands->y), DistributionOf(q.mp + n, n, q.top + zr)};
   q.tau = As<T>(operands->tau);
   q.sums = operands->sums;
   q.steps = &operands->steps;
@@ -130,7 +133,7 @@ Status Engine::PolarEnd(const Matrix<T>& u, QdwhOperands* operands, bool h, Matr
   *info = bad;
   if (bad != 0 || !h) return Status();
   // H into the square matrix kept, distributed as Z.
-  JAXMG_RETURN_IF_ERROR(NewMatrix<T>(q.z.rows, q.z.cols, hm));
+  JAXMG_RETURN_IF_ERROR(NewMatrix<T>(q.z.rows(), q.z.cols(), hm));
   algorithms::Tiled<T> h_tiles = q.z;
   h_tiles.p = hm->data;
   JAXMG_RETURN_IF_ERROR(algorithms::QdwhHermitianFactor<T>(backend, q, h_tiles));
