@@ -86,7 +86,7 @@ Status TriangularInverse(B& b, const Distribution& g, const T* l, T* w, bool upp
         // from `first`, m of them.
         const int64_t first = upper ? 1 : k0 + 1;
         const int64_t m = upper ? k0 + kb : n - k0;
-        return b.template PTrsm<T>(pass, upper, unit, m, kb, l, first, first, w, first, k0 + 1);
+        return b.PTrsm(pass, upper, unit, m, kb, l, first, first, w, first, k0 + 1);
       });
 }
 
@@ -99,7 +99,7 @@ Status CholeskyInverse(B& b, const Distribution& g, const T* l, T* w, T* y) {
   JAXMG_RETURN_IF_ERROR(
       detail::BlockSweep<T>(b, g, "inv_cholesky", &failed, [&](Pass pass, int64_t k0, int64_t kb) {
         const int64_t e = k0 + kb;
-        return b.template PGemm<T>(pass, true, e, e, kb, w, k0 + 1, 1, w, k0 + 1, 1, y, 1, 1);
+        return b.PGemm(pass, true, e, e, kb, w, k0 + 1, 1, w, k0 + 1, 1, y, 1, 1);
       }));
   return b.Agree("inv_cholesky", failed.status());
 }
@@ -112,8 +112,7 @@ Status LuInverseProduct(B& b, const Distribution& g, const T* w_upper, const T* 
                         Deferred* failed) {
   return detail::BlockSweep<T>(b, g, "inv", failed, [&](Pass pass, int64_t k0, int64_t kb) {
     const int64_t e = k0 + kb;
-    return b.template PGemm<T>(pass, false, e, e, kb, w_upper, 1, k0 + 1, w_lower, k0 + 1, 1, x, 1,
-                               1);
+    return b.PGemm(pass, false, e, e, kb, w_upper, 1, k0 + 1, w_lower, k0 + 1, 1, x, 1, 1);
   });
 }
 
@@ -141,7 +140,7 @@ Status LuInverse(B& b, const Distribution& g, const T* factors, const std::vecto
   JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(b, g, factors, w_lower, false, true, &failed));
   JAXMG_RETURN_IF_ERROR(TriangularInverse<T>(b, g, factors, w_upper, true, false, &failed));
   JAXMG_RETURN_IF_ERROR(LuInverseProduct<T>(b, g, w_upper, w_lower, x, &failed));
-  failed.Keep(b.template PMoveColumns<T>(x, out, order));
+  failed.Keep(b.PMoveColumns(x, out, order));
   return b.Agree("inv", failed.status());
 }
 

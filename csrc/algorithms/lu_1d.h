@@ -57,7 +57,7 @@ Status Lu1D(B& b, const Distribution& g, T* a, std::vector<int64_t>* pivots) {
   Deferred local;
   local.Run([&] { return b.Buffer(n * t, &panel); });
   local.Run([&] { return b.Buffer(n, &piv); });
-  local.Run([&] { return b.template PrepareGetrf<T>(n, t, panel, n); });
+  local.Run([&] { return b.PrepareGetrf(n, t, panel, n); });
   JAXMG_RETURN_IF_ERROR(b.Agree("lu", local.status()));
   Deferred failed;
   for (int64_t k = 0; k * t < n; ++k) {

@@ -147,7 +147,7 @@ Status Qr1D(B& b, const Distribution& q, int64_t ib, T* a, Qr1DFactors<T>* out) 
   for (T** p : {&f.work.s, &side_work.s}) {
     local.Run([&] { return b.Buffer(t * t, p); });
   }
-  local.Run([&] { return b.template PrepareGeqrf<T>(m, ib, a, ld, f.tau); });
+  local.Run([&] { return b.PrepareGeqrf(m, ib, a, ld, f.tau); });
   JAXMG_RETURN_IF_ERROR(b.Agree("qr", local.status()));
   auto v_of = [&](int64_t k) { return f.v + (k % 2) * m * t; };
   auto f_of = [&](int64_t k) { return f.f + k * t * t; };
