@@ -458,7 +458,7 @@ def run(p: Plan, fn, a, b, pivots) -> Result:
     elif traced(a, b, pivots):
         with _placement.mesh_scope(p.placement.mesh):
             out = _batchable(fn, a, b, pivots)
-    else:  # concrete arrays: no transformation to serve (saves ~0.2 ms a call)
+    else:  # concrete arrays: no transformation to serve, none of its cost
         with _placement.mesh_scope(p.placement.mesh):
             out = fn(a, b, pivots)
     return Result(

@@ -83,7 +83,7 @@ def differentiable_solve(rule: SolveRule, with_logdet: bool):
         return _solve_jvp(rule, opts, with_logdet)(*primals, *tangents)
 
     def call(opts, donate, a, b):
-        # Concrete arrays: nothing to differentiate (saves ~0.15 ms a call).
+        # Concrete arrays: nothing to differentiate, none of custom_jvp's cost.
         return fn(opts, donate, a, b) if _routine.traced(a, b) else primal(opts, donate, a, b)
 
     return call

@@ -18,11 +18,11 @@ bool Engine::UseTwoStage(bool vectors, bool subset) const {
   // The two stages need every row (1 x P) or every column (P x 1) on each process and a band
   // that divides the tile. config.cpu_eigh = two-stage or = scalapack chooses; "auto", the measured
   // one (bench/cpu_own.py --routine eigh|eigvalsh; bench/results/cpu_own_eig*_71444db.json):
-  // eigenvalues alone by the two stages (0.93-1.70x p?syevd on 1 x 2 at N = 1024-3072, 3.1x on
-  // 1 x 4), with eigenvectors p?syevd (the two stages 0.71-0.89x on 1 x 2, 0.73-0.83x on 2 x 1);
-  // a subset's eigenvectors by the two stages, Q₂ and Q₁ on its k columns (as fast as p?syevr
-  // within 10 % on 1 x 2 and 2 x 1 at N = 4000, bench/results/cpu_syevd_subset_2proc_*.json;
-  // the GPU engine's algorithm, which the CPU tests then exercise).
+  // eigenvalues alone by the two stages (they beat p?syevd on 1 x 2 and 1 x 4), with
+  // eigenvectors p?syevd (the two stages lose on 1 x 2 and 2 x 1); a subset's eigenvectors by
+  // the two stages, Q₂ and Q₁ on its k columns (as fast as p?syevr on 1 x 2 and 2 x 1,
+  // bench/results/cpu_syevd_subset_2proc_*.json; the GPU engine's algorithm, which the CPU tests
+  // then exercise).
   const Choice c = config_.cpu_eigh;
   const bool wanted = c == Choice::kOwn || (c == Choice::kAuto && (!vectors || subset));
   const bool one_dimensional = grid_->nprow == 1 || grid_->npcol == 1;

@@ -276,8 +276,9 @@ algorithms::Distribution Engine::DistributionOf(int64_t rows, int64_t cols, int6
 }
 
 bool Engine::UseOwnInverses(bool lu) const {
-  // Measured (bench/cpu_own.py): the blocked Cholesky inverse beats p?potrs with the identity
-  // (1.25-1.67x on 2 and 4 processes), the blocked LU inverse does not beat p?getri (0.73-1.06x).
+  // Measured (bench/cpu_own.py; bench/results/cpu_own_potri_*_1ecac46.json and
+  // cpu_own_inv_*_1ecac46.json): the blocked Cholesky inverse beats p?potrs with the identity on
+  // 2 and 4 processes, the blocked LU inverse does not beat p?getri.
   // config.cpu_inverses = blocked (kOwn) takes both, = scalapack (kLibrary) neither.
   const Choice c = config_.cpu_inverses;
   return lu ? c == Choice::kOwn : c != Choice::kLibrary;
