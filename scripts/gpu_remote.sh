@@ -405,7 +405,8 @@ PYEOF
       # The seed README example, JAXMg 1.4.1's cases and jaxmg.linalg's cases with ranks
       # sharing the GPU, for each P of SHARED_PROCS.
       # SHARED_CASES: some of "readme,jaxmg1,linalg" (default: all three); JAXMG1_SELECT: some
-      # of JAXMg's cases ("|"-separated parts of their names); LINALG_DTYPES, LINALG_VMAP (0: not
+      # of JAXMg's cases ("|"-separated parts of their names), JAXMG1_PART (a suffix of the
+      # output folder's name, for two such jobs side by side); LINALG_DTYPES, LINALG_VMAP (0: not
       # the jax.vmap cases) and LINALG_PART (a suffix of the output's name) split jaxmg.linalg's.
       # (the facts name the wheel's commit, not the test tree's)
       export JAXMG_COMMIT=$(cat .gpu/jaxmg/COMMIT 2>/dev/null || echo unknown)
@@ -419,7 +420,7 @@ PYEOF
         fi
         if [[ $parts == *" jaxmg1 "* ]]; then
           shared_launch "$procs" "${T_JAXMG1:-300}" \
-            tests/gpu/jaxmg1_gpu.py "$OUT/jaxmg1_shared_p$procs" ${JAXMG1_SELECT:-}
+            tests/gpu/jaxmg1_gpu.py "$OUT/jaxmg1_shared_p$procs${JAXMG1_PART:-}" ${JAXMG1_SELECT:-}
         fi
         mesh=$([ "$procs" = 4 ] && echo "2 2" || echo "$procs 1")
         if [[ $parts == *" linalg "* ]]; then

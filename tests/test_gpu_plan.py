@@ -84,7 +84,7 @@ def test_gate_job_lists_name_real_stages_and_fit_the_gpu():
     stages = set(re.findall(r"^    ([a-z0-9|]+)\)$", remote, re.M))
     stages = {s for alt in stages for s in alt.split("|")}
     lists = sorted((root / "scripts" / "gpu_jobs").glob("gate_*.txt"))
-    assert len(lists) == 9
+    assert len(lists) == 11
     seen = set()
     for path in lists:
         jobs = [j.strip() for j in path.read_text().replace("\n", " ").split(";") if j.strip()]
