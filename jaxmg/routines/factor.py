@@ -345,6 +345,7 @@ def _refined_solve(plan, lu: bool, transpose: bool):
             lo_status,
             lambda r: low_solve(matrix, pivots, r, transpose),
             lambda r: jnp.conj(low_solve(matrix, pivots, jnp.conj(r), not transpose)),
+            lambda r: low_solve(matrix.astype(r.dtype), pivots, r, transpose),
             lambda: high_solve(a, b2),
             transpose,
         )

@@ -5,9 +5,9 @@ The matrix is factored in the low precision with the engine's own routine (`cho_
 refined in float64: r = b − A x (a sharded product of XLA's: the matrix is never gathered) and
 a correction from the low-precision factor. Classical refinement first; where it stalls (the
 backward error of a column falls by less than `STALL` in a step), each further step solves the
-correction equation A d = r by GMRES in float64 preconditioned by the low-precision factor
-(`RESTART` iterations, one cycle a step: GMRES-IR, as HPL-MxP does). Each right-hand side
-column stops when its normwise backward error
+correction equation A d = r by GMRES in float64 preconditioned by the low-precision factor,
+applied in float64 (`RESTART` iterations, one cycle a step: GMRES-IR, as HPL-MxP does). Each
+right-hand side column stops when its normwise backward error
 
     ‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) ≤ max(c N, TOLERANCE_FLOOR) · ε(float64),  c = TOLERANCE_FACTOR.
 
@@ -163,13 +163,18 @@ def _inf_norm(a, transpose):
     return jnp.max(jnp.sum(jnp.abs(a), axis=0 if transpose else 1))
 
 
-def refine(user, a, b2, lo_status, low_solve, low_solve_adjoint, high_solve, transpose: bool):
+def refine(
+    user, a, b2, lo_status, low_solve, low_solve_adjoint, precise_solve, high_solve, transpose: bool
+):
     """(x, status, info) of op(A) x = b2 (op: Aᵀ with transpose; b2 (N, K) of A's dtype),
     refined with a low-precision factor, inside the caller's jit.
 
     user: a's placement; a: A itself (its derivative stopped); lo_status: the low-precision
     factorization's status; low_solve(r) -> op(A_lo)⁻¹ r and low_solve_adjoint(r) ->
-    op(A_lo)ᴴ⁻¹ r for r in the factor's dtype (the results in any dtype); high_solve() ->
+    op(A_lo)ᴴ⁻¹ r for r in the factor's dtype (the results in any dtype); precise_solve(r) ->
+    op(A_lo)⁻¹ r for r in A's dtype, the factor's entries widened to it (GMRES-IR's
+    preconditioner: applied in the low precision, its rounding error, about κ ε(low) relative,
+    is as large as the factor's own, and GMRES stalls where κ ε(low) passes 1); high_solve() ->
     (x, status) of the float64 factorization (the fallback, under `lax.cond`: run only when
     taken).
     """
@@ -216,11 +221,15 @@ def refine(user, a, b2, lo_status, low_solve, low_solve_adjoint, high_solve, tra
         r_new = residual(x_new)
         return x_new, r_new, berr(x_new, r_new)
 
+    def precondition_precisely(r):
+        return constrain_rows(precise_solve(r))
+
     def gmres(x, r, e):
-        # The correction equation A d = r, preconditioned: A_lo⁻¹ A d = A_lo⁻¹ r.
+        # The correction equation A d = r, preconditioned: A_lo⁻¹ A d = A_lo⁻¹ r, A_lo⁻¹ applied
+        # in A's precision (Carson and Higham's GMRES-IR).
         d = _gmres_cycle(
-            lambda v: precondition(constrain_rows(_rules.matvec(user, a, v, op))),
-            precondition(r),
+            lambda v: precondition_precisely(constrain_rows(_rules.matvec(user, a, v, op))),
+            precondition_precisely(r),
             constrain_rows,
         )
         x_new = x + d
