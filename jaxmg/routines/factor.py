@@ -338,6 +338,12 @@ def _refined_solve(plan, lu: bool, transpose: bool):
     @jax.jit
     def solve(matrix, pivots, lo_status, a, b2):
         a = jax.lax.stop_gradient(a)
+
+        def precise_solver():
+            """r -> op(A_lo)⁻¹ r in A's dtype: the factor widened once."""
+            wide = matrix.astype(b2.dtype)
+            return lambda r: low_solve(wide, pivots, r, transpose)
+
         return _mixed.refine(
             user,
             a,
@@ -345,7 +351,7 @@ def _refined_solve(plan, lu: bool, transpose: bool):
             lo_status,
             lambda r: low_solve(matrix, pivots, r, transpose),
             lambda r: jnp.conj(low_solve(matrix, pivots, jnp.conj(r), not transpose)),
-            lambda r: low_solve(matrix.astype(r.dtype), pivots, r, transpose),
+            precise_solver,
             lambda: high_solve(a, b2),
             transpose,
         )

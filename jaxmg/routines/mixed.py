@@ -164,17 +164,26 @@ def _inf_norm(a, transpose):
 
 
 def refine(
-    user, a, b2, lo_status, low_solve, low_solve_adjoint, precise_solve, high_solve, transpose: bool
+    user,
+    a,
+    b2,
+    lo_status,
+    low_solve,
+    low_solve_adjoint,
+    precise_solver,
+    high_solve,
+    transpose: bool,
 ):
     """(x, status, info) of op(A) x = b2 (op: Aᵀ with transpose; b2 (N, K) of A's dtype),
     refined with a low-precision factor, inside the caller's jit.
 
     user: a's placement; a: A itself (its derivative stopped); lo_status: the low-precision
     factorization's status; low_solve(r) -> op(A_lo)⁻¹ r and low_solve_adjoint(r) ->
-    op(A_lo)ᴴ⁻¹ r for r in the factor's dtype (the results in any dtype); precise_solve(r) ->
-    op(A_lo)⁻¹ r for r in A's dtype, the factor's entries widened to it (GMRES-IR's
-    preconditioner: applied in the low precision, its rounding error, about κ ε(low) relative,
-    is as large as the factor's own, and GMRES stalls where κ ε(low) passes 1); high_solve() ->
+    op(A_lo)ᴴ⁻¹ r for r in the factor's dtype (the results in any dtype); precise_solver() ->
+    a function r -> op(A_lo)⁻¹ r for r in A's dtype, the factor's entries widened to it once
+    per GMRES cycle, where precise_solver is called (GMRES-IR's preconditioner: applied in the
+    low precision, its rounding error, about κ ε(low) relative, is as large as the factor's
+    own, and GMRES stalls where κ ε(low) passes 1); high_solve() ->
     (x, status) of the float64 factorization (the fallback, under `lax.cond`: run only when
     taken).
     """
@@ -221,12 +230,15 @@ def refine(
         r_new = residual(x_new)
         return x_new, r_new, berr(x_new, r_new)
 
-    def precondition_precisely(r):
-        return constrain_rows(precise_solve(r))
-
     def gmres(x, r, e):
         # The correction equation A d = r, preconditioned: A_lo⁻¹ A d = A_lo⁻¹ r, A_lo⁻¹ applied
-        # in A's precision (Carson and Higham's GMRES-IR).
+        # in A's precision (Carson and Higham's GMRES-IR), with the factor widened here, not in
+        # each of the cycle's iterations.
+        precise_solve = precise_solver()
+
+        def precondition_precisely(r):
+            return constrain_rows(precise_solve(r))
+
         d = _gmres_cycle(
             lambda v: precondition_precisely(constrain_rows(_rules.matvec(user, a, v, op))),
             precondition_precisely(r),
