@@ -1044,9 +1044,15 @@ def _explicit_context_example(env, routine):
             & jnp.allclose(jnp.diag(second), d)
         )
         passed = bool(passed)
+        # (what a failure looks like: the statuses and the two checks' largest errors)
+        errors = dict(
+            status=np.asarray(gather(status)).ravel().tolist(),
+            gram_error=float(jnp.max(jnp.abs(gram - jnp.eye(n, dtype=jnp.float64)))),
+            diag_error=float(jnp.max(jnp.abs(jnp.diag(second) - d))),
+        )
     specs = [str(x.sharding.spec) for x in (first, second)]
     ok = passed and all(sharded_as(x, mesh, P()) for x in (first, second))
-    return check(ok, n=n, grid=[rows, cols], specs=specs)
+    return check(ok, n=n, grid=[rows, cols], specs=specs, **errors)
 
 
 for _routine in ("qr", "polar"):

@@ -7,9 +7,10 @@ potrs), under the context mesh.
 
 Usage: mpirun -n P python linalg_worker.py ROWS COLS DTYPES VMAP OUT.json
   DTYPES: the dtypes of the per-dtype cases, comma-separated (float32,complex128); VMAP: 1 to
-  run the jax.vmap cases too. On GPUs: `python -m jaxmg launch -n 2 tests/mp/linalg_worker.py
-  2 1 float32,float64,complex64,complex128 1 OUT.json` (one GPU per process), or without a
-  launcher on one GPU: `python tests/mp/linalg_worker.py 1 1 ... OUT.json`.
+  run the jax.vmap cases too, "only" to run just those (or some: "only:vmap_gesvd"). On GPUs:
+  `python -m jaxmg launch -n 2 tests/mp/linalg_worker.py 2 1 float32,float64,complex64,complex128
+  1 OUT.json` (one GPU per process), or without a launcher on one GPU:
+  `python tests/mp/linalg_worker.py 1 1 ... OUT.json`.
 """
 
 import json
@@ -53,7 +54,10 @@ from linalg_cases import (  # noqa: E402
 )
 
 rows, cols = int(sys.argv[1]), int(sys.argv[2])
-dtype_names, with_vmap, out_path = sys.argv[3].split(","), sys.argv[4] == "1", sys.argv[5]
+dtype_names, out_path = sys.argv[3].split(","), sys.argv[5]
+vmap_only = sys.argv[4].startswith("only")
+with_vmap = vmap_only or sys.argv[4] == "1"
+vmap_names = sys.argv[4].split(":", 1)[1].split(",") if ":" in sys.argv[4] else None
 mesh = jax.make_mesh((rows, cols), ("pr", "pc"))
 N = 24
 REP = P()
@@ -703,13 +707,22 @@ def keep(rec):
         print(f"[{'ok' if rec['ok'] else 'FAIL'}] {rec['case']} {rec['dtype']}", flush=True)
 
 
-for fn in PER_DTYPE:
+# JAXMG_LINALG_CASES: some of the per-dtype and once cases by name (qr,polar), for a run split
+# in parts.
+picked = os.environ.get("JAXMG_LINALG_CASES")
+picked = None if not picked else picked.split(",")
+for fn in [] if vmap_only else PER_DTYPE:
+    if picked is not None and fn.__name__[5:] not in picked:
+        continue
     for dtype_name in dtype_names:
         dt = DTYPES[dtype_name]
         keep(record(fn.__name__[5:], dtype_name, lambda fn=fn, dt=dt: fn(dt)))
-for fn in ONCE:
+for fn in [] if vmap_only else ONCE:
+    if picked is not None and fn.__name__[5:] not in picked:
+        continue
     keep(record(fn.__name__[5:], "float64", lambda fn=fn: fn(np.float64)))
 if with_vmap:
     with jax.set_mesh(mesh):
         for fn in VMAP:
-            keep(record(fn.__name__, "float64", fn))
+            if vmap_names is None or fn.__name__ in vmap_names:
+                keep(record(fn.__name__, "float64", fn))
