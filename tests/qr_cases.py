@@ -37,11 +37,11 @@ def _tolerance(m, dtype):
 
 
 def qr_case(mesh, routine, dtype_name, m, n, tile, k=3, variant=""):
-    """qr: reconstruction, orthogonality, R upper triangular, Q in a's sharding; least_squares:
-    normal-equation residual, x's shape. variant: "jit" (inside a user's jit), "donate",
-    "rank-deficient" (qr of a matrix with a zero column: still a valid factorization),
-    "chunked" (R and x gathered in chunks of 5 rows), "scalapack" (the CPU engine's p?geqrf and
-    p?orgqr where its 1-D QR is the default: 1 x P grids)."""
+    """qr: reconstruction, orthogonality, R upper triangular with a real nonnegative diagonal, Q
+    in a's sharding; least_squares: normal-equation residual, x's shape. variant: "jit" (inside
+    a user's jit), "donate", "rank-deficient" (qr of a matrix with a zero column: still a valid
+    factorization), "chunked" (R and x gathered in chunks of 5 rows), "scalapack" (the CPU
+    engine's p?geqrf and p?orgqr where its 1-D QR is the default: 1 x P grids)."""
     import jaxmg
 
     dtype = DTYPES[dtype_name]
@@ -71,6 +71,10 @@ def qr_case(mesh, routine, dtype_name, m, n, tile, k=3, variant=""):
             reconstruction=float(np.linalg.norm(qg @ rg - a64) / np.linalg.norm(a64)),
             orthogonality=float(np.linalg.norm(qg.conj().T @ qg - np.eye(n))),
             below_diagonal=float(np.abs(np.tril(rg, -1)).max()),
+            # R's diagonal real and nonnegative (Q and R the same on every mesh)
+            diagonal_real_nonnegative=bool(
+                np.all(np.diag(rg).real >= 0) and np.all(np.diag(rg).imag == 0)
+            ),
             q_spec=str(q.sharding.spec),
             shapes=[list(q.shape), list(r.shape)],
         )
@@ -80,6 +84,7 @@ def qr_case(mesh, routine, dtype_name, m, n, tile, k=3, variant=""):
             rec["reconstruction"] <= tol
             and rec["orthogonality"] <= tol
             and rec["below_diagonal"] == 0.0
+            and rec["diagonal_real_nonnegative"]
             and q.sharding.spec == spec
             and rec["shapes"] == [[m, n], [n, n]]
             and statuses == [0] * len(statuses)

@@ -61,7 +61,8 @@ def qr(
 
     Returns:
       (Q, R), or (Q, R, status) with return_status. Q is M x N with orthonormal columns, in a's
-      sharding; R is N x N upper triangular (its lower triangle exact zeros), in a's
+      sharding; R is N x N upper triangular (its lower triangle exact zeros) with a real,
+      nonnegative diagonal (so Q and R of a full-rank A are the same on every mesh), in a's
       matrix spec where N divides over the mesh (rows over a's row axis otherwise, or whole on
       every device when they do not divide either); both replicated when a is. A
       rank-deficient A is factored all the
@@ -92,6 +93,25 @@ def _upper(r, n):
     cols = jax.lax.broadcasted_iota(jnp.int32, r.x.shape, 1)
     upper = jnp.where((rows > cols) & (r.status == 0), jnp.zeros((), r.x.dtype), r.x)
     return _place_r(upper, r.user, n)
+
+
+def _unpack(r, n):
+    """(Q, R, status) of a QR call's result, with R's diagonal real and nonnegative: each column
+    of Q and row of R scaled by the diagonal entry's phase (1 where it is zero). Householder
+    QR's signs depend on where the rows lie (cuSOLVERMp, ScaLAPACK and the 1-D QR relabel
+    them differently); so scaled, Q and R of a full-rank A are unique, the same on every mesh
+    and engine (A = [diag(d); 0] with d > 0 gives R = diag(d), as JAXMg's examples check)."""
+    q, upper = r.matrix, _upper(r, n)
+    rows = jax.lax.broadcasted_iota(jnp.int32, upper.shape, 0)
+    cols = jax.lax.broadcasted_iota(jnp.int32, upper.shape, 1)
+    # (a masked sum, not jnp.diagonal: its gather is refused on Explicit mesh axes)
+    diagonal = jnp.sum(jnp.where(rows == cols, upper, 0), axis=0)
+    magnitude = jnp.abs(diagonal)
+    phase = jnp.where(magnitude > 0, diagonal / jnp.where(magnitude > 0, magnitude, 1), 1)
+    phase = _placement.constrain(phase.astype(upper.dtype), r.user.mesh, P())
+    # (the diagonal set to its magnitude: exactly real, where the product leaves rounding)
+    upper = jnp.where(rows == cols, magnitude.astype(upper.dtype), jnp.conj(phase)[:, None] * upper)
+    return q * phase[None, :], _place_r(upper, r.user, n), r.status
 
 
 def _place_r(m, user, n):
@@ -161,7 +181,7 @@ QR_API = _factory.Routine(
             _factory.Output("R", place="replicated"),
             _factory.Output("status", "return_status", status=True),
         ),
-        unpack=lambda r, kw, b: (r.matrix, _upper(r, kw["a"].shape[1]), r.status),
+        unpack=lambda r, kw, b: _unpack(r, kw["a"].shape[1]),
         tangent=_qr_tangent,
         check_operands=False,
         context_work=False,  # Q takes a's place
