@@ -101,3 +101,29 @@ def test_gate_job_lists_name_real_stages_and_fit_the_gpu():
         for p in ("2", "4") + (("6",) if stage == "shared" else ()):
             assert (stage, p) in seen, (stage, p)
     assert ("single", None) in seen
+
+
+@pytest.mark.parametrize(
+    "platform, rows, cols, standard, taken",
+    [
+        ("cuda", 1, 1, True, True),
+        ("cuda", 1, 4, True, True),  # the engine's 4 x 1 grid: each GPU holds every column
+        ("cuda", 2, 1, True, False),  # the engine's 1 x 2 grid: the pairs are kept where they lie
+        ("cuda", 4, 1, True, False),
+        ("cuda", 2, 2, True, False),
+        ("cuda", 1, 2, False, False),  # the generalized problem: every pair, then kept
+        ("cpu", 2, 3, False, True),
+    ],
+)
+def test_gpu_engine_takes_a_subset_where_its_move_stays_on_each_device(
+    platform, rows, cols, standard, taken
+):
+    """The GPU engine moves a subset's eigenpairs first on each device only on its grids of one
+    column (csrc/engines/cusolvermp/vendor.cc refuses the others): 1 x P meshes, which the
+    engine reads transposed. Sending it a subset on any other mesh fails on the GPU."""
+    from types import SimpleNamespace
+
+    from jaxmg.routines.syevd import engine_subset
+
+    placement = SimpleNamespace(platform=platform, mesh_rows=rows, mesh_cols=cols)
+    assert engine_subset(placement, standard) is taken

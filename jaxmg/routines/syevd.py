@@ -35,12 +35,14 @@ def engine_subset(placement, standard: bool) -> bool:
     """Whether the engine takes a subset_by_index and writes its pairs first (the eigenvalues'
     first k = hi - lo entries, the vectors' first k columns): the CPU engine always (ScaLAPACK's
     p?syevr / p?heevr, or its own two stages with Q₂ and Q₁ on the k columns); the GPU engine
-    for the standard problem on meshes of one column (its own two stages on the k columns, or
-    cuSOLVERMp's Syevd with the kept pairs moved first on each device). Elsewhere the engine
-    computes every pair and the wanted ones are kept where they lie."""
+    for the standard problem on meshes of one row (its own two stages on the k columns, or
+    cuSOLVERMp's Syevd with the kept pairs moved first on each device). A 1 x P mesh is the
+    engine's grid of P x 1 (layout.h: the engine reads each shard column-major), where every
+    device holds every engine column of its rows, so the move stays on the device. Elsewhere
+    the engine computes every pair and the wanted ones are kept where they lie."""
     if placement.platform == "cpu":
         return True
-    return standard and placement.platform == "cuda" and placement.mesh_cols == 1
+    return standard and placement.platform == "cuda" and placement.mesh_rows == 1
 
 
 def syevd(
