@@ -25,4 +25,4 @@ echo "[test] docs"
 ./scripts/docs.sh
 # --- end docs ---
 echo "[test] pytest"
-.venv/bin/pytest -q -rs "$@"
+.venv/bin/pytest -q -rs --durations=30 "$@"

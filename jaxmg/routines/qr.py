@@ -86,24 +86,17 @@ def qr(
     )
 
 
-def _upper(r, n):
-    """R of a QR call's result: exact zeros below the diagonal (the engine leaves its
-    Householder vectors there), all NaN when the factorization failed; placed (_place_r)."""
+def _unpack(r, n):
+    """(Q, R, status) of a QR call's result. R: exact zeros below the diagonal (the engine
+    leaves its Householder vectors there), all NaN when the factorization failed, and its
+    diagonal real and nonnegative: each column of Q and row of R scaled by the diagonal entry's
+    phase (1 where it is zero or NaN). Householder QR's signs depend on where the rows lie
+    (cuSOLVERMp, ScaLAPACK and the 1-D QR relabel them differently); so scaled, Q and R of a
+    full-rank A are unique, the same on every mesh and engine (A = [diag(d); 0] with d > 0 gives
+    R = diag(d), as JAXMg's examples check)."""
     rows = jax.lax.broadcasted_iota(jnp.int32, r.x.shape, 0)
     cols = jax.lax.broadcasted_iota(jnp.int32, r.x.shape, 1)
     upper = jnp.where((rows > cols) & (r.status == 0), jnp.zeros((), r.x.dtype), r.x)
-    return _place_r(upper, r.user, n)
-
-
-def _unpack(r, n):
-    """(Q, R, status) of a QR call's result, with R's diagonal real and nonnegative: each column
-    of Q and row of R scaled by the diagonal entry's phase (1 where it is zero). Householder
-    QR's signs depend on where the rows lie (cuSOLVERMp, ScaLAPACK and the 1-D QR relabel
-    them differently); so scaled, Q and R of a full-rank A are unique, the same on every mesh
-    and engine (A = [diag(d); 0] with d > 0 gives R = diag(d), as JAXMg's examples check)."""
-    q, upper = r.matrix, _upper(r, n)
-    rows = jax.lax.broadcasted_iota(jnp.int32, upper.shape, 0)
-    cols = jax.lax.broadcasted_iota(jnp.int32, upper.shape, 1)
     # (a masked sum, not jnp.diagonal: its gather is refused on Explicit mesh axes)
     diagonal = jnp.sum(jnp.where(rows == cols, upper, 0), axis=0)
     magnitude = jnp.abs(diagonal)
@@ -111,7 +104,7 @@ def _unpack(r, n):
     phase = _placement.constrain(phase.astype(upper.dtype), r.user.mesh, P())
     # (the diagonal set to its magnitude: exactly real, where the product leaves rounding)
     upper = jnp.where(rows == cols, magnitude.astype(upper.dtype), jnp.conj(phase)[:, None] * upper)
-    return q * phase[None, :], _place_r(upper, r.user, n), r.status
+    return r.matrix * phase[None, :], _place_r(upper, r.user, n), r.status
 
 
 def _place_r(m, user, n):
