@@ -545,6 +545,64 @@ def eigenpairs_by_index(plt, out: Path) -> Path:
     return _save(fig, out / "eigenpairs_by_index_cpu.svg")
 
 
+# Eigenpairs by index on one GPU, with the stage breakdown (scripts/gpu_remote.sh subset).
+SUBSET_GPU = (
+    "syevd_subset_32768_0-328_random_h100x1_819bd8d.json",
+    "syevd_subset_32768_0-3277_random_h100x1_819bd8d.json",
+    "syevd_subset_32768_all_random_h100x1_47058e3.json",
+)
+# (the stages as the engine names them; the band reduction is the two stages' rest)
+SUBSET_STAGES = (
+    ("band reduction", None),
+    ("chase", "BandToTridiagonal (vectors)"),
+    ("Stedc", "Stedc"),
+    ("Q₂", "Q2 (chase reflectors)"),
+    ("Q₁", "Q1 (band reduction)"),
+)
+
+
+def eigenpairs_by_index_gpu(plt, out: Path) -> Path:
+    """The two stages' time by stage for the k lowest pairs and for all of them, N = 32768 on
+    one GPU, with JAX's eigh of the same subset and the 3.0 s target for k = N/10."""
+    runs = []
+    for name in SUBSET_GPU:
+        data = json.loads((RESULTS / name).read_text())
+        mine = next(r for r in data["records"] if r["engine"] == "jaxmg")
+        jax_s = [r["seconds"] for r in data["records"] if r["engine"] == "jax"]
+        runs.append((mine, jax_s[0] if jax_s else None, data.get("device", "one GPU")))
+    fig, ax = plt.subplots(figsize=(5.6, 3.4))
+    colors = plt.get_cmap("tab10").colors
+    labels = []
+    for i, (r, jax_s, _) in enumerate(runs):
+        stages = r["stages_best_ms"]
+        listed = sum(stages[key] for _, key in SUBSET_STAGES if key)
+        bottom = 0.0
+        for j, (label, key) in enumerate(SUBSET_STAGES):
+            ms = stages[key] if key else stages["BandEigh"] - listed
+            ax.bar(i, ms / 1e3, bottom=bottom, color=colors[j], label=label if i == 0 else None)
+            bottom += ms / 1e3
+        ax.annotate(f"{r['seconds']:.2f} s", (i, bottom), ha="center", va="bottom", fontsize=7)
+        if jax_s is not None:
+            ax.annotate(
+                f"JAX eigh, same subset: {jax_s:.1f} s",
+                (i, bottom + 1.2),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color=JAX,
+            )
+        k = r["n"] if r.get("lo") is None else r["hi"] - r["lo"]
+        labels.append("all" if r.get("lo") is None else f"{k} lowest")
+    ax.axhline(3.0, color=JAX, linestyle=":", label="target, k = N/10")
+    ax.set_xticks(range(len(runs)), labels)
+    ax.set_ylabel("seconds (best warm call)")
+    n, device = runs[0][0]["n"], runs[0][2]
+    ax.set_title(f"syevd, N = {n} float64, random: the two stages ({device})", fontsize=8)
+    ax.set_ylim(0, 1.25 * max(r["seconds"] for r, _, _ in runs))
+    ax.legend(frameon=False, fontsize=7, loc="upper left")
+    return _save(fig, out / "eigenpairs_by_index_gpu.svg")
+
+
 def draw_all(out: Path) -> list[Path]:
     """Draws every figure into `out`.
 
@@ -565,6 +623,7 @@ def draw_all(out: Path) -> list[Path]:
         layout(plt, out, 2, 2),
         mixed_precision(plt, out),
         eigenpairs_by_index(plt, out),
+        eigenpairs_by_index_gpu(plt, out),
     ]
     plt.close("all")
     return paths
