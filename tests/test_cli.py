@@ -614,7 +614,8 @@ def mixed_bench(tmp_path: Path, *args: str) -> dict:
 @needs_mpirun
 def test_bench_mixed_precision_records_path_and_backward_error(tmp_path):
     """--factor-dtype float32: potrs in mixed precision, named potrs_mixed, each record with
-    the condition number, the path, the refinement steps and the backward error."""
+    the condition number, the path, the refinement steps, the backward error and the time of
+    the low-precision factorization alone."""
     result = mixed_bench(tmp_path, "--routine", "potrs", "--tile", "5")
     from jaxmg.routines.mixed import tolerance
 
@@ -625,6 +626,8 @@ def test_bench_mixed_precision_records_path_and_backward_error(tmp_path):
     assert r["path"] == "mixed" and 1 <= r["iterations"] <= 3, r
     assert 1 <= r["kappa"] <= 9  # the Kac-Murdock-Szego matrix: κ₂ ≤ ((1 + r) / (1 - r))²
     assert r["backward_error"] <= tolerance(48), r
+    # the low-precision factorization alone, and the rest (estimate and refinement)
+    assert 0 < r["factor_seconds"] and r["refine_seconds"] == r["seconds"] - r["factor_seconds"]
     refused = jaxmg(tmp_path, "bench", "--routine", "inv", "--factor-dtype", "float32")
     assert refused.returncode != 0 and "potrs and lu_solve" in refused.stderr + refused.stdout
 
