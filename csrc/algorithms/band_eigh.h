@@ -5,8 +5,11 @@
 //   3. The tridiagonal solve: eigenvalues alone on rank 0 (TridiagonalValues), or with
 //      eigenvectors on the grid (the backend's collective Stedc: cuSOLVERMp's, or ScaLAPACK's
 //      p?stedc), then Z = diag(phase) Q in Z's padded layout. For the eigenpairs lo..hi-1 alone
-//      (a subset), the k columns of Q are gathered on every rank (a broadcast by each owner of
-//      a run of them), and each rank keeps its share of the first k columns.
+//      (a subset): where the backend solves for k pairs of a tridiagonal matrix
+//      (kTridiagonalPairs: the CPU's LAPACK ?stemr, MRRR), every rank computes those k columns
+//      of Q itself, O(n k) work and no collective; elsewhere Stedc computes all n and the k
+//      columns are gathered on every rank (a broadcast by each owner of a run of them). Each
+//      rank keeps its share of the first k columns.
 //   4. Z := Q₂ Z (band_chase.h BackChase) on each rank's columns of Z (of the k, for a subset).
 //   5. Z := Q₁ Z (band_reduce.h BandBackReduce), likewise.
 // On a P x 1 grid each rank works on the columns of Z whose indices are its rows: Stedc's Q
@@ -23,6 +26,9 @@
 //                                          scratch: 2n + 4 doubles
 //   Stedc(n, t, R* d, R* e, R* q, ldq)     Q := T_real's eigenvectors (distributed as the matrix,
 //                                          tiles of t), d := its eigenvalues; collective
+//   kTridiagonalPairs                      (a constant) whether the backend has:
+//   TridiagonalPairs(n, const R* d, const R* e, lo, k, R* w, R* qk)   w := T_real's eigenvalues
+//                                          lo..lo+k-1, qk (n x k) := their eigenvectors; local
 //   GridAdjoint(n, t, ldq, const R* q, R* y)   y := qᵀ on the grid; collective
 //   PhaseRows(lane, const R* q, ldq, const T* phase, rows, cols, T* z, ldz)   z := diag(p) q
 //   Copy(dst, ldd, src, lds, m, n), Adjoint(lane, ...)   (lu_1d.h's and qr_1d.h's)
@@ -91,6 +97,19 @@ struct EigenPairs {
   int64_t lo = 0, count = 0;
 };
 
+// z := this rank's share of diag(phase) qk, qk the n x k eigenvectors whole on every rank: its
+// tiles of t of the k columns, in order (local column j is global column axis.Global(j)).
+template <typename T, typename R, class B>
+void KeepShare(B& bk, const typename B::Lane& lane, const CyclicAxis& axis, int64_t n, int64_t t,
+               int64_t k, int64_t held, const R* qk, const T* phase, T* z, int64_t ldz,
+               Deferred* failed) {
+  for (int64_t j = 0; j < held; j += t) {
+    const int64_t j0 = axis.Global(LocalIndex{j}).value, count = std::min(t, k - j0);
+    failed->Run(
+        [&] { return bk.PhaseRows(lane, qk + j0 * n, n, phase, n, count, z + j * ldz, ldz); });
+  }
+}
+
 // w and Z (this rank's columns of the eigenvectors, leading dimension *ldz, in the backend's
 // buffers) of the Hermitian matrix a (this rank's part, overwritten: it keeps Q₁'s reflectors).
 // q: the caller's memory for the tridiagonal matrix's real eigenvectors, distributed as the
@@ -134,8 +153,10 @@ Status TwoStageVectors(B& bk, const Distribution& s, int64_t b, const EighTuning
                           {&rw.products.w2, t * cols}}) {
     if (count > 0) local.Run([&] { return bk.Buffer(count, p); });
   }
+  // (Stedc's q on a P x 1 grid is transposed through y; the k pairs alone need neither)
+  const bool stedc = !subset || !B::kTridiagonalPairs;
   if (subset) local.Run([&] { return bk.Buffer(n * pairs.count, &qk); });
-  if (s.by_rows()) local.Run([&] { return bk.Buffer(ld * n, &y); });
+  if (s.by_rows() && stedc) local.Run([&] { return bk.Buffer(ld * n, &y); });
   rw.products.s = rw.qs;
   JAXMG_RETURN_IF_ERROR(bk.Agree("buffers", local.status()));
 
@@ -144,7 +165,17 @@ Status TwoStageVectors(B& bk, const Distribution& s, int64_t b, const EighTuning
     auto timer = bk.Stage("BandToTridiagonal (vectors)");
     JAXMG_RETURN_IF_ERROR(ChaseWithReflectors<T>(bk, lane, s, c, banded.band, cw, &failed));
   }
-  {
+  if constexpr (B::kTridiagonalPairs) {
+    if (subset) {
+      // The k pairs alone, on every rank, then this rank's share of z = diag(p) qk.
+      auto timer = bk.Stage("TridiagonalPairs");
+      failed.Keep(bk.Zero(lane, z, c.ldz * cols));
+      failed.Step("band_eigh", s.rank, 1);
+      failed.Run([&] { return bk.TridiagonalPairs(n, cw.d, cw.e, pairs.lo, pairs.count, w, qk); });
+      KeepShare(bk, lane, axis, n, t, pairs.count, held, qk, cw.phase, z, c.ldz, &failed);
+    }
+  }
+  if (stedc) {
     // The tridiagonal matrix's eigenvectors (real) into q, then z = diag(p) q in z's padded
     // layout.
     auto timer = bk.Stage("Stedc");
@@ -179,14 +210,7 @@ Status TwoStageVectors(B& bk, const Distribution& s, int64_t b, const EighTuning
         }
         col += run;
       }
-      // This rank's share of the first k columns (its tiles of t, in order): local column j is
-      // global column axis.Global(j).
-      for (int64_t j = 0; j < held; j += t) {
-        const int64_t j0 = axis.Global(LocalIndex{j}).value, count = std::min(t, k - j0);
-        failed.Run([&] {
-          return bk.PhaseRows(lane, qk + j0 * n, n, cw.phase, n, count, z + j * c.ldz, c.ldz);
-        });
-      }
+      KeepShare(bk, lane, axis, n, t, k, held, qk, cw.phase, z, c.ldz, &failed);
       failed.Run([&] { return bk.Copy(w, k, cw.d + lo, k, k, int64_t{1}); });
     }
   }

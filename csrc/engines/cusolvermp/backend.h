@@ -31,6 +31,8 @@ namespace jaxmg::cusolvermp {
 class Backend {
  public:
   explicit Backend(Engine& e) : e_(e) {}
+  // (no tridiagonal solve of some pairs alone: a subset's come from Stedc's, band_eigh.h)
+  static constexpr bool kTridiagonalPairs = false;
 
   template <typename U>
   Status Buffer(int64_t count, U** out) {

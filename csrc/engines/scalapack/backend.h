@@ -183,6 +183,11 @@ class Backend {
                      int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c, int64_t count);
   template <typename R>
   Status Stedc(int64_t n, int64_t t, R* d, R* e, R* q, int64_t ldq);
+  // The pairs lo..lo+k-1 of the tridiagonal matrix (d, e) alone, on this rank (LAPACK's ?stemr:
+  // MRRR, O(n k)): w := their eigenvalues, qk (n x k) := their eigenvectors.
+  static constexpr bool kTridiagonalPairs = true;
+  template <typename R>
+  Status TridiagonalPairs(int64_t n, const R* d, const R* e, int64_t lo, int64_t k, R* w, R* qk);
   template <typename U>
   Status GridAdjoint(int64_t n, int64_t t, int64_t ld, const U* q, U* y);
   int64_t solver_info() const { return solver_info_; }

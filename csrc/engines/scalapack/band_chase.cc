@@ -1,7 +1,8 @@
 // The CPU backend's steps of the two-stage eigensolver's chase, tridiagonal solve and Q₂
 // (algorithms/band_chase.h, band_eigh.h): host loops where the GPU has kernels (the bulge chase,
 // the tridiagonal matrix and its phases, the wave blocks and their compact WY factors), LAPACK's
-// ?sterf for eigenvalues alone, ScaLAPACK's p?stedc and p?tran on the grid.
+// ?sterf for eigenvalues alone and ?stemr for a subset's pairs, ScaLAPACK's p?stedc and p?tran
+// on the grid.
 #include "algorithms/band_chase.h"
 
 #include <algorithm>
@@ -27,6 +28,14 @@ void psstedc_(const char* compz, const int* n, float* d, float* e, float* q, con
 void pdstedc_(const char* compz, const int* n, double* d, double* e, double* q, const int* iq,
               const int* jq, const int* descq, double* work, const int* lwork, int* iwork,
               const int* liwork, int* info);
+void sstemr_(const char* jobz, const char* range, const int* n, float* d, float* e, const float* vl,
+             const float* vu, const int* il, const int* iu, int* m, float* w, float* z,
+             const int* ldz, const int* nzc, int* isuppz, int* tryrac, float* work,
+             const int* lwork, int* iwork, const int* liwork, int* info);
+void dstemr_(const char* jobz, const char* range, const int* n, double* d, double* e,
+             const double* vl, const double* vu, const int* il, const int* iu, int* m, double* w,
+             double* z, const int* ldz, const int* nzc, int* isuppz, int* tryrac, double* work,
+             const int* lwork, int* iwork, const int* liwork, int* info);
 }
 
 namespace jaxmg::scalapack {
@@ -352,6 +361,57 @@ Status Backend::Stedc(int64_t n, int64_t t, R* d, R* e, R* q, int64_t ldq) {
   return Status();
 }
 
+template <typename R>
+Status Backend::TridiagonalPairs(int64_t n, const R* d, const R* e, int64_t lo, int64_t k, R* w,
+                                 R* qk) {
+  int in = 0, il = 0, iu = 0, kk = 0, m = 0, info = 0, lwork = -1, liwork = -1;
+  JAXMG_RETURN_IF_ERROR(CheckedInt(n, "the matrix's order", &in));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(lo + 1, "the first pair", &il));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(lo + k, "the last pair", &iu));
+  JAXMG_RETURN_IF_ERROR(CheckedInt(k, "the pairs' count", &kk));
+  const int ldz = std::max(in, 1);
+  const R vl(0), vu(0);
+  int tryrac = 1;  // (relative accuracy where the matrix allows it)
+  std::vector<R> dd, ee, ww, work;
+  std::vector<int> isuppz, iwork;
+  try {  // ?stemr overwrites d and e (e: n entries, its last a workspace)
+    dd.assign(d, d + n);
+    ee.assign(static_cast<size_t>(n), R(0));
+    std::copy(e, e + std::max<int64_t>(n - 1, 0), ee.begin());
+    ww.assign(static_cast<size_t>(n), R(0));
+    isuppz.assign(static_cast<size_t>(2 * std::max<int64_t>(k, 1)), 0);
+  } catch (const std::bad_alloc&) {
+    return JAXMG_ERROR("could not allocate ?stemr's copies of the tridiagonal matrix");
+  }
+  auto call = [&](R* wk, int* iwk) {
+    if constexpr (std::is_same_v<R, float>) {
+      sstemr_("V", "I", &in, dd.data(), ee.data(), &vl, &vu, &il, &iu, &m, ww.data(), qk, &ldz, &kk,
+              isuppz.data(), &tryrac, wk, &lwork, iwk, &liwork, &info);
+    } else {
+      dstemr_("V", "I", &in, dd.data(), ee.data(), &vl, &vu, &il, &iu, &m, ww.data(), qk, &ldz, &kk,
+              isuppz.data(), &tryrac, wk, &lwork, iwk, &liwork, &info);
+    }
+  };
+  R size(0);
+  int isize = 0;
+  call(&size, &isize);  // the workspace query
+  if (info < 0) return JAXMG_ERROR("?stemr: argument " + std::to_string(-info) + " is invalid");
+  lwork = std::max(1, static_cast<int>(size) + 1), liwork = std::max(1, isize);
+  try {
+    work.assign(static_cast<size_t>(lwork), R(0));
+    iwork.assign(static_cast<size_t>(liwork), 0);
+  } catch (const std::bad_alloc&) {
+    return JAXMG_ERROR("could not allocate ?stemr's workspace");
+  }
+  tryrac = 1;  // (the query may have changed it)
+  call(work.data(), iwork.data());
+  if (info < 0) return JAXMG_ERROR("?stemr: argument " + std::to_string(-info) + " is invalid");
+  if (info == 0 && m != k) info = 1;  // (a count it did not find: not converged)
+  solver_info_ = std::max<int64_t>(solver_info_, info);
+  std::copy(ww.begin(), ww.begin() + k, w);
+  return Status();
+}
+
 template <typename U>
 Status Backend::GridAdjoint(int64_t n, int64_t t, int64_t ld, const U* q, U* y) {
   Descriptor desc{};
@@ -381,6 +441,10 @@ JAXMG_FOR_EACH_SCALAR(JAXMG_INSTANTIATE_CHASE)
 #undef JAXMG_INSTANTIATE_CHASE
 template Status Backend::Stedc<float>(int64_t, int64_t, float*, float*, float*, int64_t);
 template Status Backend::Stedc<double>(int64_t, int64_t, double*, double*, double*, int64_t);
+template Status Backend::TridiagonalPairs<float>(int64_t, const float*, const float*, int64_t,
+                                                 int64_t, float*, float*);
+template Status Backend::TridiagonalPairs<double>(int64_t, const double*, const double*, int64_t,
+                                                  int64_t, double*, double*);
 template Status Backend::GridAdjoint<float>(int64_t, int64_t, int64_t, const float*, float*);
 template Status Backend::GridAdjoint<double>(int64_t, int64_t, int64_t, const double*, double*);
 
