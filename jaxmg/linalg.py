@@ -1000,7 +1000,9 @@ def svd(
       full_matrices: U (M x M) and Vh (N x N) as NumPy; for a square a the same as False.
       compute_uv: return U and Vh too (else the singular values alone).
       hermitian: accepted (the general SVD serves a Hermitian a too).
-      subset_by_index: None only (NotImplementedError otherwise).
+      subset_by_index: None, or (lo, hi): the triplets lo <= i < hi counted from the smallest
+        singular value, as `jax.lax.linalg.svd`'s ((K - k, K): the k largest), returned
+        descending; with full_matrices=False (`jaxmg.gesvd`'s subset_by_index).
       T_A, mesh, matrix_specs, pad: jaxmg's options, as for `jaxmg.potrs`.
 
     Returns:
@@ -1009,8 +1011,8 @@ def svd(
       the mesh.
 
     Raises:
-      NotImplementedError: subset_by_index.
-      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take.
+      ValueError, TypeError: shapes, dtypes, specs or meshes jaxmg cannot take; a subset out
+        of range or with full_matrices=True.
     """
     out = _gesvd.API.linalg(
         a=a,

@@ -201,7 +201,7 @@ def _full_cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]
         from eigh_cases import two_stage_plan
 
         plan.extend(two_stage_plan(n))
-    plan.extend(svd_plan(n))
+    plan.extend(svd_plan(n, derivatives=(mesh_rows, mesh_cols) in GRAD_MESHES))
     plan.extend(matmul_plan(n))
     if mesh_cols == 1:  # JAXMg 0.x's call on a 1-D mesh of the same devices
         plan.append(("potri/jaxmg-0.x-call", "potri-0x-call", dict(n=n)))

@@ -192,12 +192,121 @@ def svd_failure_case(mesh, routine, kind, m, n, tile):
     return rec
 
 
-def svd_plan(m, tiles=(None, 4, 5)):
+def svd_subset_case(mesh, dtype_name, m, n, tile, lo, hi, form=""):
+    """gesvd's subset_by_index=(lo, hi) of an m x n matrix: the triplets lo <= i < hi counted
+    from the smallest singular value, as jax.lax.linalg.svd's, returned descending. Forms: ""
+    (U, s, Vh), "values", "u" (U alone), "jit", "wide" (the n x m matrix), "linalg"
+    (jaxmg.linalg.svd), "context" (gesvd_shardmap_ctx in a jit), "derivatives" (the kept
+    singular values' jvp against Re diag(Uᴴ dA V) of NumPy's kept triplets, the jvp and the
+    gradient of a loss of the rank-k part U diag(s) Vh against JAX's SVD on one device).
+    Checked: s within 10 max(M, N) eps ‖A‖ of NumPy's, U M x k and Vh k x N orthonormal,
+    ‖A Vhᴴ − U diag(s)‖ (U alone: ‖Aᴴ U‖'s column norms against s) within the same, U and
+    Vh in a's spec where k divides over the mesh."""
+    import jax.numpy as jnp
+
+    import jaxmg
+
+    dtype = DTYPES[dtype_name]
+    eps = float(np.finfo(dtype).eps)
+    a = _matrix(m, n, dtype, "wide" if form == "wide" else "")
+    mm, nn = a.shape
+    kk, k = min(mm, nn), hi - lo
+    start, stop = kk - hi, kk - lo  # the kept positions in the descending singular values
+    tol = 10 * max(mm, nn) * eps
+    ap = place(a, mesh, A_SPEC)
+    spec = ap.sharding.spec
+    a64 = a.astype(np.complex128)
+    norm = np.linalg.norm(a64, 2)
+    u_ref, s_ref, vh_ref = np.linalg.svd(a64, full_matrices=False)
+    rec = dict(m=mm, n=nn, lo=lo, hi=hi, tol=tol)
+    vectors = form != "values"
+    cv = vectors and form != "u"
+    kw = dict(T_A=tile, subset_by_index=(lo, hi))
+
+    def fn(x):
+        return jaxmg.gesvd(x, compute_u=vectors, compute_vh=cv, return_status=True, **kw)
+
+    status = None
+    if form == "linalg":
+        out = list(jaxmg.linalg.svd(ap, full_matrices=False, **kw))
+    elif form == "context":
+        _, *out = jax.jit(lambda x: jaxmg.gesvd_shardmap_ctx(x, tile, subset_by_index=(lo, hi)))(ap)
+        status = out.pop()
+    else:
+        out = list(jax.jit(fn)(ap) if form == "jit" else fn(ap))
+        status = out.pop()
+    u = out.pop(0) if vectors else None
+    s = out.pop(0)
+    vh = out.pop(0) if cv else None
+    sg = gather(s).astype(np.float64)
+    rec["value_error"] = float(np.abs(sg - s_ref[start:stop]).max() / norm)
+    ok = list(s.shape) == [k] and rec["value_error"] <= tol
+    divides = mm % mesh.shape["pr"] == 0 and k % mesh.shape["pc"] == 0
+    if vectors:
+        ug = gather(u).astype(np.complex128)
+        rec["u_orthogonality"] = float(np.linalg.norm(ug.conj().T @ ug - np.eye(k)))
+        rec["u_spec"] = str(u.sharding.spec)
+        ok = ok and list(u.shape) == [mm, k] and rec["u_orthogonality"] <= tol
+        ok = ok and (u.sharding.spec == spec or not divides)
+        if not cv:  # ‖Aᴴ u_j‖ = s_j
+            norms = np.linalg.norm(a64.conj().T @ ug, axis=0)
+            rec["projection"] = float(np.abs(norms - sg).max() / norm)
+            ok = ok and rec["projection"] <= tol
+    if cv:
+        vg = gather(vh).astype(np.complex128)
+        rec["vh_orthogonality"] = float(np.linalg.norm(vg @ vg.conj().T - np.eye(k)))
+        rec["vh_spec"] = str(vh.sharding.spec)
+        ok = ok and list(vh.shape) == [k, nn] and rec["vh_orthogonality"] <= tol
+        rec["kept_residual"] = float(np.linalg.norm(a64 @ vg.conj().T - ug * sg) / norm)
+        ok = ok and rec["kept_residual"] <= tol
+    if form == "derivatives":
+        da = tall(m, n, dtype, 77)
+        dap = place(da, mesh, A_SPEC)
+        ours = jax.jit(lambda x: jaxmg.gesvd(x, **kw))
+
+        def reference(x):  # JAX's SVD of the whole matrix on one device, kept
+            uu, ss, vv = jnp.linalg.svd(x, full_matrices=False)
+            return uu[:, start:stop], ss[start:stop], vv[start:stop]
+
+        def rank_k(svd, whole=lambda x: x):
+            def f(x):  # (the factors whole on every device: a's mesh has Explicit axes)
+                uu, ss, vv = (whole(y) for y in svd(x))
+                return jnp.real(jnp.sum(jnp.sin((uu * ss.astype(uu.dtype)) @ vv)))
+
+            return f
+
+        replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        ours_k = rank_k(ours, lambda y: jax.reshard(y, replicated))
+
+        _, ds = jax.jvp(lambda x: ours(x)[1], (ap,), (dap,))
+        ds_ref = np.real(np.einsum("ij,ik,kj->j", u_ref.conj(), da, vh_ref.conj().T))
+        rec["ds_error"] = float(np.abs(gather(ds) - ds_ref[start:stop]).max() / norm)
+        a_one, da_one = jnp.asarray(a), jnp.asarray(da)
+        _, dl = jax.jvp(ours_k, (ap,), (dap,))
+        _, dl_ref = jax.jvp(rank_k(reference), (a_one,), (da_one,))
+        scale = max(abs(float(dl_ref)), 1.0)
+        rec["rank_k_jvp_error"] = abs(float(local_scalars(dl)[0][0]) - float(dl_ref)) / scale
+        with jax.set_mesh(mesh):
+            g = gather(jax.jit(jax.grad(ours_k))(ap))
+        g_ref = np.asarray(jax.grad(rank_k(reference))(a_one))
+        rec["rank_k_grad_error"] = float(np.abs(g - g_ref).max() / max(np.abs(g_ref).max(), 1.0))
+        # (the rank-k part's derivative divides by the gaps s_i - s_j: a few digits fewer)
+        ok = ok and rec["ds_error"] <= tol
+        ok = ok and max(rec["rank_k_jvp_error"], rec["rank_k_grad_error"]) <= 1e3 * tol
+    if status is not None:
+        statuses = [int(np.real(x)) for x in local_scalars(status)[:, 0]]
+        rec["statuses"] = statuses
+        ok = ok and statuses == [0] * len(statuses)
+    rec["ok"] = bool(ok)
+    return rec
+
+
+def svd_plan(m, tiles=(None, 4, 5), derivatives=True):
     """[(name, kind, params)]: gesvd and polar on m x m/2 over four dtypes and tiles, square
     matrices; gesvd's values-only, U-only and Vh-only paths, a wide matrix, a zero column,
     clustered singular values, a user's jit, donation; polar without H, rank deficient, ill
-    conditioned;
-    failures."""
+    conditioned; gesvd's subset_by_index (k triplets) in each form, with `derivatives` its
+    derivatives; failures."""
     from solve_plan import DTYPE_NAMES
 
     n = m // 2
@@ -228,6 +337,22 @@ def svd_plan(m, tiles=(None, 4, 5)):
     add("gesvd", "complex128", m, n, 4, "context-wide")
     for variant in ("up", "jit", "rank-deficient", "ill-conditioned"):
         add("polar", "float64", m, n, 4, variant)
+    # subset_by_index: the k largest, the smallest, a middle window; k that divides and not
+    for dtype_name, tile, lo, hi, form in (
+        ("float64", 4, n - 4, n, ""),
+        ("complex128", 5, 0, 3, ""),
+        ("float32", 4, n // 2 - 2, n // 2 + 3, ""),
+        ("complex64", 5, n - 4, n, "values"),
+        ("float64", 4, n - 8, n, "u"),
+        ("float64", 5, n - 4, n, "jit"),
+        ("complex128", 4, n - 4, n, "wide"),
+        ("float64", 4, n - 6, n - 2, "linalg"),
+        ("complex128", 4, n - 4, n, "context"),
+    ) + ((("float64", 4, n - 4, n, "derivatives"),) if derivatives else ()):
+        params = dict(dtype_name=dtype_name, m=m, n=n, tile=tile, lo=lo, hi=hi, form=form)
+        window = f"{lo}:{hi}" + (form and "/" + form)
+        name = svd_name("gesvd-subset", dtype_name, m, n, tile, window)
+        plan.append((name, "svd-subset", params))
     for routine, kind in (("gesvd", "nan"), ("polar", "nan"), ("polar", "wide"), ("gesvd", "full")):
         params = dict(routine=routine, kind=kind, m=m, n=n, tile=4)
         plan.append((f"{routine}/{kind}", "svd-failure", params))

@@ -343,7 +343,11 @@ def transpose(placement, m):
 
 
 def diagonal(placement, m):
-    """The diagonal of a square m in a's matrix spec, replicated (a reduction, no gather)."""
+    """The diagonal of a square m in a's matrix spec, replicated (a reduction, no gather); of an
+    m whose order does not divide over the mesh (a subset's k x k), XLA's own."""
+    n = m.shape[0]
+    if n % placement.mesh_rows or n % placement.mesh_cols:
+        return _placement.constrain(jnp.diagonal(m), placement.mesh, P())
     eye = _placement.constrain(
         jnp.eye(m.shape[0], dtype=m.dtype), placement.mesh, placement.matrix_spec
     )

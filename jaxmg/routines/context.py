@@ -269,6 +269,7 @@ def gesvd_shardmap_ctx(
     compute_vh=True,
     full_matrices=False,
     pad=True,
+    subset_by_index=None,
 ):
     """`jaxmg.gesvd` inside the caller's jit, returning the work array (JAXMg 1.4.1's form).
 
@@ -277,6 +278,8 @@ def gesvd_shardmap_ctx(
         may donate it.
       T_A, mesh, matrix_specs, in_specs, pad, compute_u, compute_vh, full_matrices: as for
         `jaxmg.gesvd`.
+      subset_by_index: as for `jaxmg.gesvd` (the engine computes every triplet; the wanted
+        ones are kept).
 
     Returns:
       (a_work, U, s, Vh, status), (a_work, U, s, status), (a_work, s, Vh, status) or
@@ -298,6 +301,7 @@ def gesvd_shardmap_ctx(
         compute_vh=compute_vh,
         full_matrices=full_matrices,
         pad=pad,
+        subset_by_index=subset_by_index,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -56,6 +57,7 @@ def gesvd(
     return_status=False,
     pad=True,
     donate=False,
+    subset_by_index=None,
 ):
     """The singular value decomposition A = U diag(s) Vh of an M x N matrix sharded over a mesh.
 
@@ -78,6 +80,14 @@ def gesvd(
         columns); for a square one it is the reduced decomposition.
       return_status: also return an int32 status: 0 on success, k > 0 when the engine did not
         converge or A holds NaN or Inf.
+      subset_by_index: None (every singular triplet), or (lo, hi), Python ints with
+        0 <= lo < hi <= K = min(M, N): the triplets lo <= i < hi counted from the smallest
+        singular value, as `jax.lax.linalg.svd`'s subset_by_index (which indexes H's ascending
+        eigenvalues): (K - k, K) keeps the k largest. They come back descending, as every
+        singular value. Through the polar decomposition the eigensolver computes those k
+        pairs of H alone where it can (`jaxmg.syevd`'s subset_by_index) and U = Up V takes k
+        columns; the singular values alone are all computed, then kept. Needs
+        full_matrices=False.
 
     Returns:
       (U, s, Vh), (U, s), (s, Vh) or s, as selected, with the status appended when
@@ -85,16 +95,22 @@ def gesvd(
       descending and the same on every device, Vh K x N with orthonormal rows. U and Vh are in
       a's matrix spec where their extents divide over the mesh (rows over a's row axis
       otherwise, or whole on every device), replicated when a is. With full_matrices U is
-      M x M and Vh N x N. On failure every output is NaN on every device.
+      M x M and Vh N x N. With subset_by_index=(lo, hi), k = hi - lo: U is M x k, s (k,)
+      and Vh k x N, in a's matrix spec where k divides. On failure every output is NaN on
+      every device.
 
     Differentiation (forward and reverse mode), as `jax.numpy.linalg.svd`'s: ds = Re diag(Uᴴ dA V),
     and U's and Vh's derivatives for distinct nonzero singular values (a loss must not depend on
     each singular pair's phase), with XLA's products of the distributed matrices; the paths
-    without vectors compute them for the derivative.
+    without vectors compute them for the derivative. With subset_by_index the derivative is
+    the whole decomposition's, restricted to the kept triplets (exact: the kept singular
+    values' derivative needs only their own vectors, the vectors' need every pair).
 
     Raises:
-      TypeError: a flag that is not a Python bool (the message names it).
-      ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, before any work.
+      TypeError: a flag that is not a Python bool (the message names it); a subset_by_index
+        that is not a pair of ints.
+      ValueError, TypeError: on bad shapes, dtypes, specs, meshes or tiles, a subset out of
+        range or with full_matrices=True, before any work.
     """
     return API.public(
         a=a,
@@ -108,30 +124,80 @@ def gesvd(
         return_status=return_status,
         pad=pad,
         donate=donate,
+        subset_by_index=subset_by_index,
     )
 
 
 def _svd_keywords(args) -> dict:
-    if args["subset_by_index"] is not None:
-        raise NotImplementedError(
-            "subset_by_index is not provided: compute all singular values and slice them"
-        )
+    kw = {"subset_by_index": args["subset_by_index"]}
     if not args["compute_uv"]:
-        return {"compute_u": False, "compute_vh": False}
-    return {"full_matrices": bool(args["full_matrices"])}
+        return {**kw, "compute_u": False, "compute_vh": False}
+    return {**kw, "full_matrices": bool(args["full_matrices"])}
 
 
 def _check(args) -> dict:
+    """{"svd_subset": (lo, hi)} of a call that keeps some triplets (an option of the
+    derivative rule: the polar path computes those alone), else {}."""
     a = args["a"]
     if len(a.shape) != 2:
         raise ValueError(f"a must be a 2-D matrix, got shape {tuple(a.shape)}")
     _placement.check_dtype(a)
-    return {}
+    subset = check_subset(args.get("subset_by_index"), min(a.shape))
+    if subset is None:
+        return {}
+    if args["full_matrices"]:
+        raise ValueError(
+            f"subset_by_index={subset} needs full_matrices=False (the kept triplets' U and Vh "
+            "have k = hi - lo columns and rows)"
+        )
+    return {"svd_subset": subset}
+
+
+def check_subset(subset_by_index, k: int):
+    """(lo, hi) from subset_by_index for K = k singular values, or None for every triplet."""
+    return _syevd.check_subset(subset_by_index, k, what="singular values")
+
+
+def _kept(subset, k: int) -> tuple[int, int]:
+    """The positions (start, stop) in the descending singular values of the triplets
+    lo <= i < hi counted from the smallest, of K = k."""
+    lo, hi = subset
+    return k - hi, k - lo
 
 
 def _around(args):
     """A wide a (M < N) runs as its adjoint: Aᴴ = U' s Vh' gives U = Vh'ᴴ and Vh = U'ᴴ (and
-    the work array's adjoint); full_matrices completes U of a tall a (Vh of a wide one)."""
+    the work array's adjoint); full_matrices completes U of a tall a (Vh of a wide one); a
+    subset_by_index keeps its triplets of outputs computed whole (`_keep`)."""
+    args = dict(args)
+    subset = check_subset(args.pop("subset_by_index", None), min(args["a"].shape))
+    spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
+    placement = _placement.resolve_placement(args["a"], args["mesh"], spec)  # (a's, as given)
+    args, finish = _oriented(args)
+    if subset is None:
+        return args, finish
+    return args, lambda out: _keep(finish(out), subset, placement)
+
+
+def _keep(out, subset, placement):
+    """The kept triplets of outputs (U, s, Vh) computed whole (the singular values alone, the
+    context form's engine SVD); the polar path's are the kept ones already (k values)."""
+    k = out["s"].shape[0]
+    if k == subset[1] - subset[0]:
+        return out
+    start, stop = _kept(subset, k)
+    kept = {**out, "s": out["s"][start:stop]}
+    if "U" in out:
+        u = _placement.constrain(out["U"], placement.mesh, P(placement.row_axis, None))
+        kept["U"] = _place(u[:, start:stop], placement, (u.shape[0], stop - start))
+    if "Vh" in out:
+        vh = _placement.constrain(out["Vh"], placement.mesh, P(None, placement.col_axis))
+        kept["Vh"] = _place(vh[start:stop], placement, (stop - start, vh.shape[1]))
+    return kept
+
+
+def _oriented(args):
+    """(args, finish) of a tall a as given, or of a wide one through its adjoint."""
     a = args["a"]
     m, n = a.shape
     spec = _routine._matrix_spec(args["matrix_specs"], args["in_specs"])
@@ -235,14 +301,19 @@ POLAR_SVD_PLATFORMS = {"cuda", "cpu"}
 
 def _compute(kw, donate, a):
     """The outputs computed, (U,) s (, Vh), status, of a tall a: through the polar
-    decomposition with vectors (POLAR_SVD_PLATFORMS), else the engine's SVD."""
-    if kw["compute_u"] or kw["compute_vh"]:
-        placement = _placement.resolve_placement(
-            a, kw["mesh"], _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
-        )
-        if placement.platform in POLAR_SVD_PLATFORMS:
-            return _polar_svd(kw["compute_u"], kw["compute_vh"], kw, donate, a)
+    decomposition with vectors (POLAR_SVD_PLATFORMS; a subset's triplets alone), else the
+    engine's SVD (every triplet)."""
+    if _through_polar(kw, a):
+        return _polar_svd(kw["compute_u"], kw["compute_vh"], kw, donate, a)
     return API.engine(kw, donate, a)
+
+
+def _through_polar(kw, a) -> bool:
+    """Whether the call computes its vectors through the polar decomposition."""
+    if not (kw["compute_u"] or kw["compute_vh"]):
+        return False
+    spec = _routine._matrix_spec(kw["matrix_specs"], kw["in_specs"])
+    return _placement.resolve_placement(a, kw["mesh"], spec).platform in POLAR_SVD_PLATFORMS
 
 
 def _unpack(r, kw, b):
@@ -264,11 +335,22 @@ def _polar_svd(compute_u, compute_vh, kw, donate, a):
     semi-definite; rounding can leave values of order ε‖A‖ below 0)."""
     n = a.shape[1]
     call = {k: kw[k] for k in ("T_A", "mesh", "matrix_specs", "in_specs", "pad")}
+    subset = kw.get("svd_subset")
     r = _routine.call(POLAR, a, None, donate=donate, **call)
     pl = r.user
-    kw = dict(mesh=pl.mesh, check_symmetry=False, return_eigenvectors=True)
-    # (donated: -h is a temporary)
-    w, v, eig_status = _syevd.API.primal(kw, True, _negated_h(pl, n)(r.x))
+    h = _negated_h(pl, n)(r.x)  # (donated: a temporary)
+    if subset is None:
+        kw = dict(mesh=pl.mesh, check_symmetry=False, return_eigenvectors=True)
+        w, v, eig_status = _syevd.API.primal(kw, True, h)
+    else:  # -H's ascending eigenvalues are s descending: the kept positions' pairs alone
+        w, v, eig_status = _syevd.syevd(
+            h,
+            mesh=pl.mesh,
+            check_symmetry=False,
+            return_status=True,
+            donate=True,
+            subset_by_index=_kept(subset, n),
+        )
     return _polar_finish(pl, n, compute_u, compute_vh)(r.matrix, w, v, r.status, eig_status)
 
 
@@ -293,7 +375,7 @@ def _polar_finish(pl, n, compute_u, compute_vh):
         out = (_rank_corrected(_full_product(pl, up, v), s, pl),) if compute_u else ()
         out += (s,)
         if compute_vh:
-            out += (_place(_conj_transpose(v), pl, (n, n)),)
+            out += (_place(_conj_transpose(v), pl, (v.shape[1], n)),)
         return out + (status.astype(polar_status.dtype),)
 
     return finish
@@ -301,9 +383,28 @@ def _polar_finish(pl, n, compute_u, compute_vh):
 
 def _full_product(placement, up, v):
     """Up V at the working precision (XLA's products of a tall factor default to TF32 on
-    GPUs, which leaves U orthonormal to 1e-3 only)."""
-    with jax.default_matmul_precision("highest"):
-        return _rules.factor_product(placement, up, v)
+    GPUs, which leaves U orthonormal to 1e-3 only); V's k columns (a subset's) padded with
+    zeros to a multiple of the mesh's rows and columns for the product, then dropped."""
+
+    def product(v):
+        with jax.default_matmul_precision("highest"):
+            return _rules.factor_product(placement, up, v)
+
+    return _on_padded_columns(product, v, placement)
+
+
+def _on_padded_columns(fn, x, placement):
+    """fn(x) of an M x k x whose k does not divide over the mesh's rows and columns: on x
+    padded with zero columns to a k' that does, fn's first k columns (rows sharded as a's)."""
+    k = x.shape[1]
+    step = math.lcm(placement.mesh_rows, placement.mesh_cols)
+    padded = -(-k // step) * step
+    if padded == k:
+        return fn(x)
+    rows_only = P(placement.row_axis, None)
+    x = jnp.pad(_placement.constrain(x, placement.mesh, rows_only), ((0, 0), (0, padded - k)))
+    out = fn(_placement.constrain(x, placement.mesh, placement.matrix_spec))
+    return _placement.constrain(out, placement.mesh, rows_only)[:, :k]
 
 
 def _rank_corrected(u, s, placement):
@@ -322,10 +423,13 @@ def _corrector(placement):
     (a condition built anew per call compiled them on every call)."""
     from jaxmg.routines import qr as _qr
 
-    def orthonormalize(u):
+    def orthonormalize(u):  # (a subset's k columns padded: `_on_padded_columns`)
         q, rr = _qr.qr(u, mesh=placement.mesh, matrix_specs=placement.matrix_spec)
         sign = jnp.where(jnp.real(_rules.diagonal(placement, rr)) >= 0, 1, -1).astype(u.dtype)
         return q * _placement.constrain(sign[None, :], placement.mesh, P())
+
+    def orthonormalize_padded(u):
+        return _on_padded_columns(orthonormalize, u, placement)
 
     def placed(fn):
         return lambda u: _place(fn(u), placement, u.shape)
@@ -337,7 +441,7 @@ def _corrector(placement):
         # (placed after the branches too: the branches' constraints alone left the result
         # replicated under JAX 0.11 on GPUs)
         return placed(lambda u: u)(
-            jax.lax.cond(deficient, placed(orthonormalize), placed(lambda u: u), u)
+            jax.lax.cond(deficient, placed(orthonormalize_padded), placed(lambda u: u), u)
         )
 
     return corrected
@@ -349,11 +453,57 @@ def _tangent(variant, opts, placement, primals, out, tangents):
     dV = V (F ∘ (S dS + dSᴴ S)), F_ij = 1 / (s_j² − s_i²)."""
     (a,), (da,) = primals, tangents
     compute_u, compute_vh = variant["compute_u"], variant["compute_vh"]
-    if compute_u and compute_vh:
+    kw = opts.kwargs()
+    # A subset's triplets alone where the polar path computed them (else every one, kept after
+    # the rule: `_keep`); their derivative is the whole decomposition's, restricted.
+    subset = kw.get("svd_subset") if _through_polar({**kw, **variant}, a) else None
+    if compute_u and compute_vh and subset is None:
         u, s, vh, _ = out
-    else:  # the derivative needs both
-        u, s, vh, _ = API.differentiable(compute_u=True, compute_vh=True)(opts, False, a)
-    pl = placement
+    else:  # the derivative needs both, of every triplet
+        whole = _rules.options(**{k: v for k, v in kw.items() if k != "svd_subset"})
+        u, s, vh, _ = API.differentiable(compute_u=True, compute_vh=True)(whole, False, a)
+    grads = _whole_tangent(placement, a, da, u, s, vh, compute_u, compute_vh)
+    if subset is not None:
+        grads = _kept_tangent(placement, subset, grads, u, vh, out, compute_u, compute_vh)
+    return grads + (_rules.float0(),)
+
+
+def _kept_tangent(pl, subset, grads, u, vh, out, compute_u, compute_vh):
+    """The kept triplets' tangents ((dU,) ds (, dVh)) from the whole decomposition's (u, vh;
+    `grads`): its positions start..stop-1, each column of dU (row of dVh) turned by its
+    triplet's phase, since the kept vectors (`out`, computed apart) need not have the whole
+    decomposition's."""
+    start, stop = _kept(subset, vh.shape[0])
+    rows_only, cols_only = P(pl.row_axis, None), P(None, pl.col_axis)
+
+    def columns(x):  # x[:, start:stop], x's rows sharded as a's
+        return _placement.constrain(x, pl.mesh, rows_only)[:, start:stop]
+
+    def rows(x):  # x[start:stop], x's columns sharded as a's
+        return _placement.constrain(x, pl.mesh, cols_only)[start:stop]
+
+    if compute_vh:  # ⟨v_j, v'_j⟩ = Σ vh_j conj(vh'_j)
+        dots = jnp.sum(rows(vh) * jnp.conj(_placement.constrain(out[-2], pl.mesh, cols_only)), 1)
+    else:
+        dots = jnp.sum(jnp.conj(columns(u)) * _placement.constrain(out[0], pl.mesh, rows_only), 0)
+    size = jnp.abs(dots)
+    phase = jnp.where(size > 0, dots / jnp.where(size > 0, size, 1), 1).astype(vh.dtype)
+    k = stop - start
+    kept = ()
+    if compute_u:
+        du = columns(grads[0]) * phase[None, :]
+        kept += (_place(du, pl, (u.shape[0], k)),)
+    kept += (grads[1 if compute_u else 0][start:stop],)
+    if compute_vh:  # placed as the primal's Vh: (dV's k columns in V's placement)ᴴ
+        n = vh.shape[1]
+        dv = _placement.constrain(_conj_transpose(rows(grads[-1])), pl.mesh, rows_only)
+        dv = _place(dv * phase[None, :], pl, (n, k))
+        kept += (_place(_conj_transpose(dv), pl, (k, n)),)
+    return kept
+
+
+def _whole_tangent(pl, a, da, u, s, vh, compute_u, compute_vh):
+    """(dU,) ds (, dVh) of the whole thin decomposition (`_tangent`'s formulas)."""
 
     def mm(x, y, ax=False, ay=False):  # the engine's product for a square a (factor_product)
         return _rules.factor_product(pl, x, y, ax, ay)
@@ -386,7 +536,7 @@ def _tangent(variant, opts, placement, primals, out, tangents):
             # dVh = (V X)ᴴ = Xᴴ Vh for X = F ∘ (S dS + dSᴴ S)
             x = f * (sds + _rules.adjoint(pl, sds))
             grads = grads + (mm(x, vh, ax=True),)
-    return grads + (_rules.float0(),)
+    return grads
 
 
 # U, s and Vh (U and Vh replicated when a is), the status; a tall a's, with a wide one's through

@@ -249,8 +249,9 @@ def subset_keyword(kw, standard: bool = True) -> dict:
     return {"subset": subset} if engine_subset(placement, standard) else {}
 
 
-def check_subset(subset_by_index, n: int):
-    """(lo, hi) from subset_by_index for a problem of order n, or None for every pair."""
+def check_subset(subset_by_index, n: int, what: str = "eigenvalues"):
+    """(lo, hi) from subset_by_index for a problem of order n, or None for every pair; what:
+    the values counted, for the message."""
     if subset_by_index is None:
         return None
     pair = subset_by_index
@@ -265,8 +266,8 @@ def check_subset(subset_by_index, n: int):
     lo, hi = int(pair[0]), int(pair[1])
     if not 0 <= lo < hi <= n:
         raise ValueError(
-            f"subset_by_index=({lo}, {hi}) must satisfy 0 <= lo < hi <= N = {n} "
-            "(the eigenvalues lo <= i < hi, ascending)"
+            f"subset_by_index=({lo}, {hi}) must satisfy 0 <= lo < hi <= {n} "
+            f"(the {what} lo <= i < hi, ascending)"
         )
     return None if (lo, hi) == (0, n) else (lo, hi)
 

@@ -69,7 +69,7 @@ from linalg_cases import (  # noqa: E402
 from matmul_cases import matmul_case  # noqa: E402
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import SHARED_MESHES, gpu_plan, shared_pick  # noqa: E402
-from svd_cases import svd_case, svd_failure_case  # noqa: E402
+from svd_cases import svd_case, svd_failure_case, svd_subset_case  # noqa: E402
 from triangular_cases import triangular_kinds  # noqa: E402
 
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}
@@ -292,6 +292,7 @@ def mesh_plan(mesh, tag, pick=None):
         "eigh-generalized-failure": lambda **p: generalized_failure_case(mesh, **p),
         "svd": lambda **p: svd_case(mesh, **p),
         "svd-failure": lambda **p: svd_failure_case(mesh, **p),
+        "svd-subset": lambda **p: svd_subset_case(mesh, **p),
         "matmul": lambda **p: matmul_case(mesh, **p),
         **triangular_kinds(mesh),
     }

@@ -548,8 +548,14 @@ def case_refusals(dt):
         "tensorsolve": raises(lambda: L.tensorsolve(ap, bp), NI, "jaxmg.linalg.tensorsolve:"),
         "qr raw": raises(lambda: L.qr(t, mode="raw"), NI, "jaxmg.linalg.qr:", "reduced"),
         "qr complete tall": raises(lambda: L.qr(t, mode="complete"), NI, "jaxmg.linalg.qr:"),
-        "svd subset": raises(
-            lambda: L.svd(ap, subset_by_index=(0, 2)), NI, "jaxmg.linalg.svd:", "subset_by_index"
+        "svd subset full_matrices": raises(
+            lambda: L.svd(ap, subset_by_index=(0, 2)), ValueError, "jaxmg.linalg.svd:", "False"
+        ),
+        "svd subset range": raises(
+            lambda: L.svd(ap, False, subset_by_index=(0, N + 1)), ValueError, "jaxmg.linalg.svd:"
+        ),
+        "svd subset ints": raises(
+            lambda: L.svd(ap, False, subset_by_index=(0.0, 2)), TypeError, "subset_by_index"
         ),
         "solve assume_a": raises(
             lambda: L.solve(ap, bp, assume_a="pd"), ValueError, "jaxmg.linalg.solve:", "'pos'"

@@ -54,7 +54,7 @@ from linalg_cases import place as _place  # noqa: E402
 from matmul_cases import matmul_case  # noqa: E402
 from qr_cases import qr_case, qr_failure_case  # noqa: E402
 from solve_plan import cpu_plan  # noqa: E402
-from svd_cases import svd_case, svd_failure_case  # noqa: E402
+from svd_cases import svd_case, svd_failure_case, svd_subset_case  # noqa: E402
 from triangular_cases import triangular_kinds  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -221,6 +221,7 @@ KINDS = {
     "eigh-generalized-failure": lambda **p: generalized_failure_case(mesh, **p),
     "svd": lambda **p: svd_case(mesh, **p),
     "svd-failure": lambda **p: svd_failure_case(mesh, **p),
+    "svd-subset": lambda **p: svd_subset_case(mesh, **p),
     "matmul": lambda **p: matmul_case(mesh, **p),
     "potri-0x-call": case_potri_0x_call,
     **triangular_kinds(mesh),
