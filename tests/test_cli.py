@@ -657,7 +657,8 @@ def test_bench_kappa_makes_matrices_of_that_condition_number(tmp_path):
 def test_bench_subset_times_eigenpairs_by_index(tmp_path):
     """--subset LO:HI: syevd with subset_by_index on 2 CPU processes beside JAX's full eigh
     (sliced; its subset where the platform has one), named syevd_subset, each record with lo,
-    hi and the kept eigenvalues' sum; bad subsets refused before any work."""
+    hi and the kept eigenvalues' sum; gesvd's 4 largest singular triplets beside JAX's SVDs
+    (sliced), named gesvd_subset; bad subsets refused before any work."""
     import json
 
     _, out_json = random_bench(tmp_path, "syevd", "--subset", "0:6", "--sizes", "48")
@@ -670,8 +671,19 @@ def test_bench_subset_times_eigenpairs_by_index(tmp_path):
         assert "error" not in r and (r["lo"], r["hi"]) == (0, 6) and r["seconds"] > 0, r
         assert r["kept_sum"] < 0, r  # the six lowest of a symmetric uniform matrix
     assert "eigh" in theirs["jax_options_s"] and "eigh-subset" in theirs["jax_options_s"]
+    # gesvd: the 4 largest singular triplets, JAX's SVDs sliced beside
+    _, out_json = random_bench(tmp_path, "gesvd", "--subset", "44:48", "--sizes", "48")
+    result = json.loads(out_json.read_text())
+    assert result["routine"] == "gesvd_subset" and result["subset_by_index"] == [44, 48]
+    ours, theirs = (
+        next(r for r in result["records"] if r["engine"] == e) for e in ("jaxmg", "jax")
+    )
+    for r in (ours, theirs):
+        assert "error" not in r and (r["lo"], r["hi"]) == (44, 48) and r["seconds"] > 0, r
+        assert r["kept_sum"] > 0, r  # four singular values (of the last matrix each timed)
+    assert "svd-polar" in theirs["jax_options_s"]
     for bad, says in (
-        (("--routine", "potrs", "--subset", "0:4"), "syevd and eigvalsh"),
+        (("--routine", "potrs", "--subset", "0:4"), "syevd, eigvalsh, gesvd"),
         (("--routine", "syevd", "--subset", "4"), "LO:HI"),
         (("--routine", "syevd", "--subset", "0:9000", "--sizes", "64"), "N = 64"),
         (("--routine", "syevd", "--subset", "0:4", "--peer"), "--peer"),

@@ -191,8 +191,10 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="LO:HI",
         help="syevd, eigvalsh: only the eigenpairs LO <= i < HI (subset_by_index); beside it "
         "JAX's eigh with the same subset where the platform has it, and its full eigh, sliced; "
-        "the JSON names the routine syevd_subset (eigvalsh_subset), each record LO, HI and the "
-        "kept eigenvalues' sum of the last matrix timed (kept_sum); TF/s count the full problem",
+        "gesvd, gesvd_values: the singular triplets LO <= i < HI counted from the smallest (HI = "
+        "N: the N - LO largest), JAX's SVDs sliced beside; the JSON names the routine "
+        "ROUTINE_subset, each record LO, HI and the kept values' sum of the last matrix timed "
+        "(kept_sum); TF/s count the full problem",
     )
     p.add_argument("--no-baseline", dest="baseline", action="store_false", help="do not time JAX")
     p.add_argument("--baseline-max", type=int, default=None, help="largest N for the baseline")
@@ -262,9 +264,9 @@ def _subset(args):
     """(lo, hi) of --subset LO:HI, checked against the routine and every size, or None."""
     if args.subset is None:
         return None
-    if args.routine not in SYMMETRIC_ROUTINES:
+    if args.routine not in SUBSET_ROUTINES:
         raise SystemExit(
-            f"jaxmg bench: --subset applies to {' and '.join(SYMMETRIC_ROUTINES)}, not to "
+            f"jaxmg bench: --subset applies to {', '.join(SUBSET_ROUTINES)}, not to "
             f"--routine {args.routine}"
         )
     try:
@@ -291,7 +293,7 @@ def _kept(args):
 
 def routine_name(args) -> str:
     """The routine's name in the JSON: potrs_mixed, lu_solve_mixed with --factor-dtype;
-    syevd_subset, eigvalsh_subset with --subset."""
+    syevd_subset, eigvalsh_subset, gesvd_subset, gesvd_values_subset with --subset."""
     if getattr(args, "factor_dtype", None):
         return f"{args.routine}_mixed"
     if getattr(args, "subset", None):
@@ -303,6 +305,8 @@ MATRICES = ("kms", "random")
 # What each routine needs of a random matrix (the default: general).
 SPD_ROUTINES = ("potrs", "potri", "cho_solve")
 SYMMETRIC_ROUTINES = ("syevd", "eigvalsh")
+# --subset: eigenpairs (ascending) or singular triplets (counted from the smallest) by index.
+SUBSET_ROUTINES = (*SYMMETRIC_ROUTINES, "gesvd", "gesvd_values")
 SEED = 20240607
 
 
@@ -632,7 +636,8 @@ def _run_jaxmg(args) -> list[dict]:
                 if args.routine in ("gesvd", "gesvd_values"):
                     kw.pop("return_logdet")
                     vectors = args.routine == "gesvd"
-                    out = jaxmg.gesvd(a, compute_u=vectors, compute_vh=vectors, **kw)
+                    subset = dict(subset_by_index=_kept(args))
+                    out = jaxmg.gesvd(a, compute_u=vectors, compute_vh=vectors, **kw, **subset)
                     return (out[2] if vectors else out), jax.numpy.sum(out[1] if vectors else out)
                 if args.routine == "polar":
                     kw.pop("return_logdet")
@@ -775,7 +780,8 @@ def jax_options(routine: str, subset_by_index=None) -> dict:
     Args:
         routine: The bench's `--routine`.
         subset_by_index: --subset's (lo, hi): JAX's eigh with subset_by_index (cuSOLVER's
-            syevdx on GPUs) and its full eigh, sliced.
+            syevdx on GPUs) and its full eigh, sliced; JAX's SVDs, their triplets kept (its
+            svd's subset_by_index is for TPUs).
 
     Returns:
         Option name -> function.
@@ -786,15 +792,20 @@ def jax_options(routine: str, subset_by_index=None) -> dict:
 
     def svd(algorithm):
         def run(a, b):
+            # (a subset: the whole SVD's triplets kept, counted from the smallest value)
+            k = min(a.shape)
+            start, stop = (
+                (k - subset_by_index[1], k - subset_by_index[0]) if subset_by_index else (0, k)
+            )
             if routine == "gesvd_values":
                 sv = jax.lax.linalg.svd(
                     a, full_matrices=False, compute_uv=False, algorithm=algorithm
                 )
-                return sv, jnp.sum(sv)
+                return sv[start:stop], jnp.sum(sv[start:stop])
             u, sv, vh = jax.lax.linalg.svd(a, full_matrices=False, algorithm=algorithm)
             if routine == "polar":  # Up = U Vh, H = V diag(s) Vh
                 return u @ vh, jnp.sum(sv)
-            return vh, jnp.sum(sv)
+            return vh[start:stop], jnp.sum(sv[start:stop])
 
         return run
 
