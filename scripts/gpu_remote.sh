@@ -289,8 +289,10 @@ print(min(r, key=lambda x: x["seconds"])["tile"] if r else "")' "$sweep_out" 2>/
     subset)
       # Eigenpairs by index on one GPU, random matrices, with the stage breakdown: SUBSET_CASES of
       # routine:n:lo-hi[:flags] (routine syevd or eigvalsh; flags "base": JAX on the same GPU, its
-      # eigh with the same subset and its full eigh sliced), into $OUT/<routine>_subset_<n>_<lo>-
-      # <hi>_random_h200x1.json; lo-hi "all": the full problem.
+      # eigh with the same subset and its full eigh sliced; or gesvd, gesvd_values: the singular
+      # triplets lo..hi-1 counted from the smallest, e.g. gesvd:8192:7373-8192:base the N/10
+      # largest), into $OUT/<routine>_subset_<n>_<lo>-<hi>_random_h200x1.json; lo-hi "all": the
+      # full problem.
       for spec in ${SUBSET_CASES:-syevd:32768:0-3277:base syevd:32768:0-328 syevd:32768:all syevd:16384:0-1638:base}; do
         IFS=: read -r routine n range flags <<< "$spec"
         JAXMG_DEBUG=1 JAXMG_COMMIT=$(cat .gpu/jaxmg/COMMIT 2>/dev/null || echo unknown) \
