@@ -188,8 +188,7 @@ def _keep(out, subset, placement):
     start, stop = _kept(subset, k)
     kept = {**out, "s": out["s"][start:stop]}
     if "U" in out:
-        u = _placement.constrain(out["U"], placement.mesh, P(placement.row_axis, None))
-        kept["U"] = _place(u[:, start:stop], placement, (u.shape[0], stop - start))
+        kept["U"] = _syevd.kept_columns(out["U"], start, stop, placement)
     if "Vh" in out:
         vh = _placement.constrain(out["Vh"], placement.mesh, P(None, placement.col_axis))
         kept["Vh"] = _place(vh[start:stop], placement, (stop - start, vh.shape[1]))
@@ -486,13 +485,11 @@ def _kept_tangent(pl, subset, grads, u, vh, out, compute_u, compute_vh):
         dots = jnp.sum(rows(vh) * jnp.conj(_placement.constrain(out[-2], pl.mesh, cols_only)), 1)
     else:
         dots = jnp.sum(jnp.conj(columns(u)) * _placement.constrain(out[0], pl.mesh, rows_only), 0)
-    size = jnp.abs(dots)
-    phase = jnp.where(size > 0, dots / jnp.where(size > 0, size, 1), 1).astype(vh.dtype)
+    phase = _syevd.unit_phase(dots).astype(vh.dtype)
     k = stop - start
     kept = ()
     if compute_u:
-        du = columns(grads[0]) * phase[None, :]
-        kept += (_place(du, pl, (u.shape[0], k)),)
+        kept += (_syevd.kept_columns(grads[0], start, stop, pl) * phase[None, :],)
     kept += (grads[1 if compute_u else 0][start:stop],)
     if compute_vh:  # placed as the primal's Vh: (dV's k columns in V's placement)ᴴ
         n = vh.shape[1]

@@ -230,9 +230,15 @@ def kept_first(placement, subset, dw, dv, v, kept):
     dv = first(dv)
     if kept is not None:
         dots = jnp.sum(jnp.conj(first(v)) * _placement.constrain(kept, mesh, rows_only), axis=0)
-        size = jnp.abs(dots)
-        dv = dv * jnp.where(size > 0, dots / jnp.where(size > 0, size, 1), 1)[None, :]
+        dv = dv * unit_phase(dots)[None, :]
     return jnp.roll(dw, -lo), _placement.constrain(dv, mesh, placement.matrix_spec)
+
+
+def unit_phase(dots):
+    """dots / |dots| (1 where a dot is 0): each kept vector's phase against the whole
+    decomposition's, from their inner products."""
+    size = jnp.abs(dots)
+    return jnp.where(size > 0, dots / jnp.where(size > 0, size, 1), 1)
 
 
 def subset_keyword(kw, standard: bool = True) -> dict:
@@ -272,7 +278,7 @@ def check_subset(subset_by_index, n: int, what: str = "eigenvalues"):
     return None if (lo, hi) == (0, n) else (lo, hi)
 
 
-def _kept_columns(v, lo, hi, placement):
+def kept_columns(v, lo, hi, placement):
     """V's columns lo:hi: V's columns made whole on each device row (an all-gather along a's
     column axis, N x N / P_rows a device), sliced, then in the placement's matrix spec where
     they divide over the mesh."""
@@ -325,7 +331,7 @@ class EigenRoutine(_factory.Routine):
         def finish(outputs):
             kept = {**outputs, "w": outputs["w"][lo:hi]}
             if "V" in outputs:
-                kept["V"] = _kept_columns(outputs["V"], lo, hi, placement)
+                kept["V"] = kept_columns(outputs["V"], lo, hi, placement)
             return kept
 
         return args, finish
