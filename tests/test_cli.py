@@ -748,6 +748,27 @@ def test_bench_stage_times_and_plot_kinds(tmp_path, monkeypatch):
         "[jaxmg] Qr1D part panel: 1.00 ms\n"
     )
     assert bench.parse_stages(text) == {"Getrf": [6113.82, 3908.12], "Getrs": [13.5]}
+    assert bench.stages_by_call(text) == []
+    # A step run twice a call (QDWH's QR steps) is summed within each call; the compiling
+    # call 0 is left out of the least.
+    calls = (
+        "[jaxmg] call 0\n[jaxmg] step PolarQr: 300.00 ms\n[jaxmg] step PolarQr: 250.00 ms\n"
+        "[jaxmg] step Eigh: 600.00 ms\n[jaxmg] call 1\n[jaxmg] step PolarQr: 200.00 ms\n"
+        "[jaxmg] step PolarQr: 215.50 ms\n[jaxmg] step Eigh: 490.00 ms\n[jaxmg] call 2\n"
+        "[jaxmg] step PolarQr: 190.00 ms\n[jaxmg] step PolarQr: 230.00 ms\n"
+        "[jaxmg] step Eigh: 480.00 ms\n"
+    )
+    split = bench.stages_by_call(calls)
+    assert [c["PolarQr"] for c in split] == [[300.0, 250.0], [200.0, 215.5], [190.0, 230.0]]
+    rec = {}
+    with monkeypatch.context() as m:
+        m.setenv("JAXMG_DEBUG", "1")
+        capture = bench._StageCapture(rec)
+        with capture:
+            os.write(2, calls.encode())
+    assert rec["steps_per_call"] == {"PolarQr": 2, "Eigh": 1}
+    assert rec["stages_call_ms"] == {"PolarQr": 415.5, "Eigh": 480.0}
+    assert rec["stages_best_ms"]["PolarQr"] == 190.0
 
     def rec(engine, n, tile, seconds):
         return dict(engine=engine, devices=2, n=n, dtype="float64", tile=tile, seconds=seconds)

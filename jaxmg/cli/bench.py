@@ -424,6 +424,9 @@ def _time_calls(gen, solve, b, repeats, name):
         a = gen()
         jax.block_until_ready(a)
         _sync(f"bench-{name}-{rep}")
+        if os.environ.get("JAXMG_DEBUG"):  # _StageCapture splits the step lines by call
+            sys.stderr.flush()
+            os.write(2, f"[jaxmg] call {rep}\n".encode())
         t0 = time.perf_counter()
         x, logdet = solve(a, b)
         x.block_until_ready()
@@ -442,11 +445,18 @@ def _drop_kms_checks(args, rec):
 STEP_LINE = re.compile(r"^\[jaxmg\] step (?P<step>[^:]+): (?P<ms>[0-9.]+) ms\s*$")
 
 
+CALL_LINE = re.compile(r"^\[jaxmg\] call (?P<call>\d+)\s*$")
+
+
 class _StageCapture:
     """With JAXMG_DEBUG set, collects the GPU engine's "[jaxmg] step NAME: T ms" lines (written
-    to file descriptor 2 by the native code) into rec["stages_ms"] (NAME -> the times of every
-    call, the first one compiling) and rec["stages_best_ms"] (NAME -> the least); the lines are
-    still printed. Without JAXMG_DEBUG, or on CPUs (no such lines), nothing is recorded."""
+    to file descriptor 2 by the native code) into rec["stages_ms"] (NAME -> every time printed,
+    the first call's compiling ones included) and rec["stages_best_ms"] (NAME -> the least), and,
+    split by the "[jaxmg] call K" lines of _time_calls, rec["steps_per_call"] (NAME -> how often
+    the last call ran it: QDWH runs its QR and Cholesky steps several times) and
+    rec["stages_call_ms"] (NAME -> its summed time within a warm call, the least over the warm
+    calls), whose sum is what a call spends in the timed steps. The lines are still printed.
+    Without JAXMG_DEBUG, or on CPUs (no such lines), nothing is recorded."""
 
     def __init__(self, rec):
         self.rec = rec
@@ -477,6 +487,13 @@ class _StageCapture:
         if stages:
             self.rec["stages_ms"] = stages
             self.rec["stages_best_ms"] = {k: min(v) for k, v in stages.items()}
+        calls = stages_by_call(text)
+        if len(calls) > 1:
+            self.rec["steps_per_call"] = {k: len(v) for k, v in calls[-1].items()}
+            warm = [{k: sum(v) for k, v in call.items()} for call in calls[1:]]
+            self.rec["stages_call_ms"] = {
+                k: round(min(call.get(k, 0.0) for call in warm), 2) for k in calls[-1]
+            }
         return False
 
 
@@ -494,6 +511,25 @@ def parse_stages(text: str) -> dict[str, list[float]]:
         if m := STEP_LINE.match(line):
             stages.setdefault(m["step"], []).append(float(m["ms"]))
     return stages
+
+
+def stages_by_call(text: str) -> list[dict[str, list[float]]]:
+    """The step times of each call, split by _time_calls' "[jaxmg] call K" lines.
+
+    Args:
+        text: What the GPU engine and the benchmark printed.
+
+    Returns:
+        One dict a call (the first one compiling), step name -> its times in that call, in the
+        order printed; empty without the call lines.
+    """
+    calls: list[dict[str, list[float]]] = []
+    for line in text.splitlines():
+        if CALL_LINE.match(line):
+            calls.append({})
+        elif calls and (m := STEP_LINE.match(line)):
+            calls[-1].setdefault(m["step"], []).append(float(m["ms"]))
+    return calls
 
 
 def _exact_logdet(n):

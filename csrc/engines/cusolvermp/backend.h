@@ -562,7 +562,7 @@ class Backend {
 
   template <typename T>
   Status PQr(const Tiled<T>& y, T* tau) {
-    StepTimer timer("PolarQr", e_.stream_);
+    StepTimer timer("PolarQr: Qr", e_.stream_);  // a part of the step PolarQr
     Descriptor dy;
     const auto geqrf = [&] {
       return vendor::MpGeqrf<T>{e_.ctx_.handle,
