@@ -111,7 +111,8 @@ class engine_path:  # noqa: N801 - a context manager used like a function
     (aᴴ) on every mesh shape; "redistribute": the engine redistributes (Gemr2D) on any mesh;
     "cusolvermp": lu_solve factors with cuSOLVERMp's Getrf on GPUs (not jaxmg's 1-D LU);
     "scalapack": on CPUs, ScaLAPACK's p?getrf (not the 1-D LU) and potri by p?potrs with the
-    identity (not the blocked inverse).
+    identity (not the blocked inverse); "blocked": potrs's Cholesky by jaxmg's 1-D Cholesky
+    where the engine grid is 1 x P (else the library's).
     """
 
     def __init__(self, routine, path, platform):
@@ -141,6 +142,8 @@ class engine_path:  # noqa: N801 - a context manager used like a function
             values = {"gpu_lu": "cusolvermp"}
         elif self.path == "scalapack":
             values = {"cpu_lu": "scalapack", "cpu_inverses": "scalapack"}
+        elif self.path == "blocked":
+            values = {"cpu_cholesky": "blocked", "gpu_cholesky": "blocked"}
         self.hooks = hooks(**values)
         self.hooks.__enter__()
         return self

@@ -168,6 +168,13 @@ def _full_cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]
         if routine == "lu_solve":  # p?getrf, where the 1-D LU is the default (1 x P grids)
             solve(routine, "float64", n, 4, 3, path="scalapack")
             solve(routine, "complex128", n, 5, 2, path="scalapack")
+        else:  # the 1-D Cholesky (1 x P engine grids; p?potrf on the others)
+            solve(routine, "float64", n, 4, 3, path="blocked")
+            solve(routine, "complex128", n, 5, 2, path="blocked")
+            solve(routine, "float32", n, 7, 1, path="blocked")
+            plan.append(
+                ("potrs/singular/blocked", "singular", dict(routine=routine, n=n, path="blocked"))
+            )
         for kind in (
             "replicated-b",
             "permuted-devices",
@@ -279,6 +286,8 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
         paths = ["inplace", "transposed", "redistribute"]
         if routine == "lu_solve":  # jaxmg's 1-D LU and cuSOLVERMp's Getrf
             paths += ["cusolvermp"]
+        else:  # jaxmg's 1-D Cholesky (1 x P grids and one GPU)
+            paths += ["blocked"]
         if mesh_rows * mesh_cols == 1:  # no separate transposed path
             paths.remove("transposed")
         for dtype_name in DTYPE_NAMES:
@@ -291,6 +300,7 @@ def gpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]]:
         solve(routine, "complex64", n, 4, 10)  # many right-hand sides
         plan.append((f"{routine}/inside-jit", "inside-jit", dict(routine=routine, n=n)))
         plan.append((f"{routine}/singular", "singular", dict(routine=routine, n=n)))
+    plan.append(("potrs/singular/blocked", "singular", dict(routine="potrs", n=n, path="blocked")))
     plan.append(("potrs/not-symmetric", "not-symmetric", dict(routine="potrs", n=n)))
     plan.extend(inverse_plan(n, piece, paths=("redistribute",), variants=("donate", "jit")))
     plan.extend(factor_plan(n, piece, tiles=(8, 5)))

@@ -34,10 +34,12 @@ enum class Choice : int64_t {
 struct Config {
   // Algorithm choices (jaxmg.config's fields of the same names; environment JAXMG_<NAME>).
   Choice cpu_lu = Choice::kAuto;          // kLibrary: p?getrf everywhere (else the 1-D LU on 1 x P)
+  Choice cpu_cholesky = Choice::kAuto;    // kOwn: the 1-D Cholesky on 1 x P (else p?potrf)
   Choice cpu_qr = Choice::kAuto;          // kLibrary: p?geqrf, p?orgqr (else the 1-D QR on 1 x P)
   Choice cpu_inverses = Choice::kAuto;    // kOwn: both blocked; kLibrary: both ScaLAPACK's
   Choice cpu_eigh = Choice::kAuto;        // kOwn: the two stages; kLibrary: p?syevd
   Choice gpu_lu = Choice::kAuto;          // kLibrary: cuSOLVERMp's Getrf everywhere
+  Choice gpu_cholesky = Choice::kAuto;    // kOwn: the 1-D Cholesky on 1 x P (else the library's)
   Choice gpu_qr = Choice::kAuto;          // kLibrary: cuSOLVERMp's Geqrf and Orgqr everywhere
   Choice gpu_eigh = Choice::kAuto;        // with vectors: kOwn the two stages, kLibrary Syevd
   Choice gpu_eigvals = Choice::kAuto;     // eigenvalues alone: the same
@@ -68,10 +70,12 @@ struct ConfigField {
 // Every field of Config, in its order: the one list of them.
 inline constexpr ConfigField kConfigFields[] = {
     {"cpu_lu", ConfigField::kChoice, &Config::cpu_lu},
+    {"cpu_cholesky", ConfigField::kChoice, &Config::cpu_cholesky},
     {"cpu_qr", ConfigField::kChoice, &Config::cpu_qr},
     {"cpu_inverses", ConfigField::kChoice, &Config::cpu_inverses},
     {"cpu_eigh", ConfigField::kChoice, &Config::cpu_eigh},
     {"gpu_lu", ConfigField::kChoice, &Config::gpu_lu},
+    {"gpu_cholesky", ConfigField::kChoice, &Config::gpu_cholesky},
     {"gpu_qr", ConfigField::kChoice, &Config::gpu_qr},
     {"gpu_eigh", ConfigField::kChoice, &Config::gpu_eigh},
     {"gpu_eigvals", ConfigField::kChoice, &Config::gpu_eigvals},

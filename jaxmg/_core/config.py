@@ -69,6 +69,11 @@ class Config:
 
     - cpu_lu: "scalapack": lu_solve, lu_factor, inv and slogdet factor with p?getrf on every CPU
       grid ("auto": jaxmg's 1-D LU on 1 x P engine grids).
+    - cpu_cholesky, gpu_cholesky: "blocked": potrs, cho_factor, potri and slogdet's Cholesky
+      factorization by jaxmg's 1-D blocked Cholesky on 1 x P engine grids and one device (its
+      trailing updates are the engine's own products, so on GPUs `gpu_math="tf32"` puts a
+      float32 factor's on tensor cores); "auto": p?potrf on CPUs, the library's on GPUs
+      (cuSOLVERMp's, cusolverDn's on one GPU).
     - cpu_qr: "scalapack": qr with p?geqrf and p?orgqr ("auto": jaxmg's 1-D QR on 1 x P grids).
     - cpu_inverses: "blocked": potri and inv by jaxmg's blocked inverses; "scalapack": by p?potrs
       with the identity and p?getri ("auto": potri blocked, inv p?getri).
@@ -112,10 +117,12 @@ class Config:
     """
 
     cpu_lu: str = _choice("scalapack", doc="LU factorization on CPUs")
+    cpu_cholesky: str = _choice("blocked", doc="Cholesky factorization on CPUs")
     cpu_qr: str = _choice("scalapack", doc="QR factorization on CPUs")
     cpu_inverses: str = _choice("blocked", "scalapack", doc="potri's and inv's inverse on CPUs")
     cpu_eigh: str = _choice("two-stage", "scalapack", doc="the eigensolver on CPUs")
     gpu_lu: str = _choice("cusolvermp", doc="LU factorization on GPUs")
+    gpu_cholesky: str = _choice("blocked", doc="Cholesky factorization on GPUs")
     gpu_qr: str = _choice("cusolvermp", doc="QR factorization on GPUs")
     gpu_eigh: str = _choice("two-stage", "cusolvermp", doc="the eigensolver with vectors on GPUs")
     gpu_eigvals: str = _choice("two-stage", "cusolvermp", doc="the eigenvalues alone on GPUs")

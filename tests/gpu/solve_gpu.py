@@ -276,7 +276,7 @@ def mesh_plan(mesh, tag, pick=None):
     kinds = {
         "solve": lambda **p: solve_case(mesh, **p),
         "inside-jit": lambda routine, n: inside_jit_case(mesh, routine, n, 8),
-        "singular": lambda routine, n: singular_case(mesh, routine, n, 8),
+        "singular": lambda routine, n, path="default": singular_case(mesh, routine, n, 8, path),
         "not-symmetric": lambda routine, n: not_symmetric_case(mesh, n, 8),
         "inverse": lambda **p: inverse_case(mesh, **p),
         "inverse-failure": lambda **p: inverse_failure_case(mesh, **p),

@@ -103,8 +103,8 @@ def case_donate(routine, n):
     return measure("", a, b, gather(x))
 
 
-def case_singular(routine, n):
-    return singular_case(mesh, routine, n, 4)
+def case_singular(routine, n, path="default"):
+    return singular_case(mesh, routine, n, 4, path)
 
 
 def case_not_symmetric(routine, n):

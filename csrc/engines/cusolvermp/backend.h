@@ -125,6 +125,52 @@ class Backend {
                        "cublas gemm");
   }
 
+  // The 1-D Cholesky's local steps (algorithms/cholesky_1d.h).
+  template <typename T>
+  Status PreparePotrf(int64_t n, T* a, int64_t lda) {
+    JAXMG_RETURN_IF_ERROR(Solver());
+    size_t dev = 0, host = 0;
+    JAXMG_RETURN_IF_ERROR(vendor::Size(
+        vendor::DnPotrf<T>{{lb_, dn_, params_}, CUBLAS_FILL_MODE_LOWER, n, a, lda, nullptr}, &dev,
+        &host));
+    return e_.Workspace(dev, host, &work_);
+  }
+
+  template <typename T>
+  Status Potrf(int64_t n, T* a, int64_t lda, int* info) {
+    return vendor::Run(
+        vendor::DnPotrf<T>{{lb_, dn_, params_}, CUBLAS_FILL_MODE_LOWER, n, a, lda, info}, work_);
+  }
+
+  template <typename T>
+  Status TrsmRightLowerAdjoint(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb) {
+    int im = 0, in = 0, il = 0, ib = 0;
+    JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldl, &il}, {ldb, &ib}}));
+    const T one(1);
+    return CublasCheck(lb_->trsm[Scalar<T>::kIndex](
+                           blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, AdjointOp<T>(),
+                           CUBLAS_DIAG_NON_UNIT, im, in, &one, l, il, b, ib),
+                       "cublas trsm");
+  }
+
+  template <typename T>
+  Status GemmMinusAdjoint(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                          int64_t ldb, T* c, int64_t ldc) {
+    int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
+    JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
+    const T one(1), minus_one(-1);
+    return CublasCheck(lb_->gemm[Scalar<T>::kIndex](blas_, CUBLAS_OP_N, AdjointOp<T>(), im, in, ik,
+                                                    &minus_one, a, ia, b, ib, &one, c, ic),
+                       "cublas gemm");
+  }
+
+  Status InfosOut(const int* infos, int64_t count, int* host) {
+    JAXMG_CUDA(
+        cudaMemcpyAsync(host, infos, sizeof(int) * count, cudaMemcpyDeviceToHost, e_.stream_));
+    JAXMG_CUDA(cudaStreamSynchronize(e_.stream_));
+    return Status();
+  }
+
   Status PivotsOut(const int64_t* piv, int64_t count, int64_t* host) {
     JAXMG_CUDA(
         cudaMemcpyAsync(host, piv, sizeof(int64_t) * count, cudaMemcpyDeviceToHost, e_.stream_));

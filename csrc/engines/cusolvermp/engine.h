@@ -324,6 +324,8 @@ class Engine {
     return vendor::Run(op, work);
   }
   bool UseOwnLu() const;
+  // Potrf by the 1-D Cholesky (config.gpu_cholesky = blocked, 1 x P grids and one device).
+  bool UseOwnCholesky() const;
   // One device (a 1 x 1 grid): the local array is the matrix, and the factorizations and solves
   // that cusolverDn has run there without cuSOLVERMp (vendor.cc).
   bool OneDevice() const;
@@ -420,6 +422,9 @@ class Engine {
   Status LeadingRows(const Matrix<T>& a, void** out);
   template <typename T>
   Status Lu1D(Matrix<T>* a, Pivots* piv, int* info);
+  // a := L, A = L Lᴴ, by the 1-D Cholesky (algorithms/cholesky_1d.h); *info agreed.
+  template <typename T>
+  Status Cholesky1D(Matrix<T>* a, int* info);
   // The global 1-based list of cuSOLVERMp's pivots piv.device (collective).
   Status EnginePivots(const Pivots& piv, std::vector<int64_t>* out);
   // The global 1-based pivots of the factorization lu (own LU or kept: on the host; cuSOLVERMp's).

@@ -1,4 +1,4 @@
-// The own 1-D LU (1 x P grids) and its pivoted solves.
+// The own 1-D LU (1 x P grids) and its pivoted solves; the own 1-D Cholesky.
 #include "algorithms/lu_1d.h"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/cholesky_1d.h"
 #include "common/chunk.h"
 #include "common/deferred.h"
 #include "common/scalar.h"
@@ -44,6 +45,29 @@ Status Engine::Lu1D(Matrix<T>* a, Pivots* piv, int* info) {
                                          a->data, &piv->global));
   a->factored = Factorization::kLuHostPivots;
   return Agree<T>(*a, false, info);  // the diagonal check finds a zero or non-finite pivot
+}
+
+bool Engine::UseOwnCholesky() const {
+  // As the 1-D LU, where asked (config.gpu_cholesky = blocked): the library's is the default.
+  return config_.gpu_cholesky == Choice::kOwn && ctx_.nprow == 1 &&
+         (state_.plan.strategy == layout::Strategy::kRelabel || OneDevice());
+}
+
+// The 1-D Cholesky (algorithms/cholesky_1d.h) over this engine's backend: cusolverDn for the
+// diagonal tiles, cuBLAS trsm and gemm (with config.gpu_math's mode), NCCL broadcasts. The
+// factor is stored as p?potrf stores it; the first failing column goes into the status slot the
+// library's potrf would have written, for Agree.
+template <typename T>
+Status Engine::Cholesky1D(Matrix<T>* a, int* info) {
+  JAXMG_RETURN_IF_ERROR(Small());
+  Backend backend(*this);
+  int64_t failed_at = 0;
+  JAXMG_RETURN_IF_ERROR(algorithms::Cholesky1D(
+      backend, DistributionOf(a->rows, a->cols, a->local_rows), a->data, &failed_at));
+  const int32_t first = static_cast<int32_t>(std::min<int64_t>(failed_at, INT32_MAX));
+  // Pageable: the copy has read `first` when cudaMemcpyAsync returns.
+  JAXMG_CUDA(cudaMemcpyAsync(small_, &first, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  return Agree<T>(*a, false, info);
 }
 
 // Solves op(B) z = c with P B = L U held as p?getrf stores it and the global 1-based pivots:
@@ -171,6 +195,7 @@ Status Engine::PivotRhs(const Matrix<T>& c, const std::vector<int64_t>& piv, boo
 
 #define JAXMG_INSTANTIATE_LU_1D(T)                                                               \
   template Status Engine::Lu1D<T>(Matrix<T> * a, Pivots * piv, int* info);                       \
+  template Status Engine::Cholesky1D<T>(Matrix<T> * a, int* info);                               \
   template Status Engine::LuSolveWithPivots<T>(const Matrix<T>& lu, const Matrix<T>& c,          \
                                                bool transpose, const std::vector<int64_t>& piv); \
   template Status Engine::TriangularSolves<T>(const Matrix<T>& lu, const Matrix<T>& c,           \

@@ -62,6 +62,7 @@ Status Engine::Potrf(Matrix<T>* a, int* info) {
   StepTimer timer("Potrf", stream_);
   const int64_t n = a->rows;
   a->factored = Factorization::kCholesky;
+  if (UseOwnCholesky()) return Cholesky1D<T>(a, info);
   size_t dev = 0, host = 0;
   if (OneDevice()) {  // the local array is the matrix: cusolverDn's Cholesky, the same status
     const LocalBlas* lb = nullptr;

@@ -27,7 +27,8 @@ extern "C" {
                 const int* m, const int* n, const T* alpha, const T* a, const int* lda, T* b, \
                 const int* ldb);                                                              \
   void p##geqrf_(const int* m, const int* n, T* a, const int* lda, T* tau, T* work,           \
-                 const int* lwork, int* info);
+                 const int* lwork, int* info);                                                \
+  void p##potrf_(const char* uplo, const int* n, T* a, const int* lda, int* info);
 JAXMG_DECLARE_LOCAL(s, float)
 JAXMG_DECLARE_LOCAL(d, double)
 JAXMG_DECLARE_LOCAL(c, std::complex<float>)
@@ -56,6 +57,7 @@ JAXMG_LOCAL_DISPATCH(trsm)
 JAXMG_LOCAL_DISPATCH(gemm)
 JAXMG_LOCAL_DISPATCH(trmm)
 JAXMG_LOCAL_DISPATCH(geqrf)
+JAXMG_LOCAL_DISPATCH(potrf)
 #undef JAXMG_LOCAL_DISPATCH
 
 // The int arguments LAPACK and BLAS take.
@@ -267,6 +269,37 @@ Status Backend::GemmMinus(int64_t m, int64_t n, int64_t k, const T* a, int64_t l
   JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
   const T one(1), minus_one(-1);
   gemm<T>("N", "N", &im, &in, &ik, &minus_one, a, &ia, b, &ib, &one, c, &ic);
+  return Status();
+}
+
+template <typename T>
+Status Backend::Potrf(int64_t n, T* a, int64_t lda, int* info) {
+  int in = 0, ia = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{n, &in}, {lda, &ia}}));
+  potrf<T>("L", &in, a, &ia, info);
+  if (*info < 0)
+    return Status::Error("jaxmg: LAPACK potrf rejected its argument " + std::to_string(-*info));
+  return Status();
+}
+
+template <typename T>
+Status Backend::TrsmRightLowerAdjoint(int64_t m, int64_t n, const T* l, int64_t ldl, T* b,
+                                      int64_t ldb) {
+  if (m <= 0 || n <= 0) return Status();
+  int im = 0, in = 0, il = 0, ib = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldl, &il}, {ldb, &ib}}));
+  const T one(1);
+  trsm<T>("R", "L", "C", "N", &im, &in, &one, l, &il, b, &ib);
+  return Status();
+}
+
+template <typename T>
+Status Backend::GemmMinusAdjoint(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                                 const T* b, int64_t ldb, T* c, int64_t ldc) {
+  int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
+  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
+  const T one(1), minus_one(-1);
+  gemm<T>("N", "C", &im, &in, &ik, &minus_one, a, &ia, b, &ib, &one, c, &ic);
   return Status();
 }
 
@@ -489,7 +522,7 @@ Status Backend::PPotrf(const Tiled<T>& z, int64_t* info) {
   Descriptor dz;
   JAXMG_RETURN_IF_ERROR(Describe(z, &dz));
   int out = 0;
-  JAXMG_RETURN_IF_ERROR(Potrf<T>(z.cols(), z.p, dz, &out));
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(z.cols(), z.p, dz, &out));
   *info = out;
   return Status();
 }
@@ -565,6 +598,11 @@ Status Backend::PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
   template Status Backend::TrsmLowerUnit<T>(int64_t, int64_t, const T*, int64_t, T*, int64_t);     \
   template Status Backend::GemmMinus<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*,    \
                                         int64_t, T*, int64_t);                                     \
+  template Status Backend::Potrf<T>(int64_t, T*, int64_t, int*);                                   \
+  template Status Backend::TrsmRightLowerAdjoint<T>(int64_t, int64_t, const T*, int64_t, T*,       \
+                                                    int64_t);                                      \
+  template Status Backend::GemmMinusAdjoint<T>(int64_t, int64_t, int64_t, const T*, int64_t,       \
+                                               const T*, int64_t, T*, int64_t);                    \
   template Status Backend::PMoveColumns<T>(const T*, T*, const std::vector<int64_t>&);             \
   template Status Backend::AbsSums<T>(const Tiled<T>&, double*);                                   \
   template Status Backend::Scale<T>(const Tiled<T>&, double);                                      \

@@ -56,6 +56,22 @@ class Backend {
   Status GemmMinus(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
                    int64_t ldb, T* c, int64_t ldc);
   Status PivotsOut(const int64_t* piv, int64_t count, int64_t* host);
+  // The 1-D Cholesky's local steps (algorithms/cholesky_1d.h).
+  template <typename T>
+  Status PreparePotrf(int64_t, T*, int64_t) {
+    return Status();  // (LAPACK's potrf needs no workspace)
+  }
+  template <typename T>
+  Status Potrf(int64_t n, T* a, int64_t lda, int* info);
+  template <typename T>
+  Status TrsmRightLowerAdjoint(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb);
+  template <typename T>
+  Status GemmMinusAdjoint(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                          int64_t ldb, T* c, int64_t ldc);
+  Status InfosOut(const int* infos, int64_t count, int* host) {
+    std::copy_n(infos, count, host);
+    return Status();
+  }
 
   // The 1-D QR's local steps (algorithms/qr_1d.h): one lane, the calling thread (the look-ahead
   // runs in the same order, one step after the other).

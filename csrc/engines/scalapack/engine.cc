@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "algorithms/cholesky_1d.h"
 #include "algorithms/lu_1d.h"
 #include "algorithms/qr_1d.h"
 #include "common/chunk.h"
@@ -232,9 +233,25 @@ Status Engine::Agree(const Matrix<T>& a, int* info, int64_t input_nonfinite) {
 template <typename T>
 Status Engine::Potrf(Matrix<T>* a, int* info) {
   *info = 0;
-  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(a->rows, a->data, *a->desc, info));
   a->factored = Factorization::kCholesky;
+  if (UseOwnCholesky()) {
+    // The 1-D Cholesky (algorithms/cholesky_1d.h): the lower triangle as p?potrf leaves it.
+    Backend backend(*grid_);
+    int64_t failed_at = 0;
+    JAXMG_RETURN_IF_ERROR(algorithms::Cholesky1D(
+        backend, DistributionOf(a->rows, a->cols, a->local_rows), a->data, &failed_at));
+    *info = static_cast<int>(std::min<int64_t>(failed_at, std::numeric_limits<int>::max()));
+    return Agree<T>(*a, info);
+  }
+  JAXMG_RETURN_IF_ERROR(scalapack::Potrf<T>(a->rows, a->data, *a->desc, info));
   return Agree<T>(*a, info);
+}
+
+bool Engine::UseOwnCholesky() const {
+  // As the 1-D LU: every engine row on every process (a 1 x P grid). Only where asked
+  // (config.cpu_cholesky = blocked): p?potrf is the default.
+  return config_.cpu_cholesky == Choice::kOwn && grid_->nprow == 1 &&
+         local_rows_ >= plan_->engine_rows();
 }
 
 template <typename T>

@@ -216,6 +216,8 @@ class Engine {
   bool asymmetric_ = false;
   // Getrf by the 1-D LU on 1 x P grids (config.cpu_lu = scalapack: p?getrf everywhere).
   bool UseOwnLu() const;
+  // Potrf by the 1-D Cholesky on 1 x P grids (config.cpu_cholesky = blocked; else p?potrf).
+  bool UseOwnCholesky() const;
   // Geqrf and Orgqr by the 1-D QR on 1 x P grids (config.cpu_qr = scalapack: p?geqrf, p?orgqr).
   bool UseOwnQr() const;
   // The 1-D QR's distribution: the engine matrix's rows and its leading cols.extent columns.
