@@ -94,7 +94,8 @@ def spec_of(x):
     return [None if s is None else str(s) for s in spec] + [None] * (x.ndim - len(spec))
 
 
-def solve_case(routine, dtype_name, kappa, tile, k):
+def solve_case(routine, dtype_name, kappa, tile, k, cholesky="auto"):
+    """cholesky="blocked": the low-precision factor by jaxmg's 1-D Cholesky (1 x P grids)."""
     dtype = np.dtype(dtype_name).type
     a = conditioned(N, kappa, dtype, 3, routine == "potrs")
     b = rhs(N, k, dtype, 1)
@@ -102,7 +103,10 @@ def solve_case(routine, dtype_name, kappa, tile, k):
     a_g, b_g = place(a, mesh, A_SPEC), place(b, mesh, b_spec)
     low = "float32" if dtype_name == "float64" else jnp.complex64
     fn = getattr(jaxmg, routine)
-    x, status, info = fn(a_g, b_g, T_A=tile, factor_dtype=low, return_status=True, return_info=True)
+    with jaxmg.config.override(cpu_cholesky=cholesky, gpu_cholesky=cholesky):
+        x, status, info = fn(
+            a_g, b_g, T_A=tile, factor_dtype=low, return_status=True, return_info=True
+        )
     rec = compare(a, b, gather(x))
     rec.update(
         path=info.path_name(),
@@ -298,6 +302,11 @@ for routine in ("potrs", "lu_solve"):
     CASES[f"{routine}/factor/complex128"] = (factor_case, (routine, "complex128"))
     CASES[f"{routine}/grad/float64"] = (grad_case, (routine, "float64"))
     CASES[f"{routine}/grad/complex128"] = (grad_case, (routine, "complex128"))
+for kappa in (1e4, 1e8):
+    CASES[f"potrs/float64/kappa{kappa:.0e}/T5/K2/blocked"] = (
+        solve_case,
+        ("potrs", "float64", kappa, 5, 2, "blocked"),
+    )
 CASES["potrs/failure/not-spd"] = (failure_case, ("potrs", "not-spd"))
 CASES["potrs/failure/not-symmetric"] = (failure_case, ("potrs", "not-symmetric"))
 CASES["lu_solve/failure/singular"] = (failure_case, ("lu_solve", "singular"))
