@@ -168,7 +168,7 @@ def _full_cpu_plan(mesh_rows: int, mesh_cols: int) -> list[tuple[str, str, dict]
         if routine == "lu_solve":  # p?getrf, where the 1-D LU is the default (1 x P grids)
             solve(routine, "float64", n, 4, 3, path="scalapack")
             solve(routine, "complex128", n, 5, 2, path="scalapack")
-        else:  # the 1-D Cholesky (1 x P engine grids; p?potrf on the others)
+        elif 1 in (mesh_rows, mesh_cols):  # the 1-D Cholesky (1 x P engine grids)
             solve(routine, "float64", n, 4, 3, path="blocked")
             solve(routine, "complex128", n, 5, 2, path="blocked")
             solve(routine, "float32", n, 7, 1, path="blocked")
