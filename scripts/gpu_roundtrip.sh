@@ -76,12 +76,15 @@ fi
 # carried wheel was built from (.gpu/jaxmg/COMMIT at the run), the process count and the meshes
 # and cases that did not run (a job stopped at its time limit). A case in two files keeps the
 # later file's record. The parts of the one-process plan (gpu_single.json, stage single) merge the
-# same way, into bench/results/gpu_single_h200x1_<commit>.json.gz.
+# same way, into bench/results/gpu_single_h200x1_<commit>.json.gz. GPU=h100x1 names the files and
+# the mode after the H100 80GB where the runs had one (default h200x1).
 if [ "${1:-}" = collect-shared ]; then
   shift
-  python3 - "$@" <<'PYEOF'
+  GPU=${GPU:-h200x1} python3 - "$@" <<'PYEOF'
 import gzip, json, os, sys
 *srcs, commit = sys.argv[1:]
+gpu = os.environ["GPU"]
+card = {"h200x1": "H200", "h100x1": "H100 80GB"}[gpu]
 parts = [json.load(gzip.open(src, "rt") if src.endswith(".gz") else open(src)) for src in srcs]
 procs = parts[0]["processes"]
 assert all(p["processes"] == procs for p in parts), "parts of different process counts"
@@ -92,7 +95,7 @@ for part in parts:
 records = list(by_case.values())
 names = [r["case"] for r in records]
 res = {k: v for k, v in parts[0].items() if k not in ("records", "expected", "missing", "failed")}
-mode = "one process on one H200" if procs == 1 else "ranks sharing one H200"
+mode = f"one process on one {card}" if procs == 1 else f"ranks sharing one {card}"
 out = {**res, "commit": commit, "processes": procs, "gpus": 1, "mode": mode,
        "cases": len(names), "passed": sum(bool(r.get("ok")) for r in records),
        "failed": [r["case"] for r in records if not r.get("ok")],
@@ -104,7 +107,7 @@ out = {**res, "commit": commit, "processes": procs, "gpus": 1, "mode": mode,
        "parts": [os.path.basename(s) for s in srcs],
        "records": records, "expected": expected}
 name = "gpu_single" if procs == 1 else f"gpu_shared_p{procs}"
-dst = f"bench/results/{name}_h200x1_{commit.split('-')[0][:7]}.json.gz"
+dst = f"bench/results/{name}_{gpu}_{commit.split('-')[0][:7]}.json.gz"
 with gzip.open(dst, "wt") as f:
     json.dump(out, f, indent=1)
 print("[gpu] wrote", dst, f"{out['passed']}/{out['cases']} passed, {len(out['not_run'])} not run")
