@@ -410,6 +410,9 @@ PYEOF
       # of JAXMg's cases ("|"-separated parts of their names), JAXMG1_PART (a suffix of the
       # output folder's name, for two such jobs side by side); LINALG_DTYPES, LINALG_VMAP (0: not
       # the jax.vmap cases) and LINALG_PART (a suffix of the output's name) split jaxmg.linalg's.
+      # "mixed": the mixed-precision solves (factor_dtype=, tests/mp/mixed_worker.py) on
+      # MIXED_MESH (default 2x2 for 4 ranks, Px1 otherwise), MIXED_CASES (a regular expression
+      # of case names; default all), into mixed_shared_p<P><MIXED_PART>.json.
       # (the facts name the wheel's commit, not the test tree's)
       export JAXMG_COMMIT=$(cat .gpu/jaxmg/COMMIT 2>/dev/null || echo unknown)
       for procs in ${SHARED_PROCS:-2 4}; do
@@ -429,6 +432,11 @@ PYEOF
           shared_launch "$procs" "${T_LINALG:-300}" \
             tests/mp/linalg_worker.py $mesh "${LINALG_DTYPES:-float32,float64,complex64,complex128}" \
             "${LINALG_VMAP:-1}" "$OUT/linalg_shared_p$procs${LINALG_PART:-}.json"
+        fi
+        if [[ $parts == *" mixed "* ]]; then
+          mixed_mesh=${MIXED_MESH:-${mesh/ /x}}
+          JAXMG_CASES=${MIXED_CASES:-} shared_launch "$procs" "${T_MIXED_CASES:-300}" \
+            tests/mp/mixed_worker.py ${mixed_mesh/x/ } "$OUT/mixed_shared_p$procs${MIXED_PART:-}.json"
         fi
       done ;;
     sharedfault)
