@@ -28,7 +28,7 @@
 //   Potrf(n, T* a, lda, int* info)      local Cholesky of the lower triangle; *info (backend
 //                                      memory) > 0 where the tile is not positive definite
 //   TrsmRightLowerAdjoint(m, n, const T* l, ldl, T* b, ldb)   b := b L⁻ᴴ, L n x n lower
-//   GemmMinusAdjoint(m, n, k, const T* a, lda, const T* b, ldb, T* c, ldc)   c −= a bᴴ
+//   GemmMinus('C', m, n, k, const T* a, lda, const T* b, ldb, T* c, ldc)   c −= a bᴴ
 //   Copy(T* dst, ldd, const T* src, lds, m, n)
 //   Broadcast(T* panel, count, T* none, 0, root)   from grid column root
 //   InfosOut(const int* infos, count, int* host)   into host memory (waits)
@@ -89,7 +89,7 @@ Status Cholesky1D(B& b, const Distribution& g, T* a, int64_t* failed_at) {
       const int64_t w = std::min(t, n - c0);
       const T* rows = panel + (c0 - row0.value);  // L[c0:, k] in the panel
       failed.Run(
-          [&] { return b.GemmMinusAdjoint(n - c0, w, kb, rows, m, rows, m, a + c0 + j * ld, ld); });
+          [&] { return b.GemmMinus('C', n - c0, w, kb, rows, m, rows, m, a + c0 + j * ld, ld); });
     }
   }
   // The infos' copy to the host is local too: inside the agreement, so that every rank leaves

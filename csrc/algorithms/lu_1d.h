@@ -28,7 +28,7 @@
 //                                      rows row0 + i <-> row0 + piv[i] - 1 of columns [0, cols)
 //                                      outside [skip_begin, skip_end), i = 0 .. count - 1
 //   TrsmLowerUnit(m, n, const T* l, ldl, T* b, ldb)  b := L⁻¹ b, L m x m unit lower
-//   GemmMinus(m, n, k, const T* a, lda, const T* b, ldb, T* c, ldc)  c -= a b
+//   GemmMinus('N', m, n, k, const T* a, lda, const T* b, ldb, T* c, ldc)  c -= a b
 //   PivotsOut(const int64_t* piv, count, int64_t* host)  into host memory (waits)
 //   Agree(const char* algorithm, const Status& local)  every rank's outcome: the lowest failing
 //                                      rank's error on every rank, or ok
@@ -89,8 +89,9 @@ Status Lu1D(B& b, const Distribution& g, T* a, std::vector<int64_t>* pivots) {
     T* block = a + row0.value + first * ld;
     failed.Run([&] { return b.TrsmLowerUnit(kb, cols, panel, m, block, ld); });
     if (m > kb) {
-      failed.Run(
-          [&] { return b.GemmMinus(m - kb, cols, kb, panel + kb, m, block, ld, block + kb, ld); });
+      failed.Run([&] {
+        return b.GemmMinus('N', m - kb, cols, kb, panel + kb, m, block, ld, block + kb, ld);
+      });
     }
   }
   // The pivots' copy to the host is local too: inside the agreement, so that every rank leaves

@@ -109,20 +109,18 @@ class Backend {
         "cublas trsm");
   }
 
+  // c −= a op(b), op_b 'N' (b) or 'C' (bᴴ): the 1-D LU's and the 1-D Cholesky's trailing
+  // updates.
   template <typename T>
-  Status GemmMinus(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+  Status GemmMinus(char op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
                    int64_t ldb, T* c, int64_t ldc) {
     int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
-    JAXMG_RETURN_IF_ERROR(CheckedInt(m, "rows", &im));
-    JAXMG_RETURN_IF_ERROR(CheckedInt(n, "columns", &in));
-    JAXMG_RETURN_IF_ERROR(CheckedInt(k, "inner dimension", &ik));
-    JAXMG_RETURN_IF_ERROR(CheckedInt(lda, "leading dimension", &ia));
-    JAXMG_RETURN_IF_ERROR(CheckedInt(ldb, "leading dimension", &ib));
-    JAXMG_RETURN_IF_ERROR(CheckedInt(ldc, "leading dimension", &ic));
+    JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
     const T one(1), minus_one(-1);
-    return CublasCheck(lb_->gemm[Scalar<T>::kIndex](blas_, CUBLAS_OP_N, CUBLAS_OP_N, im, in, ik,
-                                                    &minus_one, a, ia, b, ib, &one, c, ic),
-                       "cublas gemm");
+    return CublasCheck(
+        lb_->gemm[Scalar<T>::kIndex](blas_, CUBLAS_OP_N, op_b == 'N' ? CUBLAS_OP_N : AdjointOp<T>(),
+                                     im, in, ik, &minus_one, a, ia, b, ib, &one, c, ic),
+        "cublas gemm");
   }
 
   // The 1-D Cholesky's local steps (algorithms/cholesky_1d.h).
@@ -151,17 +149,6 @@ class Backend {
                            blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, AdjointOp<T>(),
                            CUBLAS_DIAG_NON_UNIT, im, in, &one, l, il, b, ib),
                        "cublas trsm");
-  }
-
-  template <typename T>
-  Status GemmMinusAdjoint(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                          int64_t ldb, T* c, int64_t ldc) {
-    int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
-    JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
-    const T one(1), minus_one(-1);
-    return CublasCheck(lb_->gemm[Scalar<T>::kIndex](blas_, CUBLAS_OP_N, AdjointOp<T>(), im, in, ik,
-                                                    &minus_one, a, ia, b, ib, &one, c, ic),
-                       "cublas gemm");
   }
 
   Status InfosOut(const int* infos, int64_t count, int* host) {

@@ -263,12 +263,13 @@ Status Backend::TrsmLowerUnit(int64_t m, int64_t n, const T* l, int64_t ldl, T* 
 }
 
 template <typename T>
-Status Backend::GemmMinus(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                          int64_t ldb, T* c, int64_t ldc) {
+Status Backend::GemmMinus(char op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                          const T* b, int64_t ldb, T* c, int64_t ldc) {
   int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
   JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
   const T one(1), minus_one(-1);
-  gemm<T>("N", "N", &im, &in, &ik, &minus_one, a, &ia, b, &ib, &one, c, &ic);
+  const char op[2] = {op_b == 'N' ? 'N' : 'C', 0};
+  gemm<T>("N", op, &im, &in, &ik, &minus_one, a, &ia, b, &ib, &one, c, &ic);
   return Status();
 }
 
@@ -290,16 +291,6 @@ Status Backend::TrsmRightLowerAdjoint(int64_t m, int64_t n, const T* l, int64_t 
   JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldl, &il}, {ldb, &ib}}));
   const T one(1);
   trsm<T>("R", "L", "C", "N", &im, &in, &one, l, &il, b, &ib);
-  return Status();
-}
-
-template <typename T>
-Status Backend::GemmMinusAdjoint(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                                 const T* b, int64_t ldb, T* c, int64_t ldc) {
-  int im = 0, in = 0, ik = 0, ia = 0, ib = 0, ic = 0;
-  JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {k, &ik}, {lda, &ia}, {ldb, &ib}, {ldc, &ic}}));
-  const T one(1), minus_one(-1);
-  gemm<T>("N", "C", &im, &in, &ik, &minus_one, a, &ia, b, &ib, &one, c, &ic);
   return Status();
 }
 
@@ -596,13 +587,11 @@ Status Backend::PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
   template Status Backend::RowSwaps<T>(T*, int64_t, int64_t, int64_t, int64_t, int64_t,            \
                                        const int64_t*, int64_t);                                   \
   template Status Backend::TrsmLowerUnit<T>(int64_t, int64_t, const T*, int64_t, T*, int64_t);     \
-  template Status Backend::GemmMinus<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*,    \
-                                        int64_t, T*, int64_t);                                     \
+  template Status Backend::GemmMinus<T>(char, int64_t, int64_t, int64_t, const T*, int64_t,        \
+                                        const T*, int64_t, T*, int64_t);                           \
   template Status Backend::Potrf<T>(int64_t, T*, int64_t, int*);                                   \
   template Status Backend::TrsmRightLowerAdjoint<T>(int64_t, int64_t, const T*, int64_t, T*,       \
                                                     int64_t);                                      \
-  template Status Backend::GemmMinusAdjoint<T>(int64_t, int64_t, int64_t, const T*, int64_t,       \
-                                               const T*, int64_t, T*, int64_t);                    \
   template Status Backend::PMoveColumns<T>(const T*, T*, const std::vector<int64_t>&);             \
   template Status Backend::AbsSums<T>(const Tiled<T>&, double*);                                   \
   template Status Backend::Scale<T>(const Tiled<T>&, double);                                      \

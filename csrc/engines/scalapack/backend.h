@@ -52,8 +52,9 @@ class Backend {
                   int64_t row0, const int64_t* piv, int64_t count);
   template <typename T>
   Status TrsmLowerUnit(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb);
+  // c −= a op(b), op_b 'N' (b) or 'C' (bᴴ).
   template <typename T>
-  Status GemmMinus(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+  Status GemmMinus(char op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
                    int64_t ldb, T* c, int64_t ldc);
   Status PivotsOut(const int64_t* piv, int64_t count, int64_t* host);
   // The 1-D Cholesky's local steps (algorithms/cholesky_1d.h).
@@ -65,9 +66,6 @@ class Backend {
   Status Potrf(int64_t n, T* a, int64_t lda, int* info);
   template <typename T>
   Status TrsmRightLowerAdjoint(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb);
-  template <typename T>
-  Status GemmMinusAdjoint(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                          int64_t ldb, T* c, int64_t ldc);
   Status InfosOut(const int* infos, int64_t count, int* host) {
     std::copy_n(infos, count, host);
     return Status();
