@@ -75,10 +75,11 @@ from triangular_cases import triangular_kinds  # noqa: E402
 RESULTS = {"mode": mode, "processes": jax.process_count(), "records": [], "expected": []}
 # JAXMG_GPU_TAG: a suffix of the output's name and the meshes' tags (e.g. "-twostage").
 TAG = os.environ.get("JAXMG_GPU_TAG", "")
-# JAXMG_GPU_PART: a suffix of the output's name alone, for one part of a rank count's cases run
-# beside the others (scripts/gpu_remote.sh's jobs stage); the case names stay those of the whole.
+# JAXMG_GPU_PART: a suffix of the output's name alone, for one part of a rank count's (or the
+# one process's) cases run beside the others (scripts/gpu_remote.sh's jobs stage); the case
+# names stay those of the whole.
 PART = os.environ.get("JAXMG_GPU_PART", "")
-OUT_NAME = f"gpu_shared_p{jax.process_count()}{TAG}{PART}" if mode == "shared" else f"gpu_{mode}"
+OUT_NAME = (f"gpu_shared_p{jax.process_count()}{TAG}" if mode == "shared" else f"gpu_{mode}") + PART
 
 
 def save():
