@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 from solve_plan import _GRID_CASE, MESH_FREE_VARIANTS, SHARED_MESHES, gpu_plan, shared_pick
@@ -73,47 +74,40 @@ def test_two_stage_stage_keeps_every_order():
         assert any("/n640/" in name for name in picked(shape, twostage=True))
 
 
+JOB_LISTS = Path(__file__).resolve().parents[1] / "scripts" / "gpu_jobs"
+
+
+def jobs_of(path):
+    """The jobs of one list of scripts/gpu_jobs: (stage, its variables) each."""
+    jobs = [j.split() for j in path.read_text().replace("\n", " ").split(";") if j.strip()]
+    return [(stage, dict(s.split("=", 1) for s in settings)) for stage, *settings in jobs]
+
+
+def gate_jobs():
+    """Every job of the gate_*.txt lists."""
+    return [job for path in sorted(JOB_LISTS.glob("gate_*.txt")) for job in jobs_of(path)]
+
+
 def test_gate_job_lists_name_real_stages_and_fit_the_gpu():
     """scripts/gpu_jobs/*.txt: every job is a stage of scripts/gpu_remote.sh and at most
     about 10 processes run side by side; together the gate_*.txt lists run every shared stage
     on every process count the plan has (2, 4, 6)."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    remote = (root / "scripts" / "gpu_remote.sh").read_text()
+    remote = (JOB_LISTS.parent / "gpu_remote.sh").read_text()
     stages = set(re.findall(r"^    ([a-z0-9|]+)\)$", remote, re.M))
     stages = {s for alt in stages for s in alt.split("|")}
-    lists = sorted((root / "scripts" / "gpu_jobs").glob("*.txt"))
+    lists = sorted(JOB_LISTS.glob("*.txt"))
     assert len([p for p in lists if p.name.startswith("gate_")]) == 12
-    seen = set()
     for path in lists:
-        jobs = [j.strip() for j in path.read_text().replace("\n", " ").split(";") if j.strip()]
         procs = 0
-        for job in jobs:
-            stage, *settings = job.split()
+        for stage, env in jobs_of(path):
             assert stage in stages, (path.name, stage)
-            env = dict(s.split("=", 1) for s in settings)
-            p = sum(int(x) for x in env.get("SHARED_PROCS", "1").split())
-            procs += p
-            if path.name.startswith("gate_"):
-                seen.add((stage, env.get("SHARED_PROCS")))
+            procs += sum(int(x) for x in env.get("SHARED_PROCS", "1").split())
         assert procs <= 10, (path.name, procs)
+    seen = {(stage, env.get("SHARED_PROCS")) for stage, env in gate_jobs()}
     for stage in ("shared", "sharedtwostage", "sharedfault", "sharedcases"):
         for p in ("2", "4") + (("6",) if stage == "shared" else ()):
             assert (stage, p) in seen, (stage, p)
     assert ("single", None) in seen
-
-
-def gate_jobs():
-    """Every job of the gate_*.txt lists: (stage, its variables)."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    for path in sorted((root / "scripts" / "gpu_jobs").glob("gate_*.txt")):
-        for job in path.read_text().replace("\n", " ").split(";"):
-            if job.strip():
-                stage, *settings = job.split()
-                yield stage, dict(s.split("=", 1) for s in settings)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), *SHARED], ids=["1x1", *IDS])
