@@ -278,16 +278,16 @@ def refine(
     # A matrix found not symmetric stays reported so (NaN and the status), without fallback.
     fall_back = ~converged & (lo_status != _routine.NOT_SYMMETRIC)
 
-    def fallback(x, status):
+    def fallback(x, status, e):
         x, status = high_solve()
-        return constrain_rows(x), status
+        x = constrain_rows(x)
+        return x, status, berr(x, residual(x))
 
-    def keep(x, status):
-        return x, status
+    def keep(x, status, e):
+        return x, status, e  # (e is x's: each step keeps a column with its residual)
 
-    x, status = jax.lax.cond(fall_back, fallback, keep, x, lo_status)
+    x, status, e = jax.lax.cond(fall_back, fallback, keep, x, lo_status, e)
     path = jnp.where(fall_back, FALLBACK, jnp.where(mode == GMRES, GMRES, MIXED))
-    e = berr(x, residual(x))
     info = MixedInfo(path.astype(jnp.int32), steps.astype(jnp.int32), e, kappa)
     return x, status, info
 

@@ -31,6 +31,14 @@ namespace jaxmg::cusolvermp {
 class Backend {
  public:
   explicit Backend(Engine& e) : e_(e) {}
+  // The lanes of the 1-D Cholesky's and the 1-D QR's look-ahead: the call's stream and handles,
+  // or the look-ahead's side stream and its own.
+  using Lane = Engine::Lane;
+  Status MainLane(Lane* out) { return e_.MainLane(out); }
+  Status SideLane(Lane* out) { return e_.SideLane(out); }
+  Status Join(const Lane& from, const Lane& to, int event) {
+    return e_.Join(from.stream, to.stream, event);
+  }
   // (no tridiagonal solve of some pairs alone: a subset's come from Stedc's, band_eigh.h)
   static constexpr bool kTridiagonalPairs = false;
 
@@ -123,32 +131,76 @@ class Backend {
         "cublas gemm");
   }
 
-  // The 1-D Cholesky's local steps (algorithms/cholesky_1d.h).
+  // The 1-D Cholesky's local steps (algorithms/cholesky_1d.h), on a lane (below). With
+  // JAXMG_DEBUG=2 their times are summed by kind (PartTimer).
+  //
+  // The workspace of potrf of at most n x n (one for both lanes: the panels never run at the
+  // same time), and where the panel solve goes by the inverse (TF32, below) its scratch: the
+  // inverse (n x n) and the product (m x n).
   template <typename T>
-  Status PreparePotrf(int64_t n, T* a, int64_t lda) {
+  Status PreparePanel(int64_t n, int64_t m, T* a, int64_t lda) {
     JAXMG_RETURN_IF_ERROR(Solver());
     size_t dev = 0, host = 0;
     JAXMG_RETURN_IF_ERROR(vendor::Size(
         vendor::DnPotrf<T>{{lb_, dn_, params_}, CUBLAS_FILL_MODE_LOWER, n, a, lda, nullptr}, &dev,
         &host));
-    return e_.Workspace(dev, host, &work_);
+    JAXMG_RETURN_IF_ERROR(e_.Workspace(dev, host, &work_));
+    if (!SolveByInverse<T>()) return Status();
+    void* p = nullptr;
+    JAXMG_RETURN_IF_ERROR(e_.Scratch(sizeof(T) * static_cast<size_t>(n * (n + m)), &p));
+    inverse_ = p;
+    return Status();
   }
 
   template <typename T>
-  Status Potrf(int64_t n, T* a, int64_t lda, int* info) {
+  Status Potrf(const Lane& lane, int64_t n, T* a, int64_t lda, int* info) {
+    PartTimer part("potrf");
     return vendor::Run(
-        vendor::DnPotrf<T>{{lb_, dn_, params_}, CUBLAS_FILL_MODE_LOWER, n, a, lda, info}, work_);
+        vendor::DnPotrf<T>{
+            {lane.lb, lane.dn, lane.params}, CUBLAS_FILL_MODE_LOWER, n, a, lda, info},
+        work_);
   }
 
+  // b := b L⁻ᴴ (L n x n lower). In TF32 (config.gpu_math = tf32, float32 and complex64) by L's
+  // inverse and a product, on tensor cores: cuBLAS's trsm runs at about 12 TFLOPs there, 5 % of
+  // the product's rate (one H100, N = 32768, tiles of 1024 and 2048: the panel solves took 46
+  // ms of the factorization's 105 ms; by the inverse the factorization took 86 ms; bench/results/
+  // cholesky_blocks_probe_h100x1.json). The inverse, L⁻¹ = trsm(L, I), is exactly lower
+  // triangular; its rounding is of the order of the factor's own in TF32.
   template <typename T>
-  Status TrsmRightLowerAdjoint(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb) {
+  Status TrsmRightLowerAdjoint(const Lane& lane, int64_t m, int64_t n, const T* l, int64_t ldl,
+                               T* b, int64_t ldb) {
     int im = 0, in = 0, il = 0, ib = 0;
     JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldl, &il}, {ldb, &ib}}));
-    const T one(1);
-    return CublasCheck(lb_->trsm[Scalar<T>::kIndex](
-                           blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, AdjointOp<T>(),
-                           CUBLAS_DIAG_NON_UNIT, im, in, &one, l, il, b, ib),
-                       "cublas trsm");
+    PartTimer part("panel solve");
+    const T one(1), zero(0);
+    if (!SolveByInverse<T>()) {
+      return CublasCheck(lane.lb->trsm[Scalar<T>::kIndex](
+                             lane.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, AdjointOp<T>(),
+                             CUBLAS_DIAG_NON_UNIT, im, in, &one, l, il, b, ib),
+                         "cublas trsm");
+    }
+    T* inverse = static_cast<T*>(inverse_);
+    T* product = inverse + n * n;
+    JAXMG_CUDA(cuda::IdentityBlock(KernelType<T>(), inverse, n, n, n, 0, lane.stream));
+    JAXMG_RETURN_IF_ERROR(CublasCheck(
+        lane.lb->trsm[Scalar<T>::kIndex](lane.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER,
+                                         CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, in, in, &one, l, il,
+                                         inverse, in),
+        "cublas trsm"));
+    JAXMG_RETURN_IF_ERROR(CublasCheck(
+        lane.lb->gemm[Scalar<T>::kIndex](lane.blas, CUBLAS_OP_N, AdjointOp<T>(), im, in, in, &one,
+                                         b, ib, inverse, in, &zero, product, im),
+        "cublas gemm"));
+    return Copy(lane, b, ldb, static_cast<const T*>(product), m, m, n);
+  }
+
+  template <typename T>
+  Status Copy(const Lane& lane, T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m,
+              int64_t n) {
+    JAXMG_CUDA(cudaMemcpy2DAsync(dst, sizeof(T) * ldd, src, sizeof(T) * lds, sizeof(T) * m, n,
+                                 cudaMemcpyDeviceToDevice, lane.stream));
+    return Status();
   }
 
   Status InfosOut(const int* infos, int64_t count, int* host) {
@@ -169,15 +221,8 @@ class Backend {
     return e_.AgreeOnFailure(algorithm, local);
   }
 
-  // The 1-D QR's local steps (algorithms/qr_1d.h), on a lane: the call's stream and handles, or
-  // the look-ahead's side stream and its own. With JAXMG_DEBUG=2 their times are summed by kind
-  // (PartTimer; the device is synchronized around each).
-  using Lane = Engine::Lane;
-  Status MainLane(Lane* out) { return e_.MainLane(out); }
-  Status SideLane(Lane* out) { return e_.SideLane(out); }
-  Status Join(const Lane& from, const Lane& to, int event) {
-    return e_.Join(from.stream, to.stream, event);
-  }
+  // The 1-D QR's local steps (algorithms/qr_1d.h), on a lane. With JAXMG_DEBUG=2 their times
+  // are summed by kind (PartTimer; the device is synchronized around each).
 
   // geqrf's workspace for panels of at most m x n (one for both lanes: their panels never run
   // at the same time).
@@ -746,6 +791,12 @@ class Backend {
     return call(work);
   }
 
+  // The 1-D Cholesky's panel solve by the inverse: in TF32, for the types it applies to.
+  template <typename T>
+  bool SolveByInverse() const {
+    return e_.config_.gpu_math == Choice::kTf32 && !std::is_same_v<RealOf<T>, double>;
+  }
+
   Status Solver() {
     if (lb_ != nullptr) return Status();
     return e_.LocalSolver(&lb_, &blas_, &dn_, &params_);
@@ -778,6 +829,7 @@ class Backend {
   Engine& e_;
   BlasDescriptor square_;
   void* pwork_ = nullptr;
+  void* inverse_ = nullptr;  // the 1-D Cholesky's inverse and product (PreparePanel)
   size_t pdev_ = 0, phost_ = 0;
   const LocalBlas* lb_ = nullptr;
   cublasHandle_t blas_ = nullptr;

@@ -56,14 +56,24 @@ bool Engine::UseOwnCholesky() const {
 // The 1-D Cholesky (algorithms/cholesky_1d.h) over this engine's backend: cusolverDn for the
 // diagonal tiles, cuBLAS trsm and gemm (with config.gpu_math's mode), NCCL broadcasts. The
 // factor is stored as p?potrf stores it; the first failing column goes into the status slot the
-// library's potrf would have written, for Agree.
+// library's potrf would have written, for Agree. On one device the tiles are only the
+// algorithm's blocks: at least kOneDeviceCholeskyBlock wide (one H100, N = 32768, TF32: blocks of
+// 2048 took 86 ms, of 1024 100 ms, of 512 130 ms; bench/results/cholesky_blocks_probe_h100x1.json).
+constexpr int64_t kOneDeviceCholeskyBlock = 2048;
+
 template <typename T>
 Status Engine::Cholesky1D(Matrix<T>* a, int* info) {
   JAXMG_RETURN_IF_ERROR(Small());
   Backend backend(*this);
   int64_t failed_at = 0;
-  JAXMG_RETURN_IF_ERROR(algorithms::Cholesky1D(
-      backend, DistributionOf(a->rows, a->cols, a->local_rows), a->data, &failed_at));
+  algorithms::Distribution g = DistributionOf(a->rows, a->cols, a->local_rows);
+  if (OneDevice()) {
+    g = algorithms::Distribution::Of(a->rows, a->cols,
+                                     std::max(state_.plan.tile, kOneDeviceCholeskyBlock), 1, 0, 1,
+                                     0, a->local_rows, ctx_.rank);
+  }
+  JAXMG_RETURN_IF_ERROR(algorithms::Cholesky1D(backend, g, a->data, &failed_at));
+  if (DebugParts()) PrintParts("cholesky");
   const int32_t first = static_cast<int32_t>(std::min<int64_t>(failed_at, INT32_MAX));
   // Pageable: the copy has read `first` when cudaMemcpyAsync returns.
   JAXMG_CUDA(cudaMemcpyAsync(small_, &first, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));

@@ -274,7 +274,7 @@ Status Backend::GemmMinus(char op_b, int64_t m, int64_t n, int64_t k, const T* a
 }
 
 template <typename T>
-Status Backend::Potrf(int64_t n, T* a, int64_t lda, int* info) {
+Status Backend::Potrf(const Lane&, int64_t n, T* a, int64_t lda, int* info) {
   int in = 0, ia = 0;
   JAXMG_RETURN_IF_ERROR(Ints({{n, &in}, {lda, &ia}}));
   potrf<T>("L", &in, a, &ia, info);
@@ -284,8 +284,8 @@ Status Backend::Potrf(int64_t n, T* a, int64_t lda, int* info) {
 }
 
 template <typename T>
-Status Backend::TrsmRightLowerAdjoint(int64_t m, int64_t n, const T* l, int64_t ldl, T* b,
-                                      int64_t ldb) {
+Status Backend::TrsmRightLowerAdjoint(const Lane&, int64_t m, int64_t n, const T* l, int64_t ldl,
+                                      T* b, int64_t ldb) {
   if (m <= 0 || n <= 0) return Status();
   int im = 0, in = 0, il = 0, ib = 0;
   JAXMG_RETURN_IF_ERROR(Ints({{m, &im}, {n, &in}, {ldl, &il}, {ldb, &ib}}));
@@ -589,9 +589,9 @@ Status Backend::PHermitianPart(const Tiled<T>& z, const Tiled<T>& h) {
   template Status Backend::TrsmLowerUnit<T>(int64_t, int64_t, const T*, int64_t, T*, int64_t);     \
   template Status Backend::GemmMinus<T>(char, int64_t, int64_t, int64_t, const T*, int64_t,        \
                                         const T*, int64_t, T*, int64_t);                           \
-  template Status Backend::Potrf<T>(int64_t, T*, int64_t, int*);                                   \
-  template Status Backend::TrsmRightLowerAdjoint<T>(int64_t, int64_t, const T*, int64_t, T*,       \
-                                                    int64_t);                                      \
+  template Status Backend::Potrf<T>(const Lane&, int64_t, T*, int64_t, int*);                      \
+  template Status Backend::TrsmRightLowerAdjoint<T>(const Lane&, int64_t, int64_t, const T*,       \
+                                                    int64_t, T*, int64_t);                         \
   template Status Backend::PMoveColumns<T>(const T*, T*, const std::vector<int64_t>&);             \
   template Status Backend::AbsSums<T>(const Tiled<T>&, double*);                                   \
   template Status Backend::Scale<T>(const Tiled<T>&, double);                                      \

@@ -57,26 +57,33 @@ class Backend {
   Status GemmMinus(char op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
                    int64_t ldb, T* c, int64_t ldc);
   Status PivotsOut(const int64_t* piv, int64_t count, int64_t* host);
+  // The lanes of the 1-D Cholesky's and the 1-D QR's look-ahead: one, the calling thread (the
+  // look-ahead runs in the same order, one step after the other).
+  struct Lane {};
+  Status MainLane(Lane*) { return Status(); }
+  Status SideLane(Lane*) { return Status(); }
+  Status Join(const Lane&, const Lane&, int) { return Status(); }
+
   // The 1-D Cholesky's local steps (algorithms/cholesky_1d.h).
   template <typename T>
-  Status PreparePotrf(int64_t, T*, int64_t) {
-    return Status();  // (LAPACK's potrf needs no workspace)
+  Status PreparePanel(int64_t, int64_t, T*, int64_t) {
+    return Status();  // (LAPACK's potrf and trsm need no workspace)
   }
   template <typename T>
-  Status Potrf(int64_t n, T* a, int64_t lda, int* info);
+  Status Potrf(const Lane&, int64_t n, T* a, int64_t lda, int* info);
   template <typename T>
-  Status TrsmRightLowerAdjoint(int64_t m, int64_t n, const T* l, int64_t ldl, T* b, int64_t ldb);
+  Status TrsmRightLowerAdjoint(const Lane&, int64_t m, int64_t n, const T* l, int64_t ldl, T* b,
+                               int64_t ldb);
+  template <typename T>
+  Status Copy(const Lane&, T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m, int64_t n) {
+    return Copy(dst, ldd, src, lds, m, n);
+  }
   Status InfosOut(const int* infos, int64_t count, int* host) {
     std::copy_n(infos, count, host);
     return Status();
   }
 
-  // The 1-D QR's local steps (algorithms/qr_1d.h): one lane, the calling thread (the look-ahead
-  // runs in the same order, one step after the other).
-  struct Lane {};
-  Status MainLane(Lane*) { return Status(); }
-  Status SideLane(Lane*) { return Status(); }
-  Status Join(const Lane&, const Lane&, int) { return Status(); }
+  // The 1-D QR's local steps (algorithms/qr_1d.h).
   template <typename T>
   Status PrepareGeqrf(int64_t m, int64_t n, T* a, int64_t lda, T* tau);
   template <typename T>
