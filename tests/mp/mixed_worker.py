@@ -65,13 +65,15 @@ def rhs(n, k, dtype, seed):
     return b.astype(dtype)
 
 
-def compare(a, b, x):
+def compare(a, b, x, kappa=None):
     """The forward error against NumPy's float64 solve, relative to its condition bound, and
-    the normwise backward error of x (per column, the worst)."""
+    the normwise backward error of x (per column, the worst). kappa: A's 2-norm condition
+    number where it is known (a's own construction), else computed."""
+    n = a.shape[0]
     ref = np.linalg.solve(a, b)
-    kappa = float(np.linalg.cond(a))
+    kappa = float(np.linalg.cond(a)) if kappa is None else kappa
     forward = float(np.linalg.norm(x - ref) / np.linalg.norm(ref))
-    x2, b2 = x.reshape(N, -1), b.reshape(N, -1)
+    x2, b2 = x.reshape(n, -1), b.reshape(n, -1)
     r = b2 - a @ x2
     a_norm = np.max(np.sum(np.abs(a), axis=1))
     berr = np.max(np.abs(r), axis=0) / (
@@ -81,11 +83,11 @@ def compare(a, b, x):
         kappa=kappa,
         forward=forward,
         # NumPy's own float64 solve is as far from the exact solution: both within κ N ε.
-        forward_tol=float(kappa * N * EPS * 4),
+        forward_tol=float(kappa * n * EPS * 4),
         backward=float(np.max(berr)),
         # The refinement's own criterion (max(N / 64, 4) ε), with room for the rounding of
         # NumPy's residual.
-        backward_tol=2 * tolerance(N),
+        backward_tol=2 * tolerance(n),
     )
 
 
@@ -94,26 +96,27 @@ def spec_of(x):
     return [None if s is None else str(s) for s in spec] + [None] * (x.ndim - len(spec))
 
 
-def solve_case(routine, dtype_name, kappa, tile, k, cholesky="auto"):
-    """cholesky="blocked": the low-precision factor by jaxmg's 1-D Cholesky (1 x P grids)."""
+def solve_case(routine, dtype_name, kappa, tile, k, cholesky="auto", math="auto", n=N):
+    """cholesky="blocked": the low-precision factor by jaxmg's 1-D Cholesky (1 x P grids);
+    math="tf32": its products in TF32 on GPUs (config.gpu_math); n: the order (default N)."""
     dtype = np.dtype(dtype_name).type
-    a = conditioned(N, kappa, dtype, 3, routine == "potrs")
-    b = rhs(N, k, dtype, 1)
+    a = conditioned(n, kappa, dtype, 3, routine == "potrs")
+    b = rhs(n, k, dtype, 1)
     b_spec = B_SPEC if k else P("pr")
     a_g, b_g = place(a, mesh, A_SPEC), place(b, mesh, b_spec)
     low = "float32" if dtype_name == "float64" else jnp.complex64
     fn = getattr(jaxmg, routine)
-    with jaxmg.config.override(cpu_cholesky=cholesky, gpu_cholesky=cholesky):
+    with jaxmg.config.override(cpu_cholesky=cholesky, gpu_cholesky=cholesky, gpu_math=math):
         x, status, info = fn(
             a_g, b_g, T_A=tile, factor_dtype=low, return_status=True, return_info=True
         )
-    rec = compare(a, b, gather(x))
+    rec = compare(a, b, gather(x), kappa=None if n == N else kappa)
     rec.update(
         path=info.path_name(),
         iterations=int(np.asarray(info.iterations)),
         info_backward=float(np.max(np.asarray(info.backward_error))),
         condition_estimate=float(np.asarray(info.condition_estimate)),
-        kappa1=float(np.linalg.cond(a.astype(np.complex128), 1)),
+        kappa1=float(np.linalg.cond(a.astype(np.complex128), 1)) if n == N else None,
         factor_eps=float(np.finfo(np.float32).eps),
         status=int(np.asarray(status)),
         x_spec=spec_of(x),
@@ -306,6 +309,20 @@ for kappa in (1e4, 1e8):
     CASES[f"potrs/float64/kappa{kappa:.0e}/T5/K2/blocked"] = (
         solve_case,
         ("potrs", "float64", kappa, 5, 2, "blocked"),
+    )
+# TF32 products in the 1-D Cholesky (GPUs; elsewhere gpu_math is not read): refinement from a
+# TF32 factor, and the fallback where TF32 cannot resolve A. Tiles of 5 on 1 x P grids; on one
+# GPU the blocks are at least 2048 wide, so its case is N = 4608 (two full blocks and one of 512,
+# the panel solves by the inverse, the look-ahead).
+for dtype_name, kappa in (("float64", 1e2), ("complex128", 1e2), ("float64", 1e8)):
+    CASES[f"potrs/{dtype_name}/kappa{kappa:.0e}/T5/K2/blocked-tf32"] = (
+        solve_case,
+        ("potrs", dtype_name, kappa, 5, 2, "blocked", "tf32"),
+    )
+if jax.devices()[0].platform == "gpu":
+    CASES["potrs/float64/kappa1e+02/N4608/K2/blocked-tf32"] = (
+        solve_case,
+        ("potrs", "float64", 1e2, None, 2, "blocked", "tf32", 4608),
     )
 CASES["potrs/failure/not-spd"] = (failure_case, ("potrs", "not-spd"))
 CASES["potrs/failure/not-symmetric"] = (failure_case, ("potrs", "not-symmetric"))
