@@ -491,6 +491,54 @@ def mixed_precision(plt, out: Path) -> Path:
     return _save(fig, out / "mixed_precision_kappa.svg")
 
 
+# Mixed precision potrs against the condition number on one GPU: the 1-D Cholesky in TF32.
+MIXED_KAPPA_GPU = "mixed_kappa_h100x1_n32768_tf32_9af010f.json"
+
+
+def mixed_precision_gpu(plt, out: Path) -> Path:
+    """Time and refinement steps against κ of potrs factored by the 1-D Cholesky in TF32 and
+    refined to float64 on one GPU (each point marked by the path it took), with float64 potrs
+    and JAX's float64 solve on the same GPU (their time does not depend on κ: one line each)."""
+    data = json.loads((RESULTS / MIXED_KAPPA_GPU).read_text())
+    records = data["records"]
+    n = records[0]["n"]
+    card = data["device"].split(" (")[0].removeprefix("NVIDIA ")
+    mixed = sorted(
+        (r for r in records if r["engine"] == "jaxmg" and r["variant"] == "mixed"),
+        key=lambda r: r["kappa"],
+    )
+    k = [r["kappa"] for r in mixed]
+    fig, (ax, steps) = plt.subplots(1, 2, figsize=(9.6, 3.4))
+    for engine, color, style, label in (
+        ("jaxmg", JAXMG, "-", "jaxmg float64 potrs"),
+        ("jax", JAX, "--", "JAX float64 cho_factor + cho_solve"),
+    ):
+        t = next(
+            r["seconds"] for r in records if r["engine"] == engine and r["variant"] == "float64"
+        )
+        ax.axhline(t, color=color, linestyle=style, label=label)
+    ax.plot(k, [r["seconds"] for r in mixed], color=PEER, linewidth=0.8)
+    steps.plot(k, [r["iterations"] for r in mixed], color=PEER, linewidth=0.8)
+    for path, (marker, label) in PATH_MARKERS.items():
+        rs = [r for r in mixed if r["path"] == path]
+        if rs:
+            kk = [r["kappa"] for r in rs]
+            ax.scatter(
+                kk, [r["seconds"] for r in rs], marker=marker, color=PEER, label=label, zorder=3
+            )
+            steps.scatter(kk, [r["iterations"] for r in rs], marker=marker, color=PEER, zorder=3)
+    for a in (ax, steps):
+        a.set_xscale("log")
+        a.set_xlabel("condition number κ₂")
+        a.set_ylim(bottom=0)
+    ax.set_ylabel("seconds (warm call)")
+    ax.set_title(f"potrs, N = {n}, float64 answers, one {card}", fontsize=8)
+    steps.set_ylabel("refinement steps")
+    steps.set_title("steps taken (0: the fallback ran at once)", fontsize=8)
+    ax.legend(frameon=False, fontsize=7, loc="upper left")
+    return _save(fig, out / "mixed_precision_kappa_gpu.svg")
+
+
 # Eigenpairs by index on CPU processes (python -m jaxmg bench --routine syevd --subset lo:hi).
 SUBSET_CPU = "cpu_syevd_subset_2proc_1670d12.json"
 SUBSET_PATHS = {"two-stage": (JAXMG, "o"), "p?syevr": (PEER, "s")}
@@ -623,6 +671,7 @@ def draw_all(out: Path) -> list[Path]:
         layout(plt, out, 2, 1),
         layout(plt, out, 2, 2),
         mixed_precision(plt, out),
+        mixed_precision_gpu(plt, out),
         eigenpairs_by_index(plt, out),
         eigenpairs_by_index_gpu(plt, out),
     ]

@@ -7,7 +7,8 @@
 #   bench/mixed_kappa.sh bench/results/mixed_kappa_cpu2_n2048_$(git rev-parse --short HEAD).json
 #
 # Defaults: N = 2048, 2 processes (CPU processes where there is no GPU), kappa 1e1 to 1e12;
-# ROUTINES (default: potrs lu_solve).
+# ROUTINES (default: potrs lu_solve), VARIANTS (default: mixed float64; the float64 solve's time
+# does not depend on kappa, so a sweep may time it at one kappa only).
 set -euo pipefail
 out=${1:?usage: bench/mixed_kappa.sh OUT.json [N] [PROCESSES] [KAPPAS...]}
 n=${2:-2048}
@@ -26,7 +27,7 @@ else
 fi
 for routine in ${ROUTINES:-potrs lu_solve}; do
   for kappa in $kappas; do
-    for variant in mixed float64; do
+    for variant in ${VARIANTS:-mixed float64}; do
       extra=()
       [ "$variant" = mixed ] && extra=(--factor-dtype float32)
       # (JAX's float64 solve is timed once per kappa, with the float64 run)

@@ -165,7 +165,7 @@ class Backend {
   // inverse and a product, on tensor cores: cuBLAS's trsm runs at about 12 TFLOPs there, 5 % of
   // the product's rate (one H100, N = 32768, tiles of 1024 and 2048: the panel solves took 46
   // ms of the factorization's 105 ms; by the inverse the factorization took 86 ms; bench/results/
-  // cholesky_blocks_probe_h100x1.json). The inverse, L⁻¹ = trsm(L, I), is exactly lower
+  // cholesky_blocks_probe_h100x1_9af010f.json). The inverse, L⁻¹ = trsm(L, I), is exactly lower
   // triangular; its rounding is of the order of the factor's own in TF32.
   template <typename T>
   Status TrsmRightLowerAdjoint(const Lane& lane, int64_t m, int64_t n, const T* l, int64_t ldl,

@@ -57,8 +57,9 @@ bool Engine::UseOwnCholesky() const {
 // diagonal tiles, cuBLAS trsm and gemm (with config.gpu_math's mode), NCCL broadcasts. The
 // factor is stored as p?potrf stores it; the first failing column goes into the status slot the
 // library's potrf would have written, for Agree. On one device the tiles are only the
-// algorithm's blocks: at least kOneDeviceCholeskyBlock wide (one H100, N = 32768, TF32: blocks of
-// 2048 took 86 ms, of 1024 100 ms, of 512 130 ms; bench/results/cholesky_blocks_probe_h100x1.json).
+// algorithm's blocks: at least kOneDeviceCholeskyBlock wide (one H100, N = 32768, TF32, panel
+// solves by the inverse: blocks of 2048 took 86 ms, of 1024 100 ms; by trsm 98, 105 and, of 512,
+// 130 ms; bench/results/cholesky_blocks_probe_h100x1_9af010f.json).
 constexpr int64_t kOneDeviceCholeskyBlock = 2048;
 
 template <typename T>
