@@ -5,6 +5,8 @@ solve before writing them in C++ (torch is row-major: A = Uᵀ U here, the same 
 
     python bench/cholesky_blocks_probe.py OUT.json      (PN: the order, default 32768)
 
+    python bench/cholesky_blocks_probe.py OUT.json --solves   (the solves with the factor alone)
+
 It times the pieces (cusolverDn potrf of a tile, cuBLAS trsm with and without TF32, the trailing
 products), the whole factorization by blocks of 512, 1024 and 2048, with the panel solve by trsm
 or by the tile's inverse and a product, grouped products, a recursive variant and "3xTF32" (each
@@ -134,6 +136,38 @@ def spd_kappa(n, kappa, seed=0):
     )
     return (Q * s) @ Q.T
 
+
+def solves(path):
+    """The triangular solves with an N x N float32 factor (cuBLAS trsm through torch) for 1, 2, 3
+    and 16 right-hand sides, a float32 and a float64 product with a vector, a float64 row-sum
+    reduction and the float64 -> float32 copy, in ms: the refinement's pieces."""
+    g = torch.Generator(device=dev).manual_seed(0)
+    L = torch.tril(torch.randn(N, N, device=dev, generator=g)) / N**0.5
+    L.diagonal().add_(2.0)
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "n": N}
+    for k in (1, 2, 3, 16):
+        b = torch.randn(N, k, device=dev)
+        out[f"trsm_f32_lower_k{k}_ms"] = (
+            timeit(lambda b=b: torch.linalg.solve_triangular(L, b, upper=False), 5) * 1e3
+        )
+        out[f"trsm_f32_upperT_k{k}_ms"] = (
+            timeit(lambda b=b: torch.linalg.solve_triangular(L.T, b, upper=True), 5) * 1e3
+        )
+        out[f"cholesky_solve_f32_k{k}_ms"] = timeit(lambda b=b: torch.cholesky_solve(b, L), 5) * 1e3
+    out["gemv_f32_ms"] = timeit(lambda: L @ torch.ones(N, 1, device=dev), 5) * 1e3
+    L = None  # (frees the factor's memory for A)
+    A = torch.randn(N, N, device=dev, dtype=torch.float64, generator=g)
+    x = torch.randn(N, 1, device=dev, dtype=torch.float64)
+    out["gemv_f64_ms"] = timeit(lambda: A @ x, 5) * 1e3
+    out["abs_rowsum_f64_ms"] = timeit(lambda: A.abs().sum(1).max(), 5) * 1e3
+    out["astype_f32_ms"] = timeit(lambda: A.float(), 5) * 1e3
+    print(json.dumps(out, indent=1))
+    json.dump(out, open(path, "w"), indent=1)
+
+
+if "--solves" in sys.argv:
+    solves(sys.argv[1])
+    sys.exit(0)
 
 res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "n": N}
 A0 = spd(N)

@@ -354,6 +354,7 @@ def _refined_solve(plan, lu: bool, transpose: bool):
             precise_solver,
             lambda: high_solve(a, b2),
             transpose,
+            hermitian=not lu,
         )
 
     return solve

@@ -11,11 +11,11 @@ right-hand side column stops when its normwise backward error
 
     ‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) ≤ max(c N, TOLERANCE_FLOOR) · ε(float64),  c = TOLERANCE_FACTOR.
 
-When the low-precision factorization fails or refinement has not converged after `MAX_STEPS`
-steps, the solve falls back by itself to the float64 factorization (`lax.cond`, one branch on
-every process: the predicate is made of replicated norms), so it never returns a worse answer
-than the float64 solve. Every step runs inside one `jax.jit`, in `lax.while_loop` and
-`lax.cond`.
+When the low-precision factorization fails, refinement has not converged after `MAX_STEPS`
+steps or a GMRES-IR step shows it will not (`SLOW`), the solve falls back by itself to the
+float64 factorization (`lax.cond`, one branch on every process: the predicate is made of
+replicated norms), so it never returns a worse answer than the float64 solve. Every step runs
+inside one `jax.jit`, in `lax.while_loop` and `lax.cond`.
 
 Derivatives: the refined solve is the solver of `lax.custom_linear_solve` whose matrix-vector
 product is A x in float64, so that jax.grad and jax.jvp with respect to A and b go through
@@ -56,6 +56,12 @@ MAX_STEPS = 10
 STALL = 0.5
 # GMRES iterations per cycle (one cycle per GMRES-IR step).
 RESTART = 10
+# A GMRES-IR step whose reduction of the worst unconverged column's backward error, kept up,
+# would need more than SLOW * MAX_STEPS steps in all ends refinement: the solve falls back at
+# once instead of after the steps left (a TF32 factor at κ = 1e4, N = 32768 on one H100 took
+# its 10 steps and then the fallback: 0.52 s against the float64 solve's 0.33 s). GMRES-IR
+# often speeds up after its first cycles, hence the margin.
+SLOW = 2
 # Refinement is not tried where the condition number estimated from the low-precision factor,
 # κ₁ ≈ ‖A‖₁ ‖A_lo⁻¹‖₁, times ε of the factor's dtype exceeds this: there classical refinement
 # diverges and GMRES-IR needs far more than MAX_STEPS cycles (the contraction ‖I − A_lo⁻¹A‖
@@ -80,10 +86,10 @@ class MixedInfo(NamedTuple):
 
     path: int32 scalar, replicated: 0 "mixed" (classical refinement converged), 1 "gmres"
       (GMRES-IR converged after classical refinement stalled), 2 "fallback" (the float64
-      factorization ran: the low-precision one failed or refinement did not converge within
-      `MAX_STEPS`); `info.path_name()` gives the name of a concrete value. A matrix that
-      the low-precision Cholesky factorization finds not symmetric (status -1) reports 0:
-      no fallback runs for it.
+      factorization ran: the low-precision one failed, or refinement did not converge within
+      `MAX_STEPS` or stopped at a pace too slow to, `SLOW`); `info.path_name()` gives the
+      name of a concrete value. A matrix that the low-precision Cholesky factorization finds
+      not symmetric (status -1) reports 0: no fallback runs for it.
     iterations: int32 scalar: the refinement steps taken (a GMRES-IR step is one cycle of
       `RESTART` GMRES iterations); 0 where the estimate below ruled refinement out.
     backward_error: float64, one per right-hand side column (a scalar for a vector b): the
@@ -173,6 +179,7 @@ def refine(
     precise_solver,
     high_solve,
     transpose: bool,
+    hermitian: bool = False,
 ):
     """(x, status, info) of op(A) x = b2 (op: Aᵀ with transpose; b2 (N, K) of A's dtype),
     refined with a low-precision factor, inside the caller's jit.
@@ -185,7 +192,7 @@ def refine(
     low precision, its rounding error, about κ ε(low) relative, is as large as the factor's
     own, and GMRES stalls where κ ε(low) passes 1); high_solve() ->
     (x, status) of the float64 factorization (the fallback, under `lax.cond`: run only when
-    taken).
+    taken); hermitian: A is (‖A‖₁ = ‖A‖∞, one reduction fewer over A).
     """
     tol = tolerance(a.shape[0])
     rows = P(user.row_axis, None)
@@ -205,7 +212,7 @@ def refine(
     b2 = constrain_rows(b2)
     a_norm = _inf_norm(a, transpose)
     low = LOW_PRECISION[np.dtype(b2.dtype)]
-    kappa = _inf_norm(a, not transpose) * _inverse_one_norm(
+    kappa = (a_norm if hermitian else _inf_norm(a, not transpose)) * _inverse_one_norm(
         a.shape[0],
         b2.dtype,
         lambda r: low_solve(r.astype(low)).astype(r.dtype),
@@ -249,18 +256,19 @@ def refine(
         return x_new, r_new, berr(x_new, r_new)
 
     def running(state):
-        x, r, e, steps, mode = state
+        x, r, e, steps, mode, slow = state
         unconverged = jnp.any(~(e <= tol))
         return (
             (lo_status == 0)
             & ~hopeless
+            & ~slow
             & unconverged
             & (steps < MAX_STEPS)
             & jnp.all(jnp.isfinite(e))
         )
 
     def step(state):
-        x, r, e, steps, mode = state
+        x, r, e, steps, mode, slow = state
         x_new, r_new, e_new = jax.lax.cond(mode == MIXED, classical, gmres, x, r, e)
         done = e <= tol
         better = (e_new < e) & ~done
@@ -269,11 +277,20 @@ def refine(
         r_kept = jnp.where(better[None, :], r_new, r)
         e_kept = jnp.where(better, e_new, e)
         ratio = jnp.max(jnp.where(done, 0.0, e_new / jnp.where(e > 0, e, 1.0)))
+        # A GMRES-IR cycle at a pace that would need more than SLOW times MAX_STEPS steps in all
+        # ends the refinement: the solve falls back now rather than after the steps left.
+        worst = jnp.max(jnp.where(e_kept <= tol, 0.0, e_kept))
+        needed = jnp.log(tol / worst) / jnp.log(jnp.clip(ratio, 1e-300, None))
+        slow = (
+            (mode == GMRES)
+            & (worst > tol)
+            & ((ratio >= 1) | (steps + 1 + needed > SLOW * MAX_STEPS))
+        )
         mode = jnp.where((mode == MIXED) & ~(ratio <= STALL), GMRES, mode)  # NaN: stalled
-        return x_kept, r_kept, e_kept, steps + 1, mode
+        return x_kept, r_kept, e_kept, steps + 1, mode, slow
 
-    state = (x0, r0, e0, jnp.int32(0), jnp.int32(MIXED))
-    x, r, e, steps, mode = jax.lax.while_loop(running, step, state)
+    state = (x0, r0, e0, jnp.int32(0), jnp.int32(MIXED), jnp.bool_(False))
+    x, r, e, steps, mode, slow = jax.lax.while_loop(running, step, state)
     converged = (lo_status == 0) & jnp.all(e <= tol)
     # A matrix found not symmetric stays reported so (NaN and the status), without fallback.
     fall_back = ~converged & (lo_status != _routine.NOT_SYMMETRIC)

@@ -106,6 +106,9 @@ Status Engine::Getrf(Matrix<T>* a, Pivots* piv, int* info) {
   return Agree<T>(*a, false, info);
 }
 
+// Fewer right-hand sides than this are solved one column at a time on one device (Potrs).
+constexpr int64_t kColumnByColumn = 4;
+
 template <typename T>
 Status Engine::Potrs(const Matrix<T>& l, const Matrix<T>& c) {
   StepTimer timer("Potrs", stream_);
@@ -120,8 +123,16 @@ Status Engine::Potrs(const Matrix<T>& l, const Matrix<T>& c) {
     cusolverDnHandle_t dn = nullptr;
     cusolverDnParams_t params = nullptr;
     JAXMG_RETURN_IF_ERROR(LocalSolver(&lb, &blas, &dn, &params));
-    JAXMG_SOLVER(lb->potrs(dn, params, CUBLAS_FILL_MODE_LOWER, n, nrhs, DataTypeOf<T>(), l.data,
-                           l.ld, DataTypeOf<T>(), c.data, c.ld, Slot(Slots::kSolveInfo)));
+    // Two or three right-hand sides one column at a time: cusolverDn's potrs took 4.2 ms with
+    // one column, 16 to 21 ms with two (float32, N = 32768, one H100; cuBLAS's triangular solve
+    // with one column is its fast one: cholesky_solves_probe_h100x1_9af010f.json in
+    // bench/results).
+    const int64_t calls = nrhs < kColumnByColumn ? nrhs : 1;
+    for (int64_t j = 0; j < calls; ++j) {
+      JAXMG_SOLVER(lb->potrs(dn, params, CUBLAS_FILL_MODE_LOWER, n, calls == 1 ? nrhs : 1,
+                             DataTypeOf<T>(), l.data, l.ld, DataTypeOf<T>(), c.data + j * c.ld,
+                             c.ld, Slot(Slots::kSolveInfo)));
+    }
     return Status();
   }
   return Call(vendor::MpPotrs<T>{ctx_.handle,
