@@ -50,6 +50,15 @@ def split(x):
     return hi, x - hi
 
 
+def operands(X, mode):
+    """The trailing update's operands L, R (the update is Lᵀ R): X itself, or for "3xtf32"
+    [hi; hi; lo] and [hi; lo; hi] (three TF32 products in one, K three times as deep)."""
+    if mode != "3xtf32":
+        return X, X
+    hi, lo = split(X)
+    return torch.cat([hi, hi, lo], 0), torch.cat([hi, lo, hi], 0)
+
+
 def chol(A, t, mode="tf32", trsm="trsm", group=1, times=None):
     """In place upper Cholesky of row-major A (A = Uᵀ U)."""
     n = A.shape[0]
@@ -79,12 +88,7 @@ def chol(A, t, mode="tf32", trsm="trsm", group=1, times=None):
             sync()
             times["trsm"] += time.perf_counter() - e0
             e0 = time.perf_counter()
-        if mode == "3xtf32":
-            hi, lo = split(X)
-            L = torch.cat([hi, hi, lo], 0)
-            R = torch.cat([hi, lo, hi], 0)
-        else:
-            L = R = X
+        L, R = operands(X, mode)
         m = n - r0 - kb
         w = t * group
         for j0 in range(0, m, w):
@@ -110,12 +114,7 @@ def rec_chol(A, base, mode):
     rec_chol(A11, base, mode)
     X = torch.linalg.solve_triangular(torch.triu(A11).T, A12, upper=False)
     A12.copy_(X)
-    if mode == "3xtf32":
-        hi, lo = split(X)
-        L = torch.cat([hi, hi, lo], 0)
-        R = torch.cat([hi, lo, hi], 0)
-    else:
-        L = R = X
+    L, R = operands(X, mode)
     A22.addmm_(L.T, R, alpha=-1)  # full square (2x the syrk flops)
     rec_chol(A22, base, mode)
 

@@ -4,10 +4,11 @@ The matrix is factored in the low precision with the engine's own routine (`cho_
 `lu_factor` on A.astype(factor_dtype)); the first solution comes from that factor, and is then
 refined in float64: r = b − A x (a sharded product of XLA's: the matrix is never gathered) and
 a correction from the low-precision factor. Classical refinement first; where it stalls (the
-backward error of a column falls by less than `STALL` in a step), each further step solves the
-correction equation A d = r by GMRES in float64 preconditioned by the low-precision factor,
-applied in float64 (`RESTART` iterations, one cycle a step: GMRES-IR, as HPL-MxP does). Each
-right-hand side column stops when its normwise backward error
+backward error of a column falls by less than `STALL` in a step, or too slowly to converge
+within `MAX_STEPS`), each further step solves the correction equation A d = r by GMRES in
+float64 preconditioned by the low-precision factor, applied in float64 (`RESTART` iterations,
+one cycle a step: GMRES-IR, as HPL-MxP does). Each right-hand side column stops when its
+normwise backward error
 
     ‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) ≤ max(c N, TOLERANCE_FLOOR) · ε(float64),  c = TOLERANCE_FACTOR.
 
@@ -52,7 +53,8 @@ TOLERANCE_FLOOR = 4
 # Refinement steps before the fallback (classical steps and GMRES cycles together).
 MAX_STEPS = 10
 # A classical step that reduces the worst unconverged column's backward error by less than
-# this factor switches the remaining steps to GMRES-IR.
+# this factor, or at a pace that would not converge within MAX_STEPS, switches the remaining
+# steps to GMRES-IR.
 STALL = 0.5
 # GMRES iterations per cycle (one cycle per GMRES-IR step).
 RESTART = 10
@@ -277,16 +279,17 @@ def refine(
         r_kept = jnp.where(better[None, :], r_new, r)
         e_kept = jnp.where(better, e_new, e)
         ratio = jnp.max(jnp.where(done, 0.0, e_new / jnp.where(e > 0, e, 1.0)))
-        # A GMRES-IR cycle at a pace that would need more than SLOW times MAX_STEPS steps in all
-        # ends the refinement: the solve falls back now rather than after the steps left.
+        # The steps in all that this step's pace would need: a classical step that would not
+        # converge within MAX_STEPS counts as stalled (GMRES-IR takes over), a GMRES-IR step
+        # that would need more than SLOW times MAX_STEPS ends refinement (the solve falls back
+        # now rather than after the steps left).
         worst = jnp.max(jnp.where(e_kept <= tol, 0.0, e_kept))
-        needed = jnp.log(tol / worst) / jnp.log(jnp.clip(ratio, 1e-300, None))
-        slow = (
-            (mode == GMRES)
-            & (worst > tol)
-            & ((ratio >= 1) | (steps + 1 + needed > SLOW * MAX_STEPS))
-        )
-        mode = jnp.where((mode == MIXED) & ~(ratio <= STALL), GMRES, mode)  # NaN: stalled
+        needed = steps + 1 + jnp.log(tol / worst) / jnp.log(jnp.clip(ratio, 1e-300, None))
+        unpromising = (worst > tol) & (ratio >= 1)
+        slow = (mode == GMRES) & (unpromising | ((worst > tol) & (needed > SLOW * MAX_STEPS)))
+        late = (worst > tol) & (needed > MAX_STEPS)
+        stalled = ~(ratio <= STALL) | late  # (NaN: stalled)
+        mode = jnp.where((mode == MIXED) & stalled, GMRES, mode)
         return x_kept, r_kept, e_kept, steps + 1, mode, slow
 
     state = (x0, r0, e0, jnp.int32(0), jnp.int32(MIXED), jnp.bool_(False))
