@@ -117,8 +117,8 @@ class Backend {
         "cublas trsm");
   }
 
-  // c −= a op(b), op_b 'N' (b) or 'C' (bᴴ): the 1-D LU's and the 1-D Cholesky's trailing
-  // updates.
+  // c −= a op(b), op_b 'N' (b) or 'C' (bᴴ): the 1-D LU's trailing updates (the 1-D Cholesky's
+  // go through Gemm on a lane, for its look-ahead).
   template <typename T>
   Status GemmMinus(char op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
                    int64_t ldb, T* c, int64_t ldc) {
